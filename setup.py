@@ -1,0 +1,38 @@
+"""tfrl: reinforcement learning on TensorFlow 2 and Keras 3, with RLlib's classic API."""
+
+from setuptools import find_packages, setup
+
+INSTALL_REQUIRES = [
+    "tensorflow==2.21.*",
+    "keras>=3.15,<4",
+    "tensorflow-probability==0.25.*",
+    # TFP 0.25 will not import without tf-keras; tfrl itself uses Keras 3 (`import keras`).
+    "tf-keras==2.21.*",
+    "gymnasium==1.4.*",
+    "numpy>=1.26",
+    "dm-tree>=0.1.8",
+    "absl-py>=2.1",
+    # TF 2.21 no longer pulls in tensorboard.
+    "tensorboard==2.21.*",
+]
+
+EXTRAS_REQUIRE = {
+    "test": ["pytest>=8"],
+    "ray": ["ray[default]>=2.60,<3"],
+}
+
+setup(
+    name="tfrl",
+    version="0.1.0.dev0",
+    description=(
+        "Reinforcement learning on TensorFlow 2 and Keras 3 with RLlib's classic "
+        "programming model (SampleBatch, RolloutWorker, Policy.learn_on_batch)."
+    ),
+    long_description=open("README.md", encoding="utf-8").read(),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.10",
+    packages=find_packages(include=["tfrl", "tfrl.*"]),
+    install_requires=INSTALL_REQUIRES,
+    extras_require=EXTRAS_REQUIRE,
+    license="Apache-2.0",
+)

@@ -1,0 +1,46 @@
+"""Test-process set-up shared by every test module.
+
+TensorFlow's logical CPU devices can only be configured before the first op runs, once
+per process, so it happens here, at collection time, before any test module imports
+code that touches TensorFlow.
+"""
+
+import os
+import random
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import numpy as np
+import pytest
+
+NUM_LOGICAL_CPUS = 2
+
+
+def _configure_logical_cpus():
+    import tensorflow as tf
+
+    cpus = tf.config.list_physical_devices("CPU")
+    if len(tf.config.list_logical_devices("CPU")) >= NUM_LOGICAL_CPUS:
+        return
+    try:
+        tf.config.set_logical_device_configuration(
+            cpus[0], [tf.config.LogicalDeviceConfiguration()] * NUM_LOGICAL_CPUS
+        )
+    except RuntimeError:
+        # Already initialised by an earlier import in this process; tests that need
+        # several devices check `tf.config.list_logical_devices` themselves.
+        pass
+
+
+_configure_logical_cpus()
+
+
+@pytest.fixture(autouse=True)
+def _seed_everything():
+    """Every test starts from the same numpy, Python and TF random state."""
+    import tensorflow as tf
+
+    random.seed(0)
+    np.random.seed(0)
+    tf.random.set_seed(0)
+    yield
