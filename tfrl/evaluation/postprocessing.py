@@ -1,0 +1,114 @@
+"""Returns and advantages of one trajectory: discounted sums and GAE.
+
+Reference: Schulman et al., "High-Dimensional Continuous Control Using Generalized
+Advantage Estimation", ICLR 2016 (https://arxiv.org/abs/1506.02438).
+"""
+
+import numpy as np
+
+from tfrl.core.columns import Columns
+from tfrl.policy.sample_batch import SampleBatch
+
+
+class Postprocessing:
+    """Names of the columns that postprocessing adds."""
+
+    ADVANTAGES = Columns.ADVANTAGES
+    VALUE_TARGETS = Columns.VALUE_TARGETS
+
+
+def discount_cumsum(x: np.ndarray, gamma: float) -> np.ndarray:
+    """Discounted cumulative sum along axis 0: `y[t] = sum_k gamma**k * x[t + k]`.
+
+    Args:
+        x: Array of shape [T, ...].
+        gamma: Discount factor.
+
+    Returns:
+        Array of the same shape and dtype (float64 for integer input).
+
+    Example:
+        >>> discount_cumsum(np.array([1.0, 1.0, 1.0]), 0.5).tolist()
+        [1.75, 1.5, 1.0]
+    """
+    x = np.asarray(x)
+    if x.ndim == 0:
+        raise ValueError(f"discount_cumsum() needs an array of shape [T, ...]; received a scalar {x!r}.")
+    out = np.empty(x.shape, dtype=np.result_type(x.dtype, np.float64) if x.dtype.kind in "iub" else x.dtype)
+    running = np.zeros(x.shape[1:], dtype=np.float64)
+    for t in range(len(x) - 1, -1, -1):
+        running = x[t] + gamma * running
+        out[t] = running
+    return out
+
+
+def compute_advantages(
+    rollout: SampleBatch,
+    last_r: float,
+    gamma: float = 0.9,
+    lambda_: float = 1.0,
+    use_gae: bool = True,
+    use_critic: bool = True,
+) -> SampleBatch:
+    """Adds `advantages` and `value_targets` to a batch of one trajectory, in place.
+
+    With GAE: `delta_t = r_t + gamma * V(s_t+1) - V(s_t)`, advantages are the
+    `gamma * lambda_` discounted sums of `delta`, value targets `advantages + V`.
+    Without GAE: the discounted return `G_t` (bootstrapped with `last_r`); with a
+    critic, advantages `G_t - V(s_t)` and value targets `G_t`; without a critic,
+    advantages `G_t` and value targets zeros.
+
+    Args:
+        rollout: One trajectory with `rewards` (and `vf_preds` if `use_critic`).
+        last_r: Value of the observation after the last step; 0.0 if the episode
+            terminated (not merely truncated).
+        gamma: Discount factor.
+        lambda_: GAE parameter.
+        use_gae: Use generalized advantage estimation.
+        use_critic: Use the critic's values (`vf_preds`) as a baseline.
+
+    Returns:
+        `rollout`, with float32 `advantages` and `value_targets` of shape [T].
+
+    Raises:
+        ValueError: If `vf_preds` are missing while `use_critic`, if `use_gae`
+            without `use_critic`, or if the columns are not 1-D of equal length.
+    """
+    if use_gae and not use_critic:
+        raise ValueError("Can't use gae without using a value function: pass use_critic=True.")
+    if Columns.REWARDS not in rollout:
+        raise ValueError(
+            f"compute_advantages() needs a 'rewards' column; received columns {sorted(rollout.keys())}."
+        )
+    if use_critic and Columns.VF_PREDS not in rollout:
+        raise ValueError(
+            "use_critic=True but values not found: the batch needs a 'vf_preds' column "
+            f"(received {sorted(rollout.keys())}), or pass use_critic=False."
+        )
+    rewards = np.asarray(rollout[Columns.REWARDS], dtype=np.float64)  # [T]
+    if rewards.ndim != 1:
+        raise ValueError(f"compute_advantages() needs rewards of shape [T]; received {rewards.shape}.")
+    last_r = float(np.asarray(last_r).reshape(()))
+
+    if use_critic:
+        vf_preds = np.asarray(rollout[Columns.VF_PREDS], dtype=np.float64)  # [T]
+        if vf_preds.shape != rewards.shape:
+            raise ValueError(
+                f"vf_preds {vf_preds.shape} and rewards {rewards.shape} must have the same shape."
+            )
+    if use_gae:
+        v_t = np.append(vf_preds, last_r)  # [T + 1]
+        delta_t = rewards + gamma * v_t[1:] - v_t[:-1]
+        advantages = discount_cumsum(delta_t, gamma * lambda_)
+        value_targets = advantages + vf_preds
+    else:
+        returns = discount_cumsum(np.append(rewards, last_r), gamma)[:-1]
+        if use_critic:
+            advantages = returns - vf_preds
+            value_targets = returns
+        else:
+            advantages = returns
+            value_targets = np.zeros_like(advantages)
+    rollout[Postprocessing.ADVANTAGES] = advantages.astype(np.float32)
+    rollout[Postprocessing.VALUE_TARGETS] = value_targets.astype(np.float32)
+    return rollout
