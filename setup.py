@@ -1,6 +1,12 @@
 """tfrl: reinforcement learning on TensorFlow 2 and Keras 3, with RLlib's classic API."""
 
+import re
+
 from setuptools import find_packages, setup
+
+VERSION = re.search(
+    r'__version__ = "([^"]+)"', open("tfrl/__init__.py", encoding="utf-8").read()
+).group(1)
 
 INSTALL_REQUIRES = [
     "tensorflow==2.21.*",
@@ -23,7 +29,7 @@ EXTRAS_REQUIRE = {
 
 setup(
     name="tfrl",
-    version="0.1.0.dev0",
+    version=VERSION,
     description=(
         "Reinforcement learning on TensorFlow 2 and Keras 3 with RLlib's classic "
         "programming model (SampleBatch, RolloutWorker, Policy.learn_on_batch)."

@@ -20,16 +20,10 @@ def _configure_logical_cpus():
     import tensorflow as tf
 
     cpus = tf.config.list_physical_devices("CPU")
-    if len(tf.config.list_logical_devices("CPU")) >= NUM_LOGICAL_CPUS:
-        return
-    try:
-        tf.config.set_logical_device_configuration(
-            cpus[0], [tf.config.LogicalDeviceConfiguration()] * NUM_LOGICAL_CPUS
-        )
-    except RuntimeError:
-        # Already initialised by an earlier import in this process; tests that need
-        # several devices check `tf.config.list_logical_devices` themselves.
-        pass
+    # Listing *logical* devices would initialise the runtime, so configure first.
+    tf.config.set_logical_device_configuration(
+        cpus[0], [tf.config.LogicalDeviceConfiguration()] * NUM_LOGICAL_CPUS
+    )
 
 
 _configure_logical_cpus()
