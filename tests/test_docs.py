@@ -1,0 +1,37 @@
+"""The examples in docstrings and in the README run and say what they show."""
+
+import doctest
+import importlib
+import os
+import pkgutil
+import re
+
+import pytest
+
+import tfrl
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _modules():
+    names = []
+    for info in pkgutil.walk_packages(tfrl.__path__, prefix="tfrl."):
+        # Optional backends import optional extras (Ray); they have no doctests.
+        if ".backends." not in info.name:
+            names.append(info.name)
+    return sorted(names)
+
+
+@pytest.mark.parametrize("name", _modules())
+def test_docstring_examples(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    assert result.failed == 0, f"{result.failed} doctest example(s) failed in {name}"
+
+
+def test_readme_python_blocks_run():
+    with open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8") as f:
+        blocks = re.findall(r"```python\n(.*?)```", f.read(), flags=re.S)
+    assert blocks, "README.md has no python example"
+    for block in blocks:
+        exec(compile(block, "README.md", "exec"), {})
