@@ -487,3 +487,13 @@ def test_as_multi_agent():
     ma = b.as_multi_agent()
     assert isinstance(ma, MultiAgentBatch)
     assert ma.policy_batches == {DEFAULT_POLICY_ID: b} and ma.env_steps() == 3
+
+
+def test_concat_with_incompatible_shapes_names_the_column():
+    with pytest.raises(ValueError, match=r"Cannot concat column 'obs'.*\(2, 3\).*\(1, 2\)"):
+        concat_samples([SampleBatch({"obs": np.zeros((2, 3))}), SampleBatch({"obs": np.zeros((1, 2))})])
+
+
+def test_concat_with_columns_in_another_order():
+    c = concat_samples([SampleBatch({"a": [1], "b": [2]}), SampleBatch({"b": [4], "a": [3]})])
+    assert c["a"].tolist() == [1, 3] and c["b"].tolist() == [2, 4]

@@ -110,8 +110,11 @@ def right_zero_pad_sequences(
 
 def concat_leaves(values: List[Any], key: str, axis: int = 0) -> Any:
     """Concatenates the same column of several batches (leaf-wise if nested)."""
-    if all(isinstance(v, np.ndarray) for v in values):
-        return np.concatenate(values, axis=axis)
+    if type(values[0]) is np.ndarray:
+        try:
+            return np.concatenate(values, axis=axis)
+        except ValueError:
+            pass  # e.g. a nested column in a later batch: checked below.
     first = values[0]
     for i, v in enumerate(values[1:], start=1):
         try:
@@ -129,6 +132,13 @@ def concat_leaves(values: List[Any], key: str, axis: int = 0) -> Any:
                 f"Cannot concat column '{key}': it is bulk-compressed. Call "
                 "decompress_if_needed() first, or compress with bulk=False."
             )
-        return np.concatenate(leaves, axis=axis)
+        try:
+            return np.concatenate(leaves, axis=axis)
+        except ValueError as e:
+            shapes = [np.shape(leaf) for leaf in leaves]
+            raise ValueError(
+                f"Cannot concat column '{key}': its arrays have incompatible shapes "
+                f"{shapes} ({e})."
+            ) from e
 
     return tree.map_structure(_concat, *values)

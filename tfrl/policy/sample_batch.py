@@ -794,16 +794,20 @@ def concat_samples(samples: Sequence[Any]):
                 "concat_samples(): zero-padded batches must share `max_seq_len`; "
                 f"received {first.max_seq_len} and {s.max_seq_len} (batch {i})."
             )
-        if set(s.keys()) != set(keys):
+        if list(dict.keys(s)) != keys and set(s.keys()) != set(keys):
             raise ValueError(
                 "concat_samples(): all batches must have the same columns. The first "
                 f"non-empty batch has {sorted(keys)}; non-empty batch {i} has "
                 f"{sorted(s.keys())} (missing {sorted(set(keys) - set(s.keys()))}, extra "
                 f"{sorted(set(s.keys()) - set(keys))}). Drop or add columns so they match."
             )
+    # Transpose batches -> columns through dict.values() (fast; no per-item lookups).
+    per_batch = [
+        dict.values(s) if list(dict.keys(s)) == keys else [dict.__getitem__(s, k) for k in keys]
+        for s in batches
+    ]
     data = {}
-    for key in keys:
-        values = [dict.__getitem__(s, key) for s in batches]
+    for key, values in zip(keys, zip(*per_batch)):
         axis = 1 if first.time_major and key != Columns.SEQ_LENS and not key.startswith("state_in_") else 0
         data[key] = batch_ops.concat_leaves(values, key, axis=axis)
     max_seq_lens = [s.max_seq_len for s in batches if s.max_seq_len is not None]
