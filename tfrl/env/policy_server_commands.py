@@ -1,0 +1,159 @@
+"""What a policy server does for each client command, independent of HTTP.
+
+Remote-inference commands go to the server's embedded ExternalEnv (whose runner
+computes the actions); local-inference clients fetch the policies' classes, spaces,
+config and weights, and upload finished batches and episode metrics.
+"""
+
+import queue
+import threading
+from typing import Any, Dict, Optional
+
+import tree
+
+from tfrl.env import policy_protocol as P
+from tfrl.env.space_checks import observation_error
+from tfrl.env.wire_format import encodable_subset
+from tfrl.policy.multi_agent_batch import MultiAgentBatch
+from tfrl.policy.sample_batch import SampleBatch
+
+_REQUIRED_COLUMNS = (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.REWARDS)
+
+
+def policy_class_path(cls: type) -> str:
+    """`"module:QualName"` of a class, as sent in GET_WORKER_ARGS."""
+    return f"{cls.__module__}:{cls.__qualname__}"
+
+
+class PolicyServerCommands:
+    """Executes decoded client requests.
+
+    Args:
+        env: The embedded ExternalEnv (or ExternalMultiAgentEnv) of remote inference.
+        policies: Policy id -> policy.
+        multiagent: Whether clients speak the multi-agent protocol (dict observations).
+        config: The algorithm config sent to local-inference clients (encodable part).
+        samples_queue: Receives uploaded batches.
+        metrics_queue: Receives uploaded episode metrics.
+        policy_lock: Held while reading weights.
+        action_timeout: Seconds a GET_ACTION waits for the runner.
+    """
+
+    def __init__(self, env: Any, policies: Dict[str, Any], multiagent: bool, config: dict,
+                 samples_queue: queue.Queue, metrics_queue: queue.Queue,
+                 policy_lock: threading.Lock, action_timeout: float = 60.0):
+        self.env = env
+        self.policies = policies
+        self.multiagent = multiagent
+        self.config = config
+        self.samples_queue = samples_queue
+        self.metrics_queue = metrics_queue
+        self.policy_lock = policy_lock
+        env.get_action_timeout = action_timeout
+
+    def handle(self, request: Any) -> dict:
+        """Runs one request and returns the response object.
+
+        Raises:
+            BadRequest / ValueError / TypeError: For bad requests (HTTP 400).
+            TimeoutError: If no action was computed in time (HTTP 504).
+            RuntimeError: If the server is stopping (HTTP 503).
+        """
+        command, args = P.parse_request(request)
+        return getattr(self, "_" + command.lower())(**args)
+
+    # ---- Remote inference --------------------------------------------------------------
+
+    def _start_episode(self, episode_id: Optional[str], training_enabled: Any) -> dict:
+        if not isinstance(training_enabled, bool):
+            raise P.BadRequest(f"START_EPISODE: training_enabled must be a bool; received "
+                               f"{training_enabled!r}.")
+        return {"episode_id": self.env.start_episode(episode_id, training_enabled)}
+
+    def _get_action(self, episode_id: Any, observation: Any) -> dict:
+        if isinstance(episode_id, str):
+            return {"action": self.env._get_actions([episode_id], {episode_id: observation})[episode_id]}  # pylint: disable=protected-access
+        if not (isinstance(episode_id, list) and episode_id and all(isinstance(e, str) for e in episode_id)):
+            raise P.BadRequest(f"GET_ACTION: episode_id must be a str or a non-empty list of str; "
+                               f"received {episode_id!r}.")
+        if not isinstance(observation, dict) or set(observation) != set(episode_id):
+            raise P.BadRequest("GET_ACTION with a list of episode ids takes observation as a dict "
+                               "episode id -> observation with exactly those ids; received "
+                               f"{type(observation).__name__} with keys "
+                               f"{sorted(observation) if isinstance(observation, dict) else None}.")
+        return {"action": self.env._get_actions(episode_id, observation)}  # pylint: disable=protected-access
+
+    def _log_action(self, episode_id: str, observation: Any, action: Any) -> dict:
+        self.env.log_action(episode_id, observation, action)
+        return {}
+
+    def _log_returns(self, episode_id: str, reward: Any, info: Any, done: Any) -> dict:
+        if info is not None and not isinstance(info, dict):
+            raise P.BadRequest(f"LOG_RETURNS: info must be a dict or None; received {info!r}.")
+        if self.multiagent:
+            self.env.log_returns(episode_id, reward, info, done)
+        elif done is not None:
+            raise P.BadRequest("LOG_RETURNS: this server serves a single-agent env; send "
+                               f"done=None (multiagent_done_dict). Received done={done!r}.")
+        else:
+            self.env.log_returns(episode_id, reward, info)
+        return {}
+
+    def _end_episode(self, episode_id: str, observation: Any, truncated: Any) -> dict:
+        if not isinstance(truncated, bool):
+            raise P.BadRequest(f"END_EPISODE: truncated must be a bool; received {truncated!r}.")
+        self.env.end_episode(episode_id, observation, truncated=truncated)
+        return {}
+
+    # ---- Local inference ---------------------------------------------------------------
+
+    def _get_worker_args(self) -> dict:
+        policies = {}
+        for pid, policy in self.policies.items():
+            policy_config, _ = encodable_subset(dict(getattr(policy, "config", None) or {}))
+            policies[pid] = {
+                "policy_class": policy_class_path(type(policy)),
+                "observation_space": policy.observation_space,
+                "action_space": policy.action_space,
+                "config": policy_config,
+            }
+        config, dropped = encodable_subset(dict(self.config))
+        return {"protocol_version": P.PROTOCOL_VERSION, "multiagent": self.multiagent,
+                "policies": policies, "config": config, "dropped_config_keys": dropped}
+
+    def _get_weights(self) -> dict:
+        with self.policy_lock:
+            return {"weights": {pid: p.get_weights() for pid, p in self.policies.items()}}
+
+    def _report_samples(self, samples: Any, metrics: Any) -> dict:
+        if not isinstance(samples, list) or not isinstance(metrics, list) or not all(
+                isinstance(m, dict) for m in metrics):
+            raise P.BadRequest("REPORT_SAMPLES takes samples as a list of batches and metrics as "
+                               f"a list of dicts; received {type(samples).__name__} and "
+                               f"{type(metrics).__name__}.")
+        for i, batch in enumerate(samples):
+            self._check_batch(batch, i)
+        for batch in samples:
+            self.samples_queue.put(batch)
+        for m in metrics:
+            self.metrics_queue.put(m)
+        return {}
+
+    def _check_batch(self, batch: Any, index: int) -> None:
+        expected = MultiAgentBatch if self.multiagent else SampleBatch
+        if not isinstance(batch, expected):
+            raise P.BadRequest(f"REPORT_SAMPLES: samples[{index}] must be a {expected.__name__}; "
+                               f"received {type(batch).__name__}.")
+        per_policy = batch.policy_batches if self.multiagent else {next(iter(self.policies)): batch}
+        for pid, policy_batch in per_policy.items():
+            if pid not in self.policies:
+                raise P.BadRequest(f"REPORT_SAMPLES: samples[{index}] has data of unknown policy "
+                                   f"{pid!r}; known: {sorted(self.policies)}.")
+            missing = [c for c in _REQUIRED_COLUMNS if c not in policy_batch]
+            if missing:
+                raise P.BadRequest(f"REPORT_SAMPLES: samples[{index}] lacks columns {missing}.")
+            if len(policy_batch) > 0:
+                first_obs = tree.map_structure(lambda x: x[0], policy_batch[SampleBatch.OBS])
+                problem = observation_error(self.policies[pid].observation_space, first_obs)
+                if problem:
+                    raise P.BadRequest(f"REPORT_SAMPLES: samples[{index}]: {problem}.")

@@ -1,0 +1,308 @@
+"""PolicyServerInput: an HTTP policy server that is also a rollout worker's InputReader.
+
+External simulators talk to it with `tfrl.env.policy_client.PolicyClient`:
+
+- remote inference: every `start_episode/get_action/log_returns/...` call is a
+  request; the server computes actions with its policy (an embedded ExternalEnv
+  driven by an `ExternalEnvRunner`) and records the episodes itself;
+- local inference: the client fetches the policy class, spaces, config and weights,
+  computes actions itself, and uploads finished batches and episode metrics.
+
+Either way, finished experiences come out of `next()` as SampleBatches (or
+MultiAgentBatches). A heartbeat puts an empty SampleBatch into the queue every
+`idle_timeout` seconds when it is empty, so `next()` never blocks forever.
+
+Request bodies are never unpickled: see `tfrl.env.wire_format` and
+`tfrl.env.policy_protocol`. Bad requests get HTTP 400 with `{"error": message}` and
+the server keeps serving.
+
+Example (with a policy object instead of a rollout worker):
+    >>> import gymnasium as gym
+    >>> from tfrl.examples.policy.random_policy import RandomPolicy
+    >>> from tfrl.offline.io_context import IOContext
+    >>> policy = RandomPolicy(gym.spaces.Box(-1, 1, (2,)), gym.spaces.Discrete(2))
+    >>> with PolicyServerInput(IOContext(), "127.0.0.1", 0, policy=policy) as server:
+    ...     port = server.server_port  # port 0: the OS picked a free one
+"""
+
+import logging
+import queue
+import socket
+import socketserver
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Callable, Dict, Optional
+
+from tfrl.env.external_env_runner import ExternalEnvRunner, fragment_length, make_serving_env
+from tfrl.env.policy_server_commands import PolicyServerCommands
+from tfrl.env.wire_format import dumps, loads
+from tfrl.offline.input_reader import InputReader
+from tfrl.policy.sample_batch import DEFAULT_POLICY_ID, SampleBatch
+
+logger = logging.getLogger(__name__)
+
+
+class PolicyServerInput(ThreadingHTTPServer, InputReader):
+    """REST policy server that acts as an offline data source (an InputReader).
+
+    Use it as a rollout worker's input: `{"num_workers": 0, "input": lambda ioctx:
+    PolicyServerInput(ioctx, address, port)}`.
+
+    Args:
+        ioctx: The worker's IOContext; `ioctx.worker.get_policy()` (or its policy map
+            and `policy_mapping_fn` for several policies) is served, and
+            `ioctx.config` gives `rollout_fragment_length` (default 200) and
+            `batch_mode` (`"complete_episodes"` emits whole episodes only).
+        address: Address to bind (e.g. "localhost").
+        port: Port to bind; 0 lets the OS pick one (read it from `server_port`).
+        idle_timeout: Seconds between heartbeats (empty SampleBatches) when idle.
+        policy: tfrl extension: the policy (or dict policy id -> policy) to serve
+            when `ioctx` has no worker.
+        policy_mapping_fn: tfrl extension: `fn(agent_id, episode_id, worker=...) ->
+            policy id` for multi-agent serving.
+        multiagent: tfrl extension: whether clients send multi-agent dicts; default:
+            the worker's `multiagent` flag, or True with several policies or a
+            `policy_mapping_fn`.
+
+    Raises:
+        OSError: If the address/port cannot be bound (the message names both).
+        ValueError: If there is no policy to serve, or several without a mapping fn.
+    """
+
+    daemon_threads = True
+    block_on_close = False
+    # Largest request body accepted (bytes); larger ones get HTTP 413.
+    max_request_bytes = 64 * 2**20
+    # Seconds a GET_ACTION request waits for the policy.
+    action_timeout = 60.0
+
+    def __init__(self, ioctx: Any, address: str, port: int, idle_timeout: float = 3.0, *,
+                 policy: Any = None, policy_mapping_fn: Optional[Callable] = None,
+                 multiagent: Optional[bool] = None):
+        if not isinstance(idle_timeout, (int, float)) or idle_timeout <= 0:
+            raise ValueError(f"idle_timeout must be a number > 0 (seconds). Received: "
+                             f"idle_timeout={idle_timeout!r}.")
+        self.rollout_worker = getattr(ioctx, "worker", None)
+        self.samples_queue: queue.Queue = queue.Queue()
+        self.metrics_queue: queue.Queue = queue.Queue()
+        self.idle_timeout = idle_timeout
+        policies, policy_mapping_fn, multiagent = _resolve_policies(
+            self.rollout_worker, policy, policy_mapping_fn, multiagent)
+        config = dict(getattr(ioctx, "config", None) or {})
+        self._lock = threading.Lock()
+        self._connections: set = set()
+        self._handler_threads: set = set()
+        self._stop_event = threading.Event()
+        try:
+            ThreadingHTTPServer.__init__(self, (address, port), _PolicyRequestHandler)
+        except OSError as e:
+            raise OSError(e.errno, f"Creating a PolicyServer on {address}:{port} failed: "
+                                   f"{e.strerror or e}. Use another address/port (port=0 picks a "
+                                   "free one) or stop the process using it.") from e
+        sampler = getattr(self.rollout_worker, "sampler", None)
+        if sampler is not None:
+            # Client-reported episode metrics surface in worker.get_metrics().
+            sampler.get_metrics = self.get_metrics
+        policy_lock = threading.Lock()
+        single = None if multiagent else next(iter(policies.values()))
+        env = make_serving_env(multiagent, getattr(single, "action_space", None),
+                               getattr(single, "observation_space", None))
+        self._commands = PolicyServerCommands(
+            env, policies, multiagent, config, self.samples_queue, self.metrics_queue,
+            policy_lock, action_timeout=self.action_timeout)
+        self._runner = ExternalEnvRunner(
+            env.to_base_env(), policies, self._put_results, policy_mapping_fn=policy_mapping_fn,
+            multiagent=multiagent, rollout_fragment_length=fragment_length(config),
+            policy_lock=policy_lock, worker=self.rollout_worker)
+        self._runner.start()
+        self._service_threads = [
+            threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.1},
+                             name="PolicyServer", daemon=True),
+            threading.Thread(target=self._heartbeat, name="PolicyServerHeartbeat", daemon=True),
+        ]
+        for thread in self._service_threads:
+            thread.start()
+        logger.info("Started a policy server at %s:%d", *self.server_address[:2])
+
+    def next(self) -> Any:
+        """Returns the next batch of experiences (blocks at most ~`idle_timeout` s)."""
+        return self.samples_queue.get()
+
+    def get_metrics(self) -> list:
+        """Returns (and removes) the metrics dicts of episodes finished since the last call."""
+        completed = []
+        while True:
+            try:
+                completed.append(self.metrics_queue.get_nowait())
+            except queue.Empty:
+                return completed
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stops serving: waiting requests fail (503), sockets close, threads are joined."""
+        if self._stop_event.is_set():
+            return
+        self._stop_event.set()
+        self._runner.stop(timeout)
+        self.shutdown()
+        with self._lock:
+            connections = list(self._connections)
+            threads = list(self._handler_threads)
+        for conn in connections:
+            try:
+                conn.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self.server_close()
+        for thread in threads + self._service_threads:
+            thread.join(timeout)
+
+    def __enter__(self) -> "PolicyServerInput":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.stop()
+
+    # ---- Internals ---------------------------------------------------------------------
+
+    def server_bind(self) -> None:
+        # Like HTTPServer.server_bind, without its (possibly slow) reverse DNS lookup.
+        socketserver.TCPServer.server_bind(self)
+        host, port = self.server_address[:2]
+        self.server_name, self.server_port = host, port
+
+    def process_request_thread(self, request, client_address) -> None:
+        with self._lock:
+            self._connections.add(request)
+            self._handler_threads.add(threading.current_thread())
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            with self._lock:
+                self._connections.discard(request)
+                self._handler_threads.discard(threading.current_thread())
+
+    def handle_error(self, request, client_address) -> None:
+        logger.debug("Connection from %s ended with an error.", client_address, exc_info=True)
+
+    def _put_results(self, batch: Any, metrics: list) -> None:
+        if batch is not None and batch.count > 0:
+            self.samples_queue.put(batch)
+        for m in metrics:
+            self.metrics_queue.put(m)
+
+    def _heartbeat(self) -> None:
+        while not self._stop_event.wait(self.idle_timeout):
+            if self.samples_queue.empty():
+                self.samples_queue.put(SampleBatch())
+
+    def _handle(self, request: Any) -> Dict[str, Any]:
+        runner_error = self._runner.error
+        if runner_error is not None:
+            raise RuntimeError(f"The policy server's inference loop failed: {runner_error!r}")
+        return self._commands.handle(request)
+
+
+class _PolicyRequestHandler(BaseHTTPRequestHandler):
+    """Reads one POSTed wire-format request, runs it, writes the JSON response."""
+
+    protocol_version = "HTTP/1.1"
+    server_version = "tfrl-PolicyServer"
+    disable_nagle_algorithm = True
+    # Seconds a connection may stay idle, or a request body may take to arrive.
+    timeout = 60.0
+
+    def do_POST(self) -> None:  # pylint: disable=invalid-name
+        try:
+            body = self._read_body()
+            response = self.server._handle(loads(body))  # pylint: disable=protected-access
+        except _HTTPError as e:
+            self.close_connection = True
+            return self._send(e.status, {"error": str(e)})
+        except Exception as e:  # pylint: disable=broad-except
+            status = _status_for(e)
+            if status == 500:
+                logger.exception("Policy server request failed.")
+                message = f"Internal server error ({type(e).__name__}); see the server's log."
+            else:
+                message = str(e)
+            return self._send(status, {"error": message})
+        self._send(200, response)
+
+    def do_GET(self) -> None:  # pylint: disable=invalid-name
+        self._send(405, {"error": "The policy server takes POST requests (see PolicyClient)."})
+
+    def _read_body(self) -> bytes:
+        length = self.headers.get("Content-Length")
+        if length is None or not length.strip().isdigit():
+            raise _HTTPError(400, f"Request needs a Content-Length header with the body size; "
+                                  f"received Content-Length={length!r}.")
+        n = int(length)
+        if n > self.server.max_request_bytes:
+            raise _HTTPError(413, f"Request body of {n} bytes exceeds the limit of "
+                                  f"{self.server.max_request_bytes} bytes.")
+        try:
+            body = self.rfile.read(n)
+        except (TimeoutError, OSError):
+            body = b""
+        if len(body) != n:
+            raise _HTTPError(400, f"Truncated request body: received {len(body)} of the {n} "
+                                  "bytes announced by Content-Length.")
+        return body
+
+    def _send(self, status: int, payload: Dict[str, Any]) -> None:
+        body = dumps(payload)
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        if self.close_connection:
+            self.send_header("Connection", "close")
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, format, *args) -> None:  # pylint: disable=redefined-builtin
+        logger.debug("%s - %s", self.address_string(), format % args)
+
+
+class _HTTPError(Exception):
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+
+
+def _status_for(error: BaseException) -> int:
+    if isinstance(error, TimeoutError):
+        return 504
+    if isinstance(error, (ValueError, TypeError, KeyError)):
+        return 400
+    if isinstance(error, RuntimeError):
+        return 503
+    return 500
+
+
+def _resolve_policies(worker: Any, policy: Any, policy_mapping_fn: Optional[Callable],
+                      multiagent: Optional[bool]):
+    if policy is not None:
+        policies = dict(policy) if isinstance(policy, dict) else {DEFAULT_POLICY_ID: policy}
+    elif worker is not None:
+        policy_map = getattr(worker, "policy_map", None)
+        policies = dict(policy_map.items()) if policy_map else {DEFAULT_POLICY_ID: worker.get_policy()}
+        if multiagent is None:
+            multiagent = getattr(worker, "multiagent", None)
+        if policy_mapping_fn is None and (multiagent or len(policies) > 1):
+            policy_mapping_fn = getattr(worker, "policy_mapping_fn", None)
+    else:
+        raise ValueError(
+            "PolicyServerInput needs a policy to serve. Received ioctx.worker=None and "
+            "policy=None. Pass an IOContext whose worker is a RolloutWorker, or policy=<policy>."
+        )
+    if multiagent is None:
+        multiagent = len(policies) > 1 or policy_mapping_fn is not None
+    if len(policies) > 1 and policy_mapping_fn is None:
+        raise ValueError(f"Serving several policies {sorted(policies)} needs a policy_mapping_fn.")
+    for pid, p in policies.items():
+        missing = [a for a in ("observation_space", "action_space", "compute_actions", "get_weights")
+                   if not hasattr(p, a)]
+        if missing:
+            raise TypeError(f"Policy {pid!r} ({type(p).__name__}) cannot be served: it lacks "
+                            f"{missing} (see tfrl.env.external_env_runner for the protocol).")
+    return policies, policy_mapping_fn, bool(multiagent)

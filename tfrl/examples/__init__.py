@@ -1,0 +1,1 @@
+"""Example components shipped with tfrl (policies, envs) for tests, demos and serving."""

@@ -1,0 +1,74 @@
+"""RandomPolicy: acts uniformly at random in its action space and learns nothing.
+
+Useful as an opponent in multi-agent envs, as a baseline, and to exercise sampling and
+serving code without a model.
+
+Example:
+    >>> import gymnasium as gym
+    >>> import numpy as np
+    >>> policy = RandomPolicy(gym.spaces.Box(-1, 1, (2,)), gym.spaces.Discrete(3), {"seed": 0})
+    >>> actions, state_outs, extras = policy.compute_actions(np.zeros((4, 2), np.float32))
+    >>> actions.shape, state_outs, extras
+    ((4,), [], {})
+"""
+
+from typing import Any, Dict, List, Optional, Tuple
+
+import gymnasium as gym
+import numpy as np
+import tree
+
+from tfrl.utils.spaces.space_utils import batch
+
+
+class RandomPolicy:
+    """A policy whose actions are samples of its action space.
+
+    Args:
+        observation_space: Observation space of one agent.
+        action_space: Action space of one agent.
+        config: Policy config. Keys used: `"seed"` (seeds the action space; default
+            None), `"ignore_action_bounds"` (sample unbounded Box dims from [-1, 1]
+            instead of failing; default False).
+    """
+
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space,
+                 config: Optional[dict] = None):
+        self.observation_space = observation_space
+        self.action_space = action_space
+        self.config = dict(config or {})
+        if self.config.get("ignore_action_bounds") and isinstance(action_space, gym.spaces.Box):
+            low = np.where(np.isfinite(action_space.low), action_space.low, -1.0)
+            high = np.where(np.isfinite(action_space.high), action_space.high, 1.0)
+            self._sampling_space = gym.spaces.Box(low, high, dtype=action_space.dtype)
+        else:
+            self._sampling_space = action_space
+        self._sampling_space.seed(self.config.get("seed"))
+
+    def compute_actions(self, obs_batch: Any, state_batches: Optional[List[Any]] = None,
+                        explore: Optional[bool] = None, **kwargs) -> Tuple[Any, List[Any], Dict]:
+        """Returns `(actions, [], {})`, one random action per row of `obs_batch`."""
+        n = len(tree.flatten(obs_batch)[0])
+        actions = [self._sampling_space.sample() for _ in range(n)]
+        return batch(actions) if actions else np.zeros((0,)), [], {}
+
+    def get_initial_state(self) -> List[Any]:
+        """No recurrent state: `[]`."""
+        return []
+
+    def learn_on_batch(self, samples: Any) -> dict:
+        """Learns nothing; returns `{}`."""
+        return {}
+
+    def get_weights(self) -> Dict[str, np.ndarray]:
+        """No weights: `{}`."""
+        return {}
+
+    def set_weights(self, weights: Dict[str, np.ndarray]) -> None:
+        """Accepts (and ignores) weights."""
+
+    def postprocess_trajectory(self, sample_batch: Any, other_agent_batches: Any = None,
+                               episode: Any = None) -> Any:
+        """Returns the batch unchanged."""
+        return sample_batch
+
