@@ -1,0 +1,134 @@
+"""RemoteVectorEnv with the Ray backend: sub-envs as Ray actors.
+
+Skipped when Ray is not installed; marked `slow` (Ray start-up takes seconds). One
+local Ray runtime (2 CPUs, no dashboard) serves the module and is shut down after it.
+Sub-env actors ask for `num_cpus=0`, so they never wait for free CPUs.
+"""
+
+import sys
+
+import cloudpickle
+import gymnasium as gym
+import numpy as np
+import pytest
+
+ray = pytest.importorskip("ray")
+
+from tfrl.env.remote_vector_env import RemoteVectorEnv, SubEnvError  # noqa: E402
+
+pytestmark = pytest.mark.slow
+
+# Ray workers cannot import this test module: ship its envs (through tfrl's cloudpickle)
+# and its actor class (through Ray's own copy of cloudpickle) by value.
+cloudpickle.register_pickle_by_value(sys.modules[__name__])
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+class StepCountEnv(gym.Env):
+    """obs `[t, draw]` (draw fixed at reset by the env's RNG); 3-step episodes.
+
+    Action 2 raises.
+    """
+
+    observation_space = gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
+
+    def __init__(self, seed):
+        self.np_random = np.random.default_rng(seed)
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.t, self.draw = 0, int(self.np_random.integers(1000))
+        return np.array([0, self.draw], np.float32), {}
+
+    def step(self, action):
+        if action == 2:
+            raise ValueError("StepCountEnv received action 2")
+        self.t += 1
+        obs = np.array([self.t, self.draw], np.float32)
+        return obs, float(self.t + action), self.t >= 3, False, {}
+
+
+def make_env(index):
+    return StepCountEnv(seed=10 + index)
+
+
+@pytest.fixture(scope="module")
+def ray_runtime():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+             configure_logging=False)
+    yield
+    ray.shutdown()
+
+
+def _poll_all(env, env_ids):
+    got = {}
+    while set(got) != set(env_ids):
+        obs, rewards, terminateds, truncateds, _, _ = env.poll()
+        for i in obs:
+            got[i] = (obs[i]["agent0"].tolist(), rewards[i]["agent0"],
+                      terminateds[i]["__all__"], truncateds[i]["__all__"])
+    return got
+
+
+def test_ray_sub_envs_step_like_the_envs_in_process(ray_runtime):
+    env = RemoteVectorEnv(make_env, 2, multiagent=False, remote_env_batch_wait_ms=0,
+                          backend="ray", timeout_s=60)
+    try:
+        assert env.observation_space == StepCountEnv.observation_space
+        direct = [make_env(i) for i in range(2)]
+        expected = {i: (direct[i].reset()[0].tolist(), None, False, False) for i in range(2)}
+        assert _poll_all(env, [0, 1]) == expected
+        for _ in range(3):
+            env.send_actions({0: {"agent0": 1}, 1: {"agent0": 0}})
+            expected = {}
+            for i, action in ((0, 1), (1, 0)):
+                obs, reward, terminated, truncated, _ = direct[i].step(action)
+                expected[i] = (obs.tolist(), reward, terminated, truncated)
+            assert _poll_all(env, [0, 1]) == expected
+        assert expected[0][2] is True  # The episodes ended; async resets start the next.
+        assert env.try_reset() == "async_reset_return"
+        assert _poll_all(env, [0, 1]) == {
+            i: (direct[i].reset()[0].tolist(), None, False, False) for i in range(2)}
+        actor = env.get_sub_environments()[1]
+        assert ray.get(actor.call.remote("observation_space")) == env.observation_space
+
+        env.send_actions({1: {"agent0": 2}})
+        with pytest.raises(SubEnvError, match=r"Sub-environment 1: step\(\) raised ValueError: "
+                           r"StepCountEnv received action 2") as info:
+            env.poll()
+        assert "Traceback" in info.value.remote_traceback
+    finally:
+        env.stop()
+    with pytest.raises(ray.exceptions.RayActorError):
+        ray.get(actor.call.remote("reset"), timeout=30)  # stop() killed the actors.
+
+
+@ray.remote(num_cpus=0)
+class UserEnvActor:
+    """A user's own env actor with gymnasium's API (RLlib's `make_env` creating actors)."""
+
+    def __init__(self, index):
+        self.env = make_env(index)
+
+    def reset(self, seed=None, options=None):
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, action):
+        return self.env.step(action)
+
+
+def test_existing_actor_envs_are_used_as_is(ray_runtime):
+    first = UserEnvActor.remote(0)
+    env = RemoteVectorEnv(UserEnvActor.remote, 2, multiagent=False,
+                          remote_env_batch_wait_ms=0, existing_envs=[first], backend="ray",
+                          timeout_s=60)
+    try:
+        assert env.get_sub_environments()[0] is first
+        got = _poll_all(env, [0, 1])
+        assert got == {i: (make_env(i).reset()[0].tolist(), None, False, False) for i in (0, 1)}
+        env.send_actions({0: {"agent0": 2}})
+        with pytest.raises(SubEnvError, match=r"Sub-environment 0: step\(\) raised ValueError"):
+            env.poll()
+    finally:
+        env.stop()
