@@ -1,0 +1,117 @@
+"""Env creation from a registered name, a callable, or a gymnasium id.
+
+`register_env(name, creator)` makes `name` usable wherever an env is configured
+(`config["env"] = name`). `get_env_creator(env)` turns any such description into a
+function `EnvContext -> env`, trying in order:
+
+1. a name registered with `register_env`;
+2. a callable (a function or an env class), called with the `EnvContext`;
+3. a gymnasium id, made with `gymnasium.make(id, **env_config)`.
+
+Example:
+    >>> import gymnasium as gym
+    >>> from tfrl.env.env_context import EnvContext
+    >>> register_env("short_cartpole", lambda ctx: gym.make("CartPole-v1", max_episode_steps=ctx["n"]))
+    >>> env = get_env_creator("short_cartpole")(EnvContext({"n": 5}, worker_index=0))
+    >>> env.spec.max_episode_steps
+    5
+"""
+
+import difflib
+from typing import Any, Callable, Dict, Optional, Union
+
+import gymnasium as gym
+
+from tfrl.env.env_context import EnvContext
+
+EnvCreator = Callable[[EnvContext], Any]
+
+# name -> creator, for the whole process (like RLlib's tune registry).
+_ENV_CREATORS: Dict[str, EnvCreator] = {}
+
+
+def register_env(name: str, env_creator: EnvCreator) -> None:
+    """Registers `env_creator` (called with an `EnvContext`) under `name`.
+
+    Registering a name again replaces the earlier creator.
+
+    Raises:
+        TypeError: If `name` is not a string or `env_creator` is not callable.
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"register_env needs a str name; received {type(name).__name__}: {name!r}.")
+    if not callable(env_creator):
+        raise TypeError(
+            f"register_env({name!r}, ...) needs a callable taking an EnvContext; received "
+            f"{type(env_creator).__name__}: {env_creator!r}."
+        )
+    _ENV_CREATORS[name] = env_creator
+
+
+def get_env_creator(env: Union[str, EnvCreator]) -> EnvCreator:
+    """Returns a function `EnvContext -> env` for a registered name, callable or gymnasium id.
+
+    Args:
+        env: A name given to `register_env`, a callable taking an `EnvContext` (an env
+            class works), or a gymnasium id such as `"CartPole-v1"` (also
+            `"module:EnvId"`, which gymnasium imports).
+
+    Raises:
+        ValueError: If `env` is a string that is neither registered nor a gymnasium
+            id; the message names the closest matches.
+        TypeError: If `env` is neither a string nor callable.
+    """
+    if isinstance(env, str):
+        if env in _ENV_CREATORS:
+            return _ENV_CREATORS[env]
+        if env in gym.registry or ":" in env:
+            return lambda ctx: gym.make(env, **dict(ctx))
+        known = list(_ENV_CREATORS) + list(gym.registry)
+        close = difflib.get_close_matches(env, known, n=3)
+        hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        raise ValueError(
+            f"Unknown env {env!r}: it is neither registered with tfrl.env.registry."
+            f"register_env nor a gymnasium id.{hint} Register a creator with "
+            f"register_env({env!r}, lambda env_context: MyEnv(env_context)) or pass an "
+            "env class or callable."
+        )
+    if callable(env):
+        return env
+    raise TypeError(
+        f"An env must be a registered name, a gymnasium id or a callable taking an "
+        f"EnvContext; received {type(env).__name__}: {env!r}."
+    )
+
+
+def make_gymnasium_vector_env(
+    env_id: str,
+    num_envs: int,
+    env_config: Optional[dict] = None,
+    vectorization_mode: Optional[str] = None,
+) -> gym.vector.VectorEnv:
+    """Makes gymnasium's own vector env for a gymnasium id (the fast path).
+
+    Args:
+        env_id: A gymnasium id, e.g. `"CartPole-v1"`.
+        num_envs: Number of sub-envs.
+        env_config: Keyword arguments for the env (e.g. `max_episode_steps`).
+        vectorization_mode: `"vector_entry_point"`, `"sync"` or `"async"`; None picks
+            `"vector_entry_point"` if the env provides one (CartPole does), else `"sync"`.
+
+    Returns:
+        The gymnasium vector env; wrap it with `VectorEnv.from_gymnasium`, or pass it
+        to `BaseEnv.to_base_env`.
+
+    Raises:
+        ValueError: If `env_id` is not a gymnasium id (names the closest ones).
+    """
+    if env_id not in gym.registry:
+        close = difflib.get_close_matches(env_id, list(gym.registry), n=3)
+        hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        raise ValueError(f"{env_id!r} is not a gymnasium id.{hint}")
+    if vectorization_mode is None:
+        has_entry_point = gym.spec(env_id).vector_entry_point is not None
+        vectorization_mode = "vector_entry_point" if has_entry_point else "sync"
+    return gym.make_vec(
+        env_id, num_envs=num_envs, vectorization_mode=vectorization_mode, **(env_config or {})
+    )
