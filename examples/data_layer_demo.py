@@ -31,8 +31,8 @@ def collect_chunks(num_episodes: int, fragment_length: int, seed: int):
 
     env = gym.make("CartPole-v1")
     env.action_space.seed(seed)
-    logp = float(np.log(0.5))  # the random policy's log-probability of any action
-    chunks, finished = [], 0
+    logp = np.float32(np.log(0.5))  # the random policy's log-probability of any action
+    chunks, finished, episode_return = [], 0, 0.0
     obs, info = env.reset(seed=seed)
     episode = SingleAgentEpisode(observation_space=env.observation_space,
                                  action_space=env.action_space)
@@ -42,11 +42,14 @@ def collect_chunks(num_episodes: int, fragment_length: int, seed: int):
         obs, reward, terminated, truncated, info = env.step(action)
         episode.add_env_step(obs, action, reward, info, terminated=terminated,
                              truncated=truncated, extra_model_outputs={"action_logp": logp})
+        episode_return += reward
         if episode.is_done:
             chunks.append(episode.finalize())
             finished += 1
-            print(f"  episode {finished:3d}/{num_episodes}: return {episode.get_return():5.1f}, "
-                  f"{len(chunks)} chunks so far", flush=True)
+            print(f"  episode {finished:3d}/{num_episodes}: return {episode_return:5.1f}, "
+                  f"{'truncated' if truncated else 'terminated'}, {len(chunks)} chunks so far",
+                  flush=True)
+            episode_return = 0.0
             obs, info = env.reset()
             episode = SingleAgentEpisode(observation_space=env.observation_space,
                                          action_space=env.action_space)
@@ -85,11 +88,14 @@ def main(argv):
     print(f"split_by_episode: {len(episodes)} episodes, mean return {np.mean(returns):.1f} "
           f"(min {min(returns):.0f}, max {max(returns):.0f}); advantages standardized")
 
-    raw = train_batch.size_bytes()
+    obs = train_batch["obs"].copy()
+    raw = obs.nbytes + train_batch["new_obs"].nbytes
     train_batch.compress(bulk=True)
-    packed = train_batch.size_bytes()
+    packed = len(train_batch["obs"]) + len(train_batch["new_obs"])
     train_batch.decompress_if_needed()
-    print(f"compress/decompress obs+new_obs: {raw} -> {packed} bytes and back")
+    if not np.array_equal(train_batch["obs"], obs):
+        raise RuntimeError("compress/decompress did not round-trip the observations")
+    print(f"compress/decompress obs+new_obs: {raw} -> {packed} bytes and back, exact")
 
     ds = to_dataset(train_batch, _BATCH.value, num_epochs=_EPOCHS.value, seed=_SEED.value)
     print(f"tf.data minibatches: {ds.element_spec['obs']} x {_EPOCHS.value} epochs")

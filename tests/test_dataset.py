@@ -111,3 +111,24 @@ def test_distributes_over_two_logical_devices():
                    for mb in strategy.experimental_distribute_dataset(ds)]
     assert [[r.numpy().tolist() for r in mb] for mb in per_replica] == [
         [[0, 1], [2, 3]], [[4, 5], [6, 7]], [[8, 9], [10, 11]]]
+
+
+def test_list_of_episodes_becomes_rows_in_order():
+    from tfrl.env.single_agent_episode import SingleAgentEpisode
+
+    episodes = []
+    for e in range(2):
+        ep = SingleAgentEpisode()
+        ep.add_env_reset(np.array([e, 0.0], np.float32))
+        for t in range(1, 4):
+            ep.add_env_step(np.array([e, t], np.float32), t, float(10 * e + t),
+                            extra_model_outputs={"action_logp": np.float32(-t)})
+        episodes.append(ep)
+    ds = to_dataset(episodes, 6, shuffle=False)
+    assert set(ds.element_spec) == {"obs", "new_obs", "actions", "rewards", "terminateds",
+                                    "truncateds", "dones", "t", "action_logp"}
+    (mb,) = list(ds)
+    assert mb["obs"].numpy().tolist() == [[0, 0], [0, 1], [0, 2], [1, 0], [1, 1], [1, 2]]
+    assert mb["new_obs"].numpy()[:, 1].tolist() == [1, 2, 3, 1, 2, 3]
+    assert mb["rewards"].numpy().tolist() == [1, 2, 3, 11, 12, 13]
+    assert mb["t"].numpy().tolist() == [0, 1, 2, 0, 1, 2]
