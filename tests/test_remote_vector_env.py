@@ -19,7 +19,9 @@ import numpy as np
 import pytest
 
 from tfrl.env.base_env import ASYNC_RESET_RETURN, BaseEnv, convert_to_base_env
+from tfrl.env.multi_agent_env import MultiAgentEnv
 from tfrl.env.remote_vector_env import RemoteVectorEnv, SubEnvError
+from tfrl.env.utils import sub_env_processes
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -73,11 +75,16 @@ def make_env_failing_at_1(index):
     return make_counter_env(index)
 
 
-class TwoAgentEnv:
-    """Multi-agent (MultiAgentEnv interface): agent "a" always acts; "b" joins at t=1
-    and is terminated at t=3; the episode ends at t == length."""
+class TwoAgentEnv(MultiAgentEnv):
+    """Agent "a" always acts; "b" joins at t=1 (no reward yet), gets rewards while it
+    acts and is terminated at t=3; the episode ends at t == length."""
+
+    observation_space = gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)
+    action_space = gym.spaces.Discrete(2)
 
     def __init__(self, length, seed):
+        super().__init__()
+        self._agent_ids = {"a", "b"}
         self.length, self.rng = length, np.random.default_rng(seed)
 
     def reset(self, *, seed=None, options=None):
@@ -100,8 +107,9 @@ class TwoAgentEnv:
         truncateds = {"__all__": False}
         return obs, rewards, terminateds, truncateds, {"a": {"t": self.t}}
 
-    def get_agent_ids(self):
-        return {"a", "b"}
+
+def make_two_agent_env(index):
+    return TwoAgentEnv(length=4 + index, seed=index)
 
 
 def policy(obs):
@@ -119,59 +127,52 @@ def _plain(value):
     return value
 
 
-def drive_base_env(env, events_per_env):
-    """Polls `env` (acting with `policy`) until every env id has that many events."""
+def drive_base_env(env, events_per_env, num_envs=2):
+    """Polls `env` (acting with `policy`) until every env id has that many events.
+
+    Ended episodes are not reset with `try_reset`: every BaseEnv's next poll does it.
+    """
     events = defaultdict(list)
-    while min((len(events[i]) for i in range(env.num_envs)), default=0) < events_per_env:
-        obs, rewards, terminateds, truncateds, _, off_policy = env.poll()
+    while min(len(events[i]) for i in range(num_envs)) < events_per_env:
+        obs, rewards, terminateds, truncateds, infos, off_policy = env.poll()
         assert off_policy == {}
         actions = {}
         for env_id in obs:
             events[env_id].append(_plain((obs[env_id], rewards[env_id], terminateds[env_id],
-                                          truncateds[env_id])))
+                                          truncateds[env_id], infos[env_id])))
             if terminateds[env_id]["__all__"] or truncateds[env_id]["__all__"]:
-                env.try_reset(env_id)
                 continue
             actions[env_id] = {
                 agent: policy(o) for agent, o in obs[env_id].items()
                 if not (terminateds[env_id].get(agent) or truncateds[env_id].get(agent))
             }
         env.send_actions(actions)
-    return {i: events[i][:events_per_env] for i in range(env.num_envs)}
+    return {i: events[i][:events_per_env] for i in range(num_envs)}
 
 
-def drive_directly(env, num_events, multiagent=False, first_seed=None):
-    """The same events written out from stepping `env` in this process."""
-
-    def as_dicts(x):
-        return x if multiagent else {"agent0": x}
-
+def drive_directly(env, num_events, first_seed=None):
+    """The same events written out from stepping a single-agent `env` in this process."""
     events, seed = [], first_seed
     while len(events) < num_events:
-        obs, _ = env.reset(seed=seed)
-        seed = None
-        obs = as_dicts(obs)
-        flags = {**{agent: False for agent in obs}, "__all__": False}
-        events.append(_plain((obs, {agent: None for agent in obs}, flags, dict(flags))))
+        obs, info = env.reset(seed=seed)
+        seed, flags = None, {"agent0": False, "__all__": False}
+        events.append(_plain(({"agent0": obs}, {"agent0": None}, flags, flags,
+                              {"agent0": info})))
         done = False
         while not done and len(events) < num_events:
-            actions = {agent: policy(o) for agent, o in obs.items()
-                       if not (events[-1][2].get(agent) or events[-1][3].get(agent))}
-            result = env.step(actions if multiagent else actions["agent0"])
-            obs, rewards, terminateds, truncateds, _ = result
-            if not multiagent:
-                obs, rewards = {"agent0": obs}, {"agent0": rewards}
-                terminateds = {"agent0": terminateds, "__all__": terminateds}
-                truncateds = {"agent0": truncateds, "__all__": truncateds}
-            events.append(_plain((obs, rewards, terminateds, truncateds)))
-            done = terminateds["__all__"] or truncateds["__all__"]
+            obs, reward, terminated, truncated, info = env.step(policy(obs))
+            events.append(_plain((
+                {"agent0": obs}, {"agent0": reward},
+                {"agent0": terminated, "__all__": terminated},
+                {"agent0": truncated, "__all__": truncated}, {"agent0": info})))
+            done = terminated or truncated
     return events
 
 
 def poll_until(env, env_ids):
     """Polls until each of `env_ids` has answered; returns {env_id: (obs, reward)}."""
     got = {}
-    while set(got) != set(env_ids):
+    while not set(env_ids) <= set(got):
         obs, rewards, *_ = env.poll()
         got.update({i: (obs[i], rewards[i]) for i in obs})
     return got
@@ -273,13 +274,17 @@ def test_send_actions_rejects_bad_env_ids_and_action_dicts(shared_env):
     poll_until(shared_env, [0])
 
 
-def test_an_ended_episode_must_be_reset_before_stepping(shared_env):
+def test_an_ended_episode_is_reset_by_the_next_poll(shared_env):
     reset_all(shared_env, seed=9)
     for _ in range(3):  # Sub-env 0's episodes last 3 steps.
         shared_env.send_actions({0: {"agent0": 0}})
-        poll_until(shared_env, [0])
-    with pytest.raises(ValueError, match=r"episode ended; call try_reset\(0\) first"):
+        obs, rewards, terminateds, *_ = shared_env.poll()
+    assert terminateds[0]["__all__"]
+    with pytest.raises(ValueError, match=r"episode ended .* the next poll\(\) \(or "
+                       r"try_reset\(0\)\) resets it"):
         shared_env.send_actions({0: {"agent0": 0}})
+    obs, rewards, *_ = shared_env.poll()
+    assert list(obs) == [0] and rewards[0] == {"agent0": None}
 
 
 def test_poll_with_nothing_in_flight_raises(shared_env):
@@ -322,19 +327,45 @@ def test_spaces_come_from_the_first_sub_env(shared_env):
     assert shared_env.get_agent_ids() == {"agent0"}
 
 
-def test_multi_agent_sub_envs_match_in_process_stepping():
-    # A lambda: cloudpickle ships it to the sub-processes.
-    env = RemoteVectorEnv(lambda i: TwoAgentEnv(length=4 + i, seed=i), 2, multiagent=True,
-                          remote_env_batch_wait_ms=0)
+def test_single_agent_trajectories_equal_the_in_process_vector_env():
+    env = convert_to_base_env(make_counter_env(0), make_env=make_counter_env, num_envs=2,
+                              remote_envs=True, remote_env_batch_wait_ms=0)
+    assert isinstance(env, RemoteVectorEnv) and not env.multiagent
     try:
-        env.try_reset(1, seed=99)  # Before the first poll: replaces sub-env 1's first reset.
-        got = drive_base_env(env, 14)
-        assert env.get_agent_ids() == {"a", "b"}
+        got = drive_base_env(env, 12)
     finally:
         env.stop()
-    assert got[0] == drive_directly(TwoAgentEnv(4, seed=0), 14, multiagent=True)
-    assert got[1] == drive_directly(TwoAgentEnv(5, seed=1), 14, multiagent=True, first_seed=99)
-    assert set(got[0][1][0]) == {"a", "b"} and got[0][3][2]["b"] is True  # b joins, leaves.
+    in_process = convert_to_base_env(make_counter_env(0), make_env=make_counter_env,
+                                      num_envs=2)
+    assert got == drive_base_env(in_process, 12)
+    assert got[0] == drive_directly(make_counter_env(0), 12)
+
+
+def test_multi_agent_trajectories_equal_the_in_process_multi_agent_env():
+    # A lambda: cloudpickle ships it to the sub-processes.
+    env = convert_to_base_env(make_two_agent_env(0), num_envs=2, remote_envs=True,
+                              make_env=lambda i: TwoAgentEnv(length=4 + i, seed=i),
+                              remote_env_batch_wait_ms=0)
+    assert isinstance(env, RemoteVectorEnv) and env.multiagent
+    try:
+        got = drive_base_env(env, 14)
+        assert env.get_agent_ids() == {"a", "b"}
+        env.try_reset(1, seed=99)
+        reset_obs, reward = poll_until(env, [1])[1]
+        assert _plain(reset_obs) == _plain(TwoAgentEnv(5, seed=1).reset(seed=99)[0])
+        assert reward == {"a": None}
+        with pytest.raises(ValueError, match=r"agents \['b'\] of sub-env 1: they were not in"):
+            env.send_actions({1: {"a": 0, "b": 1}})
+    finally:
+        env.stop()
+    in_process = convert_to_base_env(make_two_agent_env(0), make_env=make_two_agent_env,
+                                     num_envs=2)
+    assert got == drive_base_env(in_process, 14)
+    # b joins at t=1 with reward None, is rewarded at t=2, is terminated at t=3.
+    obs, rewards, terminateds, truncateds, infos = got[0][1]
+    assert set(obs) == {"a", "b"} and rewards["b"] is None and infos["b"] == {}
+    assert got[0][2][1]["b"] == 10.0 and got[0][3][2]["b"] is True
+    assert truncateds == {"a": False, "b": False, "__all__": False}
 
 
 def test_a_failing_make_env_surfaces_at_poll_with_its_index():
@@ -362,10 +393,13 @@ def test_unpicklable_make_env_is_refused_before_starting_processes():
     assert multiprocessing.active_children() == children
 
 
-def test_a_killed_sub_env_is_reported_and_stop_leaves_no_processes():
+def test_a_killed_sub_env_is_reported_and_stop_leaves_no_processes(monkeypatch):
+    monkeypatch.setattr(sub_env_processes, "_CLOSE_GRACE_S", 0.5)
     env = RemoteVectorEnv(make_counter_env, 2, False, 0, existing_envs=[CounterEnv()])
     handles = env.get_sub_environments()
-    poll_until(env, [0, 1])
+    env.try_reset(1, seed=21)  # Before the first poll: replaces sub-env 1's first reset.
+    got = poll_until(env, [0, 1])
+    np.testing.assert_array_equal(got[1][0]["agent0"], make_counter_env(1).reset(seed=21)[0])
     os.kill(handles[1].pid, signal.SIGKILL)
     env.send_actions({1: {"agent0": 0}})
     with pytest.raises(SubEnvError, match=r"Sub-environment 1: its process .* died "
@@ -377,7 +411,7 @@ def test_a_killed_sub_env_is_reported_and_stop_leaves_no_processes():
     start = time.monotonic()
     env.stop()
     env.stop()  # Idempotent.
-    assert time.monotonic() - start < 6.0
+    assert time.monotonic() - start < 4.0  # 0.5 s to close, then terminated.
     for handle in handles:
         assert not handle.is_alive() and handle.process.exitcode is not None
         assert not os.path.exists(f"/proc/{handle.pid}")  # Reaped: no zombie.

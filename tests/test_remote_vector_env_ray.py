@@ -1,7 +1,8 @@
 """RemoteVectorEnv with the Ray backend: sub-envs as Ray actors.
 
-Skipped when Ray is not installed; marked `slow` (Ray start-up takes seconds). One
-local Ray runtime (2 CPUs, no dashboard) serves the module and is shut down after it.
+Skipped when Ray is not installed; marked `ray` and `slow` (deselect with
+`-m "not ray"`; Ray start-up takes seconds). One local Ray runtime (2 CPUs, no
+dashboard) serves the module and is shut down after it.
 Sub-env actors ask for `num_cpus=0`, so they never wait for free CPUs.
 """
 
@@ -16,7 +17,7 @@ ray = pytest.importorskip("ray")
 
 from tfrl.env.remote_vector_env import RemoteVectorEnv, SubEnvError  # noqa: E402
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
 # Ray workers cannot import this test module: ship its envs (through tfrl's cloudpickle)
 # and its actor class (through Ray's own copy of cloudpickle) by value.
@@ -63,7 +64,7 @@ def ray_runtime():
 
 def _poll_all(env, env_ids):
     got = {}
-    while set(got) != set(env_ids):
+    while not set(env_ids) <= set(got):
         obs, rewards, terminateds, truncateds, _, _ = env.poll()
         for i in obs:
             got[i] = (obs[i]["agent0"].tolist(), rewards[i]["agent0"],

@@ -99,9 +99,12 @@ class RemoteVectorEnv(BaseEnv):
         # Per env id: requests in flight, oldest first, as [kind, keep]; replies of
         # requests with keep=False (superseded by a try_reset) are dropped.
         self._requests: Dict[int, List[list]] = {i: [] for i in range(self.num_envs)}
-        self._reset_once: Set[int] = set()  # Env ids that had (or have) a reset sent.
-        self._awaiting_actions: Set[int] = set()  # Returned by poll, not yet stepped.
-        self._needs_reset: Set[int] = set()  # Episode ended, no reset sent since.
+        # Episode ended (or never started) and no reset sent since: the next poll resets.
+        self._needs_reset: Set[int] = set(range(self.num_envs))
+        # Agents that may get an action now, per env id returned by poll (not ended).
+        self._awaiting: Dict[int, Set[Any]] = {}
+        # Agents observed in each sub-env's current episode (for rewards None vs 0.0).
+        self._seen: Dict[int, Set[Any]] = {i: set() for i in range(self.num_envs)}
         local = next((e for e in self.existing_envs if hasattr(e, "observation_space")), None)
         if local is not None:
             self.observation_space = local.observation_space
@@ -118,8 +121,11 @@ class RemoteVectorEnv(BaseEnv):
     ) -> Tuple[MultiEnvDict, MultiEnvDict, MultiEnvDict, MultiEnvDict, MultiEnvDict, MultiEnvDict]:
         """Waits for sub-envs to answer; returns the results of those that have.
 
-        The first call resets every sub-env not yet reset by `try_reset`. Reset
-        results come with reward None for each agent and all flags False.
+        First resets (asynchronously) every sub-env whose episode ended, or never
+        started, unless `try_reset` already did. Every observed agent appears in all
+        five dicts: its reward is None for its first observation in an episode (so
+        for all agents right after a reset) unless the env gave one, and 0.0 for a
+        returning agent the env gave none; flags default to False, infos to `{}`.
 
         Returns:
             `(obs, rewards, terminateds, truncateds, infos, off_policy_actions)`, each
@@ -132,39 +138,33 @@ class RemoteVectorEnv(BaseEnv):
             RuntimeError: After `stop()`, or if no sub-env has a request in flight.
         """
         self._check_running()
-        for i in range(self.num_envs):
-            if i not in self._reset_once:
-                self._submit_reset(i, seed=None, options=None)
+        for env_id in sorted(self._needs_reset):
+            self._submit_reset(env_id, seed=None, options=None)
         if not any(self._requests.values()):
             raise RuntimeError(
-                "poll() has nothing to wait for: every sub-env already returned its last "
-                "result. Call send_actions() for the env ids of the previous poll(), or "
-                "try_reset() for ended episodes, before polling again."
+                "poll() has nothing to wait for: every sub-env is waiting for actions. "
+                f"Call send_actions() for env ids {sorted(self._awaiting)} first."
             )
-        obs, rewards, terminateds, truncateds, infos = {}, {}, {}, {}, {}
+        out = ({}, {}, {}, {}, {})
         for env_id, (kind, result) in sorted(self._gather().items()):
             if kind == "reset":
-                obs[env_id], infos[env_id] = result
-                rewards[env_id] = {agent_id: None for agent_id in obs[env_id]}
-                terminateds[env_id] = dict.fromkeys([*obs[env_id], "__all__"], False)
-                truncateds[env_id] = dict(terminateds[env_id])
-            else:
-                (obs[env_id], rewards[env_id], terminateds[env_id], truncateds[env_id],
-                 infos[env_id]) = result
-            if terminateds[env_id]["__all__"] or truncateds[env_id]["__all__"]:
-                self._needs_reset.add(env_id)
-            else:
-                self._awaiting_actions.add(env_id)
-        return obs, rewards, terminateds, truncateds, infos, {}
+                self._seen[env_id] = set()
+                obs, infos = result
+                result = (obs, {}, {"__all__": False}, {"__all__": False}, infos)
+            self._observe(env_id, out, *result)
+        return out + ({},)
 
     def send_actions(self, action_dict: MultiEnvDict) -> None:
         """Steps each sub-env in `action_dict` (`env_id -> agent_id -> action`).
 
-        Only sub-envs returned by the last `poll()` (and not ended) may be stepped.
+        Only sub-envs returned by the last `poll()` whose episode goes on may be
+        stepped, with actions for agents of their last observations that are not done.
+        Each sub-env starts its step at once; its result arrives through `poll()`.
 
         Raises:
-            ValueError: For an unknown env id, a sub-env that is not waiting for
-                actions, or a single-agent entry without the `"agent0"` key.
+            TypeError: If `action_dict` is not a dict.
+            ValueError: For an unknown env id, a sub-env or agent that is not waiting
+                for an action, or a single-agent entry other than `{"agent0": action}`.
         """
         self._check_running()
         if not isinstance(action_dict, dict):
@@ -174,23 +174,30 @@ class RemoteVectorEnv(BaseEnv):
             )
         for env_id, actions in action_dict.items():
             env_id = self._check_env_id(env_id, "send_actions")
-            if env_id not in self._awaiting_actions:
+            if env_id not in self._awaiting:
                 raise ValueError(f"Cannot send actions to sub-env {env_id}: "
                                  f"{self._why_not_waiting(env_id)}")
             if not isinstance(actions, dict) or (
-                not self.multiagent and DUMMY_AGENT_ID not in actions
+                not self.multiagent and list(actions) != [DUMMY_AGENT_ID]
             ):
                 expected = "{agent_id: action}" if self.multiagent else "{'agent0': action}"
                 raise ValueError(
                     f"Actions for sub-env {env_id} must be a dict {expected}; received "
                     f"{actions!r}."
                 )
+            unexpected = set(actions) - self._awaiting[env_id]
+            if unexpected:
+                raise ValueError(
+                    f"Cannot send actions to agents {sorted(unexpected, key=repr)} of sub-env "
+                    f"{env_id}: they were not in its last observations, or they are done. "
+                    f"Agents waiting for an action: {sorted(self._awaiting[env_id], key=repr)}."
+                )
         for env_id, actions in action_dict.items():
             env_id = int(env_id)
             action = actions if self.multiagent else actions[DUMMY_AGENT_ID]
             self._pool.submit(env_id, "step", action)
             self._requests[env_id].append(["step", True])
-            self._awaiting_actions.discard(env_id)
+            del self._awaiting[env_id]
 
     def try_reset(
         self,
@@ -204,6 +211,11 @@ class RemoteVectorEnv(BaseEnv):
         The reset observation arrives through a later `poll()` (reward None). A
         request still in flight to that sub-env is superseded: its result is dropped.
         With `env_id=None` and an int `seed`, sub-env `i` is reset with `seed + i`.
+        Sub-envs whose episode ended need no `try_reset`: the next `poll()` resets
+        them (without seed) if nothing else did.
+
+        Raises:
+            ValueError: For an unknown `env_id`.
 
         Returns:
             `ASYNC_RESET_RETURN`.
@@ -241,9 +253,27 @@ class RemoteVectorEnv(BaseEnv):
             request[1] = False
         self._pool.submit(env_id, "reset", seed=seed, options=options)
         self._requests[env_id].append(["reset", True])
-        self._reset_once.add(env_id)
         self._needs_reset.discard(env_id)
-        self._awaiting_actions.discard(env_id)
+        self._awaiting.pop(env_id, None)
+
+    def _observe(self, env_id: int, out: tuple, obs: dict, rewards: dict, terminateds: dict,
+                 truncateds: dict, infos: dict) -> None:
+        """Completes one sub-env's results (see `poll`) into `out`; updates its state."""
+        seen = self._seen[env_id]
+        rewards = {**{a: 0.0 if a in seen else None for a in obs if a not in rewards},
+                   **rewards}
+        terminateds = {**dict.fromkeys(obs, False), **terminateds}
+        truncateds = {**dict.fromkeys(obs, False), **truncateds}
+        infos = {**{agent: {} for agent in obs}, **infos}
+        seen.update(obs)
+        if terminateds["__all__"] or truncateds["__all__"]:
+            self._needs_reset.add(env_id)
+        else:
+            self._awaiting[env_id] = {
+                a for a in obs if not (terminateds[a] or truncateds[a])
+            }
+        for values, value in zip(out, (obs, rewards, terminateds, truncateds, infos)):
+            values[env_id] = value
 
     def _gather(self) -> Dict[int, Tuple[str, Any]]:
         """Waits as `remote_env_batch_wait_ms` says; returns {env_id: (kind, result)}."""
@@ -294,9 +324,8 @@ class RemoteVectorEnv(BaseEnv):
         if self._requests[env_id]:
             return ("it is still running its previous request (it was not in the last "
                     "poll() results).")
-        if env_id in self._needs_reset:
-            return f"its episode ended; call try_reset({env_id}) first."
-        return "it has not been polled yet; call poll() first."
+        return (f"its episode ended (or has not started); the next poll() (or "
+                f"try_reset({env_id})) resets it.")
 
     def _check_running(self) -> None:
         if self._stopped:
