@@ -780,32 +780,25 @@ def concat_samples(samples: Sequence[Any]):
     if not batches:
         return SampleBatch()
     first = batches[0]
-    keys = list(first.keys())
-    for i, s in enumerate(batches[1:], start=1):
-        for flag in ("zero_padded", "time_major"):
-            if getattr(s, flag) != getattr(first, flag):
-                raise ValueError(
-                    f"concat_samples(): all batches must share `{flag}`; the first "
-                    f"non-empty batch has {getattr(first, flag)!r}, non-empty batch {i} "
-                    f"has {getattr(s, flag)!r}."
-                )
-        if first.zero_padded and s.max_seq_len != first.max_seq_len:
-            raise ValueError(
-                "concat_samples(): zero-padded batches must share `max_seq_len`; "
-                f"received {first.max_seq_len} and {s.max_seq_len} (batch {i})."
-            )
-        if list(dict.keys(s)) != keys and set(s.keys()) != set(keys):
+    keys = list(dict.keys(first))
+    flags = (first.zero_padded, first.time_major, first.max_seq_len if first.zero_padded else None)
+    # Transpose batches -> columns through dict.values() (fast; no per-item lookups),
+    # checking flags and columns on the way.
+    per_batch = []
+    for i, s in enumerate(batches):
+        if (s.zero_padded, s.time_major, s.max_seq_len if s.zero_padded else None) != flags:
+            _raise_flag_mismatch(first, s, i)
+        if list(dict.keys(s)) == keys:
+            per_batch.append(dict.values(s))
+        elif set(dict.keys(s)) == set(keys):
+            per_batch.append([dict.__getitem__(s, k) for k in keys])
+        else:
             raise ValueError(
                 "concat_samples(): all batches must have the same columns. The first "
                 f"non-empty batch has {sorted(keys)}; non-empty batch {i} has "
                 f"{sorted(s.keys())} (missing {sorted(set(keys) - set(s.keys()))}, extra "
                 f"{sorted(set(s.keys()) - set(keys))}). Drop or add columns so they match."
             )
-    # Transpose batches -> columns through dict.values() (fast; no per-item lookups).
-    per_batch = [
-        dict.values(s) if list(dict.keys(s)) == keys else [dict.__getitem__(s, k) for k in keys]
-        for s in batches
-    ]
     data = {}
     for key, values in zip(keys, zip(*per_batch)):
         axis = 1 if first.time_major and key != Columns.SEQ_LENS and not key.startswith("state_in_") else 0
@@ -817,6 +810,20 @@ def concat_samples(samples: Sequence[Any]):
         _zero_padded=first.zero_padded,
         _max_seq_len=max(max_seq_lens) if max_seq_lens else None,
         _is_training=first._is_training,
+    )
+
+
+def _raise_flag_mismatch(first: SampleBatch, other: SampleBatch, index: int) -> None:
+    for flag in ("zero_padded", "time_major"):
+        if getattr(other, flag) != getattr(first, flag):
+            raise ValueError(
+                f"concat_samples(): all batches must share `{flag}`; the first non-empty "
+                f"batch has {getattr(first, flag)!r}, non-empty batch {index} has "
+                f"{getattr(other, flag)!r}."
+            )
+    raise ValueError(
+        "concat_samples(): zero-padded batches must share `max_seq_len`; received "
+        f"{first.max_seq_len} and {other.max_seq_len} (batch {index})."
     )
 
 
