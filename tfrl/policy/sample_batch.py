@@ -763,12 +763,14 @@ def concat_samples(samples: Sequence[Any]):
     """
     from tfrl.policy.multi_agent_batch import MultiAgentBatch
 
-    if any(isinstance(s, MultiAgentBatch) for s in samples):
-        return MultiAgentBatch.concat_samples(samples)
     batches = []
     for i, s in enumerate(samples):
-        if not isinstance(s, SampleBatch):
-            if isinstance(s, dict):
+        if type(s) is not SampleBatch:
+            if isinstance(s, MultiAgentBatch):
+                return MultiAgentBatch.concat_samples(samples)
+            if isinstance(s, SampleBatch):
+                pass
+            elif isinstance(s, dict):
                 s = SampleBatch(s)
             else:
                 raise TypeError(
@@ -780,7 +782,7 @@ def concat_samples(samples: Sequence[Any]):
     if not batches:
         return SampleBatch()
     first = batches[0]
-    keys = list(dict.keys(first))
+    keys = tuple(first)
     flags = (first.zero_padded, first.time_major, first.max_seq_len if first.zero_padded else None)
     # Transpose batches -> columns through dict.values() (fast; no per-item lookups),
     # checking flags and columns on the way.
@@ -788,7 +790,7 @@ def concat_samples(samples: Sequence[Any]):
     for i, s in enumerate(batches):
         if (s.zero_padded, s.time_major, s.max_seq_len if s.zero_padded else None) != flags:
             _raise_flag_mismatch(first, s, i)
-        if list(dict.keys(s)) == keys:
+        if tuple(s) == keys:
             per_batch.append(dict.values(s))
         elif set(dict.keys(s)) == set(keys):
             per_batch.append([dict.__getitem__(s, k) for k in keys])
