@@ -9,39 +9,9 @@ from tfrl.env.base_env import ASYNC_RESET_RETURN, BaseEnv, convert_to_base_env
 from tfrl.env.gymnasium_vector_env import GymnasiumVectorEnv, split_infos
 from tfrl.env.vector_env import VectorEnv, _VectorizedGymEnv
 from tfrl.env.vector_env_to_base_env import _VectorEnvToBaseEnv
+from toy_envs import CounterEnv
 
 A = "agent0"
-
-
-class CounterEnv(gym.Env):
-    """obs = [sub-env index, episode, t]; reward = 10 * action + t; `length` steps long."""
-
-    def __init__(self, index=0, length=3, truncate=False, dict_obs=False):
-        self.index, self.length, self.truncate, self.dict_obs = index, length, truncate, dict_obs
-        box = gym.spaces.Box(0.0, 1000.0, (3,), np.float32)
-        self.observation_space = gym.spaces.Dict({"x": box}) if dict_obs else box
-        self.action_space = gym.spaces.Discrete(3)
-        self.episode, self.t, self.closed = -1, 0, False
-
-    def reset(self, *, seed=None, options=None):
-        super().reset(seed=seed)
-        self.episode, self.t = self.episode + 1, 0
-        return self._obs(), {"t": 0}
-
-    def step(self, action):
-        self.t += 1
-        done = self.t >= self.length
-        return self._obs(), float(10 * action + self.t), done and not self.truncate, done and self.truncate, {"t": self.t}
-
-    def render(self):
-        return np.full((2, 2, 3), self.index, np.uint8)
-
-    def close(self):
-        self.closed = True
-
-    def _obs(self):
-        obs = np.array([self.index, self.episode, self.t], np.float32)
-        return {"x": obs} if self.dict_obs else obs
 
 
 class ListVectorEnv(VectorEnv):

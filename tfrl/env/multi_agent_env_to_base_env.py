@@ -68,6 +68,7 @@ class _MultiAgentEnvToBaseEnv(BaseEnv):
         self._awaiting: Dict[int, Set[AgentID]] = {i: set() for i in range(num_envs)}
         self._seen: Dict[int, Set[AgentID]] = {i: set() for i in range(num_envs)}
         self._pending: Dict[int, MultiAgentDict] = {}
+        self._started: Set[int] = set()  # sub-envs reset at least once
 
     def poll(
         self,
@@ -132,6 +133,7 @@ class _MultiAgentEnvToBaseEnv(BaseEnv):
     def _reset(self, env_id: int, seed: Optional[int], options: Optional[dict]) -> Tuple[dict, dict]:
         self._pending.pop(env_id, None)
         self._seen[env_id] = set()
+        self._started.add(env_id)
         result = self.envs[env_id].reset(seed=seed, options=options)
         if not (isinstance(result, tuple) and len(result) == 2
                 and isinstance(result[0], dict) and isinstance(result[1], dict)):
@@ -197,7 +199,9 @@ class _MultiAgentEnvToBaseEnv(BaseEnv):
         for agent in agent_actions:
             if agent in awaiting:
                 continue
-            if env_id in self._needs_reset:
+            if env_id not in self._started:
+                why = f"env {env_id} has not been reset yet; call poll() first"
+            elif env_id in self._needs_reset:
                 why = f"the episode of env {env_id} ended; the next poll() (or try_reset) resets it"
             elif agent in self._pending.get(env_id, {}):
                 why = "it already has an action for the next step"
