@@ -74,7 +74,7 @@ class ExternalEnv(threading.Thread):
         self._finished = set()
         self._results_avail_condition = threading.Condition()
         self._max_concurrent_episodes = max_concurrent
-        self._stopped = False
+        self._env_stopped = False
 
     def run(self) -> None:
         """Override this to implement the run loop.
@@ -155,7 +155,8 @@ class ExternalEnv(threading.Thread):
             episode.add_observation(obs, off_policy_actions=actions)
             self._results_avail_condition.notify_all()
 
-    def log_returns(self, episode_id: str, reward: float, info: Optional[EnvInfoDict] = None) -> None:
+    def log_returns(self, episode_id: str, reward: float,
+                    info: Optional[EnvInfoDict] = None) -> None:
         """Records a reward (and info) for the episode's previous action.
 
         Rewards accumulate until the next action; no reward before the next action
@@ -168,7 +169,8 @@ class ExternalEnv(threading.Thread):
         self._log_returns(episode_id, {_DUMMY_AGENT_ID: reward},
                           {_DUMMY_AGENT_ID: info} if info else None, None)
 
-    def end_episode(self, episode_id: str, observation: EnvObsType, *, truncated: bool = False) -> None:
+    def end_episode(self, episode_id: str, observation: EnvObsType, *,
+                    truncated: bool = False) -> None:
         """Records the end of an episode and its final observation.
 
         Args:
@@ -223,6 +225,8 @@ class ExternalEnv(threading.Thread):
         The policy computes the actions in one batch when the episodes are polled
         together. Used by `get_action` and by PolicyClient/PolicyServerInput.
         """
+        if len(set(episode_ids)) != len(episode_ids):
+            raise ValueError(f"get_action() received duplicate episode ids: {episode_ids}.")
         packed = {eid: self._to_agent_dict(observations[eid], "observation") for eid in episode_ids}
         tickets: Dict[str, Optional[ActionTicket]] = {}
         with self._results_avail_condition:
@@ -244,10 +248,11 @@ class ExternalEnv(threading.Thread):
             result[eid] = self._from_agent_dict(actions)
         return result
 
-    def _log_returns(self, episode_id: str, rewards: MultiAgentDict, infos: Optional[MultiAgentDict],
+    def _log_returns(self, episode_id: str, rewards: MultiAgentDict,
+                     infos: Optional[MultiAgentDict],
                      dones: Optional[Dict[Any, bool]]) -> None:
         for agent, reward in rewards.items():
-            if isinstance(reward, bool) or not isinstance(reward, (int, float)) and not hasattr(reward, "__float__"):
+            if isinstance(reward, (bool, str, bytes)) or not hasattr(reward, "__float__"):
                 raise ValueError(
                     f"Rewards must be numbers. Received: reward={reward!r} for agent {agent!r} "
                     f"of episode {episode_id}."
@@ -274,7 +279,7 @@ class ExternalEnv(threading.Thread):
         return episode
 
     def _check_running(self) -> None:
-        if self._stopped:
+        if self._env_stopped:
             raise RuntimeError(f"{type(self).__name__} was stopped; it takes no more episodes.")
 
     def _to_agent_dict(self, value: Any, what: str) -> MultiAgentDict:
@@ -293,10 +298,10 @@ class ExternalEnv(threading.Thread):
         if problem:
             raise ValueError(f"Bad off-policy action: {problem}.")
 
-    def _stop(self) -> None:
+    def _stop_env(self) -> None:
         """Refuses new calls and releases every caller waiting for an action."""
         with self._results_avail_condition:
-            self._stopped = True
+            self._env_stopped = True
             for episode in self._episodes.values():
                 for ticket in [episode.polled_ticket] + [i.ticket for i in episode.items]:
                     if ticket is not None:

@@ -33,12 +33,16 @@ class _ExternalEnvToBaseEnv(BaseEnv):
         self.observation_space = external_env.observation_space
         self.multiagent = bool(getattr(external_env, "_is_multi_agent", False))
         self.poll_timeout = poll_timeout
+        self._interrupted = False
         if external_env.ident is None:
             external_env.start()
 
     def poll(self) -> Tuple[MultiEnvDict, MultiEnvDict, MultiEnvDict, MultiEnvDict, MultiEnvDict,
                             MultiEnvDict]:
         """Blocks until at least one episode has a new observation (see module doc).
+
+        Returns empty dicts after `stop()`, `interrupt_poll()`, or when
+        `poll_timeout` passed.
 
         Raises:
             RuntimeError: If the env's thread (its `run()`) has ended and nothing is
@@ -48,8 +52,11 @@ class _ExternalEnvToBaseEnv(BaseEnv):
         deadline = None if self.poll_timeout is None else time.monotonic() + self.poll_timeout
         with env._results_avail_condition:  # pylint: disable=protected-access
             while True:
+                if env._env_stopped:  # pylint: disable=protected-access
+                    return {}, {}, {}, {}, {}, {}
                 results, ready = self._collect()
-                if ready or env._stopped:  # pylint: disable=protected-access
+                if ready or self._interrupted:
+                    self._interrupted = False
                     return results
                 if not env.is_alive():
                     raise RuntimeError(
@@ -96,7 +103,7 @@ class _ExternalEnvToBaseEnv(BaseEnv):
             for eid, actions in action_dict.items():
                 episode = env._episodes.get(eid)  # pylint: disable=protected-access
                 if episode is None:
-                    running = sorted(map(repr, env._episodes))[:10]  # pylint: disable=protected-access
+                    running = _id_list(list(env._episodes)[:10])  # pylint: disable=protected-access
                     raise ValueError(
                         f"send_actions() received actions for unknown env id {eid!r}: it is "
                         "not a running episode handed out by poll(). Running episodes "
@@ -105,7 +112,8 @@ class _ExternalEnvToBaseEnv(BaseEnv):
                 if not isinstance(actions, dict):
                     raise TypeError(
                         f"send_actions() takes {{env_id: {{agent_id: action}}}}. Received: "
-                        f"{actions!r} for env id {eid!r}; wrap it as {{{_DUMMY_AGENT_ID!r}: action}}."
+                        f"{actions!r} for env id {eid!r}; wrap it as "
+                        f"{{{_DUMMY_AGENT_ID!r}: action}}."
                     )
                 ticket = episode.polled_ticket
                 if ticket is None:
@@ -113,13 +121,20 @@ class _ExternalEnvToBaseEnv(BaseEnv):
                 if set(actions) != ticket.agents:
                     raise ValueError(
                         f"send_actions() for env id {eid!r} received actions for agent ids "
-                        f"{sorted(map(repr, actions))}, expected exactly "
-                        f"{sorted(map(repr, ticket.agents))} (the agents that wait for one)."
+                        f"{_id_list(actions)}, expected exactly "
+                        f"{_id_list(ticket.agents)} (the agents that wait for one)."
                     )
                 deliveries.append((episode, ticket, actions))
             for episode, ticket, actions in deliveries:
                 episode.polled_ticket = None
                 ticket.set_actions(dict(actions))
+
+    def interrupt_poll(self) -> None:
+        """Makes a blocked (or the next) `poll()` return, empty if nothing is ready."""
+        env = self.external_env
+        with env._results_avail_condition:  # pylint: disable=protected-access
+            self._interrupted = True
+            env._results_avail_condition.notify_all()  # pylint: disable=protected-access
 
     def reject_episode(self, env_id: str, error: BaseException) -> None:
         """Drops a running episode because of bad data (tfrl-internal, for samplers).
@@ -147,4 +162,9 @@ class _ExternalEnvToBaseEnv(BaseEnv):
 
     def stop(self) -> None:
         """Stops the env: new calls raise, waiting `get_action` calls raise RuntimeError."""
-        self.external_env._stop()  # pylint: disable=protected-access
+        self.external_env._stop_env()  # pylint: disable=protected-access
+
+
+def _id_list(ids) -> str:
+    """`['a', 'b']`: ids of any (mixed) types, sorted by their repr."""
+    return "[" + ", ".join(sorted(repr(i) for i in ids)) + "]"

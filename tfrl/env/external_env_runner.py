@@ -91,14 +91,25 @@ class ExternalEnvRunner:
         self.error: Optional[BaseException] = None
         self._episodes: Dict[str, _EpisodeRecord] = {}
         self._stop_event = threading.Event()
+        self._drain_requested = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="ExternalEnvRunner", daemon=True)
 
     def start(self) -> None:
         """Starts the background thread."""
         self._thread.start()
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Stops the env (waiting callers raise RuntimeError) and joins the thread."""
+    def stop(self, timeout: float = 10.0, drain: bool = True) -> None:
+        """Stops the env (waiting callers raise RuntimeError) and joins the thread.
+
+        Args:
+            timeout: Seconds to wait for draining, and again for the thread to end.
+            drain: First process (and emit) episodes that already ended but were not
+                polled yet, so that nothing finished is lost.
+        """
+        if drain and self._thread.is_alive():
+            self._drain_requested.set()
+            self.base_env.interrupt_poll()
+            self._thread.join(timeout)
         self._stop_event.set()
         self.base_env.stop()
         if self._thread.ident is not None:
@@ -107,11 +118,18 @@ class ExternalEnvRunner:
     def _loop(self) -> None:
         try:
             while not self._stop_event.is_set():
+                if self._drain_requested.is_set() and not self._ended_episodes_pending():
+                    return
                 self.run_once()
         except BaseException as e:  # pylint: disable=broad-except
             self.error = e
             logger.exception("ExternalEnvRunner failed; stopping its env.")
             self.base_env.stop()
+
+    def _ended_episodes_pending(self) -> bool:
+        env = self.base_env.external_env
+        with env._results_avail_condition:  # pylint: disable=protected-access
+            return any(e.ended for e in env._episodes.values())  # pylint: disable=protected-access
 
     def run_once(self) -> None:
         """Polls once, records the new data, computes and sends actions, emits batches."""
@@ -150,7 +168,8 @@ class ExternalEnvRunner:
                     finished.append((agent.policy_id, agent.episode, record))
                     del record.agents[aid]
                     continue
-                if self.rollout_fragment_length and len(agent.episode) >= self.rollout_fragment_length:
+                limit = self.rollout_fragment_length
+                if limit and len(agent.episode) >= limit:
                     finished.append((agent.policy_id, agent.episode, record))
                     agent.episode = agent.episode.cut()
                 explore = record.training_enabled and self._explore(agent.policy_id)
@@ -270,7 +289,8 @@ def fragment_length(config: dict) -> Optional[int]:
     if config.get("batch_mode") == "complete_episodes":
         return None
     length = config.get("rollout_fragment_length", 200)
-    return length if isinstance(length, int) and not isinstance(length, bool) and length > 0 else 200
+    valid = isinstance(length, int) and not isinstance(length, bool) and length > 0
+    return length if valid else 200
 
 
 def _clean_info(info: Optional[dict]) -> dict:
@@ -296,7 +316,7 @@ def _episode_metrics(record: _EpisodeRecord) -> dict:
 
 def _wait_until_stopped(env: Any) -> None:
     with env._results_avail_condition:  # pylint: disable=protected-access
-        while not env._stopped:  # pylint: disable=protected-access
+        while not env._env_stopped:  # pylint: disable=protected-access
             env._results_avail_condition.wait(1.0)  # pylint: disable=protected-access
 
 

@@ -29,6 +29,7 @@ from typing import Any, Dict, Optional
 import gymnasium as gym
 
 from tfrl.env.external_env import ExternalEnv
+from tfrl.env.external_env_base import _id_list
 from tfrl.env.space_checks import action_error, observation_error
 from tfrl.utils.typing import MultiAgentDict
 
@@ -72,8 +73,8 @@ class ExternalMultiAgentEnv(ExternalEnv):
         if extra:
             raise ValueError(
                 f"log_action() for episode {episode_id} received actions of agents "
-                f"{sorted(map(repr, extra))} that have no observation in observation_dict "
-                f"(agents: {sorted(map(repr, obs))}). Log each action with its observation."
+                f"{_id_list(extra)} that have no observation in observation_dict "
+                f"(agents: {_id_list(obs)}). Log each action with its observation."
             )
         super().log_action(episode_id, obs, actions)
 
@@ -128,7 +129,8 @@ class ExternalMultiAgentEnv(ExternalEnv):
         for agent, value in obs.items():
             problem = observation_error(_agent_space(self.observation_space, agent), value)
             if problem:
-                raise ValueError(f"Bad observation of agent {agent!r} in episode {episode_id}: {problem}.")
+                raise ValueError(
+                    f"Bad observation of agent {agent!r} in episode {episode_id}: {problem}.")
 
     def _check_actions(self, actions: MultiAgentDict) -> None:
         for agent, value in actions.items():
@@ -140,5 +142,5 @@ class ExternalMultiAgentEnv(ExternalEnv):
 def _agent_space(space: Optional[gym.Space], agent: Any) -> Optional[gym.Space]:
     """The space of `agent`: its entry of a per-agent Dict space, else the shared space."""
     if isinstance(space, gym.spaces.Dict):
-        return space.spaces.get(agent, space) if agent in space.spaces else space
+        return space.spaces[agent] if agent in space.spaces else space
     return space

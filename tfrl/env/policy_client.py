@@ -31,6 +31,8 @@ from tfrl.env.policy_server_commands import policy_class_path
 from tfrl.env.wire_format import dumps, loads
 from tfrl.utils.typing import EnvActionType, EnvInfoDict, EnvObsType, MultiAgentDict
 
+# How often the local inference loop wakes up when idle (to notice close()).
+_POLL_TIMEOUT_S = 0.2
 # Example policies a client may build although they do not subclass tfrl's Policy.
 _BUILTIN_POLICY_CLASSES = frozenset(["tfrl.examples.policy.random_policy:RandomPolicy"])
 _MODULE_RE = re.compile(r"tfrl(\.[A-Za-z][A-Za-z0-9_]*)+")
@@ -194,7 +196,8 @@ class PolicyClient:
         self._policies = {}
         for pid, spec in args["policies"].items():
             cls = _resolve_policy_class(spec["policy_class"], trusted_by_path)
-            self._policies[pid] = cls(spec["observation_space"], spec["action_space"], spec["config"])
+            self._policies[pid] = cls(spec["observation_space"], spec["action_space"],
+                                      spec["config"])
         multiagent = bool(args["multiagent"])
         if len(self._policies) > 1 and policy_mapping_fn is None:
             raise ValueError(f"The server serves several policies {sorted(self._policies)}; "
@@ -205,7 +208,7 @@ class PolicyClient:
         self.env = make_serving_env(multiagent, getattr(single, "action_space", None),
                                     getattr(single, "observation_space", None))
         self._runner = ExternalEnvRunner(
-            self.env.to_base_env(), self._policies, self._report,
+            self.env.to_base_env(poll_timeout=_POLL_TIMEOUT_S), self._policies, self._report,
             policy_mapping_fn=policy_mapping_fn, multiagent=multiagent,
             rollout_fragment_length=fragment_length(args["config"]), policy_lock=self._policy_lock)
         self._runner.start()
@@ -277,12 +280,12 @@ class PolicyClient:
         return _decode_response(status, payload, command, self.address)
 
     def _read(self, response: http.client.HTTPResponse) -> bytes:
-        length = response.getheader("Content-Length")
-        if length is not None and length.isdigit() and int(length) > self.max_response_bytes:
+        payload = response.read(self.max_response_bytes + 1)
+        if len(payload) > self.max_response_bytes:
             response.close()
-            raise ValueError(f"The policy server's response of {length} bytes exceeds "
-                             f"max_response_bytes={self.max_response_bytes}.")
-        return response.read()
+            raise ConnectionError(f"The policy server's response exceeds "
+                                  f"max_response_bytes={self.max_response_bytes}.")
+        return payload
 
 
 def _decode_response(status: int, payload: bytes, command: str, address: str) -> Dict[str, Any]:
@@ -303,7 +306,9 @@ def _decode_response(status: int, payload: bytes, command: str, address: str) ->
 
 
 def _parse_address(address: str) -> Tuple[str, int]:
-    text = address[len("http://"):] if isinstance(address, str) and address.startswith("http://") else address
+    text = address
+    if isinstance(address, str) and address.startswith("http://"):
+        text = address[len("http://"):]
     host, sep, port = text.rpartition(":") if isinstance(text, str) else ("", "", "")
     if not sep or not host or not port.isdigit():
         raise ValueError(f"address must be 'host:port' (e.g. 'localhost:9900'). Received: "
@@ -323,10 +328,13 @@ def _resolve_policy_class(path: Any, trusted: Dict[str, type]) -> type:
                          "imports tfrl policy classes. " + how_to_fix)
     base = _policy_base_class()
     if base is None and path not in _BUILTIN_POLICY_CLASSES:
-        raise ValueError("The policy server named a class that is not a known tfrl policy. " + how_to_fix)
+        raise ValueError("The policy server named a class that is not a known tfrl policy. "
+                         + how_to_fix)
     cls = getattr(importlib.import_module(module_name), name, None)
-    if not isinstance(cls, type) or (path not in _BUILTIN_POLICY_CLASSES and not issubclass(cls, base)):
-        raise ValueError("The policy server named something that is not a tfrl policy class. " + how_to_fix)
+    builtin = path in _BUILTIN_POLICY_CLASSES
+    if not isinstance(cls, type) or not (builtin or issubclass(cls, base)):
+        raise ValueError("The policy server named something that is not a tfrl policy class. "
+                         + how_to_fix)
     return cls
 
 

@@ -72,8 +72,11 @@ class PolicyServerCommands:
 
     def _get_action(self, episode_id: Any, observation: Any) -> dict:
         if isinstance(episode_id, str):
-            return {"action": self.env._get_actions([episode_id], {episode_id: observation})[episode_id]}  # pylint: disable=protected-access
-        if not (isinstance(episode_id, list) and episode_id and all(isinstance(e, str) for e in episode_id)):
+            episode_id, observation, single = [episode_id], {episode_id: observation}, True
+        else:
+            single = False
+        if not (isinstance(episode_id, list) and episode_id
+                and all(isinstance(e, str) for e in episode_id)):
             raise P.BadRequest(f"GET_ACTION: episode_id must be a str or a non-empty list of str; "
                                f"received {episode_id!r}.")
         if not isinstance(observation, dict) or set(observation) != set(episode_id):
@@ -81,7 +84,8 @@ class PolicyServerCommands:
                                "episode id -> observation with exactly those ids; received "
                                f"{type(observation).__name__} with keys "
                                f"{sorted(observation) if isinstance(observation, dict) else None}.")
-        return {"action": self.env._get_actions(episode_id, observation)}  # pylint: disable=protected-access
+        actions = self.env._get_actions(episode_id, observation)  # pylint: disable=protected-access
+        return {"action": actions[episode_id[0]] if single else actions}
 
     def _log_action(self, episode_id: str, observation: Any, action: Any) -> dict:
         self.env.log_action(episode_id, observation, action)

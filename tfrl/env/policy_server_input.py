@@ -40,6 +40,10 @@ from tfrl.offline.input_reader import InputReader
 from tfrl.policy.sample_batch import DEFAULT_POLICY_ID, SampleBatch
 
 logger = logging.getLogger(__name__)
+# What PolicyServerInput needs of a policy (see tfrl.env.external_env_runner).
+_POLICY_ATTRIBUTES = ("observation_space", "action_space", "compute_actions", "get_weights")
+# How often the inference loop wakes up when idle (to notice stop/drain requests).
+_POLL_TIMEOUT_S = 0.2
 
 
 class PolicyServerInput(ThreadingHTTPServer, InputReader):
@@ -111,8 +115,9 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
             env, policies, multiagent, config, self.samples_queue, self.metrics_queue,
             policy_lock, action_timeout=self.action_timeout)
         self._runner = ExternalEnvRunner(
-            env.to_base_env(), policies, self._put_results, policy_mapping_fn=policy_mapping_fn,
-            multiagent=multiagent, rollout_fragment_length=fragment_length(config),
+            env.to_base_env(poll_timeout=_POLL_TIMEOUT_S), policies, self._put_results,
+            policy_mapping_fn=policy_mapping_fn, multiagent=multiagent,
+            rollout_fragment_length=fragment_length(config),
             policy_lock=policy_lock, worker=self.rollout_worker)
         self._runner.start()
         self._service_threads = [
@@ -285,7 +290,10 @@ def _resolve_policies(worker: Any, policy: Any, policy_mapping_fn: Optional[Call
         policies = dict(policy) if isinstance(policy, dict) else {DEFAULT_POLICY_ID: policy}
     elif worker is not None:
         policy_map = getattr(worker, "policy_map", None)
-        policies = dict(policy_map.items()) if policy_map else {DEFAULT_POLICY_ID: worker.get_policy()}
+        if policy_map:
+            policies = dict(policy_map.items())
+        else:
+            policies = {DEFAULT_POLICY_ID: worker.get_policy()}
         if multiagent is None:
             multiagent = getattr(worker, "multiagent", None)
         if policy_mapping_fn is None and (multiagent or len(policies) > 1):
@@ -300,8 +308,7 @@ def _resolve_policies(worker: Any, policy: Any, policy_mapping_fn: Optional[Call
     if len(policies) > 1 and policy_mapping_fn is None:
         raise ValueError(f"Serving several policies {sorted(policies)} needs a policy_mapping_fn.")
     for pid, p in policies.items():
-        missing = [a for a in ("observation_space", "action_space", "compute_actions", "get_weights")
-                   if not hasattr(p, a)]
+        missing = [a for a in _POLICY_ATTRIBUTES if not hasattr(p, a)]
         if missing:
             raise TypeError(f"Policy {pid!r} ({type(p).__name__}) cannot be served: it lacks "
                             f"{missing} (see tfrl.env.external_env_runner for the protocol).")

@@ -23,7 +23,8 @@ import numpy as np
 _NUMERIC_KINDS = "biuf"
 
 
-def observation_error(space: Optional[gym.Space], obs: Any, *, what: str = "observation") -> Optional[str]:
+def observation_error(space: Optional[gym.Space], obs: Any, *,
+                      what: str = "observation") -> Optional[str]:
     """Returns why `obs` does not have the structure and shapes of `space`, or None.
 
     Bounds are not checked (simulators legitimately step slightly outside them); the
@@ -41,7 +42,8 @@ def observation_error(space: Optional[gym.Space], obs: Any, *, what: str = "obse
         return None
     if isinstance(space, gym.spaces.Dict):
         if not isinstance(obs, dict):
-            return f"{what} is a {type(obs).__name__}, expected a dict with keys {sorted(space.spaces)}"
+            return (f"{what} is a {type(obs).__name__}, expected a dict with keys "
+                    f"{sorted(space.spaces)}")
         if set(obs) != set(space.spaces):
             return f"{what} has keys {sorted(map(str, obs))}, expected {sorted(space.spaces)}"
         for key, sub in space.spaces.items():
@@ -66,7 +68,8 @@ def observation_error(space: Optional[gym.Space], obs: Any, *, what: str = "obse
         if arr.dtype.kind not in _NUMERIC_KINDS:
             return f"{what} has dtype {arr.dtype}, expected a number (dtype {space.dtype})"
         if arr.shape != space.shape:
-            return f"{what} has shape {arr.shape}, expected {space.shape} (the {_name(what)} space is {space})"
+            return (f"{what} has shape {arr.shape}, expected {space.shape} "
+                    f"(the {_name(what)} space is {space})")
         return None
     return None if space.contains(obs) else f"{what} {_describe(obs)} is not in {space}"
 

@@ -123,7 +123,8 @@ def _encode(value: Any) -> Any:
 def _encode_array(value: Any) -> Any:
     arr = np.asarray(value)
     if arr.dtype.kind == "O":
-        return {"__objarray__": [_encode(v) for v in arr.ravel().tolist()], "shape": list(arr.shape)}
+        return {"__objarray__": [_encode(v) for v in arr.ravel().tolist()],
+                "shape": list(arr.shape)}
     if arr.dtype.kind not in _SAFE_DTYPE_KINDS or arr.dtype.fields is not None:
         raise TypeError(f"Cannot send numpy arrays of dtype {arr.dtype} to/from a policy server.")
     out = {"__ndarray__": base64.b64encode(np.ascontiguousarray(arr).tobytes()).decode("ascii"),
@@ -145,7 +146,8 @@ def _encode_space(space: gym.Space) -> dict:
     if isinstance(space, gym.spaces.MultiBinary):
         return {"__space__": "MultiBinary", "n": _encode(space.n)}
     if isinstance(space, gym.spaces.Dict):
-        return {"__space__": "Dict", "spaces": [[k, _encode_space(s)] for k, s in space.spaces.items()]}
+        return {"__space__": "Dict",
+                "spaces": [[k, _encode_space(s)] for k, s in space.spaces.items()]}
     if isinstance(space, gym.spaces.Tuple):
         return {"__space__": "Tuple", "spaces": [_encode_space(s) for s in space.spaces]}
     raise TypeError(
@@ -180,9 +182,7 @@ def _decode_object(obj: dict) -> Any:
         shape = _shape(obj["shape"])
         if math.prod(shape) != len(items):
             raise WireFormatError(f"__objarray__ has {len(items)} items for shape {shape}")
-        arr = np.empty(len(items), dtype=object)
-        arr[:] = items if all(not isinstance(i, (list, tuple)) for i in items) else _as_objects(items)
-        return arr.reshape(shape)
+        return _as_objects(items).reshape(shape)
     if tag == "__space__":
         return _decode_space(obj)
     return _decode_batch(obj, tag)
@@ -217,7 +217,8 @@ def _decode_space(obj: dict) -> gym.Space:
                                        start=_expect_type(obj["start"], int, "start"))
         if kind == "MultiDiscrete":
             _expect_keys(obj, {"__space__", "nvec", "start", "dtype"})
-            return gym.spaces.MultiDiscrete(obj["nvec"], dtype=_safe_dtype(obj["dtype"]), start=obj["start"])
+            return gym.spaces.MultiDiscrete(obj["nvec"], dtype=_safe_dtype(obj["dtype"]),
+                                            start=obj["start"])
         if kind == "MultiBinary":
             _expect_keys(obj, {"__space__", "n"})
             return gym.spaces.MultiBinary(obj["n"])
@@ -239,8 +240,9 @@ def _decode_batch(obj: dict, tag: str) -> Any:
         if tag == "__sample_batch__":
             _expect_keys(obj, {tag})
             columns = _expect_type(obj[tag], dict, tag)
-            if not all(isinstance(v, np.ndarray) or isinstance(v, (dict, tuple)) for v in columns.values()):
-                raise WireFormatError("every SampleBatch column must be an array (or nested arrays)")
+            if not all(isinstance(v, (np.ndarray, dict, tuple)) for v in columns.values()):
+                raise WireFormatError(
+                    "every SampleBatch column must be an array (or nested arrays)")
             return SampleBatch(columns)
         _expect_keys(obj, {tag, "env_steps"})
         batches = _expect_type(obj[tag], dict, tag)
@@ -293,8 +295,8 @@ def _hashable(key: Any) -> Any:
     return key
 
 
-def _as_objects(items: list) -> list:
-    # np.empty(n, object)[:] = [[1], [2]] would broadcast lists; assign one by one.
+def _as_objects(items: list) -> np.ndarray:
+    # `np.empty(n, object)[:] = items` would broadcast nested lists; assign one by one.
     out = np.empty(len(items), dtype=object)
     for i, item in enumerate(items):
         out[i] = item
