@@ -169,7 +169,7 @@ class ProcessEnvPool:
         try:
             self._conns[index].send((method, args, kwargs))
         except (BrokenPipeError, ConnectionResetError, EOFError) as e:
-            raise self._died(index, method) from e
+            raise self._died(index, f"before it could run {method}()") from e
         self._inflight[index].append(method)
 
     def wait(self, indices: Sequence[int], timeout: Optional[float]) -> List[int]:
@@ -233,14 +233,14 @@ class ProcessEnvPool:
             return self._conns[index].recv()
         except (EOFError, OSError) as e:
             method = self._inflight[index][len(self._stash[index])]
-            raise self._died(index, method) from e
+            raise self._died(index, f"while running {method}()") from e
 
-    def _died(self, index: int, method: str) -> SubEnvError:
+    def _died(self, index: int, when: str) -> SubEnvError:
         process = self.processes[index]
         process.join(1.0)
         return SubEnvError(
             index,
             f"its process (pid {process.pid}) died unexpectedly (exit code "
-            f"{process.exitcode}) while running {method}(). A negative exit code is the "
-            "signal that killed it (e.g. -9: killed, often for lack of memory).",
+            f"{process.exitcode}) {when}. A negative exit code is the signal that killed "
+            "it (e.g. -9: killed, often for lack of memory).",
         )
