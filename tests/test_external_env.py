@@ -328,3 +328,17 @@ def test_multi_agent_errors():
     with pytest.raises(TypeError, match="takes reward_dict as a dict"):
         env.log_returns("e", 1.0)
     base.stop()
+
+
+def test_convert_to_base_env_wraps_external_envs():
+    from tfrl.env.base_env import BaseEnv
+    from tfrl.env.external_env_base import _ExternalEnvToBaseEnv
+
+    env = IdleEnv()
+    base = BaseEnv.to_base_env(env)
+    assert isinstance(base, _ExternalEnvToBaseEnv) and base.external_env is env
+    assert base.observation_space is OBS_SPACE and base.get_agent_ids() == {A}
+    assert env.is_alive()  # to_base_env started the thread
+    assert base.try_reset("x") is None
+    env._done.set()
+    base.stop()

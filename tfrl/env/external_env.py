@@ -227,6 +227,10 @@ class ExternalEnv(threading.Thread):
         """
         if len(set(episode_ids)) != len(episode_ids):
             raise ValueError(f"get_action() received duplicate episode ids: {episode_ids}.")
+        missing = [eid for eid in episode_ids if eid not in observations]
+        if missing:
+            raise ValueError(f"get_action() received no observation for episode ids {missing}; "
+                             "pass a dict episode id -> observation with every id.")
         packed = {eid: self._to_agent_dict(observations[eid], "observation") for eid in episode_ids}
         tickets: Dict[str, Optional[ActionTicket]] = {}
         with self._results_avail_condition:

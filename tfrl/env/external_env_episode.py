@@ -37,9 +37,13 @@ class ActionTicket:
         self._actions = actions
         self._event.set()
 
+    def is_done(self) -> bool:
+        """Whether actions (or an error) were delivered."""
+        return self._event.is_set()
+
     def set_error(self, error: BaseException) -> None:
         """Makes the waiting caller raise `error` (e.g. when the env stops)."""
-        if not self._event.is_set():
+        if not self.is_done():
             self._error = error
             self._event.set()
 
@@ -116,8 +120,7 @@ class ExternalEnvEpisode:
 
     def is_waiting(self) -> bool:
         """Whether an on-policy request of this episode has not been answered yet."""
-        ticket = self._pending_ticket
-        return ticket is not None and not ticket._event.is_set()  # pylint: disable=protected-access
+        return self._pending_ticket is not None and not self._pending_ticket.is_done()
 
     def add_observation(
         self,

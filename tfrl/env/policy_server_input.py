@@ -30,6 +30,7 @@ import queue
 import socket
 import socketserver
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Dict, Optional
 
@@ -94,6 +95,8 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
             self.rollout_worker, policy, policy_mapping_fn, multiagent)
         config = dict(getattr(ioctx, "config", None) or {})
         self._lock = threading.Lock()
+        self._requests_done = threading.Condition(self._lock)
+        self._busy_requests = 0
         self._connections: set = set()
         self._handler_threads: set = set()
         self._stop_event = threading.Event()
@@ -149,7 +152,11 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
         self._stop_event.set()
         self._runner.stop(timeout)
         self.shutdown()
-        with self._lock:
+        deadline = time.monotonic() + timeout
+        with self._requests_done:
+            # Requests in flight finish quickly now (503); let them send their response.
+            while self._busy_requests and time.monotonic() < deadline:
+                self._requests_done.wait(deadline - time.monotonic())
             connections = list(self._connections)
             threads = list(self._handler_threads)
         for conn in connections:
@@ -200,6 +207,15 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
             if self.samples_queue.empty():
                 self.samples_queue.put(SampleBatch())
 
+    def _begin_request(self) -> None:
+        with self._lock:
+            self._busy_requests += 1
+
+    def _end_request(self) -> None:
+        with self._lock:
+            self._busy_requests -= 1
+            self._requests_done.notify_all()
+
     def _handle(self, request: Any) -> Dict[str, Any]:
         runner_error = self._runner.error
         if runner_error is not None:
@@ -217,6 +233,13 @@ class _PolicyRequestHandler(BaseHTTPRequestHandler):
     timeout = 60.0
 
     def do_POST(self) -> None:  # pylint: disable=invalid-name
+        self.server._begin_request()  # pylint: disable=protected-access
+        try:
+            self._serve_post()
+        finally:
+            self.server._end_request()  # pylint: disable=protected-access
+
+    def _serve_post(self) -> None:
         try:
             body = self._read_body()
             response = self.server._handle(loads(body))  # pylint: disable=protected-access
