@@ -157,6 +157,37 @@ def test_policy_failure_stops_the_env(harness):
     assert isinstance(h.runner.error, ZeroDivisionError)
 
 
+class StatefulPolicy(LinearPolicy):
+    def compute_actions(self, obs_batch, explore=None, **kwargs):
+        actions, _, extras = super().compute_actions(obs_batch)
+        return actions, [np.zeros((len(actions), 2))], extras
+
+
+class ShortPolicy(LinearPolicy):
+    def compute_actions(self, obs_batch, explore=None, **kwargs):
+        actions, state, extras = super().compute_actions(obs_batch)
+        return actions[:0], state, {}
+
+
+@pytest.mark.parametrize("kwargs,error,message", [
+    (dict(policies={"default_policy": StatefulPolicy()}), NotImplementedError,
+     "returned RNN state outputs"),
+    (dict(policies={"default_policy": ShortPolicy()}), RuntimeError,
+     "returned 0 actions for 1 observations"),
+    (dict(multiagent=True, policy_mapping_fn=lambda aid, eid, worker=None: "zz"), ValueError,
+     r"policy_mapping_fn\('a', ...\) returned unknown policy id 'zz'"),
+])
+def test_policy_contract_violations_stop_the_runner(harness, kwargs, error, message):
+    h = harness(**kwargs)
+    eid = h.env.start_episode()
+    obs = {"a": _obs(0)} if kwargs.get("multiagent") else _obs(0)
+    with pytest.raises(RuntimeError, match="was stopped"):
+        h.env.get_action(eid, obs)
+    h.wait_for(lambda: h.runner.error is not None)
+    with pytest.raises(error, match=message):
+        raise h.runner.error
+
+
 def test_several_policies_need_a_mapping_fn():
     env = make_serving_env(True, None, None)
     with pytest.raises(ValueError, match="A policy_mapping_fn is needed"):

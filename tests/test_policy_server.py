@@ -218,6 +218,9 @@ def test_multi_agent_remote(tmp_path):
         assert isinstance(batch, MultiAgentBatch)
         assert batch.policy_batches["p0"]["rewards"].tolist() == [1.0]
         assert batch.policy_batches["p1"]["rewards"].tolist() == [2.0]
+        status, payload = raw_post(srv, dumps({"command": "REPORT_SAMPLES", "samples": [
+            MultiAgentBatch({"zz": batch.policy_batches["p0"]}, 1)]}))
+        assert status == 400 and "has data of unknown policy 'zz'" in payload["error"]
 
 
 # ---- Bad input: HTTP 400 with a message, and the server keeps serving ----------------------
@@ -252,6 +255,19 @@ def assert_still_serving(server):
     (dumps({"command": "REPORT_SAMPLES", "samples": [SampleBatch(
         {"obs": np.zeros((2, 5)), "actions": [0, 1], "rewards": [0.0, 0.0]})]}),
      "observation has shape (5,), expected (3,)"),
+    (dumps({"command": "GET_ACTION", "episode_id": 5, "observation": 1}),
+     "episode_id must be a str or a non-empty list of str"),
+    (dumps({"command": "GET_ACTION", "episode_id": ["a", "b"], "observation": {"a": 1}}),
+     "takes observation as a dict episode id -> observation with exactly those ids"),
+    (dumps({"command": "LOG_RETURNS", "episode_id": "x", "reward": 1.0, "info": 3}),
+     "info must be a dict or None"),
+    (dumps({"command": "END_EPISODE", "episode_id": "x", "observation": 1, "truncated": "no"}),
+     "truncated must be a bool"),
+    (dumps({"command": "REPORT_SAMPLES", "samples": {}}), "takes samples as a list of batches"),
+    (dumps({"command": "REPORT_SAMPLES", "samples": [SampleBatch({"obs": np.zeros((1, 3))})]}),
+     "lacks columns ['actions', 'rewards']"),
+    (dumps({"command": "REPORT_SAMPLES", "samples": [MultiAgentBatch({}, 0)]}),
+     "must be a SampleBatch; received MultiAgentBatch"),
 ])
 def test_bad_requests_get_400(server, body, message):
     status, payload = raw_post(server, body)
@@ -300,7 +316,99 @@ def test_truncated_and_oversized_bodies(server):
     assert_still_serving(server)
 
 
-# ---- Timeouts, shutdown, construction errors ----------------------------------------------
+# ---- Failures, timeouts, shutdown, construction errors -------------------------------------
+
+class BrokenPolicy(LinearPolicy):
+    def compute_actions(self, obs_batch, explore=None, **kwargs):
+        raise ZeroDivisionError("boom")
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_failing_policy_gives_503_remote_and_runtime_error_local():
+    with PolicyServerInput(IOContext(), HOST, 0, idle_timeout=IDLE, policy=BrokenPolicy()) as srv:
+        address = f"{HOST}:{srv.server_port}"
+        client = PolicyClient(address, inference_mode="remote")
+        eid = client.start_episode()
+        with pytest.raises(RuntimeError, match="HTTP 503.*was stopped while episode"):
+            client.get_action(eid, np.zeros(3, np.float32))
+        with pytest.raises(RuntimeError, match="HTTP 503.*inference loop failed: ZeroDivisionError"):
+            client.start_episode()
+        # Local inference does not need the server's (failed) loop; it fails in the client.
+        with PolicyClient(address, trusted_policy_classes=[BrokenPolicy]) as client:
+            eid = client.start_episode()
+            with pytest.raises(RuntimeError, match="was stopped"):
+                client.get_action(eid, np.zeros(3, np.float32))
+            with pytest.raises(RuntimeError, match="Local inference of this PolicyClient failed: "
+                                                   "ZeroDivisionError"):
+                client.start_episode()
+
+
+class FakeServer:
+    """Answers every POST with a fixed body (a hostile or broken policy server)."""
+
+    def __init__(self, body, status=200):
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def do_POST(self):
+                self.rfile.read(int(self.headers["Content-Length"]))
+                self.send_response(status)
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        self.httpd = ThreadingHTTPServer((HOST, 0), Handler)
+        self.address = f"{HOST}:{self.httpd.server_address[1]}"
+        self.thread = threading.Thread(target=self.httpd.serve_forever, args=(0.02,), daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _worker_args(policy_class, version=1):
+    from tfrl.env.policy_protocol import PROTOCOL_VERSION
+
+    return dumps({"protocol_version": PROTOCOL_VERSION if version == 1 else version,
+                  "multiagent": False, "config": {}, "dropped_config_keys": [],
+                  "policies": {"default_policy": {
+                      "policy_class": policy_class, "observation_space": LinearPolicy().observation_space,
+                      "action_space": LinearPolicy().action_space, "config": {}}}})
+
+
+@pytest.mark.parametrize("body,status,error,message", [
+    (_worker_args("os:system"), 200, ValueError, "named a policy class outside tfrl"),
+    (_worker_args("builtins:eval"), 200, ValueError, "named a policy class outside tfrl"),
+    (_worker_args("tfrl.examples.policy.random_policy:RandomPolicy", version=99), 200, ValueError,
+     "speaks protocol version 99; this client speaks 1"),
+    (b"<html>not json</html>", 200, RuntimeError, "sent an invalid response to GET_WORKER_ARGS"),
+    (dumps({"error": "nope"}), 500, RuntimeError, r"refused GET_WORKER_ARGS \(HTTP 500\): nope"),
+])
+def test_hostile_or_broken_server(body, status, error, message):
+    fake = FakeServer(body, status)
+    try:
+        with pytest.raises(error, match=message):
+            PolicyClient(fake.address, inference_mode="local")
+    finally:
+        fake.close()
+
+
+def test_oversized_response_is_refused():
+    fake = FakeServer(dumps({"episode_id": "x" * 1000}))
+    try:
+        client = PolicyClient(fake.address, inference_mode="remote")
+        client.max_response_bytes = 100
+        with pytest.raises(ConnectionError, match="exceeds max_response_bytes=100"):
+            client.start_episode()
+    finally:
+        fake.close()
+
 
 def test_server_side_action_timeout_is_504():
     class QuickServer(PolicyServerInput):
@@ -412,6 +520,8 @@ def test_construction_errors():
             PolicyServerInput(IOContext(), HOST, port, policy=LinearPolicy())
     with pytest.raises(ValueError, match="needs a policy to serve. Received ioctx.worker=None"):
         PolicyServerInput(IOContext(), HOST, 0)
+    with pytest.raises(ValueError, match=r"Serving several policies \['a', 'b'\] needs a policy_mapping_fn"):
+        PolicyServerInput(IOContext(), HOST, 0, policy={"a": LinearPolicy(), "b": LinearPolicy()})
     with pytest.raises(ValueError, match="idle_timeout must be a number > 0"):
         PolicyServerInput(IOContext(), HOST, 0, idle_timeout=0, policy=LinearPolicy())
     with pytest.raises(TypeError, match=r"cannot be served: it lacks \['compute_actions', 'get_weights'\]"):

@@ -102,6 +102,8 @@ def _array_tag(**over):
     (b'{"__tuple__": [1], "__dict__": []}', "several type tags"),
     (b'{"__dict__": [[[1], 2]]}', "is not hashable"),
     (b'{"__sample_batch__": {"a": [1, 2]}}', "every SampleBatch column must be an array"),
+    (b'{"__objarray__": [1, 2], "shape": [3]}', r"__objarray__ has 2 items for shape \(3,\)"),
+    (b'{"__multi_agent_batch__": {}, "env_steps": "1"}', "env_steps must be a int"),
     (b"[" * 100000 + b"]" * 100000, "malformed JSON"),
 ])
 def test_bad_messages_raise_wire_format_error(body, message):

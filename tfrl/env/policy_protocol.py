@@ -43,6 +43,9 @@ _SCHEMAS: Dict[str, Tuple[frozenset, Dict[str, Any]]] = {
     REPORT_SAMPLES: (frozenset(["samples"]), {"metrics": []}),
 }
 COMMANDS = tuple(_SCHEMAS)
+# Commands served by the server's own inference loop (the others work without it).
+REMOTE_INFERENCE_COMMANDS = frozenset([START_EPISODE, GET_ACTION, LOG_ACTION, LOG_RETURNS,
+                                       END_EPISODE])
 
 
 class BadRequest(ValueError):

@@ -34,6 +34,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Dict, Optional
 
+from tfrl.env import policy_protocol as P
 from tfrl.env.external_env_runner import ExternalEnvRunner, fragment_length, make_serving_env
 from tfrl.env.policy_server_commands import PolicyServerCommands
 from tfrl.env.wire_format import dumps, loads
@@ -218,7 +219,8 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
 
     def _handle(self, request: Any) -> Dict[str, Any]:
         runner_error = self._runner.error
-        if runner_error is not None:
+        if runner_error is not None and isinstance(request, dict) \
+                and request.get("command") in P.REMOTE_INFERENCE_COMMANDS:
             raise RuntimeError(f"The policy server's inference loop failed: {runner_error!r}")
         return self._commands.handle(request)
 
