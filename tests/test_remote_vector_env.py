@@ -22,6 +22,7 @@ from tfrl.env.base_env import ASYNC_RESET_RETURN, BaseEnv, convert_to_base_env
 from tfrl.env.multi_agent_env import MultiAgentEnv
 from tfrl.env.remote_vector_env import RemoteVectorEnv, SubEnvError
 from tfrl.env.utils import sub_env_processes
+from tfrl.env.utils.sub_env_runner import SubEnvRunner, answer, unwrap_reply
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -296,14 +297,23 @@ def test_poll_with_nothing_in_flight_raises(shared_env):
 def test_a_hanging_sub_env_times_out_with_its_index(shared_env):
     shared_env.try_reset(0, seed=11, options={"sleep": 1.0})
     poll_until(shared_env, [0])
-    shared_env.send_actions({0: {"agent0": 0}})
+    shared_env.send_actions({0: {"agent0": 0}})  # Sub-env 0 is busy for 1 s.
+    handle = shared_env.get_sub_environments()[0]
     shared_env.timeout_s = 0.2
     try:
         with pytest.raises(TimeoutError, match=r"timeout_s=0.2 s; waiting for sub-envs \[0\]"):
             shared_env.poll()
+        with pytest.raises(TimeoutError, match=r"Sub-environment 0 did not answer call\(\) "
+                           r"within timeout_s=0.2 s"):
+            handle.call("peek")
     finally:
         shared_env.timeout_s = 300.0
-    reset_all(shared_env, seed=11)  # The late step result is dropped.
+    _, rewards, *_ = shared_env.poll()  # The step's result; the late call's is dropped.
+    assert rewards == {0: {"agent0": 1.0}}
+    assert handle.call("peek") == 1  # Requests and replies are still paired.
+    with pytest.raises(ValueError, match="timeout_s must be a number > 0 or None"):
+        shared_env.timeout_s = -1
+    reset_all(shared_env, seed=11)
 
 
 def test_sub_environment_handles_call_into_the_process(shared_env):
@@ -376,6 +386,57 @@ def test_a_failing_make_env_surfaces_at_poll_with_its_index():
             poll_until(env, [0, 1])
     finally:
         env.stop()
+
+
+class OldGymEnv(CounterEnv):
+    """Returns old gym's results: a bare observation and a 4-tuple."""
+
+    def reset(self, *, seed=None, options=None):
+        return super().reset(seed=seed)[0]
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward, terminated or truncated, info
+
+
+class BadMultiAgentEnv(TwoAgentEnv):
+    def step(self, actions):
+        obs, rewards, terminateds, truncateds, infos = super().step(actions)
+        if actions["a"] == 0:
+            return obs, 1.0, terminateds, truncateds, infos  # rewards not a dict
+        return obs, rewards, terminateds, {"a": False}, infos  # no "__all__"
+
+
+def test_sub_env_side_rejects_results_that_are_not_gymnasium_style():
+    runner = SubEnvRunner(OldGymEnv(), multiagent=False)
+    with pytest.raises(ValueError, match=r"reset\(\) must return gymnasium's \(obs, info\) "
+                       r"pair; received a ndarray from OldGymEnv.reset\(\)"):
+        runner.reset()
+    with pytest.raises(ValueError, match=r"5-tuple .* received a tuple of 4 values from "
+                       r"OldGymEnv.step\(\). Old gym envs"):
+        runner.step(0)
+    runner = SubEnvRunner(BadMultiAgentEnv(4, seed=0), multiagent=True)
+    runner.reset()
+    with pytest.raises(ValueError, match=r"must return dicts keyed by agent id; "
+                       r"BadMultiAgentEnv.step\(\) returned rewards of type float"):
+        runner.step({"a": 0})
+    with pytest.raises(ValueError, match=r"must put the key '__all__' in truncateds .* "
+                       r"returned truncateds with keys \['a'\]"):
+        runner.step({"a": 1})
+    with pytest.raises(ValueError, match=r"must return dicts keyed by agent id; .*reset\(\) "
+                       r"returned obs of type ndarray"):
+        SubEnvRunner(CounterEnv(), multiagent=True).reset()
+
+
+def test_sub_env_side_turns_errors_into_replies():
+    runner = SubEnvRunner(CounterEnv(), multiagent=False)
+    ok, payload = answer(runner, None, "step", (2,), {})
+    assert not ok and payload[:2] == ("ValueError", "CounterEnv received action 2, not in "
+                                                    "Discrete(2)")
+    with pytest.raises(SubEnvError, match=r"Sub-environment 3: step\(\) raised ValueError"):
+        unwrap_reply(3, "step", (ok, payload))
+    ok, payload = answer(runner, None, "close_all_files", (), {})
+    assert not ok and "unknown request 'close_all_files'" in payload[1]
 
 
 def test_unpicklable_make_env_is_refused_before_starting_processes():

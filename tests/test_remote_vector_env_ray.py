@@ -73,7 +73,8 @@ def _poll_all(env, env_ids):
 
 
 def test_ray_sub_envs_step_like_the_envs_in_process(ray_runtime):
-    env = RemoteVectorEnv(make_env, 2, multiagent=False, remote_env_batch_wait_ms=0,
+    # A long batch wait: each poll returns both sub-envs (they answer within ms).
+    env = RemoteVectorEnv(make_env, 2, multiagent=False, remote_env_batch_wait_ms=20_000,
                           backend="ray", timeout_s=60)
     try:
         assert env.observation_space == StepCountEnv.observation_space
@@ -87,10 +88,12 @@ def test_ray_sub_envs_step_like_the_envs_in_process(ray_runtime):
                 obs, reward, terminated, truncated, _ = direct[i].step(action)
                 expected[i] = (obs.tolist(), reward, terminated, truncated)
             assert _poll_all(env, [0, 1]) == expected
-        assert expected[0][2] is True  # The episodes ended; async resets start the next.
-        assert env.try_reset() == "async_reset_return"
+        assert expected[0][2] is True  # The episodes ended: the next poll resets them.
         assert _poll_all(env, [0, 1]) == {
             i: (direct[i].reset()[0].tolist(), None, False, False) for i in range(2)}
+        assert env.try_reset(0, seed=3) == "async_reset_return"
+        assert _poll_all(env, [0]) == {0: (direct[0].reset(seed=3)[0].tolist(), None,
+                                           False, False)}
         actor = env.get_sub_environments()[1]
         assert ray.get(actor.call.remote("observation_space")) == env.observation_space
 
@@ -133,3 +136,14 @@ def test_existing_actor_envs_are_used_as_is(ray_runtime):
             env.poll()
     finally:
         env.stop()
+
+
+def test_existing_actor_envs_need_actors_from_make_env_and_at_most_num_envs(ray_runtime):
+    first, second = UserEnvActor.remote(0), UserEnvActor.remote(1)
+    with pytest.raises(TypeError, match=r"make_env must create actors too; make_env\(1\) "
+                       r"returned StepCountEnv"):
+        RemoteVectorEnv(make_env, 2, False, 0, existing_envs=[first], backend="ray")
+    with pytest.raises(ValueError, match="Received 2 existing sub-env actors for num_envs=1"):
+        RemoteVectorEnv(make_env, 1, False, 0, existing_envs=[first, second], backend="ray")
+    for actor in (first, second):
+        ray.kill(actor)

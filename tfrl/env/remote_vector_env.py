@@ -85,7 +85,7 @@ class RemoteVectorEnv(BaseEnv):
         self.poll_timeout = remote_env_batch_wait_ms / 1000
         self.existing_envs = list(existing_envs or [])
         self.backend = backend
-        self.timeout_s = timeout_s
+        self._timeout_s = timeout_s
         if backend == "ray":
             from tfrl.backends.ray.remote_env import RayEnvPool
 
@@ -115,6 +115,16 @@ class RemoteVectorEnv(BaseEnv):
             except BaseException:
                 self.stop()
                 raise
+
+    @property
+    def timeout_s(self) -> Optional[float]:
+        """Longest wait for a sub-env's answer, in seconds (None: no limit); settable."""
+        return self._timeout_s
+
+    @timeout_s.setter
+    def timeout_s(self, value: Optional[float]) -> None:
+        _check_timeout_s(value)
+        self._timeout_s = self._pool.timeout_s = value
 
     def poll(
         self,
@@ -346,7 +356,13 @@ def _validate_args(num_envs: Any, wait_ms: Any, backend: Any, timeout_s: Any) ->
         )
     if backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS}; received backend={backend!r}.")
-    if timeout_s is not None and (not isinstance(timeout_s, numbers.Real) or timeout_s <= 0):
+    _check_timeout_s(timeout_s)
+
+
+def _check_timeout_s(timeout_s: Any) -> None:
+    if timeout_s is not None and (
+        isinstance(timeout_s, bool) or not isinstance(timeout_s, numbers.Real) or timeout_s <= 0
+    ):
         raise ValueError(
             f"timeout_s must be a number > 0 or None (no limit); received timeout_s={timeout_s!r}."
         )

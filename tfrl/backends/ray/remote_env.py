@@ -16,7 +16,6 @@ from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
 from tfrl.backends.ray import init_ray
 from tfrl.env.utils.sub_env_runner import (
-    METHODS,
     Reply,
     SubEnvError,
     answer,
@@ -104,8 +103,6 @@ class RayEnvPool:
 
     def submit(self, index: int, method: str, *args: Any, **kwargs: Any) -> None:
         """Sends a request; its result is fetched later with `fetch(index)`."""
-        if method not in METHODS:
-            raise ValueError(f"Unknown sub-env method {method!r}; expected one of {METHODS}.")
         actor = self.actors[index]
         if not self.make_env_creates_actors:
             ref = actor.request.remote(method, args, kwargs)

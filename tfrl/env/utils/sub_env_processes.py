@@ -23,7 +23,6 @@ from multiprocessing import connection
 from typing import Any, Callable, Deque, Dict, List, Optional, Sequence
 
 from tfrl.env.utils.sub_env_runner import (
-    METHODS,
     Reply,
     SubEnvError,
     answer,
@@ -142,8 +141,9 @@ class ProcessEnvPool:
         ctx = multiprocessing.get_context(START_METHOD)
         self.processes: List[multiprocessing.Process] = []
         self._conns: List[connection.Connection] = []
-        # Methods sent but not yet fetched, and replies read (by `call`) but not fetched.
-        self._inflight: Dict[int, Deque[str]] = {i: collections.deque() for i in range(num_envs)}
+        # Per sub-env, oldest first: requests sent but not fetched, as [method, abandoned]
+        # (a `call` that timed out abandons its reply), and replies read but not fetched.
+        self._inflight: Dict[int, Deque[list]] = {i: collections.deque() for i in range(num_envs)}
         self._stash: Dict[int, Deque[Reply]] = {i: collections.deque() for i in range(num_envs)}
         self._finalizer = weakref.finalize(self, _shutdown, self.processes, self._conns)
         try:
@@ -164,13 +164,11 @@ class ProcessEnvPool:
 
     def submit(self, index: int, method: str, *args: Any, **kwargs: Any) -> None:
         """Sends a request; its reply is fetched later with `fetch(index)`."""
-        if method not in METHODS:
-            raise ValueError(f"Unknown sub-env method {method!r}; expected one of {METHODS}.")
         try:
             self._conns[index].send((method, args, kwargs))
         except (BrokenPipeError, ConnectionResetError, EOFError) as e:
             raise self._died(index, f"before it could run {method}()") from e
-        self._inflight[index].append(method)
+        self._inflight[index].append([method, False])
 
     def wait(self, indices: Sequence[int], timeout: Optional[float]) -> List[int]:
         """Those of `indices` (all with a request in flight) whose next reply is ready.
@@ -178,16 +176,18 @@ class ProcessEnvPool:
         Returns as soon as at least one is ready, or after `timeout` seconds (an empty
         list). A sub-env whose process died counts as ready: `fetch` then raises.
         """
-        ready = {i for i in indices if self._stash[i]}
-        waitables = {}
-        for i in indices:
-            if i not in ready:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            ready = [i for i in indices if self._has_reply(i)]
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if ready or remaining == 0.0:
+                return ready
+            waitables = {}
+            for i in indices:
                 waitables[self._conns[i]] = i
                 waitables[self.processes[i].sentinel] = i
-        if waitables:
-            for obj in connection.wait(list(waitables), 0.0 if ready else timeout):
-                ready.add(waitables[obj])
-        return sorted(ready)
+            if not connection.wait(list(waitables), remaining):
+                return []
 
     def fetch(self, index: int) -> Any:
         """Returns the result of the oldest request in flight to sub-env `index`.
@@ -196,10 +196,12 @@ class ProcessEnvPool:
             SubEnvError: If the request raised inside the sub-env (with its traceback),
                 or the sub-env process died.
         """
-        if not self._inflight[index]:
-            raise RuntimeError(f"No request in flight to sub-env {index}.")
-        reply = self._stash[index].popleft() if self._stash[index] else self._receive(index)
-        return unwrap_reply(index, self._inflight[index].popleft(), reply)
+        while self._inflight[index]:
+            reply = self._stash[index].popleft() if self._stash[index] else self._receive(index)
+            method, abandoned = self._inflight[index].popleft()
+            if not abandoned:
+                return unwrap_reply(index, method, reply)
+        raise RuntimeError(f"No request in flight to sub-env {index}.")
 
     def call(self, index: int, method: str, *args: Any, **kwargs: Any) -> Any:
         """Sends a request and waits (at most `timeout_s`) for its own reply.
@@ -212,13 +214,14 @@ class ProcessEnvPool:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             if not connection.wait([self._conns[index], self.processes[index].sentinel],
                                    remaining):
+                self._inflight[index][-1][1] = True  # Its late reply will be dropped.
                 raise TimeoutError(
                     f"Sub-environment {index} did not answer {method}() within "
                     f"timeout_s={self.timeout_s} s; raise timeout_s if it is just slow."
                 )
             self._stash[index].append(self._receive(index))
         reply = self._stash[index].pop()
-        return unwrap_reply(index, self._inflight[index].pop(), reply)
+        return unwrap_reply(index, self._inflight[index].pop()[0], reply)
 
     def handles(self) -> List[SubEnvProcess]:
         """One `SubEnvProcess` handle per sub-env."""
@@ -228,11 +231,33 @@ class ProcessEnvPool:
         """Closes every sub-env and ends its process (idempotent, bounded in time)."""
         self._finalizer()
 
+    def _has_reply(self, index: int) -> bool:
+        """Whether `fetch(index)` would return (or raise) without blocking.
+
+        Reads available replies into the stash, dropping those of abandoned requests.
+        """
+        inflight, stash, conn = self._inflight[index], self._stash[index], self._conns[index]
+        while True:
+            if stash and inflight[0][1]:
+                stash.popleft()
+                inflight.popleft()
+                continue
+            if stash:
+                return True
+            if not inflight:
+                return False
+            if not conn.poll(0):
+                return self.processes[index].exitcode is not None  # Dead: fetch raises.
+            try:
+                stash.append(conn.recv())
+            except (EOFError, OSError):
+                return True  # The process died: fetch raises.
+
     def _receive(self, index: int) -> Reply:
         try:
             return self._conns[index].recv()
         except (EOFError, OSError) as e:
-            method = self._inflight[index][len(self._stash[index])]
+            method = self._inflight[index][len(self._stash[index])][0]
             raise self._died(index, f"while running {method}()") from e
 
     def _died(self, index: int, when: str) -> SubEnvError:
