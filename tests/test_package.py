@@ -5,6 +5,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 import tfrl
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -35,3 +37,12 @@ def test_version_is_pep440():
     # e.g. "0.1.0.dev0", "0.2.0rc1", "1.0.0"; setup.py reads it from tfrl/__init__.py.
     pattern = r"\d+\.\d+\.\d+((a|b|rc)\d+)?(\.post\d+)?(\.dev\d+)?"
     assert re.fullmatch(pattern, tfrl.__version__)
+
+
+def test_env_package_exports_rllib_names_lazily():
+    import tfrl.env
+
+    for name in tfrl.env.__all__:
+        assert getattr(tfrl.env, name).__name__ == name
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        tfrl.env.Nope
