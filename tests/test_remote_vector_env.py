@@ -61,6 +61,9 @@ class CounterEnv(gym.Env):
     def peek(self, plus=0):
         return self.t + plus
 
+    def make_lock(self):
+        return threading.Lock()  # Cannot be pickled back to the parent.
+
     def _obs(self):
         return np.array([self.t, self.draw], np.float32)
 
@@ -329,6 +332,10 @@ def test_sub_environment_handles_call_into_the_process(shared_env):
     assert rewards == {1: {"agent0": 2.0}}
     with pytest.raises(SubEnvError, match="call.. raised AttributeError"):
         handles[0].call("no_such_method")
+    with pytest.raises(SubEnvError, match=r"call\(\) raised TypeError: its call\(\) result "
+                       r"cannot be sent to the parent process: cannot pickle"):
+        handles[0].call("make_lock")
+    assert handles[0].call("peek") == 0  # Still answering.
 
 
 def test_spaces_come_from_the_first_sub_env(shared_env):

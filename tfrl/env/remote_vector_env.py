@@ -224,11 +224,11 @@ class RemoteVectorEnv(BaseEnv):
         Sub-envs whose episode ended need no `try_reset`: the next `poll()` resets
         them (without seed) if nothing else did.
 
-        Raises:
-            ValueError: For an unknown `env_id`.
-
         Returns:
             `ASYNC_RESET_RETURN`.
+
+        Raises:
+            ValueError: For an unknown `env_id`.
         """
         self._check_running()
         if env_id is None:

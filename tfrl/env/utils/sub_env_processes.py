@@ -38,6 +38,7 @@ START_METHOD = "spawn"
 # Seconds `stop()` gives sub-envs to close their env and exit before terminating them.
 _CLOSE_GRACE_S = 2.0
 
+
 def _worker_loop(conn: connection.Connection, index: int, creator: bytes, multiagent: bool):
     """Runs in the sub-env process: builds the env, then answers requests in order."""
     # Ctrl-C goes to the whole process group; let the parent decide what to do.
@@ -60,10 +61,14 @@ def _worker_loop(conn: connection.Connection, index: int, creator: bytes, multia
             reply = answer(runner, creation_error, method, args, kwargs)
             try:
                 conn.send(reply)
+            except OSError:  # The parent closed the pipe or died.
+                return
             except Exception as e:  # The result could not be pickled.
                 name, message, tb = error_payload(e)
                 conn.send((False, (name, f"its {method}() result cannot be sent to the "
                                          f"parent process: {message}", tb)))
+    except OSError:  # The parent went away while we answered.
+        pass
     finally:
         conn.close()
 

@@ -3,8 +3,10 @@
 A `SubEnvRunner` owns one env inside a worker process (or Ray actor) and answers
 `reset`/`step` in the two-level format of `BaseEnv.poll()` for that one sub-env:
 single-agent envs get the agent id `"agent0"`, multi-agent envs pass their dicts
-through, and both flag dicts always carry `"__all__"`. Doing the wrapping on the
-sub-env side keeps the parent's per-step work to one receive per ready sub-env.
+through, and both flag dicts always carry `"__all__"`. Wrapping and checking results
+on the sub-env side keeps that work off the parent, which runs the policy. Requests
+and replies are plain tuples, so the process backend's pipe and the Ray backend's
+actor calls carry the same messages.
 """
 
 import pickle
@@ -13,8 +15,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 
 from tfrl.utils.typing import MultiAgentDict
 
-# Agent id of single-agent sub-envs (the same as `tfrl.env.base_env._DUMMY_AGENT_ID`;
-# repeated so that worker processes need not import base_env's gymnasium types).
+# Agent id of single-agent sub-envs (`tfrl.env.base_env._DUMMY_AGENT_ID`).
 DUMMY_AGENT_ID = "agent0"
 
 # Requests a sub-env answers, and its replies: (True, result) or
