@@ -7,6 +7,7 @@ Sub-env actors ask for `num_cpus=0`, so they never wait for free CPUs.
 """
 
 import sys
+import time
 
 import cloudpickle
 import gymnasium as gym
@@ -52,6 +53,11 @@ class StepCountEnv(gym.Env):
 
 def make_env(index):
     return StepCountEnv(seed=10 + index)
+
+
+def make_slow_env(index):
+    time.sleep(3.0)
+    return make_env(index)
 
 
 @pytest.fixture(scope="module")
@@ -104,8 +110,12 @@ def test_ray_sub_envs_step_like_the_envs_in_process(ray_runtime):
         assert "Traceback" in info.value.remote_traceback
     finally:
         env.stop()
+    # stop() killed the actors (`ray.kill` takes effect asynchronously).
+    deadline = time.monotonic() + 30
     with pytest.raises(ray.exceptions.RayActorError):
-        ray.get(actor.call.remote("reset"), timeout=30)  # stop() killed the actors.
+        while time.monotonic() < deadline:
+            ray.get(actor.call.remote("observation_space"), timeout=30)
+            time.sleep(0.1)
 
 
 @ray.remote(num_cpus=0)
@@ -147,3 +157,19 @@ def test_existing_actor_envs_need_actors_from_make_env_and_at_most_num_envs(ray_
         RemoteVectorEnv(make_env, 1, False, 0, existing_envs=[first, second], backend="ray")
     for actor in (first, second):
         ray.kill(actor)
+
+
+def test_a_slow_or_killed_ray_sub_env_is_reported(ray_runtime):
+    with pytest.raises(TimeoutError, match=r"Sub-environment 0 did not answer spaces\(\) "
+                       r"within timeout_s=0.5 s"):
+        RemoteVectorEnv(make_slow_env, 1, False, 0, backend="ray", timeout_s=0.5)
+    env = RemoteVectorEnv(make_env, 1, False, 0, backend="ray", timeout_s=60)
+    try:
+        _poll_all(env, [0])
+        ray.kill(env.get_sub_environments()[0])
+        env.send_actions({0: {"agent0": 0}})
+        with pytest.raises(SubEnvError, match=r"Sub-environment 0: its Ray actor died while "
+                           r"running step\(\)"):
+            env.poll()
+    finally:
+        env.stop()
