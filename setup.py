@@ -23,7 +23,8 @@ INSTALL_REQUIRES = [
 ]
 
 EXTRAS_REQUIRE = {
-    "test": ["pytest>=8"],
+    # Ray is in the test extra so that CI exercises the Ray backends too.
+    "test": ["pytest>=8", "ray>=2.60,<3"],
     "ray": ["ray[default]>=2.60,<3"],
 }
 
