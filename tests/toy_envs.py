@@ -22,7 +22,8 @@ class CounterEnv(gym.Env):
     def step(self, action):
         self.t += 1
         done = self.t >= self.length
-        return self._obs(), float(10 * action + self.t), done and not self.truncate, done and self.truncate, {"t": self.t}
+        terminated, truncated = done and not self.truncate, done and self.truncate
+        return self._obs(), float(10 * action + self.t), terminated, truncated, {"t": self.t}
 
     def render(self):
         return np.full((2, 2, 3), self.index, np.uint8)

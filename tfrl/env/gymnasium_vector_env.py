@@ -36,7 +36,7 @@ from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv
 from gymnasium.vector.utils import concatenate, create_empty_array, iterate
 
 from tfrl.env.vector_env import Seeds, StepLists, VectorEnv
-from tfrl.env.vector_env_to_base_env import SIMPLE_SPACES, _Transitions
+from tfrl.env.vector_transitions import SIMPLE_SPACES, _Transitions
 from tfrl.utils.typing import EnvActionType, EnvInfoDict, EnvObsType
 
 
@@ -86,6 +86,11 @@ class GymnasiumVectorEnv(VectorEnv):
         self._copy_obs = getattr(env.unwrapped, "copy", True) is False
         self._batched_obs_space = gym.vector.utils.batch_space(self.observation_space, self.num_envs)
         self._simple_actions = isinstance(self.action_space, SIMPLE_SPACES)
+        self._scalar_actions = isinstance(self.action_space, gym.spaces.Discrete)
+        self._action_dtype = getattr(self.action_space, "dtype", None)
+        self._range = range(self.num_envs)
+        self._id_list = list(self._range)
+        self._same_step = self.autoreset_mode is AutoresetMode.SAME_STEP
         # Last action of every sub-env: valid filler for sub-envs that do not act.
         self._action_items = [_neutral_action(self.action_space)] * self.num_envs
         self._last_batch = None  # or the last action batch, if newer than _action_items
@@ -169,9 +174,8 @@ class GymnasiumVectorEnv(VectorEnv):
     def _batch_step(
         self, actions: Dict[int, EnvActionType], reset_ids: List[int], action_batch: Any = None
     ) -> _Transitions:
-        mode = self.autoreset_mode
-        if not actions and action_batch is None and reset_ids and mode is not AutoresetMode.NEXT_STEP:
-            if mode is AutoresetMode.SAME_STEP:
+        if not actions and action_batch is None and reset_ids and not self._resets_in_step:
+            if self._same_step:
                 rows = [self._pending_resets.pop(i) for i in reset_ids]
                 obs, infos = [r[0] for r in rows], [r[1] for r in rows]
             else:
@@ -179,21 +183,11 @@ class GymnasiumVectorEnv(VectorEnv):
             k = len(reset_ids)
             return _Transitions(reset_ids, obs, [0.0] * k, [False] * k, [False] * k, infos, range(k), False)
 
-        batch = self._assemble_actions(actions, action_batch)
-        first = self._ended if self._resets_in_step else ()
-        obs, rewards, terms, truncs, infos = self.env.step(batch)
+        obs, rewards, terms, truncs, infos, first, done = self._step_all(
+            actions, action_batch, split=not self._same_step)
+        if not self._same_step:
+            return _Transitions(self._range, obs, rewards, terms, truncs, infos, first, True, done)
         n = self.num_envs
-        term_list, trunc_list = terms.tolist(), truncs.tolist()
-        if True in term_list or True in trunc_list:
-            done = [i for i in range(n) if term_list[i] or trunc_list[i]]
-        else:
-            done = []
-        self._ended = done
-        if mode is not AutoresetMode.SAME_STEP:
-            if self._copy_obs:
-                obs = copy.deepcopy(obs)
-            return _Transitions(range(n), obs, rewards, terms, truncs,
-                                split_infos(infos, n) if infos else None, first, True, done)
         # SAME_STEP: report the final observations; keep the reset ones for later.
         final_obs, final_info = infos.pop("final_obs", None), infos.pop("final_info", {})
         infos.pop("_final_obs", None), infos.pop("_final_info", None)
@@ -206,12 +200,46 @@ class GymnasiumVectorEnv(VectorEnv):
         return _Transitions(range(n), obs_list, rewards.tolist(), terms.tolist(), truncs.tolist(),
                             info_list, (), False, done)
 
+    def _step_all(self, actions: Dict[int, EnvActionType], action_batch: Any, split: bool = True) -> tuple:
+        """Steps every sub-env (NEXT_STEP: resetting the ended ones instead).
+
+        Returns:
+            `(obs, rewards, terminateds, truncateds)` as gymnasium returned them, the
+            infos (one dict per sub-env, None if all are empty; gymnasium's dict if
+            not `split`), then `first`: the sub-envs reset by this step, and `done`:
+            the sub-envs whose episode ended (ascending lists).
+        """
+        if action_batch is None and self._scalar_actions and len(actions) == self.num_envs:
+            # The common case: a new (Discrete) action for every sub-env, in env id order.
+            values = list(actions.values()) if list(actions) == self._id_list else [
+                actions[i] for i in self._range]
+            batch = self._last_batch = np.array(values, dtype=self._action_dtype)
+        else:
+            batch = self._assemble_actions(actions, action_batch)
+        first = self._ended if self._resets_in_step else ()
+        obs, rewards, terms, truncs, infos = self.env.step(batch)
+        term_list, trunc_list = terms.tolist(), truncs.tolist()
+        if True in term_list or True in trunc_list:
+            done = [i for i in self._range if term_list[i] or trunc_list[i]]
+        else:
+            done = []
+        self._ended = done
+        if self._copy_obs:
+            obs = copy.deepcopy(obs)
+        if split:
+            infos = split_infos(infos, self.num_envs) if infos else None
+        return obs, rewards, terms, truncs, infos, first, done
+
     # ----------------------------------------------------------------- helpers
     def _assemble_actions(self, actions: Dict[int, EnvActionType], action_batch: Any) -> Any:
         """One action batch: `action_batch` and/or `actions`, old actions elsewhere."""
         if action_batch is not None and not actions:
             self._last_batch = action_batch
             return action_batch
+        if action_batch is None and len(actions) == self.num_envs:  # a new action for every sub-env
+            batch = self._stack_actions(list(map(actions.__getitem__, self._range)))
+            self._last_batch = batch
+            return batch
         items = self._action_items
         if self._last_batch is not None or action_batch is not None:
             last = action_batch if action_batch is not None else self._last_batch
@@ -219,6 +247,9 @@ class GymnasiumVectorEnv(VectorEnv):
             self._last_batch = None
         for i, a in actions.items():
             items[i] = a
+        return self._stack_actions(items)
+
+    def _stack_actions(self, items: List[Any]) -> Any:
         if self._simple_actions:
             return np.asarray(items, dtype=self.action_space.dtype)
         return concatenate(self.action_space, items, create_empty_array(self.action_space, self.num_envs))

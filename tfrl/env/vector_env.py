@@ -22,7 +22,8 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 import gymnasium as gym
 
 from tfrl.env.base_env import BaseEnv
-from tfrl.env.vector_env_to_base_env import _Transitions, _VectorEnvToBaseEnv
+from tfrl.env.vector_env_to_base_env import _VectorEnvToBaseEnv
+from tfrl.env.vector_transitions import _Transitions
 from tfrl.utils.typing import EnvActionType, EnvInfoDict, EnvObsType
 
 Seeds = Optional[Union[int, Sequence[Optional[int]]]]
@@ -36,7 +37,9 @@ class VectorEnv:
     resets: after a sub-env's episode ends, the caller resets it with `reset_at`).
     Subclasses may also override the private `_full_reset`, `_reset_one` and
     `_batch_step` (and the flags below) that `to_base_env()`'s BaseEnv drives, to
-    avoid per-sub-env Python work.
+    avoid per-sub-env Python work; an env with `_resets_in_step` and
+    `_takes_action_batch` may also offer `_step_all` (see `GymnasiumVectorEnv`), the
+    BaseEnv's fastest path.
 
     Args:
         observation_space: The observation space of one sub-env.

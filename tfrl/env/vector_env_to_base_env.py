@@ -16,68 +16,29 @@ subclasses):
 * neither: a poll either resets the ended sub-envs (and reports only those; the other
   sub-envs' actions wait for the next poll) or steps all sub-envs.
 
+For gymnasium's NEXT_STEP vector envs, `poll()` and `poll_arrays()` take a fast path
+(`_poll_step_all`) that passes gymnasium's arrays through with the least bookkeeping.
 Besides the dicts of `poll()`, samplers may use `poll_arrays()` and
 `send_action_array()`, which skip the per-sub-env dict building.
 """
 
-from typing import Any, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from itertools import repeat
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import gymnasium as gym
 import numpy as np
 from gymnasium.vector.utils import concatenate, create_empty_array
 
 from tfrl.env.base_env import _DUMMY_AGENT_ID, ASYNC_RESET_RETURN, BaseEnv
+from tfrl.env.vector_transitions import (
+    _NO_TRANSITIONS,
+    SIMPLE_SPACES,
+    VectorPoll,
+    _leading_size,
+    _Transitions,
+    single_agent_poll_dicts,
+)
 from tfrl.utils.typing import EnvID, MultiEnvDict
-
-# Spaces whose items are plain numpy arrays (or scalars): batch with np.asarray.
-SIMPLE_SPACES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
-
-
-class _Transitions(NamedTuple):
-    """What one poll of a vector env produced, for the sub-envs in `env_ids`.
-
-    `obs`, `rewards`, `terminateds`, `truncateds` are either per-sub-env lists aligned
-    with `env_ids` (`batched=False`) or batched numpy data over all sub-envs
-    (`batched=True`, then `env_ids == range(num_envs)`). `first` holds the positions
-    of reset observations (their reward slot holds 0.0), `done` (if known) the
-    positions whose episode ended.
-    """
-
-    env_ids: Sequence[int]
-    obs: Any
-    rewards: Any
-    terminateds: Any
-    truncateds: Any
-    infos: Optional[List[dict]]  # None: all empty
-    first: Sequence[int]
-    batched: bool
-    done: Optional[List[int]] = None
-
-
-_NO_TRANSITIONS = _Transitions((), [], [], [], [], [], (), False)
-
-
-class VectorPoll(NamedTuple):
-    """`poll_arrays()` result: one row per reported sub-env.
-
-    Attributes:
-        env_ids: int64 `[B]` sub-env indices, ascending.
-        obs: `[B, ...]` observations (a dict/tuple of arrays for composite spaces).
-        rewards: float `[B]`; 0.0 where `is_first`.
-        terminateds: bool `[B]`.
-        truncateds: bool `[B]`.
-        is_first: bool `[B]`: the row is a reset observation (reward None in `poll()`).
-        infos: B info dicts.
-    """
-
-    env_ids: np.ndarray
-    obs: Any
-    rewards: np.ndarray
-    terminateds: np.ndarray
-    truncateds: np.ndarray
-    is_first: np.ndarray
-    infos: List[dict]
-
 
 class _VectorEnvToBaseEnv(BaseEnv):
     """A `VectorEnv` as a BaseEnv: env ids `0..num_envs-1`, agent id `"agent0"`.
@@ -93,6 +54,7 @@ class _VectorEnvToBaseEnv(BaseEnv):
         self.observation_space = vector_env.observation_space
         self.action_space = vector_env.action_space
         self._all_ids = range(self.num_envs)
+        self._all_set = set(self._all_ids)
         self._arange = np.arange(self.num_envs)
         self._simple_obs = isinstance(self.observation_space, SIMPLE_SPACES)
         self._simple_actions = isinstance(self.action_space, SIMPLE_SPACES)
@@ -104,41 +66,44 @@ class _VectorEnvToBaseEnv(BaseEnv):
         self._batch_ids = set()  # the sub-envs whose action is in _action_batch
         self._ended = set()  # episode ended, not reset yet
         self._last_ids: Sequence[int] = ()
+        # The NEXT_STEP fast path of gymnasium vector envs (see _poll_step_all).
+        self._step_all = (getattr(vector_env, "_step_all", None) if vector_env._resets_in_step
+                          and vector_env._takes_action_batch else None)
 
     # ------------------------------------------------------------------ BaseEnv
     def poll(
         self,
     ) -> Tuple[MultiEnvDict, MultiEnvDict, MultiEnvDict, MultiEnvDict, MultiEnvDict, MultiEnvDict]:
+        if self._step_all is not None and not self._awaiting and self._started and (
+                self._actions or self._action_batch is not None or self._ended):
+            return self._poll_step_all()
         tr = self._poll()
-        agent = _DUMMY_AGENT_ID
         if tr.batched:
             obs = tr.obs if self._simple_obs else self._obs_list(tr)  # rows of a batch
-            rewards, terms, truncs = tr.rewards.tolist(), tr.terminateds.tolist(), tr.truncateds.tolist()
+            rewards = tr.rewards.tolist()
+            if tr.done == []:  # no episode ended: all flags False
+                terms = truncs = repeat(False)
+            else:
+                terms, truncs = tr.terminateds.tolist(), tr.truncateds.tolist()
         else:
             obs, rewards, terms, truncs = tr.obs, list(tr.rewards), tr.terminateds, tr.truncateds
         for pos in tr.first:
             rewards[pos] = None
-        obs_d, rewards_d, terms_d, truncs_d, infos_d = {}, {}, {}, {}, {}
-        for i, o, r, t, u in zip(tr.env_ids, obs, rewards, terms, truncs):
-            obs_d[i] = {agent: o}
-            rewards_d[i] = {agent: r}
-            terms_d[i] = {agent: t, "__all__": t}
-            truncs_d[i] = {agent: u, "__all__": u}
-            infos_d[i] = {agent: {}}
-        if tr.infos is not None:
-            for i, info in zip(tr.env_ids, tr.infos):
-                infos_d[i][agent] = info
-        return obs_d, rewards_d, terms_d, truncs_d, infos_d, {}
+        return single_agent_poll_dicts(tr.env_ids, obs, rewards, terms, truncs, tr.infos)
 
     def send_actions(self, action_dict: MultiEnvDict) -> None:
         awaiting = self._awaiting
-        if not awaiting.issuperset(action_dict):
+        if awaiting == action_dict.keys():  # the common case: every waiting sub-env
+            remaining = set()
+        elif awaiting.issuperset(action_dict):
+            remaining = awaiting.difference(action_dict)
+        else:
             self._raise_not_awaiting(action_dict)
         agent = _DUMMY_AGENT_ID
         try:
-            if sum(map(len, action_dict.values())) != len(action_dict):
-                raise KeyError(agent)
             new = {env_id: agent_actions[agent] for env_id, agent_actions in action_dict.items()}
+            if sum(map(len, action_dict.values())) != len(new):
+                raise KeyError(agent)
         except (KeyError, TypeError):
             for env_id, agent_actions in action_dict.items():
                 if not isinstance(agent_actions, dict) or list(agent_actions) != [agent]:
@@ -147,8 +112,11 @@ class _VectorEnvToBaseEnv(BaseEnv):
                         f"{{{agent!r}: action}} (single-agent env); received {agent_actions!r}."
                     ) from None
             raise
-        self._actions.update(new)
-        awaiting.difference_update(action_dict)
+        if self._actions:
+            self._actions.update(new)
+        else:
+            self._actions = new
+        self._awaiting = remaining
 
     def try_reset(
         self,
@@ -212,6 +180,16 @@ class _VectorEnvToBaseEnv(BaseEnv):
     # ---------------------------------------------------------- batched access
     def poll_arrays(self) -> VectorPoll:
         """Like `poll()`, but returns stacked arrays (see `VectorPoll`), no dicts."""
+        if self._step_all is not None and not self._awaiting and self._started and (
+                self._actions or self._action_batch is not None or self._ended):
+            obs, rewards, terms, truncs, infos, first, _ = self._advance_all()
+            is_first = np.zeros(self.num_envs, dtype=bool)
+            if first:
+                is_first[first] = True
+                rewards = np.where(is_first, 0.0, rewards).astype(rewards.dtype)
+            self._last_ids = self._all_ids
+            infos = [{} for _ in self._all_ids] if infos is None else infos
+            return VectorPoll(self._arange, obs, rewards, terms, truncs, is_first, infos)
         tr = self._poll()
         n = len(tr.env_ids)
         if tr.batched:
@@ -246,7 +224,7 @@ class _VectorEnvToBaseEnv(BaseEnv):
             ValueError: If the leading size is neither `num_envs` nor the number of
                 sub-envs of the last `poll_arrays()`.
         """
-        size = _leading_size(actions)
+        size = len(actions) if self._simple_actions else _leading_size(actions)
         if size == self.num_envs:
             ids = self._all_ids
         elif size == len(self._last_ids):
@@ -257,25 +235,62 @@ class _VectorEnvToBaseEnv(BaseEnv):
                 f"{self.num_envs} (one per sub-env) or {len(self._last_ids)} (one per "
                 "sub-env of the last poll_arrays())."
             )
-        acting = self._awaiting.intersection(ids)
         if (ids is self._all_ids and self.vector_env._takes_action_batch
                 and self._action_batch is None and not self._actions):
+            # Every sub-env that awaits an action gets its row of this batch.
             self._action_batch = actions
-            self._batch_ids = acting
-        else:
-            rows = list(actions) if self._simple_actions else self._unbatch_actions(actions, size)
-            for env_id, row in zip(ids, rows):
-                if env_id in acting:
-                    self._actions[env_id] = row
+            self._batch_ids, self._awaiting = self._awaiting, set()
+            return
+        acting = self._awaiting.intersection(ids)
+        rows = list(actions) if self._simple_actions else self._unbatch_actions(actions, size)
+        for env_id, row in zip(ids, rows):
+            if env_id in acting:
+                self._actions[env_id] = row
         self._awaiting.difference_update(acting)
 
     # ----------------------------------------------------------------- internals
+    def _advance_all(self) -> tuple:
+        """Steps all sub-envs of a NEXT_STEP gymnasium vector env (the fast path of
+        poll() and poll_arrays()): every sub-env got an action or is reset."""
+        result = self._step_all(self._actions, self._action_batch)
+        self._actions, self._action_batch = {}, None
+        if self._batch_ids:
+            self._batch_ids = set()
+        self._awaiting = self._all_set.copy()
+        done = result[6]
+        if done:
+            self._ended = set(done)
+            self._awaiting.difference_update(done)
+        elif self._ended:
+            self._ended = set()
+        return result
+
+    def _poll_step_all(self) -> tuple:
+        obs, rewards, terms, truncs, infos, first, done = self._advance_all()
+        rewards = rewards.tolist()
+        for pos in first:
+            rewards[pos] = None
+        if not self._simple_obs:
+            obs = list(gym.vector.utils.iterate(self._batched_obs_space, obs))
+        if done or infos is not None:
+            return single_agent_poll_dicts(self._all_ids, obs, rewards, terms.tolist(), truncs.tolist(), infos)
+        # No episode ended and no infos: the flags are all False, the infos empty.
+        agent = _DUMMY_AGENT_ID
+        obs_d, rewards_d, terms_d, truncs_d, infos_d = {}, {}, {}, {}, {}
+        for i, o, r in zip(self._all_ids, obs, rewards):
+            obs_d[i] = {agent: o}
+            rewards_d[i] = {agent: r}
+            terms_d[i] = {agent: False, "__all__": False}
+            truncs_d[i] = {agent: False, "__all__": False}
+            infos_d[i] = {agent: {}}
+        return obs_d, rewards_d, terms_d, truncs_d, infos_d, {}
+
     def _poll(self) -> _Transitions:
         env = self.vector_env
         if not self._started:
             self._started = True
             return self._record(env._full_reset(None, None), (), consumed=True)
-        ended = sorted(self._ended)
+        ended = sorted(self._ended) if self._ended else ()
         has_actions = bool(self._actions) or self._action_batch is not None
         if not has_actions and not ended:
             return _NO_TRANSITIONS
@@ -297,20 +312,27 @@ class _VectorEnvToBaseEnv(BaseEnv):
 
     def _record(self, tr: _Transitions, reset_ids: Sequence[int], consumed: bool) -> _Transitions:
         """Moves the sub-envs of `tr` to awaiting, or to ended if their episode ended."""
-        self._ended.difference_update(reset_ids)
         if consumed:
             self._actions = {}
             self._action_batch = None
             self._batch_ids = set()
         ids = tr.env_ids
-        self._awaiting.update(ids)
         done = tr.done
-        if done is not None:
-            pass
-        elif tr.batched:
-            done = (tr.terminateds | tr.truncateds).nonzero()[0].tolist()
-        else:
-            done = [p for p, (t, u) in enumerate(zip(tr.terminateds, tr.truncateds)) if t or u]
+        if done is None:
+            if tr.batched:
+                done = (tr.terminateds | tr.truncateds).nonzero()[0].tolist()
+            else:
+                done = [p for p, (t, u) in enumerate(zip(tr.terminateds, tr.truncateds)) if t or u]
+        if tr.batched:  # all sub-envs stepped (and the ended ones reset) at once
+            self._awaiting = self._all_set.copy()
+            if done:
+                self._ended = set(done)
+                self._awaiting.difference_update(done)
+            elif self._ended:
+                self._ended = set()
+            return tr
+        self._ended.difference_update(reset_ids)
+        self._awaiting.update(ids)
         if done:
             done_ids = [ids[p] for p in done]
             self._awaiting.difference_update(done_ids)
@@ -357,10 +379,3 @@ class _VectorEnvToBaseEnv(BaseEnv):
                 return np.empty((0,) + tuple(space.shape), dtype=space.dtype)
             return np.asarray(items, dtype=space.dtype)
         return concatenate(space, items, create_empty_array(space, len(items)))
-
-
-def _leading_size(batch: Any) -> int:
-    """Size of axis 0 of an array, or of the first leaf of a dict/tuple of arrays."""
-    while isinstance(batch, (dict, tuple)):
-        batch = next(iter(batch.values())) if isinstance(batch, dict) else batch[0]
-    return len(batch)
