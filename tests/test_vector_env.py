@@ -279,7 +279,7 @@ def test_poll_arrays_of_an_idle_env_is_empty_and_send_action_array_checks_the_si
     env.poll_arrays()
     p = env.poll_arrays()
     assert p.env_ids.shape == (0,) and p.obs.shape == (0, 3) and p.infos == []
-    env.send_action_array(np.array([1, 1]))
+    env.send_action_array([1, 1])  # a list works too
     env.poll_arrays()
     with pytest.raises(ValueError, match=r"received 3 action rows; expected num_envs=2 \(one per sub-env\) "
                                          r"or 2 \(one per sub-env of the last poll_arrays\(\)\)"):
@@ -509,8 +509,8 @@ def test_gymnasium_vector_env_reset_at_of_an_ended_next_step_sub_env_is_an_error
     assert env.vector_step([0])[3] == [True]
     with pytest.raises(RuntimeError, match=r"Sub-env 0 of CartPoleVectorEnv is reset by its next step\(\)"):
         env.reset_at(0)
-    obs, rewards, terms, truncs, _ = env.vector_step([0])  # gymnasium's NEXT_STEP autoreset
-    assert rewards == [0.0] and truncs == [False]
+    obs, rewards, terms, truncs, infos = env.vector_step([0])  # gymnasium's NEXT_STEP autoreset
+    assert rewards == [0.0] and truncs == [False] and infos == [{}]
 
 
 def test_gymnasium_vector_env_errors():

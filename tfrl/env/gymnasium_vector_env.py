@@ -127,8 +127,9 @@ class GymnasiumVectorEnv(VectorEnv):
         tr = self._batch_step(dict(enumerate(actions)), [])
         if not tr.batched:
             return list(tr.obs), list(tr.rewards), list(tr.terminateds), list(tr.truncateds), tr.infos
+        infos = [{} for _ in self._range] if tr.infos is None else tr.infos
         return (self._rows(tr.obs), tr.rewards.tolist(), tr.terminateds.tolist(),
-                tr.truncateds.tolist(), tr.infos)
+                tr.truncateds.tolist(), infos)
 
     def try_render_at(self, index: Optional[int] = None) -> Any:
         frames = self.env.render()

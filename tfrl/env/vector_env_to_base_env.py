@@ -224,7 +224,11 @@ class _VectorEnvToBaseEnv(BaseEnv):
             ValueError: If the leading size is neither `num_envs` nor the number of
                 sub-envs of the last `poll_arrays()`.
         """
-        size = len(actions) if self._simple_actions else _leading_size(actions)
+        if self._simple_actions:
+            actions = np.asarray(actions)
+            size = len(actions)
+        else:
+            size = _leading_size(actions)
         if size == self.num_envs:
             ids = self._all_ids
         elif size == len(self._last_ids):
