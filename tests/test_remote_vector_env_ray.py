@@ -159,6 +159,17 @@ def test_existing_actor_envs_need_actors_from_make_env_and_at_most_num_envs(ray_
         ray.kill(actor)
 
 
+def _wait_until_dead(actor, timeout_s=30.0):
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            ray.get(actor.call.remote("reset"), timeout=5)
+        except (ray.exceptions.RayActorError, ray.exceptions.GetTimeoutError):
+            return
+        time.sleep(0.05)
+    raise AssertionError("the killed actor still answers")
+
+
 def test_a_slow_or_killed_ray_sub_env_is_reported(ray_runtime):
     with pytest.raises(TimeoutError, match=r"Sub-environment 0 did not answer spaces\(\) "
                        r"within timeout_s=0.5 s"):
@@ -166,7 +177,9 @@ def test_a_slow_or_killed_ray_sub_env_is_reported(ray_runtime):
     env = RemoteVectorEnv(make_env, 1, False, 0, backend="ray", timeout_s=60)
     try:
         _poll_all(env, [0])
-        ray.kill(env.get_sub_environments()[0])
+        actor = env.get_sub_environments()[0]
+        ray.kill(actor)
+        _wait_until_dead(actor)  # ray.kill takes effect asynchronously
         env.send_actions({0: {"agent0": 0}})
         with pytest.raises(SubEnvError, match=r"Sub-environment 0: its Ray actor died while "
                            r"running step\(\)"):
