@@ -782,7 +782,7 @@ def concat_samples(samples: Sequence[Any]):
     if not batches:
         return SampleBatch()
     first = batches[0]
-    keys = tuple(first)
+    keys = tuple(dict.keys(first))
     flags = (first.zero_padded, first.time_major, first.max_seq_len if first.zero_padded else None)
     # Transpose batches -> columns through dict.values() (fast; no per-item lookups),
     # checking flags and columns on the way.
@@ -790,7 +790,7 @@ def concat_samples(samples: Sequence[Any]):
     for i, s in enumerate(batches):
         if (s.zero_padded, s.time_major, s.max_seq_len if s.zero_padded else None) != flags:
             _raise_flag_mismatch(first, s, i)
-        if tuple(s) == keys:
+        if tuple(dict.keys(s)) == keys:
             per_batch.append(dict.values(s))
         elif set(dict.keys(s)) == set(keys):
             per_batch.append([dict.__getitem__(s, k) for k in keys])
