@@ -1,6 +1,5 @@
 """Small deterministic policies for the external-env and policy-server tests."""
 
-import threading
 
 import gymnasium as gym
 import numpy as np

@@ -1,6 +1,5 @@
 """ExternalEnvRunner: serving an ExternalEnv with a policy and emitting its episodes."""
 
-import threading
 import time
 
 import gymnasium as gym

@@ -1,7 +1,6 @@
 """SampleBatch: construction, concat, slicing, splitting, padding, compression."""
 
 import pickle
-import warnings
 
 import numpy as np
 import pytest

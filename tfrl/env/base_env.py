@@ -14,11 +14,11 @@ semantics, kept apart) carry an `"__all__"` key per env id: the whole sub-env ep
 ended. Single-agent envs use env ids `0..num_envs-1` and agent id `"agent0"`.
 """
 
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import gymnasium as gym
 
-from tfrl.utils.typing import AgentID, EnvID, MultiAgentDict, MultiEnvDict
+from tfrl.utils.typing import AgentID, EnvID, MultiEnvDict
 
 # Returned by `try_reset` when the reset observation arrives through the next poll().
 ASYNC_RESET_RETURN = "async_reset_return"

@@ -10,6 +10,7 @@ import numpy as np
 import tree
 
 from tfrl.core.columns import Columns
+from tfrl.utils import compression
 
 
 def to_array(value: list, key: str) -> Any:
@@ -142,3 +143,29 @@ def concat_leaves(values: List[Any], key: str, axis: int = 0) -> Any:
             ) from e
 
     return tree.map_structure(_concat, *values)
+
+
+def compress_leaf(value: Any, bulk: bool) -> Any:
+    """One blob for the column (`bulk`), else an object array of one blob per row."""
+    if compression.is_compressed(value) or _is_row_compressed(value):
+        return value
+    if bulk:
+        return compression.pack(value)
+    out = np.empty(len(value), dtype=object)
+    for i, row in enumerate(value):
+        out[i] = compression.pack(row)
+    return out
+
+
+def decompress_leaf(value: Any) -> Any:
+    """Inverse of `compress_leaf`; uncompressed values pass through."""
+    if compression.is_compressed(value):
+        return compression.unpack(value)
+    if _is_row_compressed(value):
+        return np.stack([compression.unpack(x) for x in value])
+    return value
+
+
+def _is_row_compressed(value: Any) -> bool:
+    return (isinstance(value, np.ndarray) and value.dtype == object and len(value) > 0
+            and compression.is_compressed(value[0]))

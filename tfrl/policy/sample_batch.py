@@ -12,17 +12,20 @@ Example:
     [1, 2, 3, 4, 5]
 """
 
+import contextlib
 import copy as copy_lib
 import sys
 import warnings
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
 
 import numpy as np
 import tree
 
 from tfrl.core.columns import Columns
 from tfrl.policy import batch_ops
-from tfrl.utils import compression
+
+if TYPE_CHECKING:
+    from tfrl.policy.multi_agent_batch import MultiAgentBatch
 
 DEFAULT_POLICY_ID = "default_policy"
 
@@ -279,11 +282,15 @@ class SampleBatch(dict):
 
     def concat(self, other: "SampleBatch") -> "SampleBatch":
         """A new batch with the rows of `self` followed by those of `other`."""
+        from tfrl.policy.sample_batch_concat import concat_samples
+
         return concat_samples([self, other])
 
     @staticmethod
     def concat_samples(samples):
-        """See the module-level `concat_samples`."""
+        """See `tfrl.policy.sample_batch_concat.concat_samples`."""
+        from tfrl.policy.sample_batch_concat import concat_samples
+
         return concat_samples(samples)
 
     def copy(self, shallow: bool = False) -> "SampleBatch":
@@ -612,23 +619,11 @@ class SampleBatch(dict):
             This (now compressed) batch.
         """
         for key in columns:
-            if key not in self:
-                continue
-
-            def _compress(v):
-                if compression.is_compressed(v) or (
-                    isinstance(v, np.ndarray) and v.dtype == object and len(v)
-                    and compression.is_compressed(v[0])
-                ):
-                    return v
-                if bulk:
-                    return compression.pack(v)
-                out = np.empty(len(v), dtype=object)
-                for i, row in enumerate(v):
-                    out[i] = compression.pack(row)
-                return out
-
-            dict.__setitem__(self, key, tree.map_structure(_compress, dict.__getitem__(self, key)))
+            if key in self:
+                value = dict.__getitem__(self, key)
+                dict.__setitem__(
+                    self, key, tree.map_structure(lambda v: batch_ops.compress_leaf(v, bulk), value)
+                )
         self.intercepted_values = {}
         return self
 
@@ -637,18 +632,9 @@ class SampleBatch(dict):
     ) -> "SampleBatch":
         """Decompresses the given columns in place if they are compressed."""
         for key in columns:
-            if key not in self:
-                continue
-
-            def _decompress(v):
-                if compression.is_compressed(v):
-                    return compression.unpack(v)
-                if isinstance(v, np.ndarray) and v.dtype == object and len(v) and \
-                        compression.is_compressed(v[0]):
-                    return np.stack([compression.unpack(x) for x in v])
-                return v
-
-            dict.__setitem__(self, key, tree.map_structure(_decompress, dict.__getitem__(self, key)))
+            if key in self:
+                value = dict.__getitem__(self, key)
+                dict.__setitem__(self, key, tree.map_structure(batch_ops.decompress_leaf, value))
         self.intercepted_values = {}
         return self
 
@@ -670,35 +656,12 @@ class SampleBatch(dict):
         Returns:
             A SampleBatch with one row and `seq_lens=[1]`.
         """
-        last_mappings = {
-            Columns.OBS: Columns.NEXT_OBS,
-            Columns.PREV_ACTIONS: Columns.ACTIONS,
-            Columns.PREV_REWARDS: Columns.REWARDS,
-        }
-        input_dict = {}
-        for view_col, view_req in view_requirements.items():
-            if view_req.used_for_compute_actions is False:
-                continue
-            data_col = view_req.data_col or view_col
-            if index == "last":
-                data_col = last_mappings.get(data_col, data_col)
-                if view_req.shift_from is not None and view_req.shift_from != view_req.shift_to:
-                    # A range of frames ending at the step after the trajectory; the
-                    # first observation comes from `obs`, zeros before the start.
-                    series = np.asarray(self[data_col])
-                    if data_col == Columns.NEXT_OBS and Columns.OBS in self:
-                        series = np.concatenate([np.asarray(self[Columns.OBS])[:1], series])
-                    last = len(series) - 1
-                    start = last + view_req.shift_from
-                    stop = last + view_req.shift_to + 1
-                    frames = batch_ops.left_zero_pad(series[max(start, 0):stop], max(-start, 0))
-                    input_dict[view_col] = frames[None]
-                else:
-                    input_dict[view_col] = tree.map_structure(lambda v: v[-1:], self[data_col])
-            else:
-                stop = index + 1 if index != -1 else None
-                input_dict[view_col] = tree.map_structure(lambda v: v[index:stop], self[data_col])
-        return SampleBatch(input_dict, seq_lens=np.array([1], dtype=np.int32))
+        from tfrl.policy.input_dict import single_step_input_dict
+
+        return SampleBatch(
+            single_step_input_dict(self, view_requirements, index),
+            seq_lens=np.array([1], dtype=np.int32),
+        )
 
     def to_device(self, device: Optional[str] = None, framework: str = "tf2") -> "SampleBatch":
         """Converts numeric columns to `tf.Tensor`s placed on `device`, in place.
@@ -720,7 +683,7 @@ class SampleBatch(dict):
                 return tf.convert_to_tensor(v)
             return v
 
-        with tf.device(device) if device else _null_context():
+        with tf.device(device) if device else contextlib.nullcontext():
             for key, value in list(self.items()):
                 dict.__setitem__(self, key, tree.map_structure(_convert, value))
         self.intercepted_values = {}
@@ -731,108 +694,21 @@ def _rebuild_sample_batch(data, flags):
     return SampleBatch(data, **flags)
 
 
-class _null_context:
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-
 def _deep_copy_leaf(value):
     if isinstance(value, np.ndarray):
         return copy_lib.deepcopy(value) if value.dtype == object else value.copy()
     return copy_lib.deepcopy(value)
 
 
-def concat_samples(samples: Sequence[Any]):
-    """Concatenates SampleBatches (or MultiAgentBatches) row-wise.
-
-    Empty batches are skipped. All non-empty batches must have the same columns and
-    the same sequence flags (`zero_padded`, `time_major`, and `max_seq_len` if zero
-    padded). If any input is a MultiAgentBatch, the result is one too.
-
-    Args:
-        samples: The batches to concatenate, in order.
-
-    Returns:
-        A new batch; an empty `SampleBatch()` if all inputs are empty.
-
-    Raises:
-        ValueError: If the batches' columns, nested structures or flags differ.
-    """
-    from tfrl.policy.multi_agent_batch import MultiAgentBatch
-
-    batches = []
-    for i, s in enumerate(samples):
-        if type(s) is not SampleBatch:
-            if isinstance(s, MultiAgentBatch):
-                return MultiAgentBatch.concat_samples(samples)
-            if isinstance(s, SampleBatch):
-                pass
-            elif isinstance(s, dict):
-                s = SampleBatch(s)
-            else:
-                raise TypeError(
-                    f"concat_samples() takes SampleBatches; received {type(s).__name__} "
-                    f"at position {i}."
-                )
-        if s.count > 0:
-            batches.append(s)
-    if not batches:
-        return SampleBatch()
-    first = batches[0]
-    keys = tuple(dict.keys(first))
-    flags = (first.zero_padded, first.time_major, first.max_seq_len if first.zero_padded else None)
-    # Transpose batches -> columns through dict.values() (fast; no per-item lookups),
-    # checking flags and columns on the way.
-    per_batch = []
-    for i, s in enumerate(batches):
-        if (s.zero_padded, s.time_major, s.max_seq_len if s.zero_padded else None) != flags:
-            _raise_flag_mismatch(first, s, i)
-        if tuple(dict.keys(s)) == keys:
-            per_batch.append(dict.values(s))
-        elif set(dict.keys(s)) == set(keys):
-            per_batch.append([dict.__getitem__(s, k) for k in keys])
-        else:
-            raise ValueError(
-                "concat_samples(): all batches must have the same columns. The first "
-                f"non-empty batch has {sorted(keys)}; non-empty batch {i} has "
-                f"{sorted(s.keys())} (missing {sorted(set(keys) - set(s.keys()))}, extra "
-                f"{sorted(set(s.keys()) - set(keys))}). Drop or add columns so they match."
-            )
-    data = {}
-    for key, values in zip(keys, zip(*per_batch)):
-        axis = 1 if first.time_major and key != Columns.SEQ_LENS and not key.startswith("state_in_") else 0
-        data[key] = batch_ops.concat_leaves(values, key, axis=axis)
-    max_seq_lens = [s.max_seq_len for s in batches if s.max_seq_len is not None]
-    return SampleBatch(
-        data,
-        _time_major=first.time_major,
-        _zero_padded=first.zero_padded,
-        _max_seq_len=max(max_seq_lens) if max_seq_lens else None,
-        _is_training=first._is_training,
-    )
-
-
-def _raise_flag_mismatch(first: SampleBatch, other: SampleBatch, index: int) -> None:
-    for flag in ("zero_padded", "time_major"):
-        if getattr(other, flag) != getattr(first, flag):
-            raise ValueError(
-                f"concat_samples(): all batches must share `{flag}`; the first non-empty "
-                f"batch has {getattr(first, flag)!r}, non-empty batch {index} has "
-                f"{getattr(other, flag)!r}."
-            )
-    raise ValueError(
-        "concat_samples(): zero-padded batches must share `max_seq_len`; received "
-        f"{first.max_seq_len} and {other.max_seq_len} (batch {index})."
-    )
-
-
 def __getattr__(name):
-    # `MultiAgentBatch` lives in its own module; RLlib users import it from here.
+    # `MultiAgentBatch` and `concat_samples` live in their own modules (they need
+    # SampleBatch); RLlib users import them from here.
     if name == "MultiAgentBatch":
         from tfrl.policy.multi_agent_batch import MultiAgentBatch
 
         return MultiAgentBatch
+    if name == "concat_samples":
+        from tfrl.policy.sample_batch_concat import concat_samples
+
+        return concat_samples
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
