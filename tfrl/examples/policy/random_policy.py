@@ -18,10 +18,11 @@ import gymnasium as gym
 import numpy as np
 import tree
 
+from tfrl.policy.policy import Policy
 from tfrl.utils.spaces.space_utils import batch
 
 
-class RandomPolicy:
+class RandomPolicy(Policy):
     """A policy whose actions are samples of its action space.
 
     Args:
@@ -34,9 +35,7 @@ class RandomPolicy:
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space,
                  config: Optional[dict] = None):
-        self.observation_space = observation_space
-        self.action_space = action_space
-        self.config = dict(config or {})
+        super().__init__(observation_space, action_space, config)
         if self.config.get("ignore_action_bounds") and isinstance(action_space, gym.spaces.Box):
             low = np.where(np.isfinite(action_space.low), action_space.low, -1.0)
             high = np.where(np.isfinite(action_space.high), action_space.high, 1.0)
