@@ -44,5 +44,9 @@ def test_env_package_exports_rllib_names_lazily():
 
     for name in tfrl.env.__all__:
         assert getattr(tfrl.env, name).__name__ == name
+    from tfrl.env.registry import register_env
+    from tfrl.tune.registry import register_env as tune_register_env
+
+    assert tune_register_env is register_env
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         tfrl.env.Nope

@@ -17,6 +17,8 @@ _EXPORTS = {
     "RemoteVectorEnv": "tfrl.env.remote_vector_env",
     "SingleAgentEpisode": "tfrl.env.single_agent_episode",
     "VectorEnv": "tfrl.env.vector_env",
+    "make_multi_agent": "tfrl.env.multi_agent_env",
+    "register_env": "tfrl.env.registry",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -1,0 +1,1 @@
+"""The few `ray.tune` names RLlib users import for env registration."""
