@@ -1,0 +1,279 @@
+"""Keras models built by the catalog: shapes, value branches, LSTM masking, custom models."""
+
+import gymnasium as gym
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfrl.models.catalog import MODEL_DEFAULTS, ModelCatalog, merge_model_config
+from tfrl.models.tf.custom_model import KerasModelWrapper
+from tfrl.models.tf.fcnet import FullyConnectedNetwork
+from tfrl.models.tf.recurrent_net import LSTMWrapper
+from tfrl.models.tf.visionnet import VisionNetwork
+from tfrl.models.utils import get_activation_fn, get_filter_config
+
+BOX = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+SMALL = {"fcnet_hiddens": [8, 8]}
+
+
+@pytest.fixture(autouse=True)
+def _seed_keras():
+    keras.utils.set_random_seed(0)
+
+
+def _obs(space, batch):
+    space.seed(0)
+    prep = ModelCatalog.get_preprocessor_for_space(space)
+    return prep.transform_batch([space.sample() for _ in range(batch)]).astype(np.float32)
+
+
+@pytest.mark.parametrize(
+    "obs_space",
+    [BOX, gym.spaces.Discrete(5),
+     gym.spaces.Dict({"a": BOX, "b": gym.spaces.MultiDiscrete([2, 3])})],
+)
+@pytest.mark.parametrize("action_space", [gym.spaces.Discrete(3), gym.spaces.Box(-1, 1, (2,))])
+def test_fully_connected_shapes(obs_space, action_space):
+    _, num_outputs = ModelCatalog.get_action_dist(action_space)
+    model = ModelCatalog.get_model(obs_space, action_space, num_outputs, SMALL)
+    assert isinstance(model, FullyConnectedNetwork) and not model.is_recurrent
+    assert model.num_outputs == num_outputs and model.get_initial_state(3) == []
+    dist_inputs, value = model(_obs(obs_space, 5), training=False)
+    assert dist_inputs.shape == (5, num_outputs) and value.shape == (5,)
+
+
+def test_defaults_follow_the_contract():
+    model = ModelCatalog.get_model(BOX, gym.spaces.Discrete(2), 2, {})
+    kernels = [w.shape for w in model.trainable_weights if "kernel" in w.path]
+    assert kernels[:2] == [(4, 256), (256, 256)]
+    assert MODEL_DEFAULTS["vf_share_layers"] is False and MODEL_DEFAULTS["fcnet_activation"] == "tanh"
+
+
+def test_vision_network_default_filters_and_uint8_images():
+    space = gym.spaces.Box(0, 255, (42, 42, 3), np.uint8)
+    model = ModelCatalog.get_model(space, gym.spaces.Discrete(4), 4, {"vf_share_layers": True})
+    assert isinstance(model, VisionNetwork)
+    dist_inputs, value = model(np.full((2, 42, 42, 3), 255, np.uint8))
+    assert dist_inputs.shape == (2, 4) and value.shape == (2,)
+
+
+def test_vision_network_custom_filters_and_post_fcnet():
+    space = gym.spaces.Box(0.0, 1.0, (12, 12, 2), np.float32)
+    config = {"conv_filters": [[4, [3, 3], 2], [8, [3, 3], 2]], "post_fcnet_hiddens": [16]}
+    model = ModelCatalog.get_model(space, gym.spaces.Box(-1, 1, (3,)), 6, config)
+    dist_inputs, value = model(np.zeros((3, 12, 12, 2), np.float32))
+    assert dist_inputs.shape == (3, 6) and value.shape == (3,)
+    assert any("vf_conv1" in w.path for w in model.weights)  # Separate value conv stack.
+
+
+def test_image_without_default_filters_is_rejected():
+    space = gym.spaces.Box(0.0, 1.0, (30, 30, 3), np.float32)
+    with pytest.raises(ValueError, match=r"No default conv_filters.*\(30, 30, 3\)"):
+        ModelCatalog.get_model(space, gym.spaces.Discrete(2), 2, {})
+    with pytest.raises(ValueError, match=r"\[out_channels, kernel, stride\]. Received: \[4, 3\]"):
+        ModelCatalog.get_model(space, gym.spaces.Discrete(2), 2, {"conv_filters": [[4, 3]]})
+
+
+@pytest.mark.parametrize("share", [True, False])
+def test_value_branch_shared_or_separate(share):
+    model = ModelCatalog.get_model(BOX, gym.spaces.Discrete(2), 2, {**SMALL, "vf_share_layers": share})
+    obs = _obs(BOX, 4)
+    value_before = model(obs)[1].numpy()
+    kernel = model.hidden_layers[0].kernel
+    kernel.assign(kernel + 1.0)  # Perturb the first policy hidden layer.
+    changed = not np.allclose(model(obs)[1].numpy(), value_before)
+    assert changed == share
+
+
+def test_free_log_std():
+    model = ModelCatalog.get_model(BOX, gym.spaces.Box(-1, 1, (2,)), 4, {**SMALL, "free_log_std": True})
+    dist_inputs = model(_obs(BOX, 3))[0].numpy()
+    np.testing.assert_array_equal(dist_inputs[:, 2:], np.zeros((3, 2)))
+    assert any("log_std" in w.path for w in model.trainable_weights)
+    with pytest.raises(ValueError, match="free_log_std needs an even num_outputs.*Received: num_outputs=3"):
+        ModelCatalog.get_model(BOX, gym.spaces.Discrete(3), 3, {"free_log_std": True})
+
+
+LSTM_CONFIG = {"use_lstm": True, "lstm_cell_size": 6, "fcnet_hiddens": [8]}
+
+
+def _lstm():
+    model = ModelCatalog.get_model(BOX, gym.spaces.Discrete(3), 3, LSTM_CONFIG)
+    assert isinstance(model, LSTMWrapper) and model.is_recurrent
+    return model
+
+
+def test_lstm_shapes_and_initial_state():
+    model = _lstm()
+    state = model.get_initial_state(2)
+    assert [s.shape for s in state] == [(2, 6), (2, 6)] and not np.any(state[0])
+    obs = np.random.default_rng(0).normal(size=(2, 5, 4)).astype(np.float32)
+    dist_inputs, value, state_out = model((obs, state, np.array([5, 3], np.int32)))
+    assert dist_inputs.shape == (2, 5, 3) and value.shape == (2, 5)
+    assert [s.shape for s in state_out] == [(2, 6), (2, 6)]
+
+
+def test_lstm_padded_steps_do_not_affect_valid_steps_and_state_out():
+    model = _lstm()
+    rng = np.random.default_rng(0)
+    obs = rng.normal(size=(3, 4, 4)).astype(np.float32)
+    seq_lens = np.array([4, 2, 0], np.int32)
+    state_in = [rng.normal(size=(3, 6)).astype(np.float32) for _ in range(2)]
+    dist_inputs, value, state_out = model((obs, state_in, seq_lens))
+    noisy = obs.copy()
+    noisy[1, 2:] += 100.0  # Garbage at padded steps only.
+    noisy[2] += 100.0
+    dist_inputs2, value2, state_out2 = model((noisy, state_in, seq_lens))
+    valid = np.arange(4)[None, :] < seq_lens[:, None]  # [B, T]
+    np.testing.assert_allclose(dist_inputs2.numpy()[valid], dist_inputs.numpy()[valid], atol=1e-6)
+    np.testing.assert_allclose(value2.numpy()[valid], value.numpy()[valid], atol=1e-6)
+    for s, s2 in zip(state_out, state_out2):
+        np.testing.assert_allclose(s2.numpy(), s.numpy(), atol=1e-6)
+    # state_out is the state after the last valid step: rerun row 1 on its 2 steps.
+    _, _, short = model((obs[1:2, :2], [s[1:2] for s in state_in], np.array([2], np.int32)))
+    for s, s_short in zip(state_out, short):
+        np.testing.assert_allclose(s.numpy()[1:2], s_short.numpy(), atol=1e-6)
+    # A zero-length row keeps its input state.
+    for s, s_in in zip(state_out, state_in):
+        np.testing.assert_allclose(s.numpy()[2], s_in[2], atol=1e-6)
+
+
+def test_lstm_in_tf_function_and_bad_inputs():
+    model = _lstm()
+    call = tf.function(lambda obs, h, c, lens: model((obs, [h, c], lens)), autograph=False)
+    h, c = model.get_initial_state(2)
+    out = call(tf.zeros((2, 3, 4)), h, c, tf.constant([3, 1]))
+    assert out[0].shape == (2, 3, 3)
+    with pytest.raises(ValueError, match=r"called with \(obs, state_in, seq_lens\)"):
+        model(np.zeros((2, 3, 4), np.float32))
+    with pytest.raises(ValueError, match="lstm_use_prev_action.*not supported yet"):
+        ModelCatalog.get_model(BOX, gym.spaces.Discrete(3), 3, {**LSTM_CONFIG, "lstm_use_prev_action": True})
+
+
+def test_unknown_config_key_names_the_closest_key():
+    with pytest.raises(ValueError, match="Received: 'fcnet_hidden'. Did you mean 'fcnet_hiddens'"):
+        ModelCatalog.get_model(BOX, gym.spaces.Discrete(2), 2, {"fcnet_hidden": [8]})
+    with pytest.raises(ValueError, match="Received: 'zzz'. See MODEL_DEFAULTS"):
+        merge_model_config({"zzz": 1})
+
+
+@pytest.mark.parametrize(
+    "config, match",
+    [
+        ({"use_attention": True}, "'use_attention'.*not supported by tfrl yet"),
+        ({"fcnet_hiddens": [8, 0]}, r"list of positive ints. Received: \[8, 0\]"),
+        ({"fcnet_activation": "gelu"}, "Unknown activation. Received: 'gelu'"),
+    ],
+)
+def test_bad_config_values(config, match):
+    with pytest.raises(ValueError, match=match):
+        ModelCatalog.get_model(BOX, gym.spaces.Discrete(2), 2, config)
+
+
+class LogitsOnly(keras.Model):
+    def __init__(self, num_outputs):
+        super().__init__()
+        self.out = keras.layers.Dense(num_outputs)
+
+    def call(self, obs, training=False):
+        return self.out(obs)
+
+
+class WithValue(keras.Model):
+    """A custom model with RLlib's ModelV2 constructor signature."""
+
+    def __init__(self, obs_space, action_space, num_outputs, model_config, name, width=4):
+        super().__init__(name=name)
+        self.hidden = keras.layers.Dense(width)
+        self.pi = keras.layers.Dense(num_outputs)
+        self.vf = keras.layers.Dense(1)
+
+    def call(self, obs, training=False):
+        x = self.hidden(obs)
+        return self.pi(x), self.vf(x)  # value [B, 1]
+
+
+def test_custom_model_returning_logits_only_gets_zero_value_with_warning():
+    with pytest.warns(UserWarning, match="value-based losses .* will not learn"):
+        model = ModelCatalog.get_model(BOX, gym.spaces.Discrete(2), 2, {"custom_model": LogitsOnly(2)})
+    assert isinstance(model, KerasModelWrapper)
+    dist_inputs, value = model(_obs(BOX, 3))
+    assert dist_inputs.shape == (3, 2)
+    np.testing.assert_array_equal(value.numpy(), np.zeros(3))
+
+
+def test_registered_custom_model_class_with_value():
+    ModelCatalog.register_custom_model("with_value", WithValue)
+    config = {"custom_model": "with_value", "custom_model_config": {"width": 7}}
+    model = ModelCatalog.get_model(BOX, gym.spaces.Discrete(2), 2, config)
+    dist_inputs, value = model(_obs(BOX, 3))
+    assert dist_inputs.shape == (3, 2) and value.shape == (3,)
+    assert model.base_model.hidden.kernel.shape == (4, 7)
+    with pytest.raises(ValueError, match="No custom_model registered under 'with_valu'.*Did you mean 'with_value'"):
+        ModelCatalog.get_model(BOX, gym.spaces.Discrete(2), 2, {"custom_model": "with_valu"})
+
+
+def test_contract_abiding_custom_model_is_used_as_is():
+    class Complete(WithValue):
+        is_recurrent = False
+        num_outputs = 2
+
+        def get_initial_state(self, batch_size=1):
+            return []
+
+        def call(self, obs, training=False):
+            logits, value = super().call(obs)
+            return logits, value[:, 0]
+
+    user_model = Complete(BOX, None, 2, {}, "complete")
+    assert ModelCatalog.get_model(BOX, gym.spaces.Discrete(2), 2, {"custom_model": user_model}) is user_model
+
+
+class ThreeOutputs(keras.Model):
+    def call(self, obs, training=False):
+        return obs, obs, obs
+
+
+class BadValue(keras.Model):
+    def call(self, obs, training=False):
+        return obs[:, :2], obs
+
+
+@pytest.mark.parametrize(
+    "user_model, error, match",
+    [
+        (LogitsOnly(5), ValueError, r"dist_inputs of shape \(2, 5\). Expected \[B, num_outputs\] = \(2, 2\)"),
+        (ThreeOutputs(), ValueError, "returned 3 outputs"),
+        (BadValue(), ValueError, r"value of shape \(2, 4\). Expected \[B\] or \[B, 1\]"),
+        (object(), TypeError, "must be a keras.Model.*Received: object"),
+    ],
+)
+def test_bad_custom_models_are_rejected(user_model, error, match):
+    with pytest.raises(error, match=match):
+        ModelCatalog.get_model(BOX, gym.spaces.Discrete(2), 2, {"custom_model": user_model})
+
+
+def test_custom_model_with_use_lstm_is_rejected():
+    with pytest.raises(ValueError, match="use_lstm=True with a custom_model"):
+        ModelCatalog.get_model(BOX, gym.spaces.Discrete(2), 2, {"custom_model": LogitsOnly(2), "use_lstm": True})
+
+
+def test_seeded_builds_are_identical():
+    keras.utils.set_random_seed(3)
+    first = ModelCatalog.get_model(BOX, gym.spaces.Discrete(2), 2, SMALL).get_weights()
+    keras.utils.set_random_seed(3)
+    second = ModelCatalog.get_model(BOX, gym.spaces.Discrete(2), 2, SMALL).get_weights()
+    for a, b in zip(first, second):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_helpers_and_get_model_v2():
+    assert get_activation_fn("relu") == "relu"
+    assert get_filter_config([84, 84, 4])[-1] == [256, [11, 11], 1]
+    with pytest.raises(ValueError, match="Unsupported framework. Received: framework='torch'"):
+        get_activation_fn("relu", framework="torch")
+    with pytest.raises(ValueError, match="Keras models only. Received: framework='torch'"):
+        ModelCatalog.get_model_v2(BOX, gym.spaces.Discrete(2), 2, SMALL, framework="torch")
+    model = ModelCatalog.get_model_v2(BOX, gym.spaces.Discrete(2), 2, SMALL, name="m")
+    assert model.name == "m"

@@ -1,0 +1,1 @@
+"""Keras 3 models (fully connected, conv, LSTM) and TFP action distributions."""

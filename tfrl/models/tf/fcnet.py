@@ -1,0 +1,53 @@
+"""The fully connected model for flat (or flattened) observations."""
+
+import gymnasium as gym
+import keras
+import tensorflow as tf
+
+from tfrl.models.tf.tf_model import PolicyHead, TFModel, apply, dense_stack, to_float, value_head
+
+
+class FullyConnectedNetwork(TFModel):
+    """An MLP policy with a separate or shared value branch.
+
+    Hidden layers are `fcnet_hiddens + post_fcnet_hiddens` with `fcnet_activation`.
+    With `vf_share_layers=False` the value function has its own MLP of the same sizes;
+    otherwise its head sits on the last shared hidden layer. Observations of rank > 1
+    are flattened.
+
+    Args:
+        obs_space: Observation space (the model consumes its preprocessed shape).
+        action_space: Action space.
+        num_outputs: Size of `dist_inputs`.
+        model_config: The model config (merged with `MODEL_DEFAULTS`).
+        name: The Keras model name.
+
+    Call:
+        `model(obs, training=False) -> (dist_inputs [B, num_outputs], value [B])`.
+    """
+
+    def __init__(
+        self,
+        obs_space: gym.Space,
+        action_space: gym.Space,
+        num_outputs: int,
+        model_config: dict,
+        name: str = "fc",
+    ):
+        super().__init__(obs_space, action_space, num_outputs, model_config, name)
+        hiddens = list(model_config["fcnet_hiddens"]) + list(model_config["post_fcnet_hiddens"])
+        activation = model_config["fcnet_activation"]
+        self.flatten = keras.layers.Flatten()
+        self.hidden_layers = dense_stack(hiddens, activation, "fc")
+        self.policy_head = PolicyHead(num_outputs, bool(model_config["free_log_std"]), name="pi")
+        self.vf_share_layers = bool(model_config["vf_share_layers"])
+        self.value_layers = [] if self.vf_share_layers else dense_stack(hiddens, activation, "fc_value")
+        self.value_out = value_head()
+
+    def call(self, obs, training=False):
+        x = self.flatten(to_float(obs))  # [B, obs_dim]
+        features = apply(self.hidden_layers, x)  # [B, H]
+        dist_inputs = self.policy_head(features)  # [B, num_outputs]
+        value_features = features if self.vf_share_layers else apply(self.value_layers, x)
+        value = tf.squeeze(self.value_out(value_features), axis=-1)  # [B]
+        return dist_inputs, value

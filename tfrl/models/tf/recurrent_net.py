@@ -1,0 +1,92 @@
+"""The LSTM wrapper: an encoder per time step, an LSTM over time, policy/value heads."""
+
+from typing import List
+
+import gymnasium as gym
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfrl.models.tf.tf_model import PolicyHead, TFModel, apply, dense_stack, to_float, value_head
+from tfrl.models.tf.visionnet import conv_stack
+
+
+class LSTMWrapper(TFModel):
+    """A recurrent policy: encoder -> LSTM(`lstm_cell_size`) -> policy and value heads.
+
+    The encoder is the conv stack for image observations, else the `fcnet_hiddens` MLP.
+    The value head shares the encoder and the LSTM (as RLlib's LSTM wrapper does).
+    Steps at or after `seq_lens[b]` are padding: the LSTM state is not updated there,
+    so valid outputs never depend on padded inputs and `state_out` is the state after
+    the last valid step. State is `[h, c]`, each `[B, lstm_cell_size]`.
+
+    Args:
+        obs_space: Observation space (the model consumes its preprocessed shape).
+        action_space: Action space.
+        num_outputs: Size of `dist_inputs`.
+        model_config: The model config (merged with `MODEL_DEFAULTS`).
+        name: The Keras model name.
+
+    Call:
+        `model((obs [B, T, *obs_shape], [h, c], seq_lens [B]), training=False) ->
+        (dist_inputs [B, T, num_outputs], value [B, T], [h_out, c_out])`.
+    """
+
+    is_recurrent = True
+
+    def __init__(
+        self,
+        obs_space: gym.Space,
+        action_space: gym.Space,
+        num_outputs: int,
+        model_config: dict,
+        name: str = "lstm",
+    ):
+        super().__init__(obs_space, action_space, num_outputs, model_config, name)
+        for key in ("lstm_use_prev_action", "lstm_use_prev_reward"):
+            if model_config[key]:
+                raise ValueError(
+                    f"model_config[{key!r}]=True is not supported yet by tfrl's LSTM "
+                    "wrapper. Set it to False, or add the previous action/reward to the "
+                    "observation with an env wrapper."
+                )
+        self.obs_shape = tuple(obs_space.shape)
+        self.cell_size = int(model_config["lstm_cell_size"])
+        if len(self.obs_shape) == 3:
+            self.encoder = conv_stack(model_config, self.obs_shape, "enc")
+        else:
+            self.encoder = [keras.layers.Flatten()] + dense_stack(
+                model_config["fcnet_hiddens"], model_config["fcnet_activation"], "enc"
+            )
+        self.lstm = keras.layers.LSTM(
+            self.cell_size, return_sequences=True, return_state=True, name="lstm"
+        )
+        self.policy_head = PolicyHead(num_outputs, bool(model_config["free_log_std"]), name="pi")
+        self.value_out = value_head()
+
+    def get_initial_state(self, batch_size: int = 1) -> List[np.ndarray]:
+        zeros = np.zeros((batch_size, self.cell_size), np.float32)
+        return [zeros, zeros.copy()]
+
+    def call(self, inputs, training=False):
+        try:
+            obs, state_in, seq_lens = inputs
+        except (TypeError, ValueError) as e:
+            raise ValueError(
+                "A recurrent model is called with (obs, state_in, seq_lens). Received: "
+                f"{type(inputs).__name__} {inputs!r:.200}."
+            ) from e
+        obs = to_float(obs)  # [B, T, *obs_shape]
+        batch_size, max_time = tf.shape(obs)[0], tf.shape(obs)[1]
+        flat_obs = tf.reshape(obs, tf.concat([[batch_size * max_time], self.obs_shape], 0))
+        features = apply(self.encoder, flat_obs)  # [B*T, F]
+        features = tf.reshape(features, [batch_size, max_time, features.shape[-1]])  # [B, T, F]
+        mask = tf.sequence_mask(seq_lens, maxlen=max_time)  # [B, T]
+        h_in, c_in = state_in
+        out, h_out, c_out = self.lstm(
+            features, initial_state=[tf.cast(h_in, tf.float32), tf.cast(c_in, tf.float32)],
+            mask=mask, training=training,
+        )  # out: [B, T, cell]
+        dist_inputs = self.policy_head(out)  # [B, T, num_outputs]
+        value = tf.squeeze(self.value_out(out), axis=-1)  # [B, T]
+        return dist_inputs, value, [h_out, c_out]

@@ -1,0 +1,115 @@
+"""The base class of tfrl's Keras models and the pieces the built-in models share.
+
+The call contract (what a policy relies on):
+
+- feed-forward: `model(obs, training=False) -> (dist_inputs, value)`, obs
+  `[B, *obs_shape]` (preprocessed), `dist_inputs` `[B, num_outputs]`, `value` `[B]`.
+- recurrent (`is_recurrent=True`): `model((obs, state_in, seq_lens)) ->
+  (dist_inputs, value, state_out)`, obs `[B, T, *obs_shape]`, state lists of `[B, cell]`,
+  `seq_lens` `[B]` int32; `dist_inputs` `[B, T, num_outputs]`, `value` `[B, T]`.
+"""
+
+from typing import Any, List, Optional, Sequence
+
+import gymnasium as gym
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfrl.models.tf.misc import normc_initializer
+from tfrl.models.utils import get_activation_fn
+
+
+class TFModel(keras.Model):
+    """A Keras 3 model over preprocessed observations with tfrl's call contract.
+
+    Args:
+        obs_space: The observation space (raw or preprocessed; the model consumes the
+            preprocessed shape).
+        action_space: The action space.
+        num_outputs: Size of `dist_inputs` (from `ModelCatalog.get_action_dist`).
+        model_config: The model config (merged with `MODEL_DEFAULTS`).
+        name: The Keras model name.
+    """
+
+    is_recurrent: bool = False
+
+    def __init__(
+        self,
+        obs_space: gym.Space,
+        action_space: Optional[gym.Space],
+        num_outputs: int,
+        model_config: dict,
+        name: str,
+    ):
+        super().__init__(name=name)
+        self.obs_space = obs_space
+        self.action_space = action_space
+        self.num_outputs = int(num_outputs)
+        self.model_config = dict(model_config)
+
+    def get_initial_state(self, batch_size: int = 1) -> List[np.ndarray]:
+        """The recurrent state at the start of an episode (`[]` if feed-forward)."""
+        return []
+
+
+def dense_stack(hiddens: Sequence[int], activation: Any, prefix: str) -> List[keras.layers.Layer]:
+    """Dense layers with normc(1.0) kernels, one per entry of `hiddens`."""
+    act = get_activation_fn(activation)
+    return [
+        keras.layers.Dense(
+            int(size), activation=act, kernel_initializer=normc_initializer(1.0),
+            name=f"{prefix}_{i + 1}",
+        )
+        for i, size in enumerate(hiddens)
+    ]
+
+
+def apply(layers: Sequence[keras.layers.Layer], x: tf.Tensor) -> tf.Tensor:
+    for layer in layers:
+        x = layer(x)
+    return x
+
+
+class PolicyHead(keras.layers.Layer):
+    """Maps features to `dist_inputs`; with `free_log_std` the log-stds are a variable.
+
+    With `free_log_std`, `num_outputs` must be even: the first half are means (from a
+    Dense layer), the second half a trainable log-std vector (initialized to 0),
+    broadcast over the leading axes.
+
+    Args:
+        num_outputs: Size of the output.
+        free_log_std: Whether the second half of the outputs is a free variable.
+    """
+
+    def __init__(self, num_outputs: int, free_log_std: bool = False, **kwargs):
+        super().__init__(**kwargs)
+        self.supports_masking = True  # Recurrent features arrive with a [B, T] mask.
+        if free_log_std and num_outputs % 2:
+            raise ValueError(
+                "free_log_std needs an even num_outputs ([mean, log_std] of a Gaussian). "
+                f"Received: num_outputs={num_outputs}. Use free_log_std only with "
+                "DiagGaussian/SquashedGaussian action distributions."
+            )
+        self.free_log_std = free_log_std
+        n = num_outputs // 2 if free_log_std else num_outputs
+        self.dense = keras.layers.Dense(n, kernel_initializer=normc_initializer(0.01), name="logits")
+        if free_log_std:
+            self.log_std = self.add_weight(shape=(n,), initializer="zeros", name="log_std")
+
+    def call(self, features):
+        out = self.dense(features)  # [..., n]
+        if not self.free_log_std:
+            return out
+        log_std = tf.zeros_like(out) + tf.cast(self.log_std, out.dtype)  # [..., n]
+        return tf.concat([out, log_std], axis=-1)
+
+
+def value_head() -> keras.layers.Dense:
+    return keras.layers.Dense(1, kernel_initializer=normc_initializer(0.01), name="value_out")
+
+
+def to_float(obs: Any) -> tf.Tensor:
+    """Casts observations (e.g. uint8 images, float64 arrays) to float32."""
+    return tf.cast(obs, tf.float32)
