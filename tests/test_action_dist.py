@@ -307,3 +307,8 @@ def test_catalog_custom_action_dist():
 def test_catalog_rejects_unsupported_action_spaces(space, kwargs, match):
     with pytest.raises(ValueError, match=match):
         ModelCatalog.get_action_dist(space, **kwargs)
+
+
+def test_catalog_rejects_discrete_spaces_not_starting_at_zero():
+    with pytest.raises(ValueError, match="must start at 0. Received: Discrete"):
+        ModelCatalog.get_action_dist(gym.spaces.Discrete(3, start=1))

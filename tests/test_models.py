@@ -277,3 +277,46 @@ def test_helpers_and_get_model_v2():
         ModelCatalog.get_model_v2(BOX, gym.spaces.Discrete(2), 2, SMALL, framework="torch")
     model = ModelCatalog.get_model_v2(BOX, gym.spaces.Discrete(2), 2, SMALL, name="m")
     assert model.name == "m"
+
+
+class TinyRecurrent(keras.Model):
+    """A user recurrent model following the recurrent contract itself."""
+
+    is_recurrent = True
+
+    def __init__(self, num_outputs, bad_value=False):
+        super().__init__(name="tiny_recurrent")
+        self.cell = keras.layers.SimpleRNN(3, return_sequences=True, return_state=True)
+        self.pi = keras.layers.Dense(num_outputs)
+        self.bad_value = bad_value
+
+    def get_initial_state(self, batch_size=1):
+        return [np.zeros((batch_size, 3), np.float32)]
+
+    def call(self, inputs, training=False):
+        obs, state, seq_lens = inputs
+        out, h = self.cell(obs, initial_state=state[0])
+        value = out[..., 0] if not self.bad_value else out
+        return self.pi(out), value, [h]
+
+
+def test_recurrent_custom_model_is_checked_and_used_as_is():
+    user_model = TinyRecurrent(2)
+    assert ModelCatalog.get_model(BOX, gym.spaces.Discrete(2), 2, {"custom_model": user_model}) is user_model
+    with pytest.raises(ValueError, match=r"value of shape \(2, 3, 3\). Expected \(2, 3, 2\) and \(2, 3\)"):
+        ModelCatalog.get_model(BOX, gym.spaces.Discrete(2), 2, {"custom_model": TinyRecurrent(2, True)})
+
+
+def test_custom_model_class_with_wrong_signature():
+    with pytest.raises(TypeError, match="Could not construct custom_model LogitsOnly.*ModelV2 signature"):
+        ModelCatalog.get_model(BOX, gym.spaces.Discrete(2), 2, {"custom_model": LogitsOnly})
+
+
+def test_lstm_over_images():
+    space = gym.spaces.Box(0, 255, (10, 10, 1), np.uint8)
+    config = {"use_lstm": True, "lstm_cell_size": 4}
+    model = ModelCatalog.get_model(space, gym.spaces.Discrete(2), 2, config)
+    dist_inputs, value, _ = model(
+        (np.zeros((2, 3, 10, 10, 1), np.uint8), model.get_initial_state(2), np.array([3, 1], np.int32))
+    )
+    assert dist_inputs.shape == (2, 3, 2) and value.shape == (2, 3)

@@ -134,6 +134,11 @@ class ModelCatalog:
         if custom is not None:
             cls = _lookup(custom, _CUSTOM_ACTION_DISTS, "custom_action_dist")
             return cls, int(cls.required_model_output_shape(action_space, config))
+        if np.any(getattr(action_space, "start", 0) != 0):
+            raise ValueError(
+                f"Discrete/MultiDiscrete action spaces must start at 0. Received: "
+                f"{action_space}. Shift the actions with an env wrapper."
+            )
         if isinstance(action_space, gym.spaces.Discrete):
             return dists.Categorical, int(action_space.n)
         if isinstance(action_space, gym.spaces.MultiDiscrete):
@@ -204,10 +209,7 @@ class ModelCatalog:
                 )
             model = _lookup(config["custom_model"], _CUSTOM_MODELS, "custom_model")
             if isinstance(model, type):
-                model = model(
-                    obs_space, action_space, num_outputs, config, name,
-                    **config["custom_model_config"],
-                )
+                model = _construct(model, obs_space, action_space, num_outputs, config, name)
             return adopt_custom_model(model, obs_shape, obs_space, action_space, num_outputs, config)
         model_space = gym.spaces.Box(-np.inf, np.inf, obs_shape, np.float32)
         if config["use_lstm"]:
@@ -269,6 +271,20 @@ def _box_dist(space: gym.spaces.Box, config: dict, dist_type: Any):
         f"Unknown dist_type. Received: {dist_type!r}. Expected None, 'deterministic' or a "
         "TFActionDistribution subclass."
     )
+
+
+def _construct(cls, obs_space, action_space, num_outputs, config, name) -> Any:
+    try:
+        return cls(
+            obs_space, action_space, num_outputs, config, name, **config["custom_model_config"]
+        )
+    except TypeError as e:
+        raise TypeError(
+            f"Could not construct custom_model {cls.__name__}: {e}. A custom model class "
+            "is called as cls(obs_space, action_space, num_outputs, model_config, name, "
+            "**custom_model_config) (RLlib's ModelV2 signature); or pass a built "
+            "keras.Model instance as custom_model."
+        ) from e
 
 
 def _lookup(value: Any, registry: Dict[str, Any], key: str) -> Any:

@@ -71,6 +71,10 @@ def adopt_custom_model(
         num_outputs: The expected size of `dist_inputs`.
         model_config: The model config.
 
+    A recurrent user model (`is_recurrent = True`) must implement the recurrent
+    contract itself (`get_initial_state`, `(obs, state_in, seq_lens)` call); it is
+    checked and used as is.
+
     Returns:
         `model` itself if it already returns `(dist_inputs [B, N], value [B])` and has
         `is_recurrent`, `num_outputs` and `get_initial_state`; else a `KerasModelWrapper`.
@@ -85,7 +89,8 @@ def adopt_custom_model(
             f"Received: {type(model).__name__}."
         )
     if getattr(model, "is_recurrent", False):
-        return model  # Recurrent user models follow the recurrent contract themselves.
+        _check_recurrent(model, obs_shape, num_outputs)
+        return model
     batch = 2
     out = model(np.zeros((batch,) + tuple(obs_shape), np.float32), training=False)
     where = f"custom model {model.name!r} on a dummy batch of shape {(batch,) + tuple(obs_shape)}"
@@ -126,3 +131,36 @@ def adopt_custom_model(
         model, obs_space, action_space, num_outputs, model_config, has_value,
         name=f"{model.name}_wrapped",
     )
+
+
+def _check_recurrent(model: keras.Model, obs_shape: Tuple[int, ...], num_outputs: int) -> None:
+    """Calls a recurrent user model on a dummy `[2, 3, *obs_shape]` batch and checks it."""
+    batch, max_time = 2, 3
+    if not callable(getattr(model, "get_initial_state", None)):
+        raise ValueError(
+            f"The recurrent custom model {model.name!r} has no get_initial_state(batch_size) "
+            "method. Add one returning the list of initial state arrays, each [B, ...]."
+        )
+    state = model.get_initial_state(batch)
+    obs = np.zeros((batch, max_time) + tuple(obs_shape), np.float32)
+    out = model((obs, state, np.full((batch,), max_time, np.int32)), training=False)
+    where = f"recurrent custom model {model.name!r} on a dummy batch of shape {obs.shape}"
+    if not isinstance(out, (tuple, list)) or len(out) != 3:
+        raise ValueError(
+            f"The {where} returned {type(out).__name__}. Expected a triple "
+            f"(dist_inputs [B, T, {num_outputs}], value [B, T], state_out list)."
+        )
+    dist_inputs, value, state_out = out
+    if tuple(dist_inputs.shape) != (batch, max_time, num_outputs) or tuple(value.shape) != (
+        batch, max_time
+    ):
+        raise ValueError(
+            f"The {where} returned dist_inputs of shape {tuple(dist_inputs.shape)} and value "
+            f"of shape {tuple(value.shape)}. Expected {(batch, max_time, num_outputs)} and "
+            f"{(batch, max_time)}."
+        )
+    if len(state_out) != len(state):
+        raise ValueError(
+            f"The {where} returned {len(state_out)} state tensors but get_initial_state "
+            f"returned {len(state)}. Expected the same number."
+        )
