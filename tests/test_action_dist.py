@@ -312,3 +312,14 @@ def test_catalog_rejects_unsupported_action_spaces(space, kwargs, match):
 def test_catalog_rejects_discrete_spaces_not_starting_at_zero():
     with pytest.raises(ValueError, match="must start at 0. Received: Discrete"):
         ModelCatalog.get_action_dist(gym.spaces.Discrete(3, start=1))
+
+
+def test_multi_entropy_and_multi_kl_are_nested_per_child():
+    dist_class, n = ModelCatalog.get_action_dist(DICT_SPACE)
+    p, q = RNG.normal(size=(2, n)), RNG.normal(size=(2, n))
+    dp, dq = dist_class(p.astype(np.float32), None), dist_class(q.astype(np.float32), None)
+    entropy, kl = dp.multi_entropy(), dp.multi_kl(dq)
+    assert set(entropy) == set(kl) == {"fire", "knobs", "move"}
+    _close(entropy["fire"], _np_cat(p[:, :3], q[:, :3], np.zeros(2, int))[1])
+    _close(kl["move"], _np_gauss(p[:, 7:], q[:, 7:], np.zeros((2, 2)))[2], atol=1e-4)
+    _close(sum(kl.values()), dp.kl(dq).numpy(), atol=1e-5)

@@ -102,3 +102,15 @@ def test_check_shape():
 def test_unsupported_space_is_rejected():
     with pytest.raises(ValueError, match="No preprocessor for observation space"):
         get_preprocessor(gym.spaces.Text(5))
+
+
+def test_box_batches_take_the_space_dtype():
+    prep = NoPreprocessor(BOX)
+    assert prep.transform_batch(np.zeros((2, 3), np.float64)).dtype == np.float32
+    image = gym.spaces.Box(0, 255, (2, 2, 1), np.uint8)
+    assert NoPreprocessor(image).transform(np.zeros((2, 2, 1), np.uint8)).dtype == np.uint8
+
+
+def test_catalog_get_preprocessor_for_env():
+    env = gym.make("CartPole-v1")
+    assert ModelCatalog.get_preprocessor(env).shape == (4,)

@@ -168,6 +168,11 @@ class ModelCatalog:
         )
 
     @staticmethod
+    def get_preprocessor(env: gym.Env, options: Optional[dict] = None) -> Preprocessor:
+        """Returns a preprocessor instance for `env.observation_space`."""
+        return ModelCatalog.get_preprocessor_for_space(env.observation_space, options)
+
+    @staticmethod
     def get_preprocessor_for_space(obs_space: gym.Space, options: Optional[dict] = None) -> Preprocessor:
         """Returns a preprocessor instance for `obs_space`."""
         return get_preprocessor(obs_space)(obs_space, options)

@@ -83,13 +83,14 @@ class Preprocessor:
 
 
 class NoPreprocessor(Preprocessor):
-    """Passes Box (and MultiBinary) observations through unchanged."""
+    """Passes Box (and MultiBinary) observations through, as the space's dtype."""
 
     def _init_shape(self, obs_space, options):
         return tuple(obs_space.shape)
 
     def transform_batch(self, obs_batch: Any) -> np.ndarray:
-        batch = np.asarray(self._batch(obs_batch))
+        # Cast to the space's dtype (no copy when it already matches; uint8 stays uint8).
+        batch = np.asarray(self._batch(obs_batch), dtype=self._obs_space.dtype)
         if batch.shape[1:] != self.shape:
             raise ValueError(
                 f"Observation batch of the wrong shape. Received: shape={batch.shape}. "

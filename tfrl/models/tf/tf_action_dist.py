@@ -392,6 +392,15 @@ class MultiActionDistribution(TFActionDistribution):
         _check_other(self, other)
         return tf.add_n([c.kl(o) for c, o in zip(self.children, other.children)])
 
+    def multi_entropy(self) -> Any:
+        """The children's entropies, nested like the action space."""
+        return self._nest([child.entropy() for child in self.children])
+
+    def multi_kl(self, other: "MultiActionDistribution") -> Any:
+        """The children's KL divergences to `other`'s, nested like the action space."""
+        _check_other(self, other)
+        return self._nest([c.kl(o) for c, o in zip(self.children, other.children)])
+
     @staticmethod
     def required_model_output_shape(action_space, model_config):
         raise ValueError(
