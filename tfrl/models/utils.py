@@ -1,6 +1,6 @@
 """Small helpers shared by the models: activation names and default conv filters."""
 
-from typing import Callable, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 _ACTIVATIONS = {
     "tanh": "tanh",

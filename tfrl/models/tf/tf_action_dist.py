@@ -22,6 +22,15 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_probability as tfp
 
+from tfrl.models.tf.action_dist_base import TFActionDistribution
+from tfrl.models.tf.action_dist_base import check_same_type as _check_other
+from tfrl.models.tf.multi_action_dist import MultiActionDistribution, flat_action_size
+
+__all__ = [
+    "TFActionDistribution", "Categorical", "MultiCategorical", "DiagGaussian",
+    "SquashedGaussian", "Deterministic", "MultiActionDistribution", "flat_action_size",
+]
+
 tfd = tfp.distributions
 
 # Bounds for the log-std of squashed Gaussians (as RLlib): exp(-20) .. exp(2).
@@ -29,71 +38,6 @@ MIN_LOG_NN_OUTPUT = -20.0
 MAX_LOG_NN_OUTPUT = 2.0
 # How far (in the normalized [-1, 1] action range) logp keeps away from the bounds.
 SQUASH_EPSILON = 1e-6
-
-
-class TFActionDistribution:
-    """Base class: a distribution over actions parameterized by model outputs.
-
-    Args:
-        inputs: The model's `dist_inputs`, `[..., num_outputs]`.
-        model: The model that produced `inputs` (may be None).
-    """
-
-    def __init__(self, inputs: Any, model: Any = None):
-        self.inputs = tf.convert_to_tensor(inputs)
-        self.model = model
-        self._last_sample = None
-        self._last_logp = None
-
-    def sample(self) -> Any:
-        """Draws an action (from TF's global/op seeds) and remembers its logp."""
-        self._last_sample, self._last_logp = self._sample_with_logp()
-        return self._last_sample
-
-    def sampled_action_logp(self) -> tf.Tensor:
-        """The log-likelihood of the action drawn by the last `sample()` call."""
-        if self._last_logp is None:
-            raise ValueError(
-                "sampled_action_logp() needs a preceding sample() call on this "
-                "distribution; none was made. Call dist.sample() first."
-            )
-        return self._last_logp
-
-    def _sample_with_logp(self):
-        action = self._sample()
-        return action, self.logp(action)
-
-    def _sample(self) -> Any:
-        raise NotImplementedError
-
-    def deterministic_sample(self) -> Any:
-        """The most likely action (mode)."""
-        raise NotImplementedError
-
-    def logp(self, x: Any) -> tf.Tensor:
-        """Log-likelihood of actions `x`; shape of the inputs' leading axes."""
-        raise NotImplementedError
-
-    def entropy(self) -> tf.Tensor:
-        """Entropy of the distribution; shape of the inputs' leading axes."""
-        raise NotImplementedError(f"{type(self).__name__} has no entropy().")
-
-    def kl(self, other: "TFActionDistribution") -> tf.Tensor:
-        """KL(self || other); shape of the inputs' leading axes."""
-        raise NotImplementedError(f"{type(self).__name__} has no kl().")
-
-    @staticmethod
-    def required_model_output_shape(action_space: gym.Space, model_config: Optional[dict]) -> int:
-        """Number of model outputs this distribution needs for `action_space`."""
-        raise NotImplementedError
-
-
-def _check_other(dist: TFActionDistribution, other: Any) -> None:
-    if not isinstance(other, type(dist)):
-        raise TypeError(
-            f"kl() needs two distributions of the same type. Received: other of type "
-            f"{type(other).__name__}. Expected {type(dist).__name__}."
-        )
 
 
 class Categorical(TFActionDistribution):
@@ -308,113 +252,3 @@ class Deterministic(TFActionDistribution):
     @staticmethod
     def required_model_output_shape(action_space, model_config):
         return int(np.prod(action_space.shape))
-
-
-class MultiActionDistribution(TFActionDistribution):
-    """Distribution over a Dict or Tuple action space, one child per sub-space.
-
-    Samples (and the `x` of `logp`) are nested like the space: a dict for Dict spaces
-    (the space's key order), a tuple for Tuple spaces. `logp` also accepts the actions
-    flattened into one tensor `[..., sum(flat_sizes)]` (children in the same order).
-    `logp`, `entropy` and `kl` are sums over the children.
-
-    Args:
-        inputs: The children's inputs concatenated, `[..., sum(input_lens)]`.
-        model: The model that produced `inputs`.
-        action_space: The Dict or Tuple action space.
-        child_distributions: One distribution class (or partial) per sub-space.
-        input_lens: Number of inputs of each child.
-    """
-
-    def __init__(
-        self,
-        inputs: Any,
-        model: Any = None,
-        *,
-        action_space: gym.Space,
-        child_distributions: Sequence[Any],
-        input_lens: Sequence[int],
-    ):
-        super().__init__(inputs, model)
-        if sum(input_lens) != self.inputs.shape[-1]:
-            raise ValueError(
-                f"MultiActionDistribution needs sum(input_lens)={sum(input_lens)} inputs. "
-                f"Received: inputs of shape {self.inputs.shape}."
-            )
-        self.action_space = action_space
-        self.keys = (
-            list(action_space.spaces) if isinstance(action_space, gym.spaces.Dict)
-            else list(range(len(action_space.spaces)))
-        )
-        self.sub_spaces = list(action_space.spaces.values()) if isinstance(
-            action_space, gym.spaces.Dict) else list(action_space.spaces)
-        self.flat_sizes = [flat_action_size(s) for s in self.sub_spaces]
-        split = tf.split(self.inputs, [int(n) for n in input_lens], axis=-1)
-        self.children = [cls(part, model) for cls, part in zip(child_distributions, split)]
-
-    def _nest(self, values):
-        if isinstance(self.action_space, gym.spaces.Dict):
-            return dict(zip(self.keys, values))
-        return tuple(values)
-
-    def _unnest(self, x):
-        if isinstance(x, (dict, tuple, list)):
-            return [x[k] for k in self.keys]
-        x = tf.convert_to_tensor(x)  # [..., sum(flat_sizes)]
-        parts = tf.split(x, self.flat_sizes, axis=-1)
-        out = []
-        for part, space in zip(parts, self.sub_spaces):
-            if isinstance(space, gym.spaces.Discrete):
-                part = part[..., 0]
-            elif isinstance(space, gym.spaces.Box):
-                part = tf.reshape(part, tf.concat([tf.shape(part)[:-1], space.shape], 0))
-            out.append(part)
-        return out
-
-    def _sample_with_logp(self):
-        pairs = [child._sample_with_logp() for child in self.children]
-        return self._nest([a for a, _ in pairs]), tf.add_n([lp for _, lp in pairs])
-
-    def _sample(self):
-        return self._nest([child._sample() for child in self.children])
-
-    def deterministic_sample(self):
-        return self._nest([child.deterministic_sample() for child in self.children])
-
-    def logp(self, x):
-        parts = self._unnest(x)
-        return tf.add_n([child.logp(part) for child, part in zip(self.children, parts)])
-
-    def entropy(self):
-        return tf.add_n([child.entropy() for child in self.children])
-
-    def kl(self, other):
-        _check_other(self, other)
-        return tf.add_n([c.kl(o) for c, o in zip(self.children, other.children)])
-
-    def multi_entropy(self) -> Any:
-        """The children's entropies, nested like the action space."""
-        return self._nest([child.entropy() for child in self.children])
-
-    def multi_kl(self, other: "MultiActionDistribution") -> Any:
-        """The children's KL divergences to `other`'s, nested like the action space."""
-        _check_other(self, other)
-        return self._nest([c.kl(o) for c, o in zip(self.children, other.children)])
-
-    @staticmethod
-    def required_model_output_shape(action_space, model_config):
-        raise ValueError(
-            "MultiActionDistribution's output size depends on its children; take "
-            "num_outputs from ModelCatalog.get_action_dist(action_space)."
-        )
-
-
-def flat_action_size(space: gym.Space) -> int:
-    """Number of scalars an action of `space` occupies when flattened (Discrete: 1)."""
-    if isinstance(space, gym.spaces.Discrete):
-        return 1
-    if isinstance(space, gym.spaces.Dict):
-        return sum(flat_action_size(s) for s in space.spaces.values())
-    if isinstance(space, gym.spaces.Tuple):
-        return sum(flat_action_size(s) for s in space.spaces)
-    return int(np.prod(space.shape))
