@@ -323,3 +323,10 @@ def test_multi_entropy_and_multi_kl_are_nested_per_child():
     _close(entropy["fire"], _np_cat(p[:, :3], q[:, :3], np.zeros(2, int))[1])
     _close(kl["move"], _np_gauss(p[:, 7:], q[:, 7:], np.zeros((2, 2)))[2], atol=1e-4)
     _close(sum(kl.values()), dp.kl(dq).numpy(), atol=1e-5)
+
+
+def test_squashed_gaussian_clips_log_std():
+    x = np.array([[0.1, -0.2]], np.float32)
+    clipped = SquashedGaussian(np.array([[0.0, 0.0, -5.0, 2.0]], np.float32)).logp(x)
+    extreme = SquashedGaussian(np.array([[0.0, 0.0, -10.0, 7.0]], np.float32)).logp(x)
+    _close(extreme, clipped.numpy())

@@ -33,8 +33,8 @@ __all__ = [
 
 tfd = tfp.distributions
 
-# Bounds for the log-std of squashed Gaussians (as RLlib): exp(-20) .. exp(2).
-MIN_LOG_NN_OUTPUT = -20.0
+# Bounds for the log-std of squashed Gaussians (RLlib's classic-stack constants).
+MIN_LOG_NN_OUTPUT = -5.0
 MAX_LOG_NN_OUTPUT = 2.0
 # How far (in the normalized [-1, 1] action range) logp keeps away from the bounds.
 SQUASH_EPSILON = 1e-6
