@@ -6,6 +6,8 @@ import pytest
 
 from tfrl.models.catalog import ModelCatalog
 from tfrl.models.preprocessors import (
+    AtariRamPreprocessor,
+    GenericPixelPreprocessor,
     DictFlatteningPreprocessor,
     NoPreprocessor,
     OneHotPreprocessor,
@@ -114,3 +116,36 @@ def test_box_batches_take_the_space_dtype():
 def test_catalog_get_preprocessor_for_env():
     env = gym.make("CartPole-v1")
     assert ModelCatalog.get_preprocessor(env).shape == (4,)
+
+
+ATARI = gym.spaces.Box(0, 255, (210, 160, 3), np.uint8)
+
+
+def test_generic_pixel_preprocessor_area_resize():
+    prep = ModelCatalog.get_preprocessor_for_space(ATARI, {"dim": 80, "zero_mean": False})
+    assert type(prep) is GenericPixelPreprocessor and prep.shape == (80, 80, 3)
+    frames = np.random.default_rng(0).integers(0, 256, (2, 210, 160, 3)).astype(np.uint8)
+    out = prep.transform_batch(frames)
+    # 160 -> 80 is an exact 2x2 block average of the cropped rows 25..185.
+    crop = frames[:, 25:-25].astype(np.float64)
+    blocks = crop.reshape(2, 80, 2, 80, 2, 3).mean(axis=(2, 4)) / 255.0
+    np.testing.assert_allclose(out, blocks, atol=1e-5)
+    np.testing.assert_allclose(prep.transform(frames[0]), out[0], atol=1e-6)
+
+
+def test_generic_pixel_preprocessor_defaults_and_grayscale():
+    prep = get_preprocessor(ATARI)(ATARI, {"grayscale": True})
+    assert prep.shape == (84, 84, 1)
+    out = prep.transform_batch(np.full((1, 210, 160, 3), 192, np.uint8))
+    np.testing.assert_allclose(out, np.full((1, 84, 84, 1), 0.5), atol=1e-5)  # zero_mean
+    with pytest.raises(ValueError, match=r"Received: shape=\(1, 200, 160, 3\)"):
+        prep.transform_batch(np.zeros((1, 200, 160, 3), np.uint8))
+
+
+def test_atari_ram_preprocessor_only_for_bytes():
+    ram = gym.spaces.Box(0, 255, (128,), np.uint8)
+    prep = get_preprocessor(ram)(ram)
+    assert type(prep) is AtariRamPreprocessor
+    np.testing.assert_allclose(prep.transform_batch(np.array([[0] * 64 + [192] * 64], np.uint8)),
+                               [[-1.0] * 64 + [0.5] * 64])
+    assert get_preprocessor(gym.spaces.Box(-1.0, 1.0, (128,), np.float32)) is NoPreprocessor

@@ -174,6 +174,69 @@ class TupleFlatteningPreprocessor(_FlatteningPreprocessor):
         return list(enumerate(obs_space.spaces))
 
 
+ATARI_OBS_SHAPE = (210, 160, 3)
+ATARI_RAM_OBS_SHAPE = (128,)
+
+
+class GenericPixelPreprocessor(Preprocessor):
+    """Raw Atari frames `[210, 160, 3]` -> cropped, area-resized `[dim, dim, C]` floats.
+
+    Rows 25..185 are kept, the 160x160 crop is resized to `dim` x `dim` by area
+    averaging, optionally averaged to one gray channel (`grayscale`), and scaled to
+    `[-1, 1)` (`zero_mean`, the default) or `[0, 1]`. Options come from the model
+    config keys `dim`, `grayscale`, `zero_mean`.
+    """
+
+    def _init_shape(self, obs_space, options):
+        self._dim = int(options.get("dim", 84))
+        self._grayscale = bool(options.get("grayscale", False))
+        self._zero_mean = bool(options.get("zero_mean", True))
+        self._rows = _area_weights(obs_space.shape[0] - 50, self._dim)  # [dim, 160]
+        self._cols = _area_weights(obs_space.shape[1], self._dim)  # [dim, 160]
+        return (self._dim, self._dim, 1 if self._grayscale else obs_space.shape[2])
+
+    def transform_batch(self, obs_batch: Any) -> np.ndarray:
+        batch = np.asarray(self._batch(obs_batch), np.float32)  # [B, 210, 160, 3]
+        if batch.shape[1:] != tuple(self._obs_space.shape):
+            raise ValueError(
+                f"Observation batch of the wrong shape. Received: shape={batch.shape}. "
+                f"Expected [B, {', '.join(map(str, self._obs_space.shape))}]."
+            )
+        crop = batch[:, 25:-25]  # [B, 160, 160, 3]
+        rows = np.matmul(self._rows, crop.transpose(0, 3, 1, 2))  # [B, 3, d, 160]
+        scaled = np.matmul(rows, self._cols.T).transpose(0, 2, 3, 1)  # [B, d, d, 3]
+        if self._grayscale:
+            scaled = scaled.mean(axis=-1, keepdims=True)  # [B, d, d, 1]
+        if self._zero_mean:
+            return ((scaled - 128.0) / 128.0).astype(np.float32)
+        return (scaled / 255.0).astype(np.float32)
+
+
+class AtariRamPreprocessor(Preprocessor):
+    """Atari RAM observations `[128]` (bytes) -> floats in `[-1, 1)`."""
+
+    def _init_shape(self, obs_space, options):
+        return (128,)
+
+    def transform_batch(self, obs_batch: Any) -> np.ndarray:
+        batch = np.asarray(self._batch(obs_batch), np.float32)  # [B, 128]
+        if batch.shape[1:] != (128,):
+            raise ValueError(
+                f"Observation batch of the wrong shape. Received: shape={batch.shape}. "
+                "Expected [B, 128] (Atari RAM)."
+            )
+        return (batch - 128.0) / 128.0
+
+
+def _area_weights(size_in: int, size_out: int) -> np.ndarray:
+    """`[size_out, size_in]` weights averaging each output cell's input interval."""
+    edges = np.arange(size_out + 1) * (size_in / size_out)  # output cell borders
+    lo, hi = edges[:-1, None], edges[1:, None]  # [out, 1]
+    pixel = np.arange(size_in)[None, :]  # [1, in]
+    overlap = np.clip(np.minimum(hi, pixel + 1) - np.maximum(lo, pixel), 0.0, None)
+    return (overlap / overlap.sum(axis=1, keepdims=True)).astype(np.float32)
+
+
 def get_preprocessor(space: gym.Space) -> Type[Preprocessor]:
     """Returns the preprocessor class for an observation space.
 
@@ -182,8 +245,9 @@ def get_preprocessor(space: gym.Space) -> Type[Preprocessor]:
 
     Returns:
         `OneHotPreprocessor` for Discrete/MultiDiscrete, `DictFlatteningPreprocessor`
-        and `TupleFlatteningPreprocessor` for Dict/Tuple, `NoPreprocessor` for Box and
-        MultiBinary.
+        and `TupleFlatteningPreprocessor` for Dict/Tuple, `GenericPixelPreprocessor`
+        for raw Atari frames (uint8 `[210, 160, 3]`), `AtariRamPreprocessor` for Atari
+        RAM (uint8 `[128]`), `NoPreprocessor` for other Box and MultiBinary spaces.
 
     Raises:
         ValueError: For other spaces (e.g. Text, Graph, Sequence).
@@ -194,6 +258,12 @@ def get_preprocessor(space: gym.Space) -> Type[Preprocessor]:
         return DictFlatteningPreprocessor
     if isinstance(space, gym.spaces.Tuple):
         return TupleFlatteningPreprocessor
+    if isinstance(space, gym.spaces.Box) and space.dtype == np.uint8:
+        # Only byte-valued spaces: a float Box that happens to have 128 entries is not RAM.
+        if space.shape == ATARI_OBS_SHAPE:
+            return GenericPixelPreprocessor
+        if space.shape == ATARI_RAM_OBS_SHAPE:
+            return AtariRamPreprocessor
     if isinstance(space, (gym.spaces.Box, gym.spaces.MultiBinary)):
         return NoPreprocessor
     raise ValueError(
