@@ -10,6 +10,7 @@ from tfrl.models.catalog import MODEL_DEFAULTS, ModelCatalog, merge_model_config
 from tfrl.models.tf.custom_model import KerasModelWrapper
 from tfrl.models.tf.fcnet import FullyConnectedNetwork
 from tfrl.models.tf.recurrent_net import LSTMWrapper
+from tfrl.models.tf.tf_modelv2 import TFModelV2
 from tfrl.models.tf.visionnet import VisionNetwork
 from tfrl.models.utils import get_activation_fn, get_filter_config
 
@@ -320,3 +321,44 @@ def test_lstm_over_images():
         (np.zeros((2, 3, 10, 10, 1), np.uint8), model.get_initial_state(2), np.array([3, 1], np.int32))
     )
     assert dist_inputs.shape == (2, 3, 2) and value.shape == (2, 3)
+
+
+class RLlibStyleModel(TFModelV2):
+    """RLlib's documented custom Keras model pattern, ported by renaming the import."""
+
+    def __init__(self, obs_space, action_space, num_outputs, model_config, name):
+        super().__init__(obs_space, action_space, num_outputs, model_config, name)
+        self.inputs = keras.layers.Input(shape=obs_space.shape, name="observations")
+        layer_1 = keras.layers.Dense(16, name="my_layer1", activation=tf.nn.relu)(self.inputs)
+        layer_out = keras.layers.Dense(num_outputs, name="my_out", activation=None)(layer_1)
+        value_out = keras.layers.Dense(1, name="value_out")(layer_1)
+        self.base_model = keras.Model(self.inputs, [layer_out, value_out])
+
+    def forward(self, input_dict, state, seq_lens):
+        model_out, self._value_out = self.base_model(input_dict["obs"])
+        return model_out, state
+
+    def value_function(self):
+        return tf.reshape(self._value_out, [-1])
+
+
+def test_rllib_style_tfmodelv2_custom_model_is_used_as_is():
+    ModelCatalog.register_custom_model("rllib_style", RLlibStyleModel)
+    model = ModelCatalog.get_model(BOX, gym.spaces.Discrete(3), 3, {"custom_model": "rllib_style"})
+    assert isinstance(model, RLlibStyleModel) and len(model.trainable_weights) == 6
+    dist_inputs, value = tf.function(model, autograph=False)(tf.zeros((5, 4)))
+    assert dist_inputs.shape == (5, 3) and value.shape == (5,)
+
+
+def test_tfmodelv2_without_forward_or_value_function():
+    class NoForward(TFModelV2):
+        pass
+
+    class NoValue(TFModelV2):
+        def forward(self, input_dict, state, seq_lens):
+            return input_dict["obs_flat"][:, :2], state
+
+    with pytest.raises(NotImplementedError, match="NoForward must implement forward"):
+        NoForward(BOX, None, 2, {}, "m")(np.zeros((1, 4), np.float32))
+    with pytest.raises(NotImplementedError, match="NoValue has no value_function"):
+        NoValue(BOX, None, 2, {}, "m")(np.zeros((1, 4), np.float32))
