@@ -9,7 +9,7 @@ import tensorflow as tf
 from tfrl.models.catalog import MODEL_DEFAULTS, ModelCatalog, merge_model_config
 from tfrl.models.tf.custom_model import KerasModelWrapper
 from tfrl.models.tf.fcnet import FullyConnectedNetwork
-from tfrl.models.tf.recurrent_net import LSTMWrapper
+from tfrl.models.tf.recurrent_net import LSTMWrapper, RecurrentNetwork
 from tfrl.models.tf.tf_modelv2 import TFModelV2
 from tfrl.models.tf.visionnet import VisionNetwork
 from tfrl.models.utils import get_activation_fn, get_filter_config
@@ -362,3 +362,38 @@ def test_tfmodelv2_without_forward_or_value_function():
         NoForward(BOX, None, 2, {}, "m")(np.zeros((1, 4), np.float32))
     with pytest.raises(NotImplementedError, match="NoValue has no value_function"):
         NoValue(BOX, None, 2, {}, "m")(np.zeros((1, 4), np.float32))
+
+
+class RLlibStyleRNN(RecurrentNetwork):
+    """An RLlib-style recurrent custom model with a per-item get_initial_state()."""
+
+    def __init__(self, obs_space, action_space, num_outputs, model_config, name, cell_size=5):
+        super().__init__(obs_space, action_space, num_outputs, model_config, name)
+        self.cell_size = cell_size
+        self.gru = keras.layers.GRU(cell_size, return_sequences=True, return_state=True)
+        self.logits = keras.layers.Dense(num_outputs)
+        self.values = keras.layers.Dense(1)
+
+    def forward_rnn(self, inputs, state, seq_lens):
+        mask = tf.sequence_mask(seq_lens, tf.shape(inputs)[1])
+        out, h = self.gru(inputs, initial_state=state[0], mask=mask)
+        self._value_out = self.values(out)  # [B, T, 1]
+        return self.logits(out), [h]
+
+    def value_function(self):
+        return tf.reshape(self._value_out, [-1])
+
+    def get_initial_state(self):
+        return [np.zeros(self.cell_size, np.float32)]
+
+
+def test_rllib_style_recurrent_network():
+    config = {"custom_model": RLlibStyleRNN, "custom_model_config": {"cell_size": 5}}
+    model = ModelCatalog.get_model(BOX, gym.spaces.Discrete(2), 2, config)
+    assert model.is_recurrent and [s.shape for s in model.get_initial_state(3)] == [(3, 5)]
+    dist_inputs, value, state_out = model(
+        (np.zeros((3, 4, 4), np.float32), model.get_initial_state(3), np.array([4, 2, 1], np.int32))
+    )
+    assert dist_inputs.shape == (3, 4, 2) and value.shape == (3, 4) and state_out[0].shape == (3, 5)
+    with pytest.raises(NotImplementedError, match="must implement forward_rnn"):
+        RecurrentNetwork(BOX, None, 2, {}, "r")((np.zeros((1, 1, 4)), [], np.ones(1, np.int32)))

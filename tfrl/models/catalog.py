@@ -173,7 +173,9 @@ class ModelCatalog:
         return ModelCatalog.get_preprocessor_for_space(env.observation_space, options)
 
     @staticmethod
-    def get_preprocessor_for_space(obs_space: gym.Space, options: Optional[dict] = None) -> Preprocessor:
+    def get_preprocessor_for_space(
+        obs_space: gym.Space, options: Optional[dict] = None
+    ) -> Preprocessor:
         """Returns a preprocessor instance for `obs_space`."""
         return get_preprocessor(obs_space)(obs_space, options)
 
@@ -215,7 +217,9 @@ class ModelCatalog:
             model = _lookup(config["custom_model"], _CUSTOM_MODELS, "custom_model")
             if isinstance(model, type):
                 model = _construct(model, obs_space, action_space, num_outputs, config, name)
-            return adopt_custom_model(model, obs_shape, obs_space, action_space, num_outputs, config)
+            return adopt_custom_model(
+                model, obs_shape, obs_space, action_space, num_outputs, config
+            )
         model_space = gym.spaces.Box(-np.inf, np.inf, obs_shape, np.float32)
         if config["use_lstm"]:
             model = LSTMWrapper(model_space, action_space, num_outputs, config, name)

@@ -38,7 +38,9 @@ def get_activation_fn(name: Optional[str] = None, framework: str = "tf") -> Opti
         ('silu', None)
     """
     if framework not in ("tf", "tf2", "keras"):
-        raise ValueError(f"Unsupported framework. Received: framework={framework!r}. Expected 'tf'.")
+        raise ValueError(
+            f"Unsupported framework. Received: framework={framework!r}. Expected 'tf'."
+        )
     if callable(name):
         return name
     if name not in _ACTIVATIONS:

@@ -41,7 +41,9 @@ class FullyConnectedNetwork(TFModel):
         self.hidden_layers = dense_stack(hiddens, activation, "fc")
         self.policy_head = PolicyHead(num_outputs, bool(model_config["free_log_std"]), name="pi")
         self.vf_share_layers = bool(model_config["vf_share_layers"])
-        self.value_layers = [] if self.vf_share_layers else dense_stack(hiddens, activation, "fc_value")
+        self.value_layers = (
+            [] if self.vf_share_layers else dense_stack(hiddens, activation, "fc_value")
+        )
         self.value_out = value_head()
 
     def call(self, obs, training=False):

@@ -1,6 +1,12 @@
-"""The LSTM wrapper: an encoder per time step, an LSTM over time, policy/value heads."""
+"""Recurrent models: RLlib's `RecurrentNetwork` base class and the built-in LSTM wrapper.
 
-from typing import List
+Both follow the recurrent call contract: `model((obs [B, T, ...], state_in, seq_lens
+[B])) -> (dist_inputs [B, T, N], value [B, T], state_out)`.
+"""
+
+import functools
+import inspect
+from typing import Any, List, Tuple
 
 import gymnasium as gym
 import keras
@@ -8,7 +14,58 @@ import numpy as np
 import tensorflow as tf
 
 from tfrl.models.tf.tf_model import PolicyHead, TFModel, apply, dense_stack, to_float, value_head
+from tfrl.models.tf.tf_modelv2 import TFModelV2
 from tfrl.models.tf.visionnet import conv_stack
+
+
+class RecurrentNetwork(TFModelV2):
+    """Base class for RLlib-style recurrent custom models (`forward_rnn`).
+
+    Subclasses implement `forward_rnn(inputs [B, T, ...], state, seq_lens) ->
+    (outputs [B, T, num_outputs], new_state)`, `value_function()` (values of the last
+    call, any shape with B*T entries) and `get_initial_state()`. As in RLlib,
+    `get_initial_state()` may take no argument and return one item's state (arrays
+    without a batch axis); tfrl then stacks it to `get_initial_state(batch_size)`.
+    """
+
+    is_recurrent = True
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        own = cls.__dict__.get("get_initial_state")
+        if own is not None and len(inspect.signature(own).parameters) == 1:
+            cls.get_initial_state = _batched_initial_state(own)
+
+    def forward_rnn(
+        self, inputs: tf.Tensor, state: List[Any], seq_lens: tf.Tensor
+    ) -> Tuple[tf.Tensor, List[Any]]:
+        """Returns `(outputs [B, T, num_outputs], new_state)`; override this."""
+        raise NotImplementedError(f"{type(self).__name__} must implement forward_rnn().")
+
+    def call(self, inputs, training=False):
+        obs, state_in, seq_lens = _unpack(inputs)
+        outputs, state_out = self.forward_rnn(to_float(obs), list(state_in), seq_lens)
+        value = tf.reshape(self.value_function(), tf.shape(outputs)[:2])  # [B, T]
+        return outputs, value, list(state_out)
+
+
+def _batched_initial_state(per_item):
+    @functools.wraps(per_item)
+    def get_initial_state(self, batch_size: int = 1) -> List[np.ndarray]:
+        return [np.stack([np.asarray(s)] * batch_size) for s in per_item(self)]
+
+    return get_initial_state
+
+
+def _unpack(inputs):
+    try:
+        obs, state_in, seq_lens = inputs
+    except (TypeError, ValueError) as e:
+        raise ValueError(
+            "A recurrent model is called with (obs, state_in, seq_lens). Received: "
+            f"{type(inputs).__name__} {inputs!r:.200}."
+        ) from e
+    return obs, state_in, seq_lens
 
 
 class LSTMWrapper(TFModel):
@@ -69,13 +126,7 @@ class LSTMWrapper(TFModel):
         return [zeros, zeros.copy()]
 
     def call(self, inputs, training=False):
-        try:
-            obs, state_in, seq_lens = inputs
-        except (TypeError, ValueError) as e:
-            raise ValueError(
-                "A recurrent model is called with (obs, state_in, seq_lens). Received: "
-                f"{type(inputs).__name__} {inputs!r:.200}."
-            ) from e
+        obs, state_in, seq_lens = _unpack(inputs)
         obs = to_float(obs)  # [B, T, *obs_shape]
         batch_size, max_time = tf.shape(obs)[0], tf.shape(obs)[1]
         flat_obs = tf.reshape(obs, tf.concat([[batch_size * max_time], self.obs_shape], 0))

@@ -94,7 +94,9 @@ class PolicyHead(keras.layers.Layer):
             )
         self.free_log_std = free_log_std
         n = num_outputs // 2 if free_log_std else num_outputs
-        self.dense = keras.layers.Dense(n, kernel_initializer=normc_initializer(0.01), name="logits")
+        self.dense = keras.layers.Dense(
+            n, kernel_initializer=normc_initializer(0.01), name="logits"
+        )
         if free_log_std:
             self.log_std = self.add_weight(shape=(n,), initializer="zeros", name="log_std")
 
