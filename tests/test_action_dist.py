@@ -330,3 +330,22 @@ def test_squashed_gaussian_clips_log_std():
     clipped = SquashedGaussian(np.array([[0.0, 0.0, -5.0, 2.0]], np.float32)).logp(x)
     extreme = SquashedGaussian(np.array([[0.0, 0.0, -10.0, 7.0]], np.float32)).logp(x)
     _close(extreme, clipped.numpy())
+
+
+@pytest.mark.parametrize(
+    "space, expected",
+    [
+        (gym.spaces.Discrete(3), (np.int64, (None,))),
+        (gym.spaces.Box(-1, 1, (2,), np.float32), (np.float32, (None, 2))),
+        (DICT_SPACE, (np.float32, (None, 5))),
+        (gym.spaces.Tuple([gym.spaces.Discrete(2), gym.spaces.Discrete(3)]), (np.int64, (None, 2))),
+    ],
+)
+def test_catalog_action_shape(space, expected):
+    dtype, shape = ModelCatalog.get_action_shape(space)
+    assert (dtype, shape) == (np.dtype(expected[0]), expected[1])
+
+
+def test_catalog_action_shape_rejects_unsupported_space():
+    with pytest.raises(ValueError, match="Unsupported action space. Received: Text"):
+        ModelCatalog.get_action_shape(gym.spaces.Text(3))

@@ -19,6 +19,7 @@ from typing import Any, Callable, Dict, Optional, Tuple
 import gymnasium as gym
 import keras
 import numpy as np
+import tree
 
 from tfrl.models.preprocessors import Preprocessor, get_preprocessor
 from tfrl.models.tf import tf_action_dist as dists
@@ -168,6 +169,33 @@ class ModelCatalog:
         )
 
     @staticmethod
+    def get_action_shape(
+        action_space: gym.Space, framework: str = "tf"
+    ) -> Tuple[np.dtype, Tuple[Optional[int], ...]]:
+        """Returns `(dtype, shape)` of a batch of actions; the batch axis is None.
+
+        Dict/Tuple actions are flattened (as in `MultiActionDistribution.logp`):
+        float32 if any leaf is a Box, else int64.
+
+        Example:
+            >>> ModelCatalog.get_action_shape(gym.spaces.MultiDiscrete([2, 3]))
+            (dtype('int64'), (None, 2))
+        """
+        if isinstance(action_space, gym.spaces.Discrete):
+            return np.dtype(action_space.dtype), (None,)
+        if isinstance(action_space, (gym.spaces.Box, gym.spaces.MultiDiscrete)):
+            return np.dtype(action_space.dtype), (None,) + tuple(action_space.shape)
+        if isinstance(action_space, (gym.spaces.Dict, gym.spaces.Tuple)):
+            leaves = tree.flatten(_space_struct(action_space))
+            has_float = any(isinstance(s, gym.spaces.Box) for s in leaves)
+            dtype = np.dtype(np.float32 if has_float else np.int64)
+            return dtype, (None, dists.flat_action_size(action_space))
+        raise ValueError(
+            f"Unsupported action space. Received: {action_space}. Expected Discrete, "
+            "MultiDiscrete, Box, or a Dict/Tuple of these."
+        )
+
+    @staticmethod
     def get_preprocessor(env: gym.Env, options: Optional[dict] = None) -> Preprocessor:
         """Returns a preprocessor instance for `env.observation_space`."""
         return ModelCatalog.get_preprocessor_for_space(env.observation_space, options)
@@ -280,6 +308,14 @@ def _box_dist(space: gym.spaces.Box, config: dict, dist_type: Any):
         f"Unknown dist_type. Received: {dist_type!r}. Expected None, 'deterministic' or a "
         "TFActionDistribution subclass."
     )
+
+
+def _space_struct(space: gym.Space) -> Any:
+    if isinstance(space, gym.spaces.Dict):
+        return {k: _space_struct(s) for k, s in space.spaces.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(_space_struct(s) for s in space.spaces)
+    return space
 
 
 def _construct(cls, obs_space, action_space, num_outputs, config, name) -> Any:
