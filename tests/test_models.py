@@ -397,3 +397,9 @@ def test_rllib_style_recurrent_network():
     assert dist_inputs.shape == (3, 4, 2) and value.shape == (3, 4) and state_out[0].shape == (3, 5)
     with pytest.raises(NotImplementedError, match="must implement forward_rnn"):
         RecurrentNetwork(BOX, None, 2, {}, "r")((np.zeros((1, 1, 4)), [], np.ones(1, np.int32)))
+
+
+def test_rllib_keys_tfrl_does_not_implement_are_named():
+    merge_model_config({"attention_dim": 32, "fcnet_weights_initializer": None})
+    with pytest.raises(ValueError, match="'fcnet_weights_initializer'.*not supported by tfrl yet"):
+        merge_model_config({"fcnet_weights_initializer": "xavier_uniform"})

@@ -49,6 +49,16 @@ MODEL_DEFAULTS: Dict[str, Any] = {
     "lstm_use_prev_reward": False,
     "_time_major": False,
     "use_attention": False,
+    "attention_num_transformer_units": 1,
+    "attention_dim": 64,
+    "attention_num_heads": 1,
+    "attention_head_dim": 32,
+    "attention_memory_inference": 50,
+    "attention_memory_training": 50,
+    "attention_position_wise_mlp_dim": 32,
+    "attention_init_gru_gate_bias": 2.0,
+    "attention_use_n_prev_actions": 0,
+    "attention_use_n_prev_rewards": 0,
     "framestack": True,
     "dim": 84,
     "grayscale": False,
@@ -60,12 +70,24 @@ MODEL_DEFAULTS: Dict[str, Any] = {
     "encoder_latent_dim": None,
     "always_check_shapes": False,
 }
+# RLlib's initializer keys; tfrl uses normc (as RLlib's defaults) and accepts only None.
+_INITIALIZER_KEYS = tuple(
+    f"{layer}_{kind}{suffix}"
+    for layer, kind in (
+        ("fcnet", "weights_initializer"), ("fcnet", "bias_initializer"),
+        ("conv", "kernel_initializer"), ("conv", "bias_initializer"),
+        ("post_fcnet", "weights_initializer"), ("post_fcnet", "bias_initializer"),
+        ("lstm", "weights_initializer"), ("lstm", "bias_initializer"),
+    )
+    for suffix in ("", "_config")
+)
+MODEL_DEFAULTS.update({key: None for key in _INITIALIZER_KEYS})
 
 # Keys tfrl accepts but does not implement yet: only their default value is allowed.
 _NOT_IMPLEMENTED = (
     "no_final_linear", "_time_major", "use_attention", "custom_preprocessor",
     "encoder_latent_dim", "_disable_preprocessor_api", "_disable_action_flattening",
-)
+) + _INITIALIZER_KEYS
 
 _CUSTOM_MODELS: Dict[str, Any] = {}
 _CUSTOM_ACTION_DISTS: Dict[str, Any] = {}
