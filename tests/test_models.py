@@ -403,3 +403,16 @@ def test_rllib_keys_tfrl_does_not_implement_are_named():
     merge_model_config({"attention_dim": 32, "fcnet_weights_initializer": None})
     with pytest.raises(ValueError, match="'fcnet_weights_initializer'.*not supported by tfrl yet"):
         merge_model_config({"fcnet_weights_initializer": "xavier_uniform"})
+
+
+def test_custom_model_classes_get_the_preprocessed_obs_space():
+    seen = {}
+
+    class Probe(RLlibStyleModel):
+        def __init__(self, obs_space, *args):
+            seen["space"] = obs_space
+            super().__init__(obs_space, *args)
+
+    model = ModelCatalog.get_model(gym.spaces.Discrete(5), gym.spaces.Discrete(2), 2, {"custom_model": Probe})
+    assert seen["space"].shape == (5,) and seen["space"].original_space == gym.spaces.Discrete(5)
+    assert model(np.eye(5, dtype=np.float32))[0].shape == (5, 2)

@@ -242,7 +242,8 @@ class ModelCatalog:
         The model consumes preprocessed observations: `[B, *preprocessor.shape]`.
         `custom_model` may be a registered name, a `keras.Model` class (constructed as
         `cls(obs_space, action_space, num_outputs, model_config, name,
-        **custom_model_config)`, RLlib's signature) or a `keras.Model` instance. Else
+        **custom_model_config)`, RLlib's signature, with the preprocessed `obs_space`
+        whose `.original_space` is the raw one) or a `keras.Model` instance. Else
         `use_lstm` gives an `LSTMWrapper`, image observations a `VisionNetwork`, other
         observations a `FullyConnectedNetwork`. The model's weights are built.
 
@@ -257,7 +258,9 @@ class ModelCatalog:
             ValueError: For bad config values or custom model outputs of the wrong shape.
         """
         config = merge_model_config(model_config)
-        obs_shape = tuple(get_preprocessor(obs_space)(obs_space, config).shape)
+        # As RLlib, models see the preprocessed space (`.original_space` is the raw one).
+        model_space = get_preprocessor(obs_space)(obs_space, config).observation_space
+        obs_shape = tuple(model_space.shape)
         if config["custom_model"] is not None:
             if config["use_lstm"]:
                 raise ValueError(
@@ -266,11 +269,10 @@ class ModelCatalog:
                 )
             model = _lookup(config["custom_model"], _CUSTOM_MODELS, "custom_model")
             if isinstance(model, type):
-                model = _construct(model, obs_space, action_space, num_outputs, config, name)
+                model = _construct(model, model_space, action_space, num_outputs, config, name)
             return adopt_custom_model(
-                model, obs_shape, obs_space, action_space, num_outputs, config
+                model, obs_shape, model_space, action_space, num_outputs, config
             )
-        model_space = gym.spaces.Box(-np.inf, np.inf, obs_shape, np.float32)
         if config["use_lstm"]:
             model = LSTMWrapper(model_space, action_space, num_outputs, config, name)
             state = model.get_initial_state(1)
