@@ -349,3 +349,10 @@ def test_catalog_action_shape(space, expected):
 def test_catalog_action_shape_rejects_unsupported_space():
     with pytest.raises(ValueError, match="Unsupported action space. Received: Text"):
         ModelCatalog.get_action_shape(gym.spaces.Text(3))
+
+
+def test_squashed_gaussian_gradients_are_finite_at_the_bounds():
+    inputs = tf.Variable(np.array([[3.0, -3.0, -5.0, -5.0]], np.float32))
+    with tf.GradientTape() as tape:
+        logp = SquashedGaussian(inputs, None, -1.0, 1.0).logp(np.array([[1.0, -1.0]], np.float32))
+    assert np.all(np.isfinite(tape.gradient(logp, inputs).numpy()))

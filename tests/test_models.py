@@ -416,3 +416,28 @@ def test_custom_model_classes_get_the_preprocessed_obs_space():
     model = ModelCatalog.get_model(gym.spaces.Discrete(5), gym.spaces.Discrete(2), 2, {"custom_model": Probe})
     assert seen["space"].shape == (5,) and seen["space"].original_space == gym.spaces.Discrete(5)
     assert model(np.eye(5, dtype=np.float32))[0].shape == (5, 2)
+
+
+@pytest.mark.parametrize(
+    "config, action_space",
+    [
+        ({**SMALL, "free_log_std": True}, gym.spaces.Box(-1, 1, (2,))),
+        (SMALL, gym.spaces.Dict({"a": gym.spaces.Discrete(2), "b": gym.spaces.Box(-1, 1, (1,))})),
+        (LSTM_CONFIG, gym.spaces.MultiDiscrete([2, 3])),
+    ],
+)
+def test_every_weight_gets_a_gradient_through_the_distribution(config, action_space):
+    dist_class, num_outputs = ModelCatalog.get_action_dist(action_space)
+    model = ModelCatalog.get_model(BOX, action_space, num_outputs, config)
+    obs = np.random.default_rng(0).normal(size=(3, 2, 4)).astype(np.float32)
+    with tf.GradientTape() as tape:
+        if model.is_recurrent:
+            inputs = (obs, model.get_initial_state(3), np.array([2, 1, 2], np.int32))
+            dist_inputs, value, _ = model(inputs)
+        else:
+            dist_inputs, value = model(obs[:, 0])
+        dist = dist_class(dist_inputs, model)
+        loss = -tf.reduce_mean(dist.logp(dist.sample())) + tf.reduce_mean(value**2)
+        loss -= tf.reduce_mean(dist.entropy())
+    grads = tape.gradient(loss, model.trainable_variables)
+    assert all(g is not None and np.all(np.isfinite(g.numpy())) for g in grads)
