@@ -148,8 +148,6 @@ def test_lstm_in_tf_function_and_bad_inputs():
     assert out[0].shape == (2, 3, 3)
     with pytest.raises(ValueError, match=r"called with \(obs, state_in, seq_lens\)"):
         model(np.zeros((2, 3, 4), np.float32))
-    with pytest.raises(ValueError, match="lstm_use_prev_action.*not supported yet"):
-        ModelCatalog.get_model(BOX, gym.spaces.Discrete(3), 3, {**LSTM_CONFIG, "lstm_use_prev_action": True})
 
 
 def test_unknown_config_key_names_the_closest_key():
@@ -441,3 +439,34 @@ def test_every_weight_gets_a_gradient_through_the_distribution(config, action_sp
         loss -= tf.reduce_mean(dist.entropy())
     grads = tape.gradient(loss, model.trainable_variables)
     assert all(g is not None and np.all(np.isfinite(g.numpy())) for g in grads)
+
+
+@pytest.mark.parametrize(
+    "action_space, prev_actions",
+    [
+        (gym.spaces.Discrete(3), np.array([[0, 2, 1]])),
+        (gym.spaces.MultiDiscrete([2, 3]), np.array([[[0, 2], [1, 1], [1, 0]]])),
+        (gym.spaces.Box(-1, 1, (2,)), np.full((1, 3, 2), 0.5, np.float32)),
+    ],
+)
+def test_lstm_with_prev_action_and_reward(action_space, prev_actions):
+    config = {**LSTM_CONFIG, "lstm_use_prev_action": True, "lstm_use_prev_reward": True}
+    dist_class, n = ModelCatalog.get_action_dist(action_space)
+    model = ModelCatalog.get_model(BOX, action_space, n, config)
+    inputs = (np.ones((1, 3, 4), np.float32), model.get_initial_state(1), np.array([3], np.int32))
+    zeros = model.prev_input_kwargs(1, 3)
+    assert set(zeros) == {"prev_actions", "prev_rewards"}
+    base = model(inputs, **zeros)[0].numpy()
+    with_actions = model(inputs, prev_actions=prev_actions, prev_rewards=zeros["prev_rewards"])
+    with_rewards = model(inputs, prev_actions=zeros["prev_actions"], prev_rewards=np.ones((1, 3)))
+    assert with_actions[0].shape == (1, 3, n)
+    assert not np.allclose(with_actions[0].numpy(), base)
+    assert not np.allclose(with_rewards[0].numpy(), base)
+    with pytest.raises(ValueError, match="lstm_use_prev_reward=True and needs prev_rewards"):
+        model(inputs, prev_actions=prev_actions)
+
+
+def test_lstm_prev_action_needs_a_simple_action_space():
+    space = gym.spaces.Tuple([gym.spaces.Discrete(2)])
+    with pytest.raises(ValueError, match="lstm_use_prev_action=True supports Discrete"):
+        ModelCatalog.get_model(BOX, space, 2, {**LSTM_CONFIG, "lstm_use_prev_action": True})

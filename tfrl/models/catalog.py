@@ -276,7 +276,10 @@ class ModelCatalog:
         if config["use_lstm"]:
             model = LSTMWrapper(model_space, action_space, num_outputs, config, name)
             state = model.get_initial_state(1)
-            model((np.zeros((1, 1) + obs_shape, np.float32), state, np.ones((1,), np.int32)))
+            model(
+                (np.zeros((1, 1) + obs_shape, np.float32), state, np.ones((1,), np.int32)),
+                **model.prev_input_kwargs(1, 1),
+            )
             return model
         cls = VisionNetwork if len(obs_shape) == 3 else FullyConnectedNetwork
         model = cls(model_space, action_space, num_outputs, config, name)

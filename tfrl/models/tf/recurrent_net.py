@@ -6,7 +6,7 @@ Both follow the recurrent call contract: `model((obs [B, T, ...], state_in, seq_
 
 import functools
 import inspect
-from typing import Any, List, Tuple
+from typing import Any, Dict, List, Tuple
 
 import gymnasium as gym
 import keras
@@ -84,6 +84,12 @@ class LSTMWrapper(TFModel):
         model_config: The model config (merged with `MODEL_DEFAULTS`).
         name: The Keras model name.
 
+    With `lstm_use_prev_action` / `lstm_use_prev_reward`, the previous actions
+    (one-hot for Discrete/MultiDiscrete, flattened for Box) and rewards are
+    concatenated to the encoder's features; they are passed as the call kwargs
+    `prev_actions` `[B, T, ...]` and `prev_rewards` `[B, T]` (`prev_input_kwargs`
+    gives zero-filled examples with the right shapes and dtypes).
+
     Call:
         `model((obs [B, T, *obs_shape], [h, c], seq_lens [B]), training=False) ->
         (dist_inputs [B, T, num_outputs], value [B, T], [h_out, c_out])`.
@@ -100,13 +106,15 @@ class LSTMWrapper(TFModel):
         name: str = "lstm",
     ):
         super().__init__(obs_space, action_space, num_outputs, model_config, name)
-        for key in ("lstm_use_prev_action", "lstm_use_prev_reward"):
-            if model_config[key]:
-                raise ValueError(
-                    f"model_config[{key!r}]=True is not supported yet by tfrl's LSTM "
-                    "wrapper. Set it to False, or add the previous action/reward to the "
-                    "observation with an env wrapper."
-                )
+        self.use_prev_action = bool(model_config["lstm_use_prev_action"])
+        self.use_prev_reward = bool(model_config["lstm_use_prev_reward"])
+        if self.use_prev_action and not isinstance(
+            action_space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.Box)
+        ):
+            raise ValueError(
+                "lstm_use_prev_action=True supports Discrete, MultiDiscrete and Box action "
+                f"spaces. Received: {action_space}. Set lstm_use_prev_action=False."
+            )
         self.obs_shape = tuple(obs_space.shape)
         self.cell_size = int(model_config["lstm_cell_size"])
         if len(self.obs_shape) == 3:
@@ -125,13 +133,33 @@ class LSTMWrapper(TFModel):
         zeros = np.zeros((batch_size, self.cell_size), np.float32)
         return [zeros, zeros.copy()]
 
-    def call(self, inputs, training=False):
+    def prev_input_kwargs(self, batch_size: int, max_time: int) -> Dict[str, np.ndarray]:
+        """Zero-filled `prev_actions`/`prev_rewards` call kwargs this model needs (or {})."""
+        kwargs = {}
+        if self.use_prev_action:
+            space = self.action_space
+            shape = () if isinstance(space, gym.spaces.Discrete) else space.shape
+            kwargs["prev_actions"] = np.zeros((batch_size, max_time) + tuple(shape), space.dtype)
+        if self.use_prev_reward:
+            kwargs["prev_rewards"] = np.zeros((batch_size, max_time), np.float32)
+        return kwargs
+
+    def call(self, inputs, training=False, prev_actions=None, prev_rewards=None):
+        """Runs the model; `prev_actions` [B, T, ...] and `prev_rewards` [B, T] are
+        required when built with `lstm_use_prev_action` / `lstm_use_prev_reward`."""
         obs, state_in, seq_lens = _unpack(inputs)
         obs = to_float(obs)  # [B, T, *obs_shape]
         batch_size, max_time = tf.shape(obs)[0], tf.shape(obs)[1]
         flat_obs = tf.reshape(obs, tf.concat([[batch_size * max_time], self.obs_shape], 0))
         features = apply(self.encoder, flat_obs)  # [B*T, F]
         features = tf.reshape(features, [batch_size, max_time, features.shape[-1]])  # [B, T, F]
+        extras = [features]
+        if self.use_prev_action:
+            extras.append(self._encode_actions(_required(prev_actions, "prev_actions")))
+        if self.use_prev_reward:
+            rewards = tf.cast(_required(prev_rewards, "prev_rewards"), tf.float32)
+            extras.append(tf.reshape(rewards, [batch_size, max_time, 1]))  # [B, T, 1]
+        features = tf.concat(extras, axis=-1)  # [B, T, F (+ A) (+ 1)]
         mask = tf.sequence_mask(seq_lens, maxlen=max_time)  # [B, T]
         h_in, c_in = state_in
         out, h_out, c_out = self.lstm(
@@ -141,3 +169,28 @@ class LSTMWrapper(TFModel):
         dist_inputs = self.policy_head(out)  # [B, T, num_outputs]
         value = tf.squeeze(self.value_out(out), axis=-1)  # [B, T]
         return dist_inputs, value, [h_out, c_out]
+
+    def _encode_actions(self, actions) -> tf.Tensor:
+        """One-hot (Discrete/MultiDiscrete) or flattened (Box) actions, `[B, T, A]`."""
+        space = self.action_space
+        actions = tf.convert_to_tensor(actions)
+        if isinstance(space, gym.spaces.Discrete):
+            return tf.one_hot(tf.cast(actions, tf.int32), int(space.n))
+        if isinstance(space, gym.spaces.MultiDiscrete):
+            parts = [
+                tf.one_hot(tf.cast(actions[..., i], tf.int32), int(n))
+                for i, n in enumerate(space.nvec)
+            ]
+            return tf.concat(parts, axis=-1)
+        lead = tf.shape(actions)[:2]
+        return tf.reshape(tf.cast(actions, tf.float32), tf.concat([lead, [-1]], 0))
+
+
+def _required(value, name: str):
+    if value is None:
+        raise ValueError(
+            f"This LSTM model was built with lstm_use_{name[:-1]}=True and needs {name}. "
+            f"Received: {name}=None. Call model((obs, state_in, seq_lens), {name}=...), "
+            "with the previous step's values [B, T, ...]."
+        )
+    return value
