@@ -13,7 +13,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfrl.models.tf.tf_model import TFModel
+from tfrl.models.tf.tf_model import TFModel, to_float
 
 
 class KerasModelWrapper(TFModel):
@@ -44,7 +44,7 @@ class KerasModelWrapper(TFModel):
         self.has_value = has_value
 
     def call(self, obs, training=False):
-        out = self.base_model(obs, training=training)
+        out = self.base_model(to_float(obs), training=training)  # float32, as checked
         if not self.has_value:
             dist_inputs = tf.convert_to_tensor(out)  # [B, N]
             return dist_inputs, tf.zeros(tf.shape(dist_inputs)[:1], dist_inputs.dtype)
