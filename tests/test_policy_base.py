@@ -132,3 +132,9 @@ def test_make_strategy_errors():
         make_strategy({"num_gpus": "2"})
     with pytest.raises(ValueError, match=r"whole number of devices; received num_gpus=1.5"):
         make_strategy({"num_gpus": 1.5})
+
+
+def test_make_strategy_shares_one_strategy_per_device_set():
+    assert make_strategy({"num_gpus": 2, "_fake_gpus": True}) is make_strategy(
+        {"num_gpus": 2, "_fake_gpus": True})
+    assert make_strategy({}) is make_strategy({"num_gpus": 0})

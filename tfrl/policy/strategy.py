@@ -11,9 +11,13 @@ Example:
     ('OneDeviceStrategy', 1)
 """
 
-from typing import Any, Mapping
+from typing import Any, Dict, Mapping, Tuple
 
 import tensorflow as tf
+
+# One strategy per device set and process: separate MirroredStrategy instances over the
+# same devices collide in their collective ops (shape mismatches between policies).
+_STRATEGIES: Dict[Tuple[str, ...], tf.distribute.Strategy] = {}
 
 
 def _device_names(device_type: str):
@@ -29,6 +33,7 @@ def make_strategy(config: Mapping[str, Any]) -> tf.distribute.Strategy:
             logical CPU devices as GPUs).
 
     Returns:
+        One strategy object per device set and process (policies share it):
         `OneDeviceStrategy` on the first GPU (or CPU when there is none, when
         `num_gpus` < 1, or with `_fake_gpus` and `num_gpus` <= 1); otherwise a
         `MirroredStrategy` over the first `num_gpus` devices.
@@ -61,8 +66,15 @@ def make_strategy(config: Mapping[str, Any]) -> tf.distribute.Strategy:
             f"{device_type} device(s) are present: {devices}. {how}"
         )
     if wanted > 1:
-        return tf.distribute.MirroredStrategy(devices[:wanted])
+        return _cached(tuple(devices[:wanted]))
     if wanted == 1 or (num_gpus > 0 and devices and not fake):
-        return tf.distribute.OneDeviceStrategy(devices[0])
+        return _cached((devices[0],))
     cpus = _device_names("CPU")
-    return tf.distribute.OneDeviceStrategy(cpus[0] if cpus else "/cpu:0")
+    return _cached((cpus[0] if cpus else "/cpu:0",))
+
+
+def _cached(devices: Tuple[str, ...]) -> tf.distribute.Strategy:
+    if devices not in _STRATEGIES:
+        _STRATEGIES[devices] = (tf.distribute.MirroredStrategy(list(devices)) if len(devices) > 1
+                                else tf.distribute.OneDeviceStrategy(devices[0]))
+    return _STRATEGIES[devices]

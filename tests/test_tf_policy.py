@@ -1,0 +1,285 @@
+"""TFPolicy: compiled acting and learning, the same under every strategy, traced once."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from policy_helpers import ACT_SPACE, OBS_SPACE, PGPolicy, TinyModel, make_batch, pg_loss_numpy_free
+from tfrl.policy.sample_batch import SampleBatch
+from tfrl.policy.strategy import make_strategy
+from tfrl.policy.tf_policy import TFPolicy
+
+CONFIG = {"seed": 0, "lr": 0.1, "num_sgd_iter": 3, "sgd_minibatch_size": 16}
+
+
+def _strategy(name):
+    # make_strategy's process-wide strategies: separate MirroredStrategy objects collide.
+    if name == "default":
+        return tf.distribute.get_strategy()
+    if name == "one_device":
+        return make_strategy({})
+    return make_strategy({"num_gpus": 2, "_fake_gpus": True})
+
+
+STRATEGIES = ["default", "one_device", "mirrored"]
+
+
+def make_policy(strategy="one_device", **config):
+    keras.utils.set_random_seed(0)
+    return PGPolicy(OBS_SPACE, ACT_SPACE, {**CONFIG, **config}, strategy=_strategy(strategy))
+
+
+# ------------------------------------------------------------------ equivalence
+
+
+@pytest.mark.parametrize("learn_input", ["in_graph", "tf_data"])
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_learn_on_batch_gives_the_same_weights_under_every_strategy(strategy, learn_input):
+    reference = make_policy("default", learn_input=learn_input)
+    policy = make_policy(strategy, learn_input=learn_input)
+    batch = make_batch(64)
+    ref_info = reference.learn_on_batch(batch)
+    info = policy.learn_on_batch(batch)
+    for got, want in zip(policy.get_weights(), reference.get_weights()):
+        np.testing.assert_allclose(got, want, atol=1e-5)
+    assert info["learner_stats"]["num_grad_updates"] == 3 * 4
+    for key in ("total_loss", "vf_loss", "mean_adv"):
+        np.testing.assert_allclose(info["learner_stats"][key], ref_info["learner_stats"][key],
+                                   rtol=1e-5)
+
+
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_compute_and_apply_gradients_match_under_every_strategy(strategy):
+    reference = make_policy("default")
+    policy = make_policy(strategy)
+    batch = make_batch(32)
+    ref_grads, _ = reference.compute_gradients(batch)
+    grads, info = policy.compute_gradients(batch)
+    for got, want in zip(grads, ref_grads):
+        np.testing.assert_allclose(got, want, atol=1e-6)
+    policy.apply_gradients(grads)
+    reference.apply_gradients(ref_grads)
+    for got, want in zip(policy.get_weights(), reference.get_weights()):
+        np.testing.assert_allclose(got, want, atol=1e-6)
+    assert set(info["learner_stats"]) == {"total_loss", "vf_loss", "mean_adv"}
+
+
+@pytest.mark.parametrize("strategy", ["one_device", "mirrored"])
+def test_one_sgd_step_equals_a_hand_written_step(strategy):
+    policy = make_policy(strategy, num_sgd_iter=1, sgd_minibatch_size=None)
+    model = TinyModel(2)
+    batch = make_batch(32)
+    model(batch["obs"])
+    model.set_weights(policy.get_weights())
+    with tf.GradientTape() as tape:
+        loss = pg_loss_numpy_free(model, batch)
+    grads = tape.gradient(loss, model.trainable_variables)
+    keras.optimizers.SGD(0.1).apply_gradients(zip(grads, model.trainable_variables))
+    info = policy.learn_on_batch(batch)
+    for got, want in zip(policy.get_weights(), model.get_weights()):
+        np.testing.assert_allclose(got, want, atol=1e-6)
+    np.testing.assert_allclose(info["learner_stats"]["total_loss"], float(loss), rtol=1e-5)
+
+
+# ------------------------------------------------------------------ trace once
+
+
+@pytest.mark.parametrize("strategy,learn_input,num_calls", [
+    ("one_device", "in_graph", 50), ("mirrored", "in_graph", 50),
+    ("mirrored", "tf_data", 10)])  # tf.data pipelines cost ~150 ms per call
+def test_each_compiled_function_traces_once_across_50_calls(strategy, learn_input, num_calls):
+    policy = make_policy(strategy, num_sgd_iter=2, learn_input=learn_input)
+    for i in range(num_calls):
+        obs = make_batch(1 + i % 9, seed=i)["obs"]
+        policy.compute_actions(obs, explore=bool(i % 2))
+        batch = make_batch(32 + 2 * (i % 5), seed=i)  # 32..40 rows, contents vary
+        if i % 3 == 0:
+            batch["actions"] = batch["actions"].astype(np.int32)
+            batch["advantages"] = batch["advantages"].astype(np.float64)
+        info = policy.learn_on_batch(SampleBatch(batch) if i % 2 else batch)
+        grads, _ = policy.compute_gradients(batch)
+        policy.apply_gradients(grads)
+    assert policy.num_traces == {"compute_actions": 1, "learn_on_batch": 1,
+                                 "compute_gradients": 1, "apply_gradients": 1}
+    assert info["learner_stats"]["num_traces"] == 1 and info["num_traces"] == policy.num_traces
+
+
+# ------------------------------------------------------------------ acting
+
+
+def test_compute_actions_outputs():
+    policy = make_policy()
+    obs = make_batch(5)["obs"]
+    actions, state_outs, extras = policy.compute_actions(obs, explore=False)
+    logits = extras["action_dist_inputs"]
+    assert actions.dtype == np.int64 and state_outs == []
+    np.testing.assert_array_equal(actions, logits.argmax(axis=1))
+    np.testing.assert_array_equal(extras["action_logp"], np.zeros(5, np.float32))
+    _, value = policy.model(obs)
+    np.testing.assert_allclose(extras["vf_preds"], value.numpy(), atol=1e-6)
+    actions, _, extras = policy.compute_actions(obs, explore=True)
+    log_softmax = logits - np.log(np.exp(logits).sum(axis=1, keepdims=True))
+    np.testing.assert_allclose(extras["action_logp"], log_softmax[np.arange(5), actions],
+                               atol=1e-5)
+    np.testing.assert_allclose(extras["action_prob"], np.exp(extras["action_logp"]), rtol=1e-6)
+    assert policy.global_timestep == 10
+
+
+def test_explore_samples_and_config_default():
+    policy = make_policy(explore=False)
+    obs = np.zeros((2000, 4), np.float32)
+    greedy, _, extras = policy.compute_actions(obs)
+    assert len(set(greedy.tolist())) == 1
+    sampled, _, _ = policy.compute_actions(obs, explore=True)
+    p1 = np.exp(extras["action_dist_inputs"][0])
+    p1 = p1[1] / p1.sum()
+    assert abs(sampled.mean() - p1) < 0.05
+
+
+def test_compute_single_action_and_timestep():
+    policy = make_policy()
+    action, state, extras = policy.compute_single_action(np.zeros(4, np.float32), explore=False,
+                                                         timestep=100)
+    assert ACT_SPACE.contains(int(action)) and state == [] and extras["vf_preds"].shape == ()
+    assert policy.global_timestep == 100
+    assert policy.get_initial_state() == [] and not policy.is_recurrent()
+    assert policy.get_session() is None
+
+
+# ------------------------------------------------------------------ state
+
+
+def test_weights_round_trip_between_policies():
+    source, target = make_policy(), make_policy("mirrored")
+    source.learn_on_batch(make_batch(32))
+    target.set_weights(source.get_weights())
+    for a, b in zip(source.get_weights(), target.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    obs = make_batch(4)["obs"]
+    np.testing.assert_array_equal(source.compute_actions(obs, explore=False)[2]["vf_preds"],
+                                  target.compute_actions(obs, explore=False)[2]["vf_preds"])
+
+
+@pytest.mark.parametrize("strategy", ["one_device", "mirrored"])
+def test_state_round_trip_restores_the_optimizer(strategy):
+    source = make_policy(strategy, optimizer="adam", lr=0.01, shuffle_sequences=False)
+    source.learn_on_batch(make_batch(32))
+    source.global_timestep = 77
+    state = source.get_state()
+    target = make_policy(strategy, optimizer="adam", lr=0.01, shuffle_sequences=False)
+    target.set_state(state)
+    assert target.global_timestep == 77 and target.get_state()["num_grad_updates"] == 6
+    batch = make_batch(32, seed=1)
+    source.learn_on_batch(batch)
+    target.learn_on_batch(batch)
+    for a, b in zip(source.get_weights(), target.get_weights()):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+# ------------------------------------------------------------------ errors
+
+
+def test_compute_actions_bad_input():
+    policy = make_policy()
+    with pytest.raises(ValueError, match=r"obs_batch must have shape \[B, 4\] for items of Box.*"
+                                         r"received shape \(2, 3\)"):
+        policy.compute_actions(np.zeros((2, 3), np.float32))
+    with pytest.raises(ValueError, match=r"received shape \(4,\). It looks like one unbatched item"):
+        policy.compute_actions(np.zeros(4, np.float32))
+    with pytest.raises(TypeError, match=r"obs_batch must be numeric .*received dtype <U1"):
+        policy.compute_actions(np.full((2, 4), "a"))
+    with pytest.raises(ValueError, match=r"has 0 state tensor\(s\); received 1 state batch"):
+        policy.compute_actions(np.zeros((2, 4), np.float32), [np.zeros((2, 3))])
+
+
+def test_learn_on_batch_bad_input():
+    policy = make_policy()
+    batch = make_batch(32)
+    with pytest.raises(KeyError, match=r"reads column 'advantages', which the train batch lacks; "
+                                       r"it has \['actions', 'obs', 'rewards'\]"):
+        policy.learn_on_batch({k: v for k, v in batch.items() if k != "advantages"})
+    policy.learn_on_batch(batch)
+    with pytest.raises(KeyError, match=r"the batch lacks columns \['advantages'\], which the loss "
+                                       r"reads"):
+        policy.learn_on_batch({k: v for k, v in batch.items() if k != "advantages"})
+    with pytest.raises(ValueError, match=r"actions must lie in \[0, 1\] for Discrete\(2\); rows "
+                                         r"\[3\] hold \[2\]"):
+        policy.learn_on_batch({**batch, "actions": np.where(np.arange(32) == 3, 2, 0)})
+    with pytest.raises(ValueError, match=r"actions must be integers for Discrete\(2\); received "
+                                         r"dtype float32"):
+        policy.learn_on_batch({**batch, "actions": np.zeros(32, np.float32)})
+    with pytest.raises(ValueError, match=r"samples\['obs'\] must have shape \[B, 4\]"):
+        policy.learn_on_batch({**batch, "obs": np.zeros((32, 5), np.float32)})
+    with pytest.raises(TypeError, match=r"column 'advantages' has dtype <U1; the compiled train "
+                                        r"step takes float32"):
+        policy.learn_on_batch({**batch, "advantages": np.full(32, "a")})
+    with pytest.raises(ValueError, match=r"column 'advantages' must have shape \[B\] \(fixed by "
+                                         r"the first batch\); received \(32, 2\)"):
+        policy.learn_on_batch({**batch, "advantages": np.zeros((32, 2), np.float32)})
+    with pytest.raises(ValueError, match=r"columns have different lengths"):
+        policy.learn_on_batch({**batch, "advantages": np.zeros(31, np.float32)})
+    with pytest.raises(ValueError, match=r"sgd_minibatch_size=16 is larger than the batch \(8 "
+                                         r"rows\)"):
+        policy.learn_on_batch(make_batch(8))
+    with pytest.raises(TypeError, match=r"takes a SampleBatch or a dict of columns; received list"):
+        policy.learn_on_batch([batch])
+    policy.config["learn_input"] = "dataset"
+    with pytest.raises(ValueError, match=r"config\['learn_input'\] must be 'in_graph' or 'tf_data'; "
+                                         r"received 'dataset'"):
+        policy.learn_on_batch(batch)
+
+
+def test_learn_on_batch_rejects_multi_agent_and_sequence_batches():
+    from tfrl.policy.multi_agent_batch import MultiAgentBatch
+
+    policy = make_policy()
+    with pytest.raises(TypeError, match=r"received a MultiAgentBatch with policies \['p0'\]"):
+        policy.learn_on_batch(MultiAgentBatch({"p0": SampleBatch(make_batch(4))}, 4))
+    with pytest.raises(NotImplementedError, match="sequence batches"):
+        policy.learn_on_batch({**make_batch(4), "seq_lens": np.array([4])})
+
+
+def test_rows_must_divide_among_replicas():
+    policy = make_policy("mirrored", sgd_minibatch_size=15)
+    with pytest.raises(ValueError, match=r"sgd_minibatch_size \(15\) must be divisible by the "
+                                         r"number of replicas \(2, devices"):
+        policy.learn_on_batch(make_batch(32))
+    with pytest.raises(ValueError, match=r"the batch size \(31\) must be divisible"):
+        policy.compute_gradients(make_batch(31))
+
+
+def test_weights_and_gradients_errors():
+    policy = make_policy()
+    weights = policy.get_weights()
+    with pytest.raises(ValueError, match=r"takes the list get_weights\(\) returns: 6 arrays .*"
+                                         r"received 5 arrays"):
+        policy.set_weights(weights[:5])
+    with pytest.raises(ValueError, match="received dict"):
+        policy.set_weights({})
+    with pytest.raises(ValueError, match=r"weight 0 \(.*kernel\) must have shape \(4, 8\); "
+                                         r"received shape \(8, 4\)"):
+        policy.set_weights([weights[0].T] + weights[1:])
+    with pytest.raises(ValueError, match=r"one gradient per trainable variable \(6, .*received 2"):
+        policy.apply_gradients(weights[:2])
+    with pytest.raises(ValueError, match=r"gradient 1 \(.*bias\) must have shape \(8,\)"):
+        policy.apply_gradients([weights[0], weights[0]] + weights[2:])
+    with pytest.raises(ValueError, match=r"received str"):
+        policy.apply_gradients("grads")
+    state = policy.get_state()
+    state["_optimizer_variables"] = state["_optimizer_variables"] + [np.zeros(3)]
+    with pytest.raises(ValueError, match=r"'_optimizer_variables' must have shapes"):
+        policy.set_state(state)
+
+
+def test_loss_must_be_overridden_and_num_gpus_checked():
+    class NoLoss(PGPolicy):
+        loss = TFPolicy.loss
+
+    policy = NoLoss(OBS_SPACE, ACT_SPACE, CONFIG)
+    with pytest.raises(NotImplementedError, match=r"NoLoss must override loss\(model, dist_class"):
+        policy.learn_on_batch(make_batch(16))
+    with pytest.raises(ValueError, match=r"num_gpus=4 \(fake GPUs.*only 2 CPU device"):
+        PGPolicy(OBS_SPACE, ACT_SPACE, {"num_gpus": 4, "_fake_gpus": True})
+    policy = PGPolicy(OBS_SPACE, ACT_SPACE, {"num_gpus": 2, "_fake_gpus": True})
+    assert policy.strategy.num_replicas_in_sync == 2 and len(policy.devices) == 2
