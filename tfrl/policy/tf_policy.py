@@ -116,11 +116,8 @@ class TFPolicy(Policy):
                                                 name="num_grad_updates")
         self.num_traces = {"compute_actions": 0}
         self._obs_spec = space_specs.batch_spec(self.observation_space)
-        state_specs = [tf.TensorSpec((None,) + s.shape, tf.as_dtype(s.dtype))
-                       for s in self._initial_state]
         self._actions_fn = tf.function(
-            self._compute_actions_graph,
-            input_signature=[self._obs_spec, state_specs, tf.TensorSpec((), tf.bool)],
+            self._compute_actions_graph, input_signature=self.action_input_signature()
         ).get_concrete_function()
         self._train = TrainStep(self)
 
@@ -198,6 +195,12 @@ class TFPolicy(Policy):
         self.global_timestep = (int(timestep) if timestep is not None
                                 else self.global_timestep + len(tree.flatten(obs)[0]))
         return self.action_outputs(outputs)
+
+    def action_input_signature(self) -> List[Any]:
+        """Specs of `action_graph`'s arguments: obs `[B, ...]`, state-ins, explore."""
+        state_specs = [tf.TensorSpec((None,) + s.shape, tf.as_dtype(s.dtype))
+                       for s in self._initial_state]
+        return [self._obs_spec, state_specs, tf.TensorSpec((), tf.bool)]
 
     def action_inputs(self, obs_batch: Any, state_batches: Optional[List[Any]],
                       explore: Optional[bool]) -> Tuple[Any, List[np.ndarray], tf.Tensor]:
