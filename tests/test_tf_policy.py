@@ -219,8 +219,8 @@ def test_learn_on_batch_bad_input():
         policy.learn_on_batch({**batch, "advantages": np.zeros((32, 2), np.float32)})
     with pytest.raises(ValueError, match=r"columns have different lengths"):
         policy.learn_on_batch({**batch, "advantages": np.zeros(31, np.float32)})
-    with pytest.raises(ValueError, match=r"sgd_minibatch_size=16 is larger than the batch \(8 "
-                                         r"rows\)"):
+    with pytest.raises(ValueError, match=r"sgd_minibatch_size=16 \(16 rows\) is larger than the "
+                                         r"batch \(8 rows\)"):
         policy.learn_on_batch(make_batch(8))
     with pytest.raises(TypeError, match=r"takes a SampleBatch or a dict of columns; received list"):
         policy.learn_on_batch([batch])
@@ -236,7 +236,8 @@ def test_learn_on_batch_rejects_multi_agent_and_sequence_batches():
     policy = make_policy()
     with pytest.raises(TypeError, match=r"received a MultiAgentBatch with policies \['p0'\]"):
         policy.learn_on_batch(MultiAgentBatch({"p0": SampleBatch(make_batch(4))}, 4))
-    with pytest.raises(NotImplementedError, match="sequence batches"):
+    with pytest.raises(ValueError, match=r"received a sequence batch \(with 'seq_lens'\) for a "
+                                         r"policy whose model is not recurrent"):
         policy.learn_on_batch({**make_batch(4), "seq_lens": np.array([4])})
 
 

@@ -15,6 +15,9 @@ An algorithm subclasses `TFPolicy` once and overrides `loss` (required) and, as 
 Under a `MirroredStrategy` every replica gets `minibatch_size / num_replicas` rows and the
 optimizer sums the replicas' gradients, so `loss` must average over the *global*
 minibatch; `self.global_mean(x)` does that (and equals `tf.reduce_mean(x)` on one device).
+`self.forward(model, train_batch)` and `self.valid_mask(train_batch)` let one loss serve
+feed-forward and recurrent models (sequence columns are `[B, T, ...]`, see
+`train_columns`).
 
 Example:
     >>> import gymnasium as gym, keras, numpy as np
@@ -80,7 +83,9 @@ class TFPolicy(Policy):
         config: Policy config; keys used (defaults in `DEFAULT_CONFIG`): `explore`,
             `lr`, `grad_clip` (global-norm clipping of the summed gradients),
             `num_sgd_iter` (epochs per `learn_on_batch`), `sgd_minibatch_size` (rows
-            per minibatch; None: the whole batch, one step per epoch), `shuffle_sequences`
+            per minibatch; None: the whole batch, one step per epoch; for recurrent
+            policies it counts timesteps and minibatches hold `sgd_minibatch_size //
+            model["max_seq_len"]` whole sequences), `shuffle_sequences`
             (a new permutation of the rows per epoch), `learn_input` ("in_graph" or
             "tf_data", see `tf_train_step`), `seed`, `num_gpus` and `_fake_gpus` (the strategy, see `make_strategy`),
             `model` (the model config for the catalog).
@@ -293,6 +298,25 @@ class TFPolicy(Policy):
         if context is not None and context.num_replicas_in_sync > 1:
             count = context.all_reduce(tf.distribute.ReduceOp.SUM, tf.stop_gradient(count))
         return total / tf.maximum(count, 1.0)
+
+    def forward(self, model: keras.Model, train_batch: Dict[str, tf.Tensor]
+                ) -> Tuple[tf.Tensor, tf.Tensor]:
+        """`(dist_inputs, value)` of a train batch: `[B, n]`, `[B]` for feed-forward
+        models; `[B, T, n]`, `[B, T]` for recurrent ones (from `state_in_*`, `seq_lens`)."""
+        if not self._recurrent:
+            return model(train_batch[Columns.OBS], training=True)
+        state_in = [train_batch[f"state_in_{i}"] for i in range(len(self._initial_state))]
+        dist_inputs, value, _ = model(
+            (train_batch[Columns.OBS], state_in, train_batch[Columns.SEQ_LENS]), training=True)
+        return dist_inputs, value
+
+    def valid_mask(self, train_batch: Dict[str, tf.Tensor]) -> Optional[tf.Tensor]:
+        """`[B, T]` bool, True at real (not padded) timesteps; None if feed-forward."""
+        if not self._recurrent:
+            return None
+        seq_lens = train_batch[Columns.SEQ_LENS]  # [B]
+        max_len = tf.shape(tree.flatten(train_batch[Columns.OBS])[0])[1]
+        return tf.sequence_mask(seq_lens, max_len)
 
     def learn_on_batch(self, samples: Any) -> Dict[str, Any]:
         """Runs `num_sgd_iter` epochs of minibatch SGD on `samples` in one compiled call.

@@ -15,9 +15,7 @@ Three compiled functions, each traced once:
   share of the rows, summed over replicas.
 - `apply`: an optimizer update from given gradients.
 
-The train columns are fixed by the first batch: the numeric columns that `loss` and
-`stats` read (found by tracing them once on symbolic inputs), floats as float32. Later
-batches must have those columns; others are left out, so the compiled signature stays.
+The batch reaches them through `TrainColumns` (checked numpy columns of fixed specs).
 """
 
 from typing import Any, Dict, List, Tuple
@@ -26,52 +24,8 @@ import numpy as np
 import tensorflow as tf
 import tree
 
-from tfrl.core.columns import Columns
-from tfrl.policy import space_specs
 from tfrl.policy.dataset import to_dataset
-from tfrl.policy.multi_agent_batch import MultiAgentBatch
-
-
-class MissingColumnError(KeyError):
-    """A column the loss (or stats) reads is not in the train batch."""
-
-    def __str__(self):
-        return str(self.args[0])
-
-
-class _TrainBatch(dict):
-    """The loss's view of a minibatch: names the policy when a column is missing."""
-
-    def __init__(self, columns, policy_name: str, accessed=None):
-        super().__init__(columns)
-        self._policy_name = policy_name
-        self._accessed = accessed
-
-    def __getitem__(self, key):
-        if self._accessed is not None:
-            self._accessed.add(key)
-        return super().__getitem__(key)
-
-    def get(self, key, default=None):
-        if self._accessed is not None:
-            self._accessed.add(key)
-        return super().get(key, default)
-
-    def __missing__(self, key):
-        raise MissingColumnError(
-            f"The loss (or stats) of {self._policy_name} reads column {key!r}, which the train "
-            f"batch lacks; it has {sorted(self)}. Add the column (e.g. in "
-            "postprocess_trajectory) before learn_on_batch."
-        )
-
-
-def _is_numeric(leaf: Any) -> bool:
-    leaf = np.asarray(leaf)
-    return leaf.dtype != object and leaf.dtype.kind in "biuf"
-
-
-def _normal_dtype(dtype: np.dtype) -> np.dtype:
-    return np.dtype(np.float32) if dtype.kind == "f" else dtype
+from tfrl.policy.train_columns import TrainBatch, TrainColumns
 
 
 class TrainStep:
@@ -86,7 +40,7 @@ class TrainStep:
         self._policy = policy
         self._strategy = policy.strategy
         self._num_replicas = policy.strategy.num_replicas_in_sync
-        self._specs = None  # column -> (nested) TensorSpec [None, ...], fixed by batch 1
+        self._train_columns = TrainColumns(policy)
         for name in ("learn_on_batch", "compute_gradients", "apply_gradients"):
             policy.num_traces[name] = 0
         self._learn_dataset_fn = tf.function(self._learn_from_iterator)
@@ -103,18 +57,31 @@ class TrainStep:
     def learn(self, samples: Any) -> Dict[str, float]:
         """Runs one `learn_on_batch`; returns stats averaged over minibatches."""
         policy = self._policy
-        columns, num_rows = self._columns(samples)
-        minibatch = policy.config["sgd_minibatch_size"] or num_rows
+        columns, num_rows = self._train_columns.prepare(samples)
+        minibatch = policy.config["sgd_minibatch_size"] or None
+        unit = "rows"
+        if self._train_columns.sequences:
+            # sgd_minibatch_size counts timesteps; minibatches hold whole sequences.
+            unit = "sequences"
+            max_seq_len = int(policy.config["model"].get("max_seq_len", 20))
+            minibatch = max(1, minibatch // max_seq_len) if minibatch else None
+        minibatch = minibatch or num_rows
         num_epochs = policy.config["num_sgd_iter"]
         if minibatch > num_rows:
             raise ValueError(
-                f"learn_on_batch(): sgd_minibatch_size={minibatch} is larger than the batch "
-                f"({num_rows} rows). Lower sgd_minibatch_size or pass a larger batch."
+                f"learn_on_batch(): sgd_minibatch_size={policy.config['sgd_minibatch_size']} "
+                f"({minibatch} {unit}) is larger than the batch ({num_rows} {unit}). Lower "
+                "sgd_minibatch_size or pass a larger batch."
             )
         self._check_divisible(minibatch, "sgd_minibatch_size")
         seed = int(policy._np_random.integers(2**31))
         shuffle = bool(policy.config["shuffle_sequences"])
         if policy.config["learn_input"] == "tf_data":
+            if self._train_columns.sequences:
+                raise ValueError(
+                    "learn_on_batch(): learn_input='tf_data' does not take sequence batches "
+                    "yet; use learn_input='in_graph' for recurrent policies."
+                )
             dataset = to_dataset(columns, batch_size=minibatch, num_epochs=num_epochs, seed=seed,
                                  shuffle=shuffle)
             iterator = iter(self._strategy.experimental_distribute_dataset(dataset))
@@ -123,7 +90,7 @@ class TrainStep:
         elif policy.config["learn_input"] == "in_graph":
             if self._learn_graph_fn is None:
                 self._learn_graph_fn = tf.function(self._learn_in_graph, input_signature=[
-                    self._specs, tf.TensorSpec((2,), tf.int64), tf.TensorSpec((), tf.int32),
+                    self._train_columns.specs, tf.TensorSpec((2,), tf.int64), tf.TensorSpec((), tf.int32),
                     tf.TensorSpec((), tf.int32), tf.TensorSpec((), tf.bool)])
             stats = self._learn_graph_fn(columns, tf.constant([seed, 0], tf.int64),
                                          tf.constant(num_epochs, tf.int32),
@@ -140,10 +107,10 @@ class TrainStep:
 
     def gradients(self, samples: Any) -> Tuple[List[np.ndarray], Dict[str, float]]:
         """Gradients (numpy, one per trainable variable) and stats on the whole batch."""
-        columns, num_rows = self._columns(samples)
+        columns, num_rows = self._train_columns.prepare(samples)
         self._check_divisible(num_rows, "the batch size")
         if self._grads_fn is None:
-            self._grads_fn = tf.function(self._grads_graph, input_signature=[self._specs])
+            self._grads_fn = tf.function(self._grads_graph, input_signature=[self._train_columns.specs])
         grads, stats = self._grads_fn(columns)
         return [g.numpy() for g in grads], {k: float(v) for k, v in stats.items()}
 
@@ -174,97 +141,6 @@ class TrainStep:
                 f"replicas ({self._num_replicas}, devices {self._policy.devices}) so that every "
                 "replica gets the same number of rows."
             )
-
-    def _columns(self, samples: Any) -> Tuple[Dict[str, Any], int]:
-        """The train columns of `samples` as numpy, checked against the fixed specs."""
-        name = type(self._policy).__name__
-        if isinstance(samples, MultiAgentBatch):
-            raise TypeError(
-                f"{name}.learn_on_batch() takes one policy's SampleBatch; received a "
-                f"MultiAgentBatch with policies {sorted(samples.policy_batches)}."
-            )
-        if not isinstance(samples, dict):
-            raise TypeError(
-                f"{name}.learn_on_batch() takes a SampleBatch or a dict of columns; received "
-                f"{type(samples).__name__}."
-            )
-        if Columns.SEQ_LENS in samples:
-            raise NotImplementedError(
-                f"{name}.learn_on_batch(): sequence batches (with 'seq_lens') are not "
-                "supported yet."
-            )
-        if self._specs is None:
-            self._specs = self._discover_specs(samples)
-        missing = [c for c in self._specs if c not in samples]
-        if missing:
-            raise MissingColumnError(
-                f"{name}.learn_on_batch(): the batch lacks columns {missing}, which the loss "
-                f"reads; it has {sorted(samples)}."
-            )
-        if Columns.ACTIONS in self._specs:
-            error = space_specs.action_error(self._policy.action_space, samples[Columns.ACTIONS])
-            if error:
-                raise ValueError(f"{name}.learn_on_batch(): {error}; action space "
-                                 f"{self._policy.action_space}.")
-        columns = {}
-        for column, spec in self._specs.items():
-            value = samples[column]
-            if column == Columns.OBS:
-                value = space_specs.to_batch(self._policy.observation_space, value,
-                                             "samples['obs']")
-            columns[column] = tree.map_structure(
-                lambda v, s: self._cast(column, v, s), value, spec)
-        lengths = {c: len(tree.flatten(v)[0]) for c, v in columns.items()}
-        if len(set(lengths.values())) > 1:
-            raise ValueError(f"{name}.learn_on_batch(): columns have different lengths: {lengths}.")
-        return columns, next(iter(lengths.values()))
-
-    def _cast(self, column: str, value: Any, spec: tf.TensorSpec) -> np.ndarray:
-        value = np.asarray(value)
-        dtype = spec.dtype.as_numpy_dtype
-        if value.dtype == object or not np.can_cast(value.dtype, dtype, "same_kind"):
-            raise TypeError(
-                f"learn_on_batch(): column {column!r} has dtype {value.dtype}; the compiled "
-                f"train step takes {np.dtype(dtype)} (fixed by the first batch)."
-            )
-        if tuple(value.shape[1:]) != tuple(spec.shape[1:]):
-            raise ValueError(
-                f"learn_on_batch(): column {column!r} must have shape "
-                f"{space_specs.batch_shape_str(tuple(spec.shape[1:]))} (fixed by the first batch); "
-                f"received {value.shape}."
-            )
-        return value.astype(dtype, copy=False)
-
-    def _discover_specs(self, samples: Dict[str, Any]) -> Dict[str, Any]:
-        """Specs of the numeric columns that loss and stats read (one symbolic trace)."""
-        policy = self._policy
-        candidates = {}
-        for column, value in samples.items():
-            if column == Columns.INFOS or not all(_is_numeric(v) for v in tree.flatten(value)):
-                continue
-            candidates[column] = tree.map_structure(
-                lambda v: tf.TensorSpec((None,) + np.shape(v)[1:],
-                                        tf.as_dtype(_normal_dtype(np.asarray(v).dtype))), value)
-        if Columns.OBS in candidates:
-            candidates[Columns.OBS] = space_specs.batch_spec(policy.observation_space)
-        accessed, missing = set(), []
-
-        def probe(batch):
-            train_batch = _TrainBatch(batch, type(policy).__name__, accessed)
-            policy.tower_stats.clear()
-            try:
-                loss = policy.loss(policy.model, policy.dist_class, train_batch)
-                policy.stats(train_batch)
-            except MissingColumnError as e:  # re-raised below, without autograph's wrapping
-                missing.append(e)
-                return tf.constant(0.0)
-            return loss
-
-        tf.function(probe).get_concrete_function(candidates)
-        policy.tower_stats.clear()
-        if missing:
-            raise MissingColumnError(str(missing[0]))
-        return {c: candidates[c] for c in candidates if c in accessed}
 
     # ---------------------------------------------------------- compiled side
 
@@ -330,7 +206,7 @@ class TrainStep:
 
     def _loss_and_grads(self, batch):
         policy = self._policy
-        train_batch = _TrainBatch(batch, type(policy).__name__)
+        train_batch = TrainBatch(batch, type(policy).__name__)
         policy.tower_stats.clear()
         variables = policy.model.trainable_variables
         with tf.GradientTape() as tape:

@@ -1,0 +1,244 @@
+"""TrainColumns: a batch's train columns as checked numpy arrays of fixed specs.
+
+The compiled learning functions of a policy take exactly the columns its `loss` and
+`stats` read, with fixed dtypes, so that they trace once. The first batch fixes them:
+its numeric columns are traced through `loss` and `stats` on symbolic inputs, and the
+columns they read become the train columns (floats as float32). Later batches must
+have them; other columns are left out.
+
+Sequence batches (with `seq_lens`, for recurrent policies) arrive as rows of
+concatenated sequences, or right-zero-padded (`SampleBatch.zero_padded`). They go to
+the graph as one unit per sequence: time columns `[num_seqs, T, ...]` (right-zero-padded
+to `T`, the batch's `max_seq_len` or the longest sequence), `state_in_*` `[num_seqs,
+...]`, `seq_lens` `[num_seqs]` int32.
+"""
+
+from typing import Any, Dict, Tuple
+
+import numpy as np
+import tensorflow as tf
+import tree
+
+from tfrl.core.columns import Columns
+from tfrl.policy import space_specs
+from tfrl.policy.multi_agent_batch import MultiAgentBatch
+
+
+class MissingColumnError(KeyError):
+    """A column the loss (or stats) reads is not in the train batch."""
+
+    def __str__(self):
+        return str(self.args[0])
+
+
+class TrainBatch(dict):
+    """The loss's view of a minibatch: names the policy when a column is missing."""
+
+    def __init__(self, columns, policy_name: str, accessed=None):
+        super().__init__(columns)
+        self._policy_name = policy_name
+        self._accessed = accessed
+
+    def __getitem__(self, key):
+        if self._accessed is not None:
+            self._accessed.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key, default=None):
+        if self._accessed is not None:
+            self._accessed.add(key)
+        return super().get(key, default)
+
+    def __missing__(self, key):
+        raise MissingColumnError(
+            f"The loss (or stats) of {self._policy_name} reads column {key!r}, which the train "
+            f"batch lacks; it has {sorted(self)}. Add the column (e.g. in "
+            "postprocess_trajectory) before learn_on_batch."
+        )
+
+
+def _is_numeric(leaf: Any) -> bool:
+    leaf = np.asarray(leaf)
+    return leaf.dtype != object and leaf.dtype.kind in "biuf"
+
+
+def _is_per_sequence(column: str) -> bool:
+    return column == Columns.SEQ_LENS or column.startswith("state_in_")
+
+
+class TrainColumns:
+    """Prepares batches for a policy's compiled learning functions.
+
+    Args:
+        policy: The TFPolicy (its `loss`, `stats`, spaces and recurrence are used).
+
+    Attributes:
+        specs: Column -> (nested) `tf.TensorSpec` the compiled functions take; None
+            before the first batch.
+    """
+
+    def __init__(self, policy):
+        self._policy = policy
+        self._name = type(policy).__name__
+        self._row_specs = None  # column -> spec of one row's data, [None, ...]
+        self.specs = None
+
+    @property
+    def sequences(self) -> bool:
+        """Whether batches are sequence batches (the policy is recurrent)."""
+        return self._policy.is_recurrent()
+
+    def prepare(self, samples: Any) -> Tuple[Dict[str, Any], int]:
+        """`(columns, num_units)`: the train columns of `samples` (rows or sequences).
+
+        Raises:
+            TypeError: For a MultiAgentBatch, a non-dict, or a column of the wrong dtype.
+            MissingColumnError: If a column the loss reads is missing.
+            ValueError: For wrong shapes, lengths, actions outside the action space, or
+                a batch with(out) `seq_lens` for a (non-)recurrent policy.
+        """
+        self._check_type(samples)
+        if self._row_specs is None:
+            self._row_specs = self._discover(samples)
+            self.specs = {c: self._unit_spec(c, s) for c, s in self._row_specs.items()}
+        missing = [c for c in self._row_specs if c not in samples]
+        if missing:
+            raise MissingColumnError(
+                f"{self._name}.learn_on_batch(): the batch lacks columns {missing}, which the "
+                f"loss reads; it has {sorted(samples)}."
+            )
+        if Columns.ACTIONS in self._row_specs:
+            error = space_specs.action_error(self._policy.action_space, samples[Columns.ACTIONS])
+            if error:
+                raise ValueError(f"{self._name}.learn_on_batch(): {error}; action space "
+                                 f"{self._policy.action_space}.")
+        columns = {}
+        for column, spec in self._row_specs.items():
+            value = samples[column]
+            if column == Columns.OBS:
+                value = space_specs.to_batch(self._policy.observation_space, value,
+                                             "samples['obs']")
+            columns[column] = tree.map_structure(
+                lambda v, s: self._cast(column, v, s), value, spec)
+        if self.sequences:
+            return self._to_sequences(columns, samples)
+        lengths = {c: len(tree.flatten(v)[0]) for c, v in columns.items()}
+        if len(set(lengths.values())) > 1:
+            raise ValueError(
+                f"{self._name}.learn_on_batch(): columns have different lengths: {lengths}.")
+        return columns, next(iter(lengths.values()))
+
+    def _check_type(self, samples: Any) -> None:
+        if isinstance(samples, MultiAgentBatch):
+            raise TypeError(
+                f"{self._name}.learn_on_batch() takes one policy's SampleBatch; received a "
+                f"MultiAgentBatch with policies {sorted(samples.policy_batches)}."
+            )
+        if not isinstance(samples, dict):
+            raise TypeError(
+                f"{self._name}.learn_on_batch() takes a SampleBatch or a dict of columns; "
+                f"received {type(samples).__name__}."
+            )
+        if self.sequences and Columns.SEQ_LENS not in samples:
+            raise ValueError(
+                f"{self._name}.learn_on_batch(): the policy is recurrent, so the batch needs "
+                f"'seq_lens' and 'state_in_*' columns; received columns {sorted(samples)}."
+            )
+        if not self.sequences and Columns.SEQ_LENS in samples:
+            raise ValueError(
+                f"{self._name}.learn_on_batch(): received a sequence batch (with 'seq_lens') "
+                "for a policy whose model is not recurrent. Drop 'seq_lens' or use a "
+                "recurrent model."
+            )
+
+    def _cast(self, column: str, value: Any, spec: tf.TensorSpec) -> np.ndarray:
+        value = np.asarray(value)
+        dtype = spec.dtype.as_numpy_dtype
+        if value.dtype == object or not np.can_cast(value.dtype, dtype, "same_kind"):
+            raise TypeError(
+                f"learn_on_batch(): column {column!r} has dtype {value.dtype}; the compiled "
+                f"train step takes {np.dtype(dtype)} (fixed by the first batch)."
+            )
+        if tuple(value.shape[1:]) != tuple(spec.shape[1:]):
+            raise ValueError(
+                f"learn_on_batch(): column {column!r} must have shape "
+                f"{space_specs.batch_shape_str(tuple(spec.shape[1:]))} (fixed by the first batch); "
+                f"received {value.shape}."
+            )
+        return value.astype(dtype, copy=False)
+
+    def _unit_spec(self, column: str, row_spec: Any) -> Any:
+        if not self.sequences or _is_per_sequence(column):
+            return row_spec
+        return tree.map_structure(
+            lambda s: tf.TensorSpec((None, None) + tuple(s.shape[1:]), s.dtype), row_spec)
+
+    def _to_sequences(self, columns: Dict[str, Any], samples: Any) -> Tuple[Dict[str, Any], int]:
+        seq_lens = columns[Columns.SEQ_LENS]
+        num_seqs = len(seq_lens)
+        padded = bool(getattr(samples, "zero_padded", False))
+        max_len = int(samples.max_seq_len) if padded else int(seq_lens.max(initial=1))
+        num_rows = num_seqs * max_len if padded else int(seq_lens.sum())
+        # Row r of sequence i goes to padded position i * max_len + r.
+        positions = np.concatenate(
+            [i * max_len + np.arange(n) for i, n in enumerate(seq_lens)] or [np.zeros(0, int)])
+        units = {}
+        for column, value in columns.items():
+            rows = len(tree.flatten(value)[0])
+            expected = num_seqs if _is_per_sequence(column) else num_rows
+            if rows != expected:
+                what = ("one row per sequence" if _is_per_sequence(column) else
+                        "one row per timestep" + (" (padded)" if padded else ""))
+                raise ValueError(
+                    f"{self._name}.learn_on_batch(): column {column!r} must have {what}: "
+                    f"{expected} rows for seq_lens {seq_lens.tolist()}; received {rows}."
+                )
+            if _is_per_sequence(column):
+                units[column] = value
+            elif padded:
+                units[column] = tree.map_structure(
+                    lambda v: v.reshape((num_seqs, max_len) + v.shape[1:]), value)
+            else:
+                def pad(v):
+                    out = np.zeros((num_seqs * max_len,) + v.shape[1:], v.dtype)
+                    out[positions] = v
+                    return out.reshape((num_seqs, max_len) + v.shape[1:])
+                units[column] = tree.map_structure(pad, value)
+        return units, num_seqs
+
+    def _discover(self, samples: Dict[str, Any]) -> Dict[str, Any]:
+        """Row specs of the numeric columns that loss and stats read (one symbolic trace)."""
+        policy = self._policy
+        row_specs = {}
+        for column, value in samples.items():
+            if column == Columns.INFOS or not all(_is_numeric(v) for v in tree.flatten(value)):
+                continue
+            row_specs[column] = tree.map_structure(
+                lambda v: tf.TensorSpec((None,) + np.shape(v)[1:], tf.as_dtype(
+                    np.float32 if np.asarray(v).dtype.kind == "f" else np.asarray(v).dtype)),
+                value)
+        if Columns.OBS in row_specs:
+            row_specs[Columns.OBS] = space_specs.batch_spec(policy.observation_space)
+        if Columns.SEQ_LENS in row_specs:
+            row_specs[Columns.SEQ_LENS] = tf.TensorSpec((None,), tf.int32)
+        accessed, missing = set(), []
+
+        def probe(batch):
+            train_batch = TrainBatch(batch, self._name, accessed)
+            policy.tower_stats.clear()
+            try:
+                loss = policy.loss(policy.model, policy.dist_class, train_batch)
+                policy.stats(train_batch)
+            except MissingColumnError as e:  # re-raised below, without autograph's wrapping
+                missing.append(e)
+                return tf.constant(0.0)
+            return loss
+
+        tf.function(probe).get_concrete_function(
+            {c: self._unit_spec(c, s) for c, s in row_specs.items()})
+        policy.tower_stats.clear()
+        if missing:
+            raise MissingColumnError(str(missing[0]))
+        if self.sequences:
+            accessed.add(Columns.SEQ_LENS)
+        return {c: s for c, s in row_specs.items() if c in accessed}
