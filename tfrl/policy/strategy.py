@@ -11,7 +11,7 @@ Example:
     ('OneDeviceStrategy', 1)
 """
 
-from typing import Any, Dict, Mapping, Tuple
+from typing import Any, Dict, List, Mapping, Tuple
 
 import tensorflow as tf
 
@@ -78,3 +78,11 @@ def _cached(devices: Tuple[str, ...]) -> tf.distribute.Strategy:
         _STRATEGIES[devices] = (tf.distribute.MirroredStrategy(list(devices)) if len(devices) > 1
                                 else tf.distribute.OneDeviceStrategy(devices[0]))
     return _STRATEGIES[devices]
+
+
+def strategy_devices(strategy: tf.distribute.Strategy) -> List[str]:
+    """The devices `strategy` replicates over (the first CPU for the default strategy)."""
+    try:
+        return list(strategy.extended.worker_devices)
+    except RuntimeError:  # the default strategy has no device list
+        return [tf.config.list_logical_devices("CPU")[0].name]

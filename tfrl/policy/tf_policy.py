@@ -49,7 +49,8 @@ import tree
 from tfrl.core.columns import Columns
 from tfrl.policy import space_specs
 from tfrl.policy.policy import Policy
-from tfrl.policy.strategy import make_strategy
+from tfrl.policy import tf_policy_export
+from tfrl.policy.strategy import make_strategy, strategy_devices
 from tfrl.policy.tf_train_step import TrainStep
 
 DEFAULT_CONFIG = {
@@ -65,13 +66,6 @@ DEFAULT_CONFIG = {
     "_fake_gpus": False,
     "model": {},
 }
-
-
-def _strategy_devices(strategy: tf.distribute.Strategy) -> List[str]:
-    try:
-        return list(strategy.extended.worker_devices)
-    except RuntimeError:  # the default strategy has no device list
-        return [tf.config.list_logical_devices("CPU")[0].name]
 
 
 class TFPolicy(Policy):
@@ -102,7 +96,7 @@ class TFPolicy(Policy):
         self.config = {**DEFAULT_CONFIG, **self.config}
         self._tower_local = threading.local()
         self.strategy = strategy if strategy is not None else make_strategy(self.config)
-        self.devices = _strategy_devices(self.strategy)
+        self.devices = strategy_devices(self.strategy)
         self._np_random = np.random.default_rng(self.config["seed"])
         if self.config["seed"] is not None:
             keras.utils.set_random_seed(int(self.config["seed"]))
@@ -391,6 +385,20 @@ class TFPolicy(Policy):
             for variable, value in zip(variables, opt_values):
                 variable.assign(value)
         self.num_grad_updates.assign(int(state.get("num_grad_updates", 0)))
+
+    def export_model(self, export_dir: str, onnx: Optional[int] = None) -> None:
+        """Writes a SavedModel with named serving signatures (see `tf_policy_export`)."""
+        if onnx:
+            raise ValueError(f"export_model(): ONNX export is not supported; received onnx={onnx!r}.")
+        tf_policy_export.export_saved_model(self, export_dir)
+
+    def export_checkpoint(self, export_dir: str) -> None:
+        """Writes a checkpoint of the model, the optimizer and the update counter."""
+        tf_policy_export.write_checkpoint(self, export_dir)
+
+    def import_checkpoint(self, export_dir: str) -> None:
+        """Restores an `export_checkpoint` directory (same architecture)."""
+        tf_policy_export.read_checkpoint(self, export_dir)
 
     def get_initial_state(self) -> List[np.ndarray]:
         """The model's initial state for one agent (unbatched); `[]` if feed-forward."""

@@ -1,0 +1,83 @@
+"""TFPolicy export: a SavedModel reloaded in a fresh process acts like the live policy; checkpoints."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from test_tf_policy_recurrent import _policy as recurrent_policy
+from test_tf_policy import make_batch, make_policy
+
+
+def test_saved_model_in_a_fresh_process_returns_the_live_actions(tmp_path):
+    policy = make_policy("mirrored")
+    policy.learn_on_batch(make_batch(32))
+    obs = make_batch(6, seed=3)["obs"]
+    actions, _, extras = policy.compute_actions(obs, explore=False)
+    export_dir = str(tmp_path / "saved")
+    policy.export_model(export_dir)
+    np.save(tmp_path / "obs.npy", obs)
+    script = (
+        "import numpy as np, tensorflow as tf\n"
+        f"m = tf.saved_model.load({export_dir!r})\n"
+        f"obs = np.load({str(tmp_path / 'obs.npy')!r})\n"
+        "out = m.signatures['deterministic_action'](obs=tf.constant(obs))\n"
+        f"np.savez({str(tmp_path / 'out.npz')!r}, **{{k: v.numpy() for k, v in out.items()}})\n"
+        "print(sorted(m.signatures))\n"
+    )
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "3"}
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "'action_dist_inputs', 'deterministic_action', 'serving_default', " \
+           "'stochastic_action', 'value'" in done.stdout
+    out = np.load(tmp_path / "out.npz")
+    np.testing.assert_array_equal(out["actions"], actions)
+    np.testing.assert_array_equal(out["action_dist_inputs"], extras["action_dist_inputs"])
+    np.testing.assert_array_equal(out["vf_preds"], extras["vf_preds"])
+    assert not [p for p in os.listdir(tmp_path) if p.startswith(".tmp_export_")]
+
+
+def test_recurrent_saved_model_has_state_in_and_out(tmp_path):
+    policy = recurrent_policy()
+    obs = np.random.default_rng(0).uniform(-1, 1, (2, 3)).astype(np.float32)
+    state = [np.full((2, 4), 0.5, np.float32)] * 2
+    actions, state_out, extras = policy.compute_actions(obs, state, explore=False)
+    policy.export_model(str(tmp_path / "rnn"))
+    loaded = tf.saved_model.load(str(tmp_path / "rnn"))
+    out = loaded.signatures["deterministic_action"](
+        obs=tf.constant(obs), state_in_0=tf.constant(state[0]), state_in_1=tf.constant(state[1]))
+    np.testing.assert_array_equal(out["actions"].numpy(), actions)
+    np.testing.assert_array_equal(out["state_out_1"].numpy(), state_out[1])
+    sampled = loaded.signatures["stochastic_action"](
+        obs=tf.constant(obs), state_in_0=tf.constant(state[0]), state_in_1=tf.constant(state[1]))
+    assert sampled["action_logp"].shape == (2,)
+    np.testing.assert_array_equal(loaded.signatures["value"](
+        obs=tf.constant(obs), state_in_0=tf.constant(state[0]),
+        state_in_1=tf.constant(state[1]))["vf_preds"].numpy(), extras["vf_preds"])
+
+
+def test_checkpoint_round_trip_restores_weights_and_optimizer(tmp_path):
+    source = make_policy("one_device", optimizer="adam", lr=0.01, shuffle_sequences=False)
+    source.learn_on_batch(make_batch(32))
+    source.export_checkpoint(str(tmp_path / "ckpt"))
+    source.export_checkpoint(str(tmp_path / "ckpt"))  # overwriting is fine
+    target = make_policy("mirrored", optimizer="adam", lr=0.01, shuffle_sequences=False)
+    target.import_checkpoint(str(tmp_path / "ckpt"))
+    assert int(target.num_grad_updates.numpy()) == 6
+    batch = make_batch(32, seed=1)
+    source.learn_on_batch(batch)
+    target.learn_on_batch(batch)
+    for a, b in zip(source.get_weights(), target.get_weights()):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+
+
+def test_export_errors(tmp_path):
+    policy = make_policy()
+    with pytest.raises(FileNotFoundError, match=r"No policy checkpoint in .*expected .*policy.index"):
+        policy.import_checkpoint(str(tmp_path))
+    with pytest.raises(ValueError, match=r"ONNX export is not supported; received onnx=11"):
+        policy.export_model(str(tmp_path / "x"), onnx=11)

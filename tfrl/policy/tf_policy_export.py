@@ -1,0 +1,129 @@
+"""Export of a TFPolicy: a SavedModel for serving and a checkpoint of its training state.
+
+The SavedModel holds the model's variables and four named signatures over flat, named
+inputs (`obs`, or `obs_<key>...` for nested observation spaces, then `state_in_<i>` for
+recurrent models):
+
+- `deterministic_action` (also `serving_default`): `actions`, `action_dist_inputs`,
+  `vf_preds`, and `state_out_<i>` for recurrent models;
+- `stochastic_action`: the same plus `action_logp` and `action_prob`, sampled;
+- `action_dist_inputs`: `action_dist_inputs` only;
+- `value`: `vf_preds` only.
+
+Nested actions come out flat as `actions_<key>...`. It loads without tfrl or Keras:
+`tf.saved_model.load(export_dir).signatures["deterministic_action"](obs=...)`.
+
+The checkpoint (`tf.train.Checkpoint`) holds the model, the optimizer (slots and
+iterations) and the update counter. Both are written to a temporary directory next to
+`export_dir` and renamed into place, so a failed export leaves no half-written result.
+"""
+
+import os
+import shutil
+import tempfile
+from typing import Any, Dict, List
+
+import tensorflow as tf
+import tree
+
+from tfrl.core.columns import Columns
+
+CHECKPOINT_PREFIX = "policy"
+
+
+def _names(prefix: str, structure: Any) -> List[str]:
+    return [prefix + "".join(f"_{p}" for p in path) for path, _ in tree.flatten_with_path(structure)]
+
+
+def _atomic_dir(export_dir: str, write) -> str:
+    """Runs `write(tmp_dir)`, then moves tmp_dir to `export_dir` (replacing it)."""
+    export_dir = os.path.abspath(export_dir)
+    parent = os.path.dirname(export_dir)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=".tmp_export_", dir=parent)
+    try:
+        write(tmp)
+        if os.path.exists(export_dir):
+            shutil.rmtree(export_dir)
+        os.replace(tmp, export_dir)
+    finally:
+        if os.path.exists(tmp):
+            shutil.rmtree(tmp)
+    return export_dir
+
+
+def export_saved_model(policy, export_dir: str) -> str:
+    """Writes `policy`'s SavedModel (see the module docstring); returns its directory."""
+    obs_spec, state_specs, _ = policy.action_input_signature()
+    obs_names = _names(Columns.OBS, obs_spec)
+    num_obs = len(obs_names)
+    flat_specs = [tf.TensorSpec(s.shape, s.dtype, name=n)
+                  for s, n in zip(tree.flatten(obs_spec), obs_names)]
+    flat_specs += [tf.TensorSpec(s.shape, s.dtype, name=f"state_in_{i}")
+                   for i, s in enumerate(state_specs)]
+
+    def outputs(args, explore: bool) -> Dict[str, tf.Tensor]:
+        obs = tree.unflatten_as(obs_spec, list(args[:num_obs]))
+        actions, state_out, extras = policy.action_graph(obs, list(args[num_obs:]),
+                                                         tf.constant(explore))
+        result = dict(zip(_names(Columns.ACTIONS, actions), tree.flatten(actions)))
+        result.update({f"state_out_{i}": s for i, s in enumerate(state_out)})
+        result.update(extras)
+        if not explore:
+            result.pop(Columns.ACTION_LOGP)
+            result.pop(Columns.ACTION_PROB)
+        return result
+
+    module = tf.Module()
+    module.model = policy.model
+
+    @tf.function(input_signature=flat_specs)
+    def deterministic_action(*args):
+        return outputs(args, explore=False)
+
+    @tf.function(input_signature=flat_specs)
+    def stochastic_action(*args):
+        return outputs(args, explore=True)
+
+    @tf.function(input_signature=flat_specs)
+    def action_dist_inputs(*args):
+        return {Columns.ACTION_DIST_INPUTS: outputs(args, False)[Columns.ACTION_DIST_INPUTS]}
+
+    @tf.function(input_signature=flat_specs)
+    def value(*args):
+        return {Columns.VF_PREDS: outputs(args, False)[Columns.VF_PREDS]}
+
+    signatures = {
+        "serving_default": deterministic_action.get_concrete_function(),
+        "deterministic_action": deterministic_action.get_concrete_function(),
+        "stochastic_action": stochastic_action.get_concrete_function(),
+        "action_dist_inputs": action_dist_inputs.get_concrete_function(),
+        "value": value.get_concrete_function(),
+    }
+    return _atomic_dir(export_dir, lambda d: tf.saved_model.save(module, d, signatures=signatures))
+
+
+def _checkpoint(policy) -> tf.train.Checkpoint:
+    return tf.train.Checkpoint(model=policy.model, optimizer=policy.optimizer,
+                               num_grad_updates=policy.num_grad_updates)
+
+
+def write_checkpoint(policy, export_dir: str) -> str:
+    """Writes the model, optimizer and update counter; returns the directory."""
+    return _atomic_dir(
+        export_dir, lambda d: _checkpoint(policy).write(os.path.join(d, CHECKPOINT_PREFIX)))
+
+
+def read_checkpoint(policy, export_dir: str) -> None:
+    """Restores a `write_checkpoint` directory into `policy` (same architecture).
+
+    Raises:
+        FileNotFoundError: If `export_dir` holds no tfrl policy checkpoint.
+    """
+    prefix = os.path.join(export_dir, CHECKPOINT_PREFIX)
+    if not tf.io.gfile.exists(prefix + ".index"):
+        raise FileNotFoundError(
+            f"No policy checkpoint in {export_dir!r} (expected {prefix}.index, as written by "
+            "export_checkpoint())."
+        )
+    _checkpoint(policy).read(prefix).assert_existing_objects_matched()
