@@ -114,9 +114,13 @@ class TFPolicy(Policy):
             self.num_grad_updates = tf.Variable(0, dtype=tf.int64, trainable=False,
                                                 name="num_grad_updates")
         self.num_traces = {"compute_actions": 0}
+        self._explore_tensors = {True: tf.constant(True), False: tf.constant(False)}
         self._obs_spec = space_specs.batch_spec(self.observation_space)
+        obs_spec, state_specs, explore_spec = self.action_input_signature()
+        # Flat positional arguments: a concrete function binds them faster than nests.
         self._actions_fn = tf.function(
-            self._compute_actions_graph, input_signature=self.action_input_signature()
+            self._compute_actions_graph,
+            input_signature=tree.flatten(obs_spec) + state_specs + [explore_spec],
         ).get_concrete_function()
         self._train = TrainStep(self)
 
@@ -190,7 +194,7 @@ class TFPolicy(Policy):
         """Actions, state-outs and extra fetches (`action_dist_inputs`, `action_logp`,
         `action_prob`, `vf_preds`, ...) for a batch, in one compiled call."""
         obs, states, explore_t = self.action_inputs(obs_batch, state_batches, explore)
-        outputs = self._actions_fn(obs, states, explore_t)
+        outputs = self._actions_fn(*tree.flatten(obs), *states, explore_t)
         self.global_timestep = (int(timestep) if timestep is not None
                                 else self.global_timestep + len(tree.flatten(obs)[0]))
         return self.action_outputs(outputs)
@@ -203,7 +207,8 @@ class TFPolicy(Policy):
 
     def action_inputs(self, obs_batch: Any, state_batches: Optional[List[Any]],
                       explore: Optional[bool]) -> Tuple[Any, List[np.ndarray], tf.Tensor]:
-        """Checked arguments of the compiled action function (used by TFRunBuilder)."""
+        """Checked arguments (tensors) of the compiled action function (used by
+        TFRunBuilder)."""
         obs = space_specs.to_batch(self.observation_space, obs_batch, "obs_batch")
         num_rows = len(tree.flatten(obs)[0])
         states = list(state_batches or [])
@@ -223,7 +228,9 @@ class TFPolicy(Policy):
                 )
             checked.append(state)
         explore = self.config["explore"] if explore is None else explore
-        return obs, checked, tf.constant(bool(explore))
+        # Tensors, not numpy: a concrete function converts numpy arguments slowly.
+        return (tree.map_structure(tf.constant, obs), [tf.constant(s) for s in checked],
+                self._explore_tensors[bool(explore)])
 
     @staticmethod
     def action_outputs(outputs: Any) -> Tuple[Any, List[np.ndarray], Dict[str, np.ndarray]]:
@@ -239,15 +246,13 @@ class TFPolicy(Policy):
         as_space_dtype = lambda a: tree.map_structure(  # noqa: E731
             lambda x, s: tf.cast(x, s.dtype), a, action_spec)
 
-        def explore_branch():
-            action = dist.sample()
-            return as_space_dtype(action), dist.sampled_action_logp()
-
-        def exploit_branch():
-            action = dist.deterministic_sample()
-            return as_space_dtype(action), tf.zeros_like(value)
-
-        actions, logp = tf.cond(explore, explore_branch, exploit_branch)
+        # Both actions, then a select: cheaper than a tf.cond for small models.
+        sampled = as_space_dtype(dist.sample())
+        sampled_logp = dist.sampled_action_logp()  # [B]
+        greedy = as_space_dtype(dist.deterministic_sample())
+        actions = tree.map_structure(
+            lambda a, b: tf.where(tf.reshape(explore, [1] * len(a.shape)), a, b), sampled, greedy)
+        logp = tf.where(explore, sampled_logp, tf.zeros_like(sampled_logp))
         extras = {
             Columns.ACTION_DIST_INPUTS: dist_inputs,  # [B, num_outputs]
             Columns.ACTION_LOGP: logp,  # [B]
@@ -257,9 +262,11 @@ class TFPolicy(Policy):
         extras.update(self.extra_action_out({Columns.OBS: obs}, state_in, self.model, dist))
         return actions, state_out, extras
 
-    def _compute_actions_graph(self, obs, state_in, explore):
+    def _compute_actions_graph(self, *args):
         self.num_traces["compute_actions"] += 1
-        return self.action_graph(obs, state_in, explore)
+        num_obs = len(tree.flatten(self._obs_spec))
+        obs = tree.unflatten_as(self._obs_spec, list(args[:num_obs]))
+        return self.action_graph(obs, list(args[num_obs:-1]), args[-1])
 
     def _call_model(self, obs: Any, state_in: List[Any]):
         """`(dist_inputs [B, n], value [B], state_out)` for one timestep."""
