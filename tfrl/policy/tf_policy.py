@@ -209,7 +209,13 @@ class TFPolicy(Policy):
                       explore: Optional[bool]) -> Tuple[Any, List[np.ndarray], tf.Tensor]:
         """Checked arguments (tensors) of the compiled action function (used by
         TFRunBuilder)."""
-        obs = space_specs.to_batch(self.observation_space, obs_batch, "obs_batch")
+        spec = self._obs_spec
+        if (isinstance(obs_batch, np.ndarray) and isinstance(spec, tf.TensorSpec)
+                and obs_batch.dtype == spec.dtype.as_numpy_dtype
+                and obs_batch.shape[1:] == tuple(spec.shape[1:])):
+            obs = obs_batch  # the common case, already in shape
+        else:
+            obs = space_specs.to_batch(self.observation_space, obs_batch, "obs_batch")
         num_rows = len(tree.flatten(obs)[0])
         states = list(state_batches or [])
         if len(states) != len(self._initial_state):
@@ -235,8 +241,13 @@ class TFPolicy(Policy):
     @staticmethod
     def action_outputs(outputs: Any) -> Tuple[Any, List[np.ndarray], Dict[str, np.ndarray]]:
         """Numpy `(actions, state_outs, extra_fetches)` from the compiled outputs."""
-        actions, state_outs, extras = tree.map_structure(lambda t: t.numpy(), outputs)
-        return actions, list(state_outs), extras
+        actions, state_outs, extras = outputs
+        def numpy(value):
+            return (value.numpy() if isinstance(value, tf.Tensor)
+                    else tree.map_structure(lambda t: t.numpy(), value))
+
+        return numpy(actions), [s.numpy() for s in state_outs], {
+            k: numpy(v) for k, v in extras.items()}
 
     def action_graph(self, obs: Any, state_in: List[tf.Tensor], explore: tf.Tensor) -> Any:
         """The action computation, for use inside compiled code."""
