@@ -80,3 +80,24 @@ def test_policies_of_different_shapes_learn_under_config_strategies():
         info = policy.learn_on_batch({"obs": obs, "actions": actions,
                                       "advantages": np.ones(16, np.float32)})
         assert np.isfinite(info["learner_stats"]["total_loss"])
+
+
+def test_grad_clip_uses_the_global_norm_of_the_summed_gradients():
+    rng = np.random.default_rng(0)
+    obs = rng.uniform(-1, 1, (16, 3)).astype(np.float32)
+    batch = {"obs": obs, "actions": rng.integers(0, 3, 16),
+             "advantages": 10 * rng.normal(size=16).astype(np.float32)}
+    weights, grads = [], []
+    for strategy in (make_strategy({}), MIRRORED):
+        keras.utils.set_random_seed(0)
+        policy = CatalogPG(OBS, gym.spaces.Discrete(3), {
+            "seed": 0, "lr": 0.05, "grad_clip": 0.01, "sgd_minibatch_size": 8,
+            "model": {"fcnet_hiddens": [8]}}, strategy=strategy)
+        grads.append(policy.compute_gradients(batch)[0])
+        policy.learn_on_batch(batch)
+        weights.append(policy.get_weights())
+    for a, b in zip(*weights):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+    for a, b in zip(*grads):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+    assert np.sqrt(sum((g ** 2).sum() for g in grads[0])) == pytest.approx(0.01, rel=1e-4)

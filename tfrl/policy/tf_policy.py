@@ -167,9 +167,11 @@ class TFPolicy(Policy):
         return {}
 
     def make_optimizer(self) -> keras.optimizers.Optimizer:
-        """The optimizer (built under the strategy scope); default: Adam(`lr`)."""
-        clip = self.config["grad_clip"]
-        return keras.optimizers.Adam(self.config["lr"], global_clipnorm=clip)
+        """The optimizer (built under the strategy scope); default: Adam(`lr`).
+
+        Leave gradient clipping to `grad_clip` (applied to the replicas' summed
+        gradients), not to the optimizer's `clipnorm` options (per replica)."""
+        return keras.optimizers.Adam(self.config["lr"])
 
     def make_action_distribution(self) -> Tuple[type, int]:
         """`(dist_class, num_outputs)` for the action space; default: from the catalog."""

@@ -215,8 +215,26 @@ class TrainStep:
         stats = {"total_loss": loss, **policy.stats(train_batch)}
         return grads, variables, stats
 
+    def _clip(self, grads: List[Any]) -> List[Any]:
+        """Clips by the global norm of the gradients summed over replicas (`grad_clip`).
+
+        Keras' `global_clipnorm` would clip each replica's share before the optimizer
+        sums them, which is not what one device computes.
+        """
+        clip = self._policy.config["grad_clip"]
+        present = [g for g in grads if g is not None]
+        if not clip or not present:
+            return grads
+        context = tf.distribute.get_replica_context()
+        if context is not None and self._num_replicas > 1:
+            present = context.all_reduce(tf.distribute.ReduceOp.SUM, present)
+        norm = tf.linalg.global_norm(present)
+        scale = clip / tf.maximum(norm, clip)  # tf.clip_by_global_norm's factor
+        return [None if g is None else g * scale for g in grads]
+
     def _replica_step(self, batch):
         grads, variables, stats = self._loss_and_grads(batch)
+        grads = self._clip(grads)
         pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
         self._policy.optimizer.apply_gradients(pairs)
         return stats
@@ -232,6 +250,8 @@ class TrainStep:
 
         grads, stats = self._strategy.run(replica_fn, args=(columns,))
         grads = [self._strategy.reduce(tf.distribute.ReduceOp.SUM, g, axis=None) for g in grads]
+        if self._policy.config["grad_clip"]:
+            grads, _ = tf.clip_by_global_norm(grads, self._policy.config["grad_clip"])
         return grads, self._reduce_stats(stats)
 
     def _apply_graph(self, grads):
