@@ -138,3 +138,14 @@ def test_make_strategy_shares_one_strategy_per_device_set():
     assert make_strategy({"num_gpus": 2, "_fake_gpus": True}) is make_strategy(
         {"num_gpus": 2, "_fake_gpus": True})
     assert make_strategy({}) is make_strategy({"num_gpus": 0})
+
+
+def test_view_requirement_helpers():
+    from tfrl.policy.policy import action_output_view_requirements, recurrent_view_requirements
+
+    assert sorted(action_output_view_requirements()) == [
+        "action_dist_inputs", "action_logp", "action_prob", "vf_preds"]
+    assert recurrent_view_requirements([], 20) == {}
+    reqs = recurrent_view_requirements([np.zeros(3, np.float32)], 8)
+    assert sorted(reqs) == ["state_in_0", "state_out_0"]
+    assert reqs["state_in_0"].batch_repeat_value == 8

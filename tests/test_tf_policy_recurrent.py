@@ -111,3 +111,13 @@ def test_sequence_batch_errors():
     with pytest.raises(ValueError, match=r"\(16 sequences\) is larger than the batch \(8 "
                                          r"sequences\)"):
         _policy(sgd_minibatch_size=64).learn_on_batch(batch)
+
+
+def test_view_requirements_name_state_and_model_output_columns():
+    requirements = _policy().view_requirements
+    state_in = requirements["state_in_1"]
+    assert state_in.data_col == "state_out_1" and state_in.shift_arr == [-1]
+    assert state_in.batch_repeat_value == 4 and state_in.space.shape == (4,)
+    assert requirements["state_out_0"].used_for_training is False
+    assert requirements["vf_preds"].used_for_compute_actions is False
+    assert "action_logp" in requirements and "obs" in requirements

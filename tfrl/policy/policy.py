@@ -276,3 +276,25 @@ class Policy(abc.ABC):
             Columns.AGENT_INDEX: ViewRequirement(used_for_compute_actions=False),
             Columns.T: ViewRequirement(used_for_compute_actions=False),
         }
+
+
+def action_output_view_requirements() -> Dict[str, ViewRequirement]:
+    """Columns `compute_actions` adds to trajectories (training-only inputs)."""
+    return {
+        column: ViewRequirement(used_for_compute_actions=False)
+        for column in (Columns.ACTION_DIST_INPUTS, Columns.ACTION_LOGP, Columns.ACTION_PROB,
+                       Columns.VF_PREDS)
+    }
+
+
+def recurrent_view_requirements(initial_state: List[np.ndarray],
+                                max_seq_len: int) -> Dict[str, ViewRequirement]:
+    """`state_in_<i>` (the previous step's `state_out_<i>`, kept once per sequence of
+    `max_seq_len` steps for training) and `state_out_<i>` for each state tensor."""
+    requirements = {}
+    for i, state in enumerate(initial_state):
+        space = gym.spaces.Box(-np.inf, np.inf, state.shape, state.dtype)
+        requirements[f"state_in_{i}"] = ViewRequirement(
+            data_col=f"state_out_{i}", shift=-1, space=space, batch_repeat_value=max_seq_len)
+        requirements[f"state_out_{i}"] = ViewRequirement(space=space, used_for_training=False)
+    return requirements

@@ -48,7 +48,8 @@ import tree
 
 from tfrl.core.columns import Columns
 from tfrl.policy import space_specs
-from tfrl.policy.policy import Policy
+from tfrl.policy.policy import (Policy, action_output_view_requirements,
+                                recurrent_view_requirements)
 from tfrl.policy import tf_policy_export
 from tfrl.policy.strategy import make_strategy, strategy_devices
 from tfrl.policy.tf_train_step import TrainStep
@@ -113,6 +114,9 @@ class TFPolicy(Policy):
             self.optimizer.build(self.model.trainable_variables)
             self.num_grad_updates = tf.Variable(0, dtype=tf.int64, trainable=False,
                                                 name="num_grad_updates")
+        self.view_requirements.update(action_output_view_requirements())
+        self.view_requirements.update(recurrent_view_requirements(
+            self._initial_state, int(self.config["model"].get("max_seq_len", 20))))
         self.num_traces = {"compute_actions": 0}
         self._explore_tensors = {True: tf.constant(True), False: tf.constant(False)}
         self._obs_spec = space_specs.batch_spec(self.observation_space)
