@@ -1,0 +1,1 @@
+"""Algorithms (RLlib's `ray.rllib.algorithms`) and the callbacks they share."""
