@@ -1,0 +1,203 @@
+"""Collecting and summarising the metrics of completed episodes.
+
+Samplers produce one `RolloutMetrics` record per completed episode; `collect_episodes`
+gathers them from the local worker and from remote workers (through worker handles whose
+calls return `concurrent.futures.Future`s), and `summarize_episodes` turns them into the
+result dict an algorithm reports (`episode_reward_mean`, ...).
+
+Slow workers: `collect_episodes` waits at most `timeout_seconds` for the remote replies
+and returns the futures still pending. Pass them back as `to_be_collected` on the next
+call and their episodes are counted then. `collect_metrics` does this for you when you
+give it a list: on return the list holds the still-pending futures (it is updated in
+place), so keeping one list per training loop loses no episode.
+
+Example:
+    >>> eps = [RolloutMetrics(episode_length=10, episode_reward=1.0),
+    ...        RolloutMetrics(episode_length=20, episode_reward=3.0)]
+    >>> result = summarize_episodes(eps)
+    >>> result["episode_reward_mean"], result["episode_len_mean"], result["episodes_this_iter"]
+    (2.0, 15.0, 2)
+"""
+
+import collections
+import concurrent.futures
+import logging
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from tfrl.evaluation.rollout_metrics import RolloutMetrics
+
+__all__ = ["RolloutMetrics", "collect_episodes", "collect_metrics", "summarize_episodes"]
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_POLICY_ID = "default_policy"
+
+
+def _request_metrics(handle: Any) -> concurrent.futures.Future:
+    return handle.call("get_metrics")
+
+
+def collect_episodes(
+    local_worker: Optional[Any] = None,
+    remote_workers: Sequence[Any] = (),
+    to_be_collected: Iterable[concurrent.futures.Future] = (),
+    timeout_seconds: float = 180,
+) -> Tuple[List[Any], List[concurrent.futures.Future]]:
+    """Gathers the completed-episode metrics of the local and remote workers.
+
+    Args:
+        local_worker: A RolloutWorker (or anything with `get_metrics()`), or None.
+        remote_workers: Worker handles (`handle.call("get_metrics") -> Future`).
+        to_be_collected: Futures of `get_metrics` calls still pending from an earlier call.
+        timeout_seconds: How long to wait for the remote replies.
+
+    Returns:
+        `(episodes, pending)`: the `RolloutMetrics` (and off-policy estimates) received,
+        and the futures that did not finish in time (pass them as `to_be_collected` next
+        time). Replies of crashed workers are skipped with a warning.
+    """
+    pending = [_request_metrics(h) for h in remote_workers] + list(to_be_collected)
+    metric_lists = []
+    if pending:
+        done, not_done = concurrent.futures.wait(pending, timeout=timeout_seconds)
+        if not done:
+            logger.warning("Collected no metrics from remote workers in %s s.", timeout_seconds)
+        for future in pending:  # keep the workers' order
+            if future in done:
+                try:
+                    metric_lists.append(future.result())
+                except Exception as e:  # a crashed worker must not end training
+                    logger.warning("A worker failed to report its metrics: %r", e)
+        pending = [f for f in pending if f in not_done]
+    if local_worker is not None:
+        metric_lists.append(local_worker.get_metrics())
+    episodes = [m for metrics in metric_lists for m in metrics]
+    return episodes, pending
+
+
+def _stats(values: List[float]) -> Tuple[float, float, float]:
+    if not values:
+        return float("nan"), float("nan"), float("nan")
+    return float(np.min(values)), float(np.mean(values)), float(np.max(values))
+
+
+def summarize_episodes(
+    episodes: Sequence[Any],
+    new_episodes: Optional[Sequence[Any]] = None,
+    keep_custom_metrics: bool = False,
+) -> Dict[str, Any]:
+    """Summarises episode metrics into a result dict.
+
+    Args:
+        episodes: `RolloutMetrics` (possibly of a smoothing window of earlier iterations)
+            and off-policy estimates (objects with `estimator_name` and `metrics`).
+        new_episodes: The episodes completed this iteration (`episodes_this_iter` counts
+            them); defaults to `episodes`.
+        keep_custom_metrics: Report each custom metric as the list of its (non-NaN) values
+            instead of `<name>_mean/_min/_max`.
+
+    Returns:
+        A dict with `episode_reward_max/min/mean`, `episode_len_mean` (NaN without
+        episodes), `episodes_this_iter`, `num_episodes`, `num_faulty_episodes`,
+        `policy_reward_min/mean/max` (per policy id other than "default_policy"),
+        `custom_metrics`, `hist_stats` (`episode_reward`, `episode_lengths`,
+        `policy_<id>_reward` and each episode's `hist_data`), `sampler_perf` (the mean of
+        each perf stat), `episode_media` and `off_policy_estimator`.
+    """
+    if new_episodes is None:
+        new_episodes = episodes
+    rewards, lengths = [], []
+    policy_rewards = collections.defaultdict(list)
+    custom = collections.defaultdict(list)
+    perf = collections.defaultdict(list)
+    hist = collections.defaultdict(list)
+    media = collections.defaultdict(list)
+    estimates = collections.defaultdict(lambda: collections.defaultdict(list))
+    num_faulty = 0
+    for ep in episodes:
+        if not isinstance(ep, RolloutMetrics) and hasattr(ep, "estimator_name"):
+            for k, v in ep.metrics.items():
+                estimates[ep.estimator_name][k].append(v)
+            continue
+        for k, v in ep.perf_stats.items():
+            perf[k].append(v)
+        if ep.episode_faulty:
+            num_faulty += 1
+            continue
+        lengths.append(ep.episode_length)
+        rewards.append(ep.episode_reward)
+        for k, v in ep.custom_metrics.items():
+            custom[k].append(v)
+        for (_, policy_id), reward in ep.agent_rewards.items():
+            if policy_id != DEFAULT_POLICY_ID:
+                policy_rewards[policy_id].append(reward)
+        for k, v in ep.hist_data.items():
+            hist[k] += list(v)
+        for k, v in ep.media.items():
+            media[k].append(v)
+
+    reward_min, reward_mean, reward_max = _stats(rewards)
+    hist["episode_reward"] = rewards
+    hist["episode_lengths"] = lengths
+    policy_min, policy_mean, policy_max = {}, {}, {}
+    for pid, values in policy_rewards.items():
+        policy_min[pid], policy_mean[pid], policy_max[pid] = _stats(values)
+        hist[f"policy_{pid}_reward"] = values
+
+    custom_metrics = {}
+    for k, values in custom.items():
+        finite = [v for v in values if not np.any(np.isnan(v))]
+        if keep_custom_metrics:
+            custom_metrics[k] = finite
+        else:
+            (custom_metrics[k + "_min"], custom_metrics[k + "_mean"],
+             custom_metrics[k + "_max"]) = _stats(finite)
+
+    return {
+        "episode_reward_max": reward_max,
+        "episode_reward_min": reward_min,
+        "episode_reward_mean": reward_mean,
+        "episode_len_mean": float(np.mean(lengths)) if lengths else float("nan"),
+        "episode_media": dict(media),
+        "episodes_this_iter": len(new_episodes),
+        "num_episodes": len(new_episodes),
+        "num_faulty_episodes": num_faulty,
+        "policy_reward_min": policy_min,
+        "policy_reward_max": policy_max,
+        "policy_reward_mean": policy_mean,
+        "custom_metrics": custom_metrics,
+        "hist_stats": dict(hist),
+        "sampler_perf": {k: float(np.mean(v)) for k, v in perf.items()},
+        "off_policy_estimator": {
+            name: {k: float(np.mean(v)) for k, v in m.items()} for name, m in estimates.items()},
+    }
+
+
+def collect_metrics(
+    local_worker: Optional[Any] = None,
+    remote_workers: Optional[Sequence[Any]] = None,
+    to_be_collected: Optional[List[concurrent.futures.Future]] = None,
+    timeout_seconds: float = 180,
+    keep_custom_metrics: bool = False,
+) -> Dict[str, Any]:
+    """Gathers episode metrics from the workers and summarises them.
+
+    Args:
+        local_worker: The local RolloutWorker, or None.
+        remote_workers: Worker handles (contract C7), or None.
+        to_be_collected: Futures pending from an earlier call, or None. If a list is
+            given it is updated in place to hold the futures still pending after this
+            call, so their episodes are counted by the next call given the same list.
+        timeout_seconds: How long to wait for remote replies.
+        keep_custom_metrics: See `summarize_episodes`.
+
+    Returns:
+        The result dict of `summarize_episodes`.
+    """
+    episodes, pending = collect_episodes(
+        local_worker, remote_workers or (), to_be_collected or (), timeout_seconds)
+    if isinstance(to_be_collected, list):
+        to_be_collected[:] = pending
+    return summarize_episodes(episodes, episodes, keep_custom_metrics=keep_custom_metrics)
