@@ -1,0 +1,169 @@
+"""PPOTFPolicy: loss terms against numpy, KL adaptation, GAE postprocessing (C6), schedules."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from tfrl.algorithms.ppo.ppo_tf_policy import PPOTFPolicy
+from tfrl.policy.sample_batch import SampleBatch
+
+OBS = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+ACT = gym.spaces.Discrete(3)
+
+
+def make_policy(**config):
+    base = {"seed": 0, "model": {"fcnet_hiddens": [8]}, "lr": 0.0}
+    return PPOTFPolicy(OBS, ACT, {**base, **config})
+
+
+def log_softmax(x):
+    x = x - x.max(-1, keepdims=True)
+    return x - np.log(np.exp(x).sum(-1, keepdims=True))
+
+
+def fixed_batch(rng, n=6):
+    return SampleBatch(
+        obs=rng.uniform(-1, 1, (n, 4)).astype(np.float32),
+        actions=np.array([0, 1, 2, 1, 0, 2])[:n],
+        action_logp=np.log(np.array([0.5, 0.2, 0.3, 0.4, 0.1, 0.6], np.float32))[:n],
+        action_dist_inputs=rng.normal(size=(n, 3)).astype(np.float32),
+        advantages=np.array([1.0, -2.0, 0.5, 3.0, -1.0, 0.2], np.float32)[:n],
+        value_targets=np.array([1.0, 0.0, 2.0, -1.0, 0.5, 0.3], np.float32)[:n],
+        vf_preds=np.array([0.8, 0.3, 1.0, -0.2, 0.5, 2.0], np.float32)[:n],
+    )
+
+
+def numpy_ppo_loss(policy, batch, clip, vf_clip, kl_coeff, ent_coeff, vf_coeff):
+    logits, values = (np.asarray(t, np.float64) for t in policy.model(batch["obs"]))
+    logp_all = log_softmax(logits)  # [B, 3]
+    rows = np.arange(len(batch["actions"]))
+    ratio = np.exp(logp_all[rows, batch["actions"]] - batch["action_logp"])
+    adv = batch["advantages"]
+    surrogate = np.minimum(adv * ratio, adv * np.clip(ratio, 1 - clip, 1 + clip))
+    prev_logp = log_softmax(batch["action_dist_inputs"].astype(np.float64))
+    kl = (np.exp(prev_logp) * (prev_logp - logp_all)).sum(-1)
+    entropy = -(np.exp(logp_all) * logp_all).sum(-1)
+    vt, old_v = batch["value_targets"], batch["vf_preds"]
+    vf_clipped = old_v + np.clip(values - old_v, -vf_clip, vf_clip)
+    vf_loss = np.maximum((values - vt) ** 2, (vf_clipped - vt) ** 2)
+    total = np.mean(-surrogate + kl_coeff * kl + vf_coeff * vf_loss - ent_coeff * entropy)
+    return total, {"policy_loss": -surrogate.mean(), "kl": kl.mean(),
+                   "entropy": entropy.mean(), "vf_loss": vf_loss.mean()}
+
+
+def test_loss_terms_match_numpy():
+    policy = make_policy(clip_param=0.2, vf_clip_param=0.1, kl_coeff=0.3,
+                         entropy_coeff=0.01, vf_loss_coeff=0.5)
+    batch = fixed_batch(np.random.default_rng(0))
+    _, info = policy.compute_gradients(batch)
+    total, terms = numpy_ppo_loss(policy, batch, 0.2, 0.1, 0.3, 0.01, 0.5)
+    stats = info["learner_stats"]
+    assert stats["total_loss"] == pytest.approx(total, rel=1e-5, abs=1e-6)
+    for key, value in terms.items():
+        assert stats[key] == pytest.approx(value, rel=1e-5, abs=1e-6), key
+    assert stats["cur_kl_coeff"] == pytest.approx(0.3)
+
+
+def test_kl_term_dropped_when_kl_coeff_zero():
+    policy = make_policy(clip_param=0.2, vf_clip_param=100.0, kl_coeff=0.0, vf_loss_coeff=1.0)
+    batch = fixed_batch(np.random.default_rng(1))
+    _, info = policy.compute_gradients(batch)
+    total, _ = numpy_ppo_loss(policy, batch, 0.2, 100.0, 0.0, 0.0, 1.0)
+    assert info["learner_stats"]["total_loss"] == pytest.approx(total, rel=1e-5)
+
+
+@pytest.mark.parametrize("sampled_kl, expected", [(0.05, 0.3), (0.02, 0.2), (0.004, 0.1),
+                                                  (0.0051, 0.2)])
+def test_update_kl_rule(sampled_kl, expected):
+    policy = make_policy(kl_coeff=0.2, kl_target=0.01)
+    assert policy.update_kl(sampled_kl) == pytest.approx(expected)
+    assert float(policy.kl_coeff_var.numpy()) == pytest.approx(expected)
+
+
+def test_update_kl_reaches_compiled_loss_without_retrace():
+    policy = make_policy(kl_coeff=0.2)
+    batch = fixed_batch(np.random.default_rng(2))
+    policy.learn_on_batch(batch)
+    policy.update_kl(1.0)  # 0.2 -> 0.3
+    info = policy.learn_on_batch(batch)
+    assert info["learner_stats"]["cur_kl_coeff"] == pytest.approx(0.3)
+    assert policy.num_traces["learn_on_batch"] == 1
+
+
+def test_lr_and_entropy_schedules_follow_global_timestep():
+    policy = make_policy(lr=1e-3, lr_schedule=[[0, 1e-3], [100, 0.0]],
+                         entropy_coeff_schedule=[[0, 0.1], [100, 0.0]])
+    batch = fixed_batch(np.random.default_rng(3))
+    assert policy.learn_on_batch(batch)["learner_stats"]["cur_lr"] == pytest.approx(1e-3)
+    policy.on_global_var_update({"timestep": 75})
+    stats = policy.learn_on_batch(batch)["learner_stats"]
+    assert stats["cur_lr"] == pytest.approx(2.5e-4)
+    assert stats["entropy_coeff"] == pytest.approx(0.025)
+    assert policy.num_traces["learn_on_batch"] == 1
+    policy.on_global_var_update({"timestep": 500})
+    assert policy.cur_lr == 0.0
+
+
+def test_kl_coeff_and_schedules_survive_get_set_state():
+    policy = make_policy(lr_schedule=[[0, 1e-3], [100, 0.0]])
+    policy.update_kl(1.0)
+    policy.on_global_var_update({"timestep": 50})
+    other = make_policy(lr_schedule=[[0, 1e-3], [100, 0.0]])
+    other.set_state(policy.get_state())
+    assert other.kl_coeff == pytest.approx(0.3)
+    assert other.cur_lr == pytest.approx(5e-4)
+
+
+def trajectory(policy, terminated_last, truncated_last):
+    rng = np.random.default_rng(4)
+    obs = rng.uniform(-1, 1, (4, 4)).astype(np.float32)
+    _, _, extras = policy.compute_actions(obs[:3], explore=False)
+    return SampleBatch(
+        obs=obs[:3], new_obs=obs[1:], actions=np.zeros(3, np.int64),
+        rewards=np.array([1.0, 2.0, 3.0], np.float32),
+        terminateds=np.array([False, False, terminated_last]),
+        truncateds=np.array([False, False, truncated_last]),
+        vf_preds=extras["vf_preds"])
+
+
+def gae_by_hand(rewards, values, last_r, gamma, lam):
+    v = list(values) + [last_r]
+    adv, running = [0.0] * 3, 0.0
+    for t in (2, 1, 0):
+        running = rewards[t] + gamma * v[t + 1] - v[t] + gamma * lam * running
+        adv[t] = running
+    return np.array(adv)
+
+
+@pytest.mark.parametrize("terminated, truncated", [(True, False), (False, True), (False, False)])
+def test_gae_postprocessing_bootstraps_unless_terminated(terminated, truncated):
+    policy = make_policy(gamma=0.9, **{"lambda": 0.8})
+    batch = trajectory(policy, terminated, truncated)
+    value_next = float(np.asarray(policy.model(batch["new_obs"][-1:])[1])[0])
+    last_r = 0.0 if terminated else value_next
+    expected = gae_by_hand(batch["rewards"], batch["vf_preds"], last_r, 0.9, 0.8)
+    out = policy.postprocess_trajectory(batch)
+    np.testing.assert_allclose(out["advantages"], expected, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(out["value_targets"], expected + batch["vf_preds"], rtol=1e-5)
+
+
+def test_no_done_at_end_bootstraps_terminated_trajectories():
+    policy = make_policy(gamma=0.9, no_done_at_end=True, **{"lambda": 1.0})
+    batch = trajectory(policy, True, False)
+    value_next = float(np.asarray(policy.model(batch["new_obs"][-1:])[1])[0])
+    expected = gae_by_hand(batch["rewards"], batch["vf_preds"], value_next, 0.9, 1.0)
+    np.testing.assert_allclose(policy.postprocess_trajectory(batch)["advantages"], expected,
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_gae_without_critic_is_rejected():
+    with pytest.raises(ValueError, match="use_gae=True needs a value function"):
+        make_policy(use_gae=True, use_critic=False)
+
+
+def test_without_critic_loss_reads_no_value_columns():
+    policy = make_policy(use_gae=False, use_critic=False, kl_coeff=0.0)
+    batch = fixed_batch(np.random.default_rng(5))
+    del batch["value_targets"], batch["vf_preds"]
+    info = policy.learn_on_batch(batch)
+    assert "vf_loss" not in info["learner_stats"]

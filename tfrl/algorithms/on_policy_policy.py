@@ -1,0 +1,156 @@
+"""What PG, A2C and PPO policies share: return/advantage postprocessing and schedules.
+
+`OnPolicyTFPolicy` is a `TFPolicy` that
+
+- postprocesses each trajectory with `compute_advantages` (GAE or discounted returns),
+  bootstrapping per contract C6: `last_r = 0` iff the trajectory ended in a
+  termination, otherwise the value of the observation after its last step (a fragment
+  cut or a truncation), unless `no_done_at_end`;
+- keeps the learning rate and the entropy coefficient in `tf.Variable`s, moved along
+  RLlib's `lr_schedule` / `entropy_coeff_schedule` (`[[timestep, value], ...]`) in
+  `on_global_var_update`, so that the compiled learn step never retraces.
+
+Subclasses override `loss` (and `stats`).
+"""
+
+from typing import Any, Dict, Optional
+
+import gymnasium as gym
+import numpy as np
+import tensorflow as tf
+
+from tfrl.core.columns import Columns
+from tfrl.evaluation.postprocessing import compute_advantages
+from tfrl.policy.tf_policy import TFPolicy
+from tfrl.utils.schedules import make_schedule
+
+ON_POLICY_DEFAULTS = {
+    "gamma": 0.99,
+    "lambda": 1.0,
+    "use_gae": True,
+    "use_critic": True,
+    "lr_schedule": None,
+    "entropy_coeff": 0.0,
+    "entropy_coeff_schedule": None,
+    "no_done_at_end": False,
+}
+
+
+def bootstrap_value(policy: Any, batch: Any) -> float:
+    """`last_r` for the trajectory `batch` (contract C6).
+
+    0.0 if its last step terminated the episode (and `no_done_at_end` is off);
+    otherwise the policy's value estimate of `new_obs[-1]`, with the recurrent state
+    after the last step.
+    """
+    terminateds = batch.get(Columns.TERMINATEDS)
+    if terminateds is None:  # legacy batches carry only `dones`
+        terminateds = batch.get(Columns.DONES)
+    terminated = terminateds is not None and len(terminateds) > 0 and bool(terminateds[-1])
+    if terminated and not policy.config.get("no_done_at_end", False):
+        return 0.0
+    next_obs = batch[Columns.NEXT_OBS][-1:]
+    states = []
+    i = 0
+    while f"state_out_{i}" in batch:
+        states.append(np.asarray(batch[f"state_out_{i}"][-1:]))
+        i += 1
+    kwargs = {}
+    if Columns.ACTIONS in batch:
+        kwargs["prev_action_batch"] = batch[Columns.ACTIONS][-1:]
+    if Columns.REWARDS in batch:
+        kwargs["prev_reward_batch"] = batch[Columns.REWARDS][-1:]
+    if hasattr(policy, "value"):
+        return float(np.asarray(policy.value(next_obs, states or None, **kwargs))[0])
+    _, _, extras = policy.compute_actions(next_obs, states or None, explore=False, **kwargs)
+    return float(extras[Columns.VF_PREDS][0])
+
+
+class OnPolicyTFPolicy(TFPolicy):
+    """A TFPolicy with advantage postprocessing and lr / entropy schedules.
+
+    Args:
+        observation_space: Observation space of one agent.
+        action_space: Action space of one agent.
+        config: The algorithm config dict; adds to `TFPolicy`'s keys `gamma`,
+            `lambda`, `use_gae`, `use_critic`, `lr_schedule`, `entropy_coeff`,
+            `entropy_coeff_schedule`, `no_done_at_end`.
+        strategy: See `TFPolicy`.
+    """
+
+    # Subclasses add their own keys on top.
+    defaults: Dict[str, Any] = ON_POLICY_DEFAULTS
+
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space,
+                 config: Optional[dict] = None, *,
+                 strategy: Optional[tf.distribute.Strategy] = None):
+        config = {**self.defaults, **(config or {})}
+        if config["use_gae"] and not config["use_critic"]:
+            raise ValueError(
+                f"{type(self).__name__}: use_gae=True needs a value function; received "
+                "use_critic=False. Set use_gae=False or use_critic=True."
+            )
+        super().__init__(observation_space, action_space, config, strategy=strategy)
+        self._lr_schedule = make_schedule(self.config["lr"], self.config["lr_schedule"])
+        self._entropy_schedule = make_schedule(self.config["entropy_coeff"],
+                                               self.config["entropy_coeff_schedule"])
+        with self.strategy.scope():
+            self.entropy_coeff = tf.Variable(self._entropy_schedule.value(0), dtype=tf.float32,
+                                             trainable=False, name="entropy_coeff")
+        self._set_schedules(0)
+
+    def _set_schedules(self, timestep: int) -> None:
+        self.optimizer.learning_rate = self._lr_schedule.value(timestep)
+        self.entropy_coeff.assign(self._entropy_schedule.value(timestep))
+
+    def on_global_var_update(self, global_vars: Dict[str, Any]) -> None:
+        """Stores the timestep and moves the lr and entropy coefficient along their
+        schedules."""
+        super().on_global_var_update(global_vars)
+        if "timestep" in global_vars:
+            self._set_schedules(int(global_vars["timestep"]))
+
+    @property
+    def cur_lr(self) -> float:
+        """The optimizer's current learning rate."""
+        return float(np.asarray(self.optimizer.learning_rate))
+
+    def postprocess_trajectory(self, sample_batch: Any, other_agent_batches: Any = None,
+                               episode: Any = None) -> Any:
+        """Adds `advantages` and `value_targets` (see `compute_advantages`)."""
+        if self.config["use_critic"]:
+            last_r = bootstrap_value(self, sample_batch)
+        else:
+            # Without a critic there is no value to bootstrap with (RLlib's PG).
+            last_r = 0.0
+        return compute_advantages(sample_batch, last_r, self.config["gamma"],
+                                  self.config["lambda"], use_gae=self.config["use_gae"],
+                                  use_critic=self.config["use_critic"])
+
+    def get_state(self) -> Dict[str, Any]:
+        """TFPolicy's state plus the current entropy coefficient."""
+        state = super().get_state()
+        state["entropy_coeff"] = float(self.entropy_coeff.numpy())
+        return state
+
+    def set_state(self, state: Dict[str, Any]) -> None:
+        """Restores a `get_state` result, including the schedules' position."""
+        super().set_state(state)
+        self._set_schedules(self.global_timestep)
+        if "entropy_coeff" in state:
+            self.entropy_coeff.assign(float(state["entropy_coeff"]))
+
+
+def local_mean(values: tf.Tensor, mask: Optional[tf.Tensor] = None) -> tf.Tensor:
+    """Mean of `values` over this replica's rows (where `mask`), for `stats`."""
+    if mask is None:
+        return tf.reduce_mean(values)
+    mask = tf.cast(mask, values.dtype)
+    return tf.reduce_sum(values * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
+
+
+def explained_variance(y: tf.Tensor, pred: tf.Tensor) -> tf.Tensor:
+    """`max(-1, 1 - Var[y - pred] / Var[y])` (RLlib's explained_variance)."""
+    _, y_var = tf.nn.moments(y, axes=[0])
+    _, diff_var = tf.nn.moments(y - pred, axes=[0])
+    return tf.maximum(-1.0, 1.0 - diff_var / tf.maximum(y_var, 1e-8))
