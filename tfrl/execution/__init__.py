@@ -1,0 +1,1 @@
+"""Execution operators: the building blocks of an algorithm's training plan (see SPEC §3)."""

@@ -1,0 +1,109 @@
+"""WorkerPool: streams of results from remote worker handles (tfrl's ParallelIterator).
+
+A pool wraps worker handles (`handle.call(method) -> concurrent.futures.Future`, see
+`tfrl.evaluation.worker_handle`) and turns repeated remote calls into LocalIterators:
+
+- `gather_async(num_async)`: keeps up to `num_async` calls in flight per worker and
+  yields results as they complete (earliest-submitted first among those done), recording
+  the producing handle in `SharedMetrics.current_worker`;
+- `batch_across_shards()`: calls every worker once per step and yields the list of all
+  results (in worker order).
+
+`ParallelRollouts(workers, mode="raw")` returns a pool over the remote workers' `sample`.
+"""
+
+import concurrent.futures
+from typing import Any, Callable, List, Optional
+
+from tfrl.execution.iter import LocalIterator, NotReady, SharedMetrics, get_shared_metrics
+
+SubmitFn = Callable[[Any], concurrent.futures.Future]
+
+
+class WorkerPool:
+    """Repeated remote calls on a set of worker handles, as LocalIterators.
+
+    Args:
+        handles: Worker handles (C7), or a function returning the current list (so a
+            WorkerSet's recreated workers are picked up); read again on every
+            `batch_across_shards` step and when a gather starts.
+        submit: `submit(handle) -> Future`; default `handle.call("sample")`.
+        result_timeout_s: How long one `batch_across_shards` step waits for a worker
+            (None: forever).
+
+    Raises:
+        ValueError: If the pool has no workers when a stream starts.
+    """
+
+    def __init__(self, handles, submit: Optional[SubmitFn] = None,
+                 result_timeout_s: Optional[float] = None):
+        self._handles = handles
+        self._submit = submit or _call_sample
+        self.result_timeout_s = result_timeout_s
+
+    def handles(self) -> List[Any]:
+        """The current worker handles."""
+        handles = self._handles() if callable(self._handles) else self._handles
+        handles = list(handles)
+        if not handles:
+            raise ValueError(
+                "WorkerPool has no worker handles to gather from; create remote workers "
+                "(num_workers > 0) or sample from the local worker instead."
+            )
+        return handles
+
+    def gather_async(self, num_async: int = 1) -> LocalIterator:
+        """Results as they complete, at most `num_async` calls in flight per worker.
+
+        Raises:
+            ValueError: If `num_async` is not an int >= 1.
+        """
+        _check_num_async(num_async)
+        pool = self
+
+        def gather(timeout=None):
+            in_flight = {}  # future -> handle, in submission order
+            for handle in pool.handles():
+                for _ in range(num_async):
+                    in_flight[pool._submit(handle)] = handle
+            while in_flight:
+                done = [f for f in in_flight if f.done()]
+                if not done:
+                    if timeout == 0:
+                        yield NotReady()
+                    else:
+                        concurrent.futures.wait(list(in_flight), timeout=timeout,
+                                                return_when=concurrent.futures.FIRST_COMPLETED)
+                    continue
+                for future in done:
+                    handle = in_flight.pop(future)
+                    result = future.result()
+                    in_flight[pool._submit(handle)] = handle
+                    get_shared_metrics().current_worker = handle
+                    yield result
+
+        return LocalIterator(gather, SharedMetrics(), name="gather_async")
+
+    def batch_across_shards(self) -> LocalIterator:
+        """One list per step with one result of every worker (in worker order)."""
+        pool = self
+
+        def gather_all(timeout=None):
+            while True:
+                futures = [pool._submit(h) for h in pool.handles()]
+                yield [f.result(timeout=pool.result_timeout_s) for f in futures]
+
+        return LocalIterator(gather_all, SharedMetrics(), name="batch_across_shards")
+
+
+def _call_sample(handle: Any) -> concurrent.futures.Future:
+    return handle.call("sample")
+
+
+def _check_num_async(num_async: Any) -> None:
+    if isinstance(num_async, bool) or not isinstance(num_async, int) or num_async < 1:
+        raise ValueError(
+            f"num_async (requests in flight per worker) must be an int >= 1; received "
+            f"num_async={num_async!r}."
+        )
+
