@@ -47,6 +47,7 @@ class WorkerCrashedError(RuntimeError):
     def __init__(self, worker_index: int, message: str):
         super().__init__(f"Worker {worker_index} crashed: {message}")
         self.worker_index = worker_index
+        self.reason = message
 
 
 class WorkerHandle(abc.ABC):
@@ -70,6 +71,14 @@ class WorkerHandle(abc.ABC):
     def apply(self, func: Callable[..., Any], *args: Any) -> concurrent.futures.Future:
         """Runs `func(worker, *args)` on the worker; a future of its result."""
         return self.call("apply", func, *args)
+
+    @staticmethod
+    def share(value: Any) -> Any:
+        """Prepares `value` to be passed to many `call`s (Ray: `ray.put` once).
+
+        In-process backends pass the value itself.
+        """
+        return value
 
     def ready(self) -> concurrent.futures.Future:
         """A future that resolves (to None) once the worker has been constructed."""

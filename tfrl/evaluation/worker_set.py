@@ -1,0 +1,445 @@
+"""WorkerSet: the local rollout worker plus remote workers reached through handles.
+
+The local worker (index 0) lives in the driver and holds the policies that learn; remote
+workers (indices 1..n) sample in parallel, each behind a `WorkerHandle` (C7): Ray actors
+(`remote_backend="ray"`, the default, `pip install 'tfrl[ray]'`) or in-process threads
+(`remote_backend="thread"`, for tests and one-box pipelines). Weights travel as numpy
+dicts, put in the object store once per broadcast.
+
+Failures: a remote worker that is gone raises `WorkerCrashedError`. With
+`recreate_failed_workers=True` in the trainer config, `sample_all` recreates it under the
+same index, gives it the local worker's current weights, observation filters and global
+vars, and samples it again in the same call, so an iteration loses no batch.
+Every wait has a timeout (`sample_timeout_s`, `worker_health_probe_timeout_s`,
+`worker_restore_timeout_s` in the trainer config; see `worker_set_config`).
+"""
+
+import concurrent.futures
+import functools
+import logging
+import time
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
+
+from tfrl.evaluation import worker_set_config as wsc
+from tfrl.evaluation.worker_handle import (ThreadWorkerHandle, WorkerCrashedError,
+                                           WorkerHandle, get_results)
+
+logger = logging.getLogger(__name__)
+
+# How often one `sample_all` call recreates the same worker before giving up.
+MAX_RECREATIONS_PER_CALL = 2
+_STOP_GRACE_S = 5.0
+
+
+class WorkerSet:
+    """A local `RolloutWorker` and `num_workers` remote ones.
+
+    Args:
+        env_creator: `EnvContext -> env`; default: from `trainer_config["env"]`.
+        validate_env: Optional `(env, env_context) -> None` check run on every env.
+        policy_class: The policy class used when `multiagent.policies` is empty (as
+            `"default_policy"`) and for entries that name no class.
+        trainer_config: RLlib-style config dict (C9; or an `AlgorithmConfig`); unknown
+            keys raise `ValueError`.
+        num_workers: Number of remote workers.
+        local_worker: Whether to build the local worker (in this process).
+        logdir: Directory passed to the workers as `log_dir`.
+        worker_cls: The worker class (default `tfrl.evaluation.rollout_worker.RolloutWorker`).
+
+    Raises:
+        ValueError: On an unknown config key, a bad `remote_backend` or num_workers < 0.
+        ImportError: If remote workers need Ray and it is not installed.
+    """
+
+    def __init__(self, *, env_creator: Optional[Callable] = None,
+                 validate_env: Optional[Callable] = None, policy_class: Optional[type] = None,
+                 trainer_config: Optional[dict] = None, num_workers: int = 0,
+                 local_worker: bool = True, logdir: Optional[str] = None,
+                 worker_cls: Optional[type] = None):
+        if hasattr(trainer_config, "to_dict"):  # An AlgorithmConfig.
+            trainer_config = trainer_config.to_dict()
+        wsc.check_trainer_config(trainer_config if trainer_config is not None else {})
+        config = dict(trainer_config or {})
+        if int(num_workers) < 0:
+            raise ValueError(f"num_workers must be >= 0; received {num_workers}.")
+        self._config = config
+        self._env_creator = env_creator or wsc.env_creator_from_config(config)
+        self._validate_env = validate_env
+        self._policy_class = policy_class
+        self._policy_specs = wsc.policy_specs(config, policy_class)
+        self._logdir = logdir
+        self._cls = worker_cls or _default_worker_cls()
+        self._num_workers = int(num_workers)
+        self._remote_workers: List[WorkerHandle] = []
+        self._local_worker = None
+        self._global_vars: Optional[dict] = None
+        try:
+            self._add_remote(self._num_workers)
+            if local_worker:
+                spaces = None
+                if self._remote_workers and not wsc.setting(config, "create_env_on_driver"):
+                    spaces = self._spaces_from(self._remote_workers[0])
+                self._local_worker = self._make_worker(
+                    cls=self._cls, env_creator=self._env_creator, validate_env=validate_env,
+                    policy_cls=policy_class, worker_index=0, num_workers=self._num_workers,
+                    config=config, spaces=spaces)
+                if self._remote_workers:
+                    self.sync_weights()
+        except BaseException:
+            self.stop()
+            raise
+
+    # ----------------------------------------------------------------------------------
+    # Accessors.
+
+    def local_worker(self) -> Any:
+        """The local worker (None if built with `local_worker=False`)."""
+        return self._local_worker
+
+    def remote_workers(self) -> List[WorkerHandle]:
+        """The remote workers' handles, in index order (recreated ones replace old ones)."""
+        return list(self._remote_workers)
+
+    def num_remote_workers(self) -> int:
+        """Number of remote workers, healthy or not."""
+        return len(self._remote_workers)
+
+    def healthy_worker_ids(self) -> List[int]:
+        """Indices of the remote workers not known to be dead."""
+        return [h.worker_index for h in self._remote_workers if h.is_alive()]
+
+    def _setting(self, key: str) -> Any:
+        return wsc.setting(self._config, key)
+
+    # ----------------------------------------------------------------------------------
+    # Creating workers.
+
+    def _make_worker(self, *, cls: type, env_creator: Optional[Callable],
+                     validate_env: Optional[Callable], policy_cls: Optional[type],
+                     worker_index: int, num_workers: int, config: dict,
+                     spaces: Optional[dict] = None) -> Any:
+        """Builds one worker in this process from the trainer config (see `worker_set_config`)."""
+        specs = (self._policy_specs if policy_cls is self._policy_class
+                 else wsc.policy_specs(config, policy_cls))
+        return cls(**self._worker_kwargs(worker_index, num_workers, config, env_creator,
+                                         validate_env, specs, spaces))
+
+    def _worker_kwargs(self, worker_index, num_workers, config, env_creator, validate_env,
+                       specs, spaces=None) -> Dict[str, Any]:
+        return wsc.worker_kwargs(config, env_creator=env_creator, validate_env=validate_env,
+                                 policy_spec=specs, worker_index=worker_index,
+                                 num_workers=num_workers, log_dir=self._logdir, spaces=spaces)
+
+    def _make_remote(self, worker_index: int) -> WorkerHandle:
+        kwargs = self._worker_kwargs(worker_index, self._num_workers, self._config,
+                                     self._env_creator, self._validate_env, self._policy_specs)
+        factory = functools.partial(self._cls, **kwargs)
+        if self._setting("remote_backend") == "thread":
+            return ThreadWorkerHandle(factory, worker_index)
+        try:
+            from tfrl.backends.ray.worker import RayWorkerHandle
+        except ImportError as e:
+            raise ImportError(
+                f"WorkerSet runs remote workers (num_workers={self._num_workers}) as Ray "
+                "actors, but Ray is not installed. Install it with pip install 'tfrl[ray]', "
+                "or sample in the local worker (num_workers=0), or set "
+                "trainer_config['remote_backend'] = 'thread' for in-process workers."
+            ) from e
+        return RayWorkerHandle.create(factory, worker_index,
+                                      **wsc.remote_resources(self._config))
+
+    def _add_remote(self, n: int) -> List[WorkerHandle]:
+        start = len(self._remote_workers) + 1
+        self._num_workers = max(self._num_workers, start + n - 1)
+        new = [self._make_remote(i) for i in range(start, start + n)]
+        self._remote_workers.extend(new)
+        return new
+
+    def add_workers(self, num_workers: int) -> None:
+        """Adds `num_workers` remote workers (next indices); they get the local weights.
+
+        Waits (at most `worker_restore_timeout_s`) until they have started.
+        """
+        new = self._add_remote(int(num_workers))
+        if new:
+            state = self._current_state()
+            futures = [f for h in new for f in self._send_state(h, state)]
+            futures += [h.ready() for h in new]
+            get_results(futures, self._setting("worker_restore_timeout_s"), "new workers")
+
+    def _spaces_from(self, handle: WorkerHandle) -> Dict[str, Tuple[Any, Any]]:
+        """PolicyID -> (original obs space, action space) of a remote worker's policies."""
+        return get_results([handle.apply(_policy_spaces)],
+                           self._setting("worker_restore_timeout_s"), "workers")[0]
+
+    # ----------------------------------------------------------------------------------
+    # Weights and state.
+
+    def sync_weights(self, policies: Optional[Sequence[str]] = None,
+                     from_worker: Optional[Any] = None,
+                     global_vars: Optional[dict] = None) -> None:
+        """Sends the weights of `from_worker` (default: the local worker) to all workers.
+
+        Args:
+            policies: Policy ids to send (None: all).
+            from_worker: A worker or handle to take the weights from; the local worker
+                then gets them too.
+            global_vars: Global vars (e.g. `{"timestep": t}`) set along with the weights.
+
+        Raises:
+            ValueError: If there is no local worker and no `from_worker`.
+            WorkerCrashedError: If a worker is dead and `recreate_failed_workers` is off.
+        """
+        local = self._local_worker
+        if local is None and from_worker is None:
+            raise ValueError("sync_weights() needs a source: this WorkerSet has no local "
+                             "worker, so pass from_worker=<worker or handle>.")
+        if global_vars is not None:
+            self._global_vars = dict(global_vars)
+        if not self._remote_workers and from_worker is None:
+            if local is not None and global_vars is not None:
+                local.set_global_vars(global_vars)
+            return
+        if from_worker is None:
+            weights = local.get_weights(policies)
+        elif isinstance(from_worker, WorkerHandle):
+            weights = get_results([from_worker.call("get_weights", policies)],
+                                  self._setting("sample_timeout_s"), "workers")[0]
+        else:
+            weights = from_worker.get_weights(policies)
+        if from_worker is not None and local is not None:
+            local.set_weights(weights, global_vars=global_vars)
+        targets = [h for h in self._remote_workers if h is not from_worker]
+        self._on_all(targets, lambda h, w: h.call("set_weights", w, global_vars=global_vars),
+                     "set_weights", shared=weights)
+
+    def _on_all(self, handles: Sequence[WorkerHandle], send: Callable, what: str,
+                shared: Any = None) -> List[Any]:
+        """`send(handle, shared)` on every handle; the results in order.
+
+        A crashed worker raises, or, with `recreate_failed_workers`, is recreated (with
+        the current state) and left out of the results.
+        """
+        if not handles:
+            return []
+        value = type(handles[0]).share(shared) if shared is not None else None
+        futures = [send(h, value) for h in handles]  # A dead one fails its future.
+        concurrent.futures.wait(futures, timeout=self._setting("sample_timeout_s"))
+        results = []
+        for h, f in zip(handles, futures):
+            if not f.done():
+                raise TimeoutError(f"Worker {h.worker_index} did not finish {what}() within "
+                                   f"sample_timeout_s={self._setting('sample_timeout_s')} s.")
+            try:
+                results.append(f.result())
+            except WorkerCrashedError as e:
+                if not self._setting("recreate_failed_workers"):
+                    raise self._crash_error(h.worker_index, what, e) from e
+        if any(not h.is_alive() for h in handles) and self._setting("recreate_failed_workers"):
+            self.recreate_failed_workers()
+        return results
+
+    def _current_state(self, exclude: Optional[WorkerHandle] = None
+                       ) -> Tuple[Optional[dict], Optional[dict], Optional[dict]]:
+        """(weights, filters, global vars) to give a new worker: from the local worker,
+        else from a healthy remote one."""
+        if self._local_worker is not None:
+            local = self._local_worker
+            global_vars = self._global_vars or local.get_global_vars()
+            return local.get_weights(), local.get_filters(), global_vars
+        for h in self._remote_workers:
+            if h is not exclude and h.is_alive():
+                weights, filters = get_results(
+                    [h.call("get_weights"), h.call("get_filters")],
+                    self._setting("worker_health_probe_timeout_s"), "workers")
+                return weights, filters, self._global_vars
+        return None, None, self._global_vars
+
+    @staticmethod
+    def _send_state(handle: WorkerHandle, state) -> List[concurrent.futures.Future]:
+        weights, filters, global_vars = state
+        futures = []
+        if weights is not None:
+            futures.append(handle.call("set_weights", handle.share(weights),
+                                       global_vars=global_vars))
+        if filters:
+            futures.append(handle.call("sync_filters", filters))
+        return futures
+
+    # ----------------------------------------------------------------------------------
+    # Sampling and failures.
+
+    def sample_all(self, timeout_s: Optional[float] = None) -> List[Any]:
+        """One `sample()` per remote worker, in parallel (or the local worker's, if none).
+
+        Args:
+            timeout_s: Longest wait for the batches (default: `sample_timeout_s`); each
+                recreation adds `worker_restore_timeout_s`.
+
+        Returns:
+            The batches, in worker-index order.
+
+        Raises:
+            WorkerCrashedError: If a worker crashed and `recreate_failed_workers` is off
+                (or it crashed again after `MAX_RECREATIONS_PER_CALL` recreations).
+            TimeoutError: If batches are missing after the timeout.
+        """
+        if not self._remote_workers:
+            if self._local_worker is None:
+                raise ValueError("sample_all() on a WorkerSet without workers.")
+            return [self._local_worker.sample()]
+        recreate = self._setting("recreate_failed_workers")
+        timeout_s = self._setting("sample_timeout_s") if timeout_s is None else timeout_s
+        deadline = time.monotonic() + timeout_s
+        pending: Dict[concurrent.futures.Future, Tuple[int, List]] = {}
+        for pos, handle in enumerate(self._remote_workers):
+            state_futures = []
+            if not handle.is_alive() and recreate:
+                handle, state_futures = self._recreate(pos)
+                deadline += self._setting("worker_restore_timeout_s")
+            pending[handle.call("sample")] = (pos, state_futures)
+        results: Dict[int, Any] = {}
+        recreations: Dict[int, int] = {}
+        while pending:
+            done, _ = concurrent.futures.wait(
+                pending, timeout=max(0.0, deadline - time.monotonic()),
+                return_when=concurrent.futures.FIRST_COMPLETED)
+            if not done:
+                late = sorted(self._remote_workers[p].worker_index for p, _ in pending.values())
+                raise TimeoutError(f"Workers {late} returned no sample within timeout_s="
+                                   f"{timeout_s} s; raise sample_timeout_s if they are slow.")
+            for future in done:
+                pos, state_futures = pending.pop(future)
+                index = self._remote_workers[pos].worker_index
+                try:
+                    for f in state_futures:
+                        f.result(timeout=0)
+                    results[pos] = future.result()
+                except WorkerCrashedError as e:
+                    if not recreate:
+                        raise self._crash_error(index, "sample", e) from e
+                    recreations[pos] = recreations.get(pos, 0) + 1
+                    if recreations[pos] > MAX_RECREATIONS_PER_CALL:
+                        raise WorkerCrashedError(
+                            index, f"it crashed again after {MAX_RECREATIONS_PER_CALL} "
+                            "recreations in one sample_all() call.") from e
+                    handle, state_futures = self._recreate(pos)
+                    deadline = max(deadline, time.monotonic()
+                                   + self._setting("worker_restore_timeout_s"))
+                    pending[handle.call("sample")] = (pos, state_futures)
+        return [results[pos] for pos in sorted(results)]
+
+    @staticmethod
+    def _crash_error(index: int, what: str, cause: WorkerCrashedError) -> WorkerCrashedError:
+        return WorkerCrashedError(
+            index, f"{cause.reason.rstrip('.')} (during {what}()). Set trainer_config["
+            "'recreate_failed_workers'] = True to recreate crashed workers (with the current "
+            "weights, filters and global vars) and carry on.")
+
+    def _recreate(self, pos: int) -> Tuple[WorkerHandle, List[concurrent.futures.Future]]:
+        """Replaces the worker at list position `pos` by a new one with the same index."""
+        old = self._remote_workers[pos]
+        old.kill()
+        logger.warning("Recreating remote worker %d, which crashed.", old.worker_index)
+        state = self._current_state(exclude=old)
+        new = self._make_remote(old.worker_index)
+        self._remote_workers[pos] = new
+        return new, self._send_state(new, state)
+
+    def recreate_failed_workers(self) -> List[int]:
+        """Recreates every dead remote worker (same index, current state); their indices.
+
+        Waits at most `worker_restore_timeout_s` for them to start.
+        """
+        restored, futures = [], []
+        for pos, handle in enumerate(self._remote_workers):
+            if not handle.is_alive():
+                new, state_futures = self._recreate(pos)
+                restored.append(new.worker_index)
+                futures += state_futures + [new.ready()]
+        get_results(futures, self._setting("worker_restore_timeout_s"), "recreated workers")
+        return restored
+
+    def probe_unhealthy_workers(self) -> List[int]:
+        """Pings every remote worker; dead ones are recreated if `recreate_failed_workers`.
+
+        A worker that does not answer within `worker_health_probe_timeout_s` (e.g. busy
+        with a long call) is left alone; one whose handle reports a crash is marked dead.
+
+        Returns:
+            The indices of the workers that were recreated.
+        """
+        pings = [(h, h.ready()) for h in self._remote_workers if h.is_alive()]
+        concurrent.futures.wait([f for _, f in pings],
+                                timeout=self._setting("worker_health_probe_timeout_s"))
+        for handle, ping in pings:
+            if ping.done() and isinstance(ping.exception(), WorkerCrashedError):
+                handle.kill()
+        if self._setting("recreate_failed_workers"):
+            return self.recreate_failed_workers()
+        return []
+
+    # ----------------------------------------------------------------------------------
+    # Running functions everywhere.
+
+    def _remote_results(self, send: Callable[[WorkerHandle], concurrent.futures.Future],
+                        what: str) -> List[Any]:
+        return self._on_all(self._remote_workers, lambda h, _: send(h), what)
+
+    def foreach_worker(self, func: Callable[[Any], Any]) -> List[Any]:
+        """`[func(worker) for every worker]`, local first, then remotes in index order."""
+        local = [func(self._local_worker)] if self._local_worker is not None else []
+        return local + self._remote_results(lambda h: h.apply(func), "foreach_worker")
+
+    def foreach_worker_with_index(self, func: Callable[[Any, int], Any]) -> List[Any]:
+        """`func(worker, worker_index)` on every worker (local is index 0)."""
+        local = [func(self._local_worker, 0)] if self._local_worker is not None else []
+        return local + self._remote_results(
+            lambda h: h.apply(func, h.worker_index), "foreach_worker_with_index")
+
+    def _foreach_policy_like(self, method: str, func: Callable) -> List[Any]:
+        results = []
+        if self._local_worker is not None:
+            results.extend(getattr(self._local_worker, method)(func))
+        for remote in self._remote_results(lambda h: h.call(method, func), method):
+            results.extend(remote)
+        return results
+
+    def foreach_policy(self, func: Callable[[Any, str], Any]) -> List[Any]:
+        """`func(policy, policy_id)` for every policy of every worker, flattened."""
+        return self._foreach_policy_like("foreach_policy", func)
+
+    def foreach_trainable_policy(self, func: Callable[[Any, str], Any]) -> List[Any]:
+        """As `foreach_policy`, for the policies in each worker's `policies_to_train`."""
+        return self._foreach_policy_like("foreach_trainable_policy", func)
+
+    def foreach_env(self, func: Callable[[Any], Any]) -> List[List[Any]]:
+        """Per worker (local first), the list of `func(sub_env)` over its sub-envs."""
+        local = ([self._local_worker.foreach_env(func)]
+                 if self._local_worker is not None else [])
+        return local + self._remote_results(lambda h: h.call("foreach_env", func), "foreach_env")
+
+    def stop(self) -> None:
+        """Stops the local worker and every remote worker (then kills the remotes)."""
+        if self._local_worker is not None:
+            try:
+                self._local_worker.stop()
+            except Exception as e:  # Keep stopping the others.
+                logger.warning("Stopping the local worker raised %s: %s", type(e).__name__, e)
+        stopping = [h.call("stop") for h in self._remote_workers if h.is_alive()]
+        concurrent.futures.wait(stopping, timeout=_STOP_GRACE_S)
+        for handle in self._remote_workers:
+            handle.kill()
+
+
+def _policy_spaces(worker: Any) -> Dict[str, Tuple[Any, Any]]:
+    return {pid: (getattr(p.observation_space, "original_space", p.observation_space),
+                  p.action_space) for pid, p in worker.policy_map.items()}
+
+
+def _default_worker_cls() -> type:
+    from tfrl.evaluation.rollout_worker import RolloutWorker
+    return RolloutWorker
+
+
+__all__ = ["WorkerSet", "MAX_RECREATIONS_PER_CALL"]
