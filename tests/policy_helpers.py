@@ -1,4 +1,5 @@
-"""A tiny Keras model, a Categorical distribution and a PG-style TFPolicy for the policy tests."""
+"""Shared by the policy tests: a tiny Keras model, a Categorical distribution, a PG-style
+TFPolicy and its builders under each strategy, and a recurrent PG policy on the catalog LSTM."""
 
 import gymnasium as gym
 import keras
@@ -6,6 +7,8 @@ import numpy as np
 import tensorflow as tf
 import tensorflow_probability as tfp
 
+from tfrl.policy.sample_batch import SampleBatch
+from tfrl.policy.strategy import make_strategy
 from tfrl.policy.tf_policy import TFPolicy
 
 OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
@@ -99,3 +102,73 @@ def make_batch(num_rows, seed=0):
         "rewards": rng.normal(size=num_rows),
         "infos": [{} for _ in range(num_rows)],
     }
+
+
+# ------------------------------------------------------------ PGPolicy under strategies
+
+CONFIG = {"seed": 0, "lr": 0.1, "num_sgd_iter": 3, "sgd_minibatch_size": 16}
+STRATEGIES = ["default", "one_device", "mirrored"]
+
+
+def strategy_named(name):
+    """The process-wide strategies: separate MirroredStrategy objects collide."""
+    if name == "default":
+        return tf.distribute.get_strategy()
+    if name == "one_device":
+        return make_strategy({})
+    return make_strategy({"num_gpus": 2, "_fake_gpus": True})
+
+
+def make_policy(strategy="one_device", **config):
+    keras.utils.set_random_seed(0)
+    return PGPolicy(OBS_SPACE, ACT_SPACE, {**CONFIG, **config}, strategy=strategy_named(strategy))
+
+
+# ------------------------------------------------------------ recurrent PG (catalog LSTM)
+
+RNN_OBS = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
+RNN_ACT = gym.spaces.Discrete(2)
+RNN_MODEL = {"use_lstm": True, "lstm_cell_size": 4, "fcnet_hiddens": [8], "max_seq_len": 4}
+SEQ_LENS = np.array([4, 3, 4, 2, 1, 4, 4, 3], np.int32)
+
+
+class RecurrentPG(TFPolicy):
+    def make_optimizer(self):
+        return keras.optimizers.SGD(self.config["lr"])
+
+    def loss(self, model, dist_class, train_batch):
+        dist_inputs, value = self.forward(model, train_batch)  # [B, T, n], [B, T]
+        mask = self.valid_mask(train_batch)  # [B, T]
+        logp = dist_class(dist_inputs, model).logp(train_batch["actions"])  # [B, T]
+        advantages = train_batch["advantages"]
+        return (-self.global_mean(logp * advantages, mask)
+                + self.global_mean((value - advantages) ** 2, mask))
+
+
+def recurrent_policy(strategy="one_device", model=None, **config):
+    keras.utils.set_random_seed(0)
+    return RecurrentPG(RNN_OBS, RNN_ACT, {
+        "seed": 0, "lr": 0.1, "model": {**RNN_MODEL, **(model or {})}, "num_sgd_iter": 2,
+        "sgd_minibatch_size": 8, **config}, strategy=strategy_named(strategy))
+
+
+def sequence_batch(seed=0, seq_lens=SEQ_LENS, prev=False):
+    """A sequence batch for `recurrent_policy` (with prev_actions/prev_rewards if `prev`)."""
+    rng = np.random.default_rng(seed)
+    rows = int(seq_lens.sum())
+    batch = {
+        "obs": rng.uniform(-1, 1, (rows, 3)).astype(np.float32),
+        "actions": rng.integers(0, 2, rows),
+        "advantages": rng.normal(size=rows).astype(np.float32),
+        "state_in_0": rng.normal(size=(len(seq_lens), 4)).astype(np.float32),
+        "state_in_1": rng.normal(size=(len(seq_lens), 4)).astype(np.float32),
+        "seq_lens": seq_lens,
+    }
+    if prev:
+        batch["rewards"] = rng.normal(size=rows).astype(np.float32)
+        starts = np.cumsum(seq_lens) - seq_lens
+        batch["prev_actions"] = np.roll(batch["actions"], 1)
+        batch["prev_rewards"] = np.roll(batch["rewards"], 1)
+        batch["prev_actions"][starts] = rng.integers(0, 2, len(seq_lens))
+        batch["prev_rewards"][starts] = rng.normal(size=len(seq_lens)).astype(np.float32)
+    return SampleBatch(batch)

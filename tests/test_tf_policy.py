@@ -5,29 +5,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from policy_helpers import ACT_SPACE, OBS_SPACE, PGPolicy, TinyModel, make_batch, pg_loss_numpy_free
+from policy_helpers import (ACT_SPACE, CONFIG, OBS_SPACE, STRATEGIES, PGPolicy, TinyModel, make_batch,
+                            make_policy, pg_loss_numpy_free)
 from tfrl.policy.sample_batch import SampleBatch
-from tfrl.policy.strategy import make_strategy
 from tfrl.policy.tf_policy import TFPolicy
-
-CONFIG = {"seed": 0, "lr": 0.1, "num_sgd_iter": 3, "sgd_minibatch_size": 16}
-
-
-def _strategy(name):
-    # make_strategy's process-wide strategies: separate MirroredStrategy objects collide.
-    if name == "default":
-        return tf.distribute.get_strategy()
-    if name == "one_device":
-        return make_strategy({})
-    return make_strategy({"num_gpus": 2, "_fake_gpus": True})
-
-
-STRATEGIES = ["default", "one_device", "mirrored"]
-
-
-def make_policy(strategy="one_device", **config):
-    keras.utils.set_random_seed(0)
-    return PGPolicy(OBS_SPACE, ACT_SPACE, {**CONFIG, **config}, strategy=_strategy(strategy))
 
 
 # ------------------------------------------------------------------ equivalence
@@ -93,6 +74,7 @@ def test_each_compiled_function_traces_once_across_50_calls(strategy, learn_inpu
     for i in range(num_calls):
         obs = make_batch(1 + i % 9, seed=i)["obs"]
         policy.compute_actions(obs, explore=bool(i % 2))
+        policy.value(obs)
         batch = make_batch(32 + 2 * (i % 5), seed=i)  # 32..40 rows, contents vary
         if i % 3 == 0:
             batch["actions"] = batch["actions"].astype(np.int32)
@@ -100,7 +82,7 @@ def test_each_compiled_function_traces_once_across_50_calls(strategy, learn_inpu
         info = policy.learn_on_batch(SampleBatch(batch) if i % 2 else batch)
         grads, _ = policy.compute_gradients(batch)
         policy.apply_gradients(grads)
-    assert policy.num_traces == {"compute_actions": 1, "learn_on_batch": 1,
+    assert policy.num_traces == {"compute_actions": 1, "value": 1, "learn_on_batch": 1,
                                  "compute_gradients": 1, "apply_gradients": 1}
     assert info["learner_stats"]["num_traces"] == 1 and info["num_traces"] == policy.num_traces
 

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from test_tf_policy_recurrent import _policy as recurrent_policy
-from test_tf_policy import make_batch, make_policy
+from policy_helpers import make_batch, make_policy, recurrent_policy
 
 
 def test_saved_model_in_a_fresh_process_returns_the_live_actions(tmp_path):

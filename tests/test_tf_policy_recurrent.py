@@ -1,52 +1,17 @@
 """TFPolicy with the catalog's LSTM: state in/out when acting, sequence batches when learning."""
 
-import gymnasium as gym
-import keras
 import numpy as np
 import pytest
-import tensorflow as tf
 
+from policy_helpers import SEQ_LENS, recurrent_policy, sequence_batch
 from tfrl.policy.sample_batch import SampleBatch
-from tfrl.policy.strategy import make_strategy
-from tfrl.policy.tf_policy import TFPolicy
-
-OBS = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
-ACT = gym.spaces.Discrete(2)
-MODEL = {"use_lstm": True, "lstm_cell_size": 4, "fcnet_hiddens": [8], "max_seq_len": 4}
-SEQ_LENS = np.array([4, 3, 4, 2, 1, 4, 4, 3], np.int32)
-
-
-class RecurrentPG(TFPolicy):
-    def make_optimizer(self):
-        return keras.optimizers.SGD(self.config["lr"])
-
-    def loss(self, model, dist_class, train_batch):
-        dist_inputs, value = self.forward(model, train_batch)  # [B, T, n], [B, T]
-        mask = self.valid_mask(train_batch)  # [B, T]
-        logp = dist_class(dist_inputs, model).logp(train_batch["actions"])  # [B, T]
-        advantages = train_batch["advantages"]
-        return (-self.global_mean(logp * advantages, mask)
-                + self.global_mean((value - advantages) ** 2, mask))
-
 
 def _policy(strategy="one_device", **config):
-    keras.utils.set_random_seed(0)
-    strategy = make_strategy({"num_gpus": 2, "_fake_gpus": True} if strategy == "mirrored" else {})
-    return RecurrentPG(OBS, ACT, {"seed": 0, "lr": 0.1, "model": MODEL, "num_sgd_iter": 2,
-                                  "sgd_minibatch_size": 8, **config}, strategy=strategy)
+    return recurrent_policy(strategy, **config)
 
 
 def _sequence_batch(seed=0, seq_lens=SEQ_LENS):
-    rng = np.random.default_rng(seed)
-    rows = int(seq_lens.sum())
-    return SampleBatch({
-        "obs": rng.uniform(-1, 1, (rows, 3)).astype(np.float32),
-        "actions": rng.integers(0, 2, rows),
-        "advantages": rng.normal(size=rows).astype(np.float32),
-        "state_in_0": rng.normal(size=(len(seq_lens), 4)).astype(np.float32),
-        "state_in_1": rng.normal(size=(len(seq_lens), 4)).astype(np.float32),
-        "seq_lens": seq_lens,
-    })
+    return sequence_batch(seed, seq_lens)
 
 
 def test_acting_carries_state_like_the_model_on_a_sequence():
@@ -121,3 +86,86 @@ def test_view_requirements_name_state_and_model_output_columns():
     assert requirements["state_out_0"].used_for_training is False
     assert requirements["vf_preds"].used_for_compute_actions is False
     assert "action_logp" in requirements and "obs" in requirements
+
+
+# ------------------------------------------------------- lstm_use_prev_action / _reward
+
+PREV_MODEL = {"lstm_use_prev_action": True, "lstm_use_prev_reward": True}
+
+
+def _prev_policy(strategy="one_device", **config):
+    return recurrent_policy(strategy, model=PREV_MODEL, **config)
+
+
+def test_prev_actions_and_rewards_feed_the_model_when_acting():
+    policy = _prev_policy()
+    req = policy.view_requirements
+    assert req["prev_actions"].data_col == "actions" and req["prev_actions"].shift_arr == [-1]
+    assert req["prev_rewards"].data_col == "rewards" and req["prev_rewards"].shift_arr == [-1]
+    assert "prev_actions" not in _policy().view_requirements  # unused columns not recorded
+    rng = np.random.default_rng(0)
+    obs = rng.uniform(-1, 1, (3, 3)).astype(np.float32)
+    state = [rng.normal(size=(3, 4)).astype(np.float32) for _ in range(2)]
+    prev_a, prev_r = np.array([0, 1, 1]), np.array([0.5, -1.0, 2.0], np.float32)
+    actions, state_out, extras = policy.compute_actions(
+        obs, state, prev_action_batch=prev_a, prev_reward_batch=prev_r, explore=False)
+    dist_inputs, value, want_state = policy.model(
+        (obs[:, None], state, np.ones(3, np.int32)),
+        prev_actions=prev_a[:, None], prev_rewards=prev_r[:, None])
+    np.testing.assert_allclose(extras["action_dist_inputs"], dist_inputs.numpy()[:, 0], atol=1e-6)
+    np.testing.assert_allclose(extras["vf_preds"], value.numpy()[:, 0], atol=1e-6)
+    np.testing.assert_allclose(state_out[0], want_state[0].numpy(), atol=1e-6)
+    # Other previous actions / rewards give other outputs.
+    _, _, other_a = policy.compute_actions(obs, state, prev_action_batch=1 - prev_a,
+                                           prev_reward_batch=prev_r, explore=False)
+    _, _, other_r = policy.compute_actions(obs, state, prev_action_batch=prev_a,
+                                           prev_reward_batch=prev_r + 1.0, explore=False)
+    for other in (other_a, other_r):
+        assert np.abs(other["action_dist_inputs"] - extras["action_dist_inputs"]).min() > 1e-6
+    from_dict = policy.compute_actions_from_input_dict(
+        {"obs": obs, "state_in_0": state[0], "state_in_1": state[1], "prev_actions": prev_a,
+         "prev_rewards": prev_r}, explore=False)
+    np.testing.assert_array_equal(from_dict[2]["action_dist_inputs"], extras["action_dist_inputs"])
+    np.testing.assert_array_equal(
+        policy.value(obs, state, prev_action_batch=prev_a, prev_reward_batch=prev_r),
+        extras["vf_preds"])
+    assert policy.num_traces["compute_actions"] == 1 and policy.num_traces["value"] == 1
+
+
+def test_prev_inputs_errors():
+    policy = _prev_policy()
+    obs, state = np.zeros((2, 3), np.float32), [np.zeros((2, 4), np.float32)] * 2
+    with pytest.raises(ValueError, match=r"built with lstm_use_prev_action=True and needs "
+                                         r"prev_action_batch .*received prev_action_batch=None"):
+        policy.compute_actions(obs, state, prev_reward_batch=np.zeros(2))
+    with pytest.raises(ValueError, match=r"value\(\): .*lstm_use_prev_reward=True and needs "
+                                         r"prev_reward_batch"):
+        policy.value(obs, state, prev_action_batch=np.zeros(2, np.int64))
+    with pytest.raises(ValueError, match=r"prev_action_batch must have one row per observation "
+                                         r"\(2\); received 3"):
+        policy.compute_actions(obs, state, prev_action_batch=np.zeros(3, np.int64),
+                               prev_reward_batch=np.zeros(2))
+    with pytest.raises(ValueError, match=r"prev_reward_batch must be numeric of shape \[B\]; "
+                                         r"received dtype float64, shape \(2, 1\)"):
+        policy.compute_actions(obs, state, prev_action_batch=np.zeros(2, np.int64),
+                               prev_reward_batch=np.zeros((2, 1)))
+    batch = sequence_batch(prev=True)
+    del batch["prev_rewards"]
+    with pytest.raises(KeyError, match=r"reads column 'prev_rewards', which the train batch lacks"):
+        policy.learn_on_batch(batch)
+
+
+def test_prev_inputs_learning_matches_across_strategies_and_uses_the_columns():
+    single, mirrored, shifted = _prev_policy(), _prev_policy("mirrored"), _prev_policy()
+    for seed in range(2):
+        lens = np.roll(SEQ_LENS, seed)
+        batch = sequence_batch(seed, lens, prev=True)
+        for policy in (single, mirrored):
+            policy.learn_on_batch(batch)
+        batch["prev_rewards"] = batch["prev_rewards"] + 1.0
+        shifted.learn_on_batch(batch)
+    assert single.num_traces["learn_on_batch"] == mirrored.num_traces["learn_on_batch"] == 1
+    for a, b in zip(single.get_weights(), mirrored.get_weights()):
+        np.testing.assert_allclose(a, b, atol=1e-5)
+    assert max(np.abs(a - b).max() for a, b in zip(single.get_weights(),
+                                                   shifted.get_weights())) > 1e-4

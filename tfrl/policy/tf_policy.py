@@ -4,9 +4,12 @@ An algorithm subclasses `TFPolicy` once and overrides `loss` (required) and, as 
 `postprocess_trajectory`, `stats`, `extra_action_out`, `make_optimizer`, `make_model` and
 `make_action_distribution`. Everything TensorFlow runs is compiled once:
 
-- `compute_actions` is one call of a concrete function with a fixed input signature
-  (observations `[B, ...]`, state-ins, `explore` as a bool tensor), returning actions,
-  logp, distribution inputs and value together.
+- `compute_actions` (and `value`) is one call of a concrete function with a fixed input
+  signature (observations `[B, ...]`, state-ins, the previous actions/rewards the model
+  consumes, `explore` as a bool tensor), returning actions, logp, distribution inputs
+  and value together (see `tf_policy_actions`). Dense catalog policies act in numpy on
+  a copy of the weights instead, which is several times cheaper per call
+  (`config["inference"]`, see `numpy_inference`).
 - `learn_on_batch` runs every SGD epoch and minibatch of a batch in one compiled call
   (`strategy.run` per minibatch, in a `tf.range` loop), shuffling and slicing
   minibatches in the graph, or, with `learn_input="tf_data"`, pulling them from a
@@ -48,9 +51,11 @@ import tree
 
 from tfrl.core.columns import Columns
 from tfrl.policy import space_specs
+from tfrl.policy import numpy_inference, tf_policy_export, tf_policy_state
+from tfrl.policy.numpy_inference import NumpyInference
 from tfrl.policy.policy import (Policy, action_output_view_requirements,
                                 recurrent_view_requirements)
-from tfrl.policy import tf_policy_export
+from tfrl.policy.tf_policy_actions import PREV_COLUMNS, ActionFunctions
 from tfrl.policy.strategy import make_strategy, strategy_devices
 from tfrl.policy.tf_train_step import TrainStep
 
@@ -65,8 +70,11 @@ DEFAULT_CONFIG = {
     "seed": None,
     "num_gpus": 0,
     "_fake_gpus": False,
+    "inference": "auto",
     "model": {},
 }
+# Methods whose override takes a policy off the numpy inference path.
+_ACTION_METHODS = ("action_graph", "_call_model", "extra_action_out", "compute_actions", "value")
 
 
 class TFPolicy(Policy):
@@ -83,7 +91,11 @@ class TFPolicy(Policy):
             model["max_seq_len"]` whole sequences), `shuffle_sequences`
             (a new permutation of the rows per epoch), `learn_input` ("in_graph" or
             "tf_data", see `tf_train_step`), `seed`, `num_gpus` and `_fake_gpus` (the strategy, see `make_strategy`),
-            `model` (the model config for the catalog).
+            `inference` ("auto": numpy when `numpy_inference` supports the policy,
+            else TF; "tf"; "numpy": raise if unsupported), `model` (the model config
+            for the catalog; with `lstm_use_prev_action` / `lstm_use_prev_reward`,
+            acting takes `prev_action_batch` / `prev_reward_batch` and learning reads
+            the `prev_actions` / `prev_rewards` columns).
         strategy: A `tf.distribute.Strategy` to use instead of the one the config asks
             for (e.g. `tf.distribute.get_strategy()` for the default strategy). Share one
             `MirroredStrategy` object between policies: separate instances over the same
@@ -95,38 +107,70 @@ class TFPolicy(Policy):
                  strategy: Optional[tf.distribute.Strategy] = None):
         super().__init__(observation_space, action_space, config)
         self.config = {**DEFAULT_CONFIG, **self.config}
+        if self.config["inference"] not in ("auto", "tf", "numpy"):
+            raise ValueError(
+                "config['inference'] must be 'auto', 'tf' or 'numpy'; received "
+                f"{self.config['inference']!r}."
+            )
         self._tower_local = threading.local()
         self.strategy = strategy if strategy is not None else make_strategy(self.config)
         self.devices = strategy_devices(self.strategy)
-        self._np_random = np.random.default_rng(self.config["seed"])
-        if self.config["seed"] is not None:
-            keras.utils.set_random_seed(int(self.config["seed"]))
+        seed = self.config["seed"]
+        self._np_random = np.random.default_rng(seed)  # seeds minibatch shuffling
+        # Samples actions on the numpy inference path; independent of the shuffles.
+        self.sampling_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
+        self.weights_version = 0  # counts changes of the weights (numpy inference copies)
+        if seed is not None:
+            keras.utils.set_random_seed(int(seed))
         self.dist_class, self.num_outputs = self.make_action_distribution()
+        self.num_traces = {}
         with self.strategy.scope():
             self.model = self.make_model()
             self._recurrent = bool(getattr(self.model, "is_recurrent", False))
             self._initial_state = (
                 [np.asarray(s)[0] for s in tree.flatten(self.model.get_initial_state(1))]
                 if self._recurrent else [])
+            self._acting = ActionFunctions(self)
             self._call_model(space_specs.zeros_batch(self.observation_space, 1),
-                             [s[None] for s in self._initial_state])
+                             [s[None] for s in self._initial_state],
+                             {k: np.zeros((1,) + tuple(s.shape[1:]), s.dtype.as_numpy_dtype)
+                              for k, s in self._acting.prev_specs.items()})
             self.optimizer = self.make_optimizer()
             self.optimizer.build(self.model.trainable_variables)
             self.num_grad_updates = tf.Variable(0, dtype=tf.int64, trainable=False,
                                                 name="num_grad_updates")
+        self._set_view_requirements()
+        self._numpy = self._make_numpy_inference()
+        self._train = TrainStep(self)
+
+    def _set_view_requirements(self) -> None:
         self.view_requirements.update(action_output_view_requirements())
         self.view_requirements.update(recurrent_view_requirements(
             self._initial_state, int(self.config["model"].get("max_seq_len", 20))))
-        self.num_traces = {"compute_actions": 0}
-        self._explore_tensors = {True: tf.constant(True), False: tf.constant(False)}
-        self._obs_spec = space_specs.batch_spec(self.observation_space)
-        obs_spec, state_specs, explore_spec = self.action_input_signature()
-        # Flat positional arguments: a concrete function binds them faster than nests.
-        self._actions_fn = tf.function(
-            self._compute_actions_graph,
-            input_signature=tree.flatten(obs_spec) + state_specs + [explore_spec],
-        ).get_concrete_function()
-        self._train = TrainStep(self)
+        # Samplers record prev_actions / prev_rewards only if the model consumes them.
+        for column in PREV_COLUMNS:
+            if column not in self._acting.prev_columns:
+                self.view_requirements.pop(column, None)
+
+    def _make_numpy_inference(self) -> Optional[NumpyInference]:
+        mode = self.config["inference"]
+        if mode == "tf":
+            return None
+        overridden = [name for name in _ACTION_METHODS
+                      if getattr(type(self), name) is not getattr(TFPolicy, name)]
+        reason = numpy_inference.unsupported_reason(self, overridden)
+        if reason is None:
+            return NumpyInference(self)
+        if mode == "numpy":
+            raise ValueError(
+                f"config['inference']='numpy' is not supported for {type(self).__name__}: "
+                f"{reason}. Use inference='auto' (numpy when supported) or 'tf'."
+            )
+        return None
+
+    def _weights_changed(self) -> None:
+        """Marks the weights as changed (after the change): numpy inference recopies them."""
+        self.weights_version += 1
 
     # ------------------------------------------------------ algorithm hooks
 
@@ -198,103 +242,65 @@ class TFPolicy(Policy):
                         explore: Optional[bool] = None, timestep: Optional[int] = None,
                         **kwargs) -> Tuple[Any, List[np.ndarray], Dict[str, np.ndarray]]:
         """Actions, state-outs and extra fetches (`action_dist_inputs`, `action_logp`,
-        `action_prob`, `vf_preds`, ...) for a batch, in one compiled call."""
-        obs, states, explore_t = self.action_inputs(obs_batch, state_batches, explore)
-        outputs = self._actions_fn(*tree.flatten(obs), *states, explore_t)
+        `action_prob`, `vf_preds`, ...) for a batch: in numpy for dense policies (see
+        `numpy_inference`), else in one compiled call."""
+        if self._numpy is not None:
+            obs = self._acting.check_obs(obs_batch)
+            if state_batches:
+                self._acting.check_states(state_batches, len(obs), "compute_actions")
+            explore = self.config["explore"] if explore is None else explore
+            result = self._numpy.compute_actions(obs, explore)
+            num_rows = len(obs)
+        else:
+            result, num_rows = self._acting.compute(obs_batch, state_batches, explore,
+                                                    prev_action_batch, prev_reward_batch)
         self.global_timestep = (int(timestep) if timestep is not None
-                                else self.global_timestep + len(tree.flatten(obs)[0]))
-        return self.action_outputs(outputs)
+                                else self.global_timestep + num_rows)
+        return result
+
+    def value(self, obs_batch: Any, state_batches: Optional[List[Any]] = None,
+              prev_action_batch: Any = None, prev_reward_batch: Any = None) -> np.ndarray:
+        """Value estimates `[B]` (float32) of a batch of observations, e.g. to bootstrap a
+        truncated trajectory; the `vf_preds` `compute_actions` returns for the same inputs."""
+        if self._numpy is not None:
+            obs = self._acting.check_obs(obs_batch)
+            if state_batches:
+                self._acting.check_states(state_batches, len(obs), "value")
+            return self._numpy.value(obs)
+        return self._acting.value(obs_batch, state_batches, prev_action_batch,
+                                  prev_reward_batch)
+
+    @property
+    def inference(self) -> str:
+        """Where `compute_actions` and `value` run: "numpy" or "tf"."""
+        return "tf" if self._numpy is None else "numpy"
 
     def action_input_signature(self) -> List[Any]:
-        """Specs of `action_graph`'s arguments: obs `[B, ...]`, state-ins, explore."""
-        state_specs = [tf.TensorSpec((None,) + s.shape, tf.as_dtype(s.dtype))
-                       for s in self._initial_state]
-        return [self._obs_spec, state_specs, tf.TensorSpec((), tf.bool)]
+        """Specs of `action_graph`'s arguments: obs `[B, ...]`, state-ins, explore, and a
+        dict of the previous actions/rewards the model consumes (empty for most)."""
+        return self._acting.signature()
 
     def action_inputs(self, obs_batch: Any, state_batches: Optional[List[Any]],
-                      explore: Optional[bool]) -> Tuple[Any, List[np.ndarray], tf.Tensor]:
-        """Checked arguments (tensors) of the compiled action function (used by
-        TFRunBuilder)."""
-        spec = self._obs_spec
-        if (isinstance(obs_batch, np.ndarray) and isinstance(spec, tf.TensorSpec)
-                and obs_batch.dtype == spec.dtype.as_numpy_dtype
-                and obs_batch.shape[1:] == tuple(spec.shape[1:])):
-            obs = obs_batch  # the common case, already in shape
-        else:
-            obs = space_specs.to_batch(self.observation_space, obs_batch, "obs_batch")
-        num_rows = len(tree.flatten(obs)[0])
-        states = list(state_batches or [])
-        if len(states) != len(self._initial_state):
-            raise ValueError(
-                f"compute_actions(): {type(self).__name__} has {len(self._initial_state)} "
-                f"state tensor(s); received {len(states)} state batch(es). Pass "
-                "get_initial_state() (batched) for a new episode's first step."
-            )
-        checked = []
-        for i, (state, init) in enumerate(zip(states, self._initial_state)):
-            state = np.asarray(state, init.dtype)
-            if state.shape != (num_rows,) + init.shape:
-                raise ValueError(
-                    f"compute_actions(): state_batches[{i}] must have shape "
-                    f"{(num_rows,) + init.shape}; received {state.shape}."
-                )
-            checked.append(state)
-        explore = self.config["explore"] if explore is None else explore
-        # Tensors, not numpy: a concrete function converts numpy arguments slowly.
-        return (tree.map_structure(tf.constant, obs), [tf.constant(s) for s in checked],
-                self._explore_tensors[bool(explore)])
+                      explore: Optional[bool], prev_action_batch: Any = None,
+                      prev_reward_batch: Any = None) -> Tuple[Any, ...]:
+        """Checked arguments (tensors) of `action_graph` (used by TFRunBuilder)."""
+        return self._acting.inputs(obs_batch, state_batches, explore, prev_action_batch,
+                                   prev_reward_batch)
 
     @staticmethod
     def action_outputs(outputs: Any) -> Tuple[Any, List[np.ndarray], Dict[str, np.ndarray]]:
         """Numpy `(actions, state_outs, extra_fetches)` from the compiled outputs."""
-        actions, state_outs, extras = outputs
-        def numpy(value):
-            return (value.numpy() if isinstance(value, tf.Tensor)
-                    else tree.map_structure(lambda t: t.numpy(), value))
+        return ActionFunctions.outputs(outputs)
 
-        return numpy(actions), [s.numpy() for s in state_outs], {
-            k: numpy(v) for k, v in extras.items()}
+    def action_graph(self, obs: Any, state_in: List[tf.Tensor], explore: tf.Tensor,
+                     prev: Optional[Dict[str, tf.Tensor]] = None) -> Any:
+        """The action computation, for use inside compiled code (`prev`: the model's
+        `prev_actions` / `prev_rewards` `[B, ...]`, if it consumes them)."""
+        return self._acting.graph(obs, state_in, explore, prev)
 
-    def action_graph(self, obs: Any, state_in: List[tf.Tensor], explore: tf.Tensor) -> Any:
-        """The action computation, for use inside compiled code."""
-        dist_inputs, value, state_out = self._call_model(obs, state_in)
-        dist = self.dist_class(dist_inputs, self.model)
-        action_spec = space_specs.batch_spec(self.action_space)
-        as_space_dtype = lambda a: tree.map_structure(  # noqa: E731
-            lambda x, s: tf.cast(x, s.dtype), a, action_spec)
-
-        # Both actions, then a select: cheaper than a tf.cond for small models.
-        sampled = as_space_dtype(dist.sample())
-        sampled_logp = dist.sampled_action_logp()  # [B]
-        greedy = as_space_dtype(dist.deterministic_sample())
-        actions = tree.map_structure(
-            lambda a, b: tf.where(tf.reshape(explore, [1] * len(a.shape)), a, b), sampled, greedy)
-        logp = tf.where(explore, sampled_logp, tf.zeros_like(sampled_logp))
-        extras = {
-            Columns.ACTION_DIST_INPUTS: dist_inputs,  # [B, num_outputs]
-            Columns.ACTION_LOGP: logp,  # [B]
-            Columns.ACTION_PROB: tf.exp(logp),  # [B]
-            Columns.VF_PREDS: value,  # [B]
-        }
-        extras.update(self.extra_action_out({Columns.OBS: obs}, state_in, self.model, dist))
-        return actions, state_out, extras
-
-    def _compute_actions_graph(self, *args):
-        self.num_traces["compute_actions"] += 1
-        num_obs = len(tree.flatten(self._obs_spec))
-        obs = tree.unflatten_as(self._obs_spec, list(args[:num_obs]))
-        return self.action_graph(obs, list(args[num_obs:-1]), args[-1])
-
-    def _call_model(self, obs: Any, state_in: List[Any]):
+    def _call_model(self, obs: Any, state_in: List[Any], prev: Optional[Dict[str, Any]] = None):
         """`(dist_inputs [B, n], value [B], state_out)` for one timestep."""
-        if not self._recurrent:
-            dist_inputs, value = self.model(obs, training=False)
-            return dist_inputs, value, []
-        obs_t = tree.map_structure(lambda o: tf.expand_dims(o, 1), obs)  # [B, 1, ...]
-        seq_lens = tf.ones(tf.shape(tree.flatten(obs)[0])[:1], tf.int32)  # [B]
-        dist_inputs, value, state_out = self.model((obs_t, list(state_in), seq_lens),
-                                                   training=False)
-        return dist_inputs[:, 0], value[:, 0], list(state_out)
+        return self._acting.call_model(obs, state_in, prev)
 
     # ------------------------------------------------------------ learning
 
@@ -321,11 +327,13 @@ class TFPolicy(Policy):
                 ) -> Tuple[tf.Tensor, tf.Tensor]:
         """`(dist_inputs, value)` of a train batch: `[B, n]`, `[B]` for feed-forward
         models; `[B, T, n]`, `[B, T]` for recurrent ones (from `state_in_*`, `seq_lens`)."""
+        prev = {column: train_batch[column] for column in self._acting.prev_columns}
         if not self._recurrent:
-            return model(train_batch[Columns.OBS], training=True)
+            return model(train_batch[Columns.OBS], training=True, **prev)
         state_in = [train_batch[f"state_in_{i}"] for i in range(len(self._initial_state))]
         dist_inputs, value, _ = model(
-            (train_batch[Columns.OBS], state_in, train_batch[Columns.SEQ_LENS]), training=True)
+            (train_batch[Columns.OBS], state_in, train_batch[Columns.SEQ_LENS]), training=True,
+            **prev)
         return dist_inputs, value
 
     def valid_mask(self, train_batch: Dict[str, tf.Tensor]) -> Optional[tf.Tensor]:
@@ -345,6 +353,7 @@ class TFPolicy(Policy):
             and `num_traces` (traces of the compiled learn function).
         """
         stats = self._train.learn(samples)
+        self._weights_changed()
         return {"learner_stats": stats, "num_traces": dict(self.num_traces)}
 
     def compute_gradients(self, postprocessed_batch: Any) -> Tuple[List[np.ndarray], Dict]:
@@ -355,6 +364,7 @@ class TFPolicy(Policy):
     def apply_gradients(self, gradients: List[Any]) -> None:
         """Applies `compute_gradients` results with the optimizer."""
         self._train.apply(gradients)
+        self._weights_changed()
 
     # -------------------------------------------------------------- state
 
@@ -364,51 +374,22 @@ class TFPolicy(Policy):
         A list, as in RLlib's TF2 policies: Keras numbers layer names per process, so
         two policies with the same architecture share the order, not the names.
         """
-        return [np.array(v.numpy()) for v in self.model.weights]
+        return tf_policy_state.get_weights(self)
 
     def set_weights(self, weights: List[Any]) -> None:
         """Sets the model's variables from a `get_weights` list."""
-        variables = self.model.weights
-        if not isinstance(weights, (list, tuple)) or len(weights) != len(variables):
-            got = (f"{len(weights)} arrays" if isinstance(weights, (list, tuple))
-                   else type(weights).__name__)
-            raise ValueError(
-                f"set_weights() takes the list get_weights() returns: {len(variables)} arrays "
-                f"for the variables of {type(self).__name__}'s model; received {got}."
-            )
-        values = [np.asarray(w) for w in weights]
-        for i, (variable, value) in enumerate(zip(variables, values)):
-            if tuple(value.shape) != tuple(variable.shape):
-                raise ValueError(
-                    f"set_weights(): weight {i} ({variable.path}) must have shape "
-                    f"{tuple(variable.shape)}; received shape {value.shape}."
-                )
-        for variable, value in zip(variables, values):
-            variable.assign(value)
+        tf_policy_state.set_weights(self, weights)
+        self._weights_changed()
 
     def get_state(self) -> Dict[str, Any]:
-        """Weights, optimizer variables, the global timestep and the update counter."""
-        state = super().get_state()
-        state["_optimizer_variables"] = [np.array(v.numpy()) for v in self.optimizer.variables]
-        state["num_grad_updates"] = int(self.num_grad_updates.numpy())
-        return state
+        """Weights, optimizer variables, the global timestep, the update counter and the
+        states of the shuffle and sampling RNGs (see `tf_policy_state`)."""
+        return tf_policy_state.get_optimizer_state(self, super().get_state())
 
     def set_state(self, state: Dict[str, Any]) -> None:
-        """Restores a `get_state` result (optimizer variables too, if present)."""
+        """Restores a `get_state` result (optimizer variables and RNGs too, if present)."""
         super().set_state(state)
-        opt_values = state.get("_optimizer_variables")
-        if opt_values is not None:
-            variables = self.optimizer.variables
-            shapes = [tuple(v.shape) for v in variables]
-            got = [tuple(np.shape(v)) for v in opt_values]
-            if shapes != got:
-                raise ValueError(
-                    f"set_state(): '_optimizer_variables' must have shapes {shapes}; "
-                    f"received {got}."
-                )
-            for variable, value in zip(variables, opt_values):
-                variable.assign(value)
-        self.num_grad_updates.assign(int(state.get("num_grad_updates", 0)))
+        tf_policy_state.set_optimizer_state(self, state)
 
     def export_model(self, export_dir: str, onnx: Optional[int] = None) -> None:
         """Writes a SavedModel with named serving signatures (see `tf_policy_export`)."""
@@ -423,6 +404,7 @@ class TFPolicy(Policy):
     def import_checkpoint(self, export_dir: str) -> None:
         """Restores an `export_checkpoint` directory (same architecture)."""
         tf_policy_export.read_checkpoint(self, export_dir)
+        self._weights_changed()
 
     def get_initial_state(self) -> List[np.ndarray]:
         """The model's initial state for one agent (unbatched); `[]` if feed-forward."""

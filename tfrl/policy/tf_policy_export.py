@@ -2,7 +2,7 @@
 
 The SavedModel holds the model's variables and four named signatures over flat, named
 inputs (`obs`, or `obs_<key>...` for nested observation spaces, then `state_in_<i>` for
-recurrent models):
+recurrent models, then `prev_actions` / `prev_rewards` if the model consumes them):
 
 - `deterministic_action` (also `serving_default`): `actions`, `action_dist_inputs`,
   `vf_preds`, and `state_out_<i>` for recurrent models;
@@ -54,18 +54,21 @@ def _atomic_dir(export_dir: str, write) -> str:
 
 def export_saved_model(policy, export_dir: str) -> str:
     """Writes `policy`'s SavedModel (see the module docstring); returns its directory."""
-    obs_spec, state_specs, _ = policy.action_input_signature()
+    obs_spec, state_specs, _, prev_specs = policy.action_input_signature()
     obs_names = _names(Columns.OBS, obs_spec)
     num_obs = len(obs_names)
     flat_specs = [tf.TensorSpec(s.shape, s.dtype, name=n)
                   for s, n in zip(tree.flatten(obs_spec), obs_names)]
     flat_specs += [tf.TensorSpec(s.shape, s.dtype, name=f"state_in_{i}")
                    for i, s in enumerate(state_specs)]
+    flat_specs += [tf.TensorSpec(s.shape, s.dtype, name=name) for name, s in prev_specs.items()]
+    num_states = len(state_specs)
 
     def outputs(args, explore: bool) -> Dict[str, tf.Tensor]:
         obs = tree.unflatten_as(obs_spec, list(args[:num_obs]))
-        actions, state_out, extras = policy.action_graph(obs, list(args[num_obs:]),
-                                                         tf.constant(explore))
+        states = list(args[num_obs:num_obs + num_states])
+        prev = dict(zip(prev_specs, args[num_obs + num_states:]))
+        actions, state_out, extras = policy.action_graph(obs, states, tf.constant(explore), prev)
         result = dict(zip(_names(Columns.ACTIONS, actions), tree.flatten(actions)))
         result.update({f"state_out_{i}": s for i, s in enumerate(state_out)})
         result.update(extras)

@@ -68,8 +68,10 @@ class TFRunBuilder:
         self._results: Optional[List[Any]] = None
 
     def add_fetches(self, policy: Any, obs_batch: Any, state_batches: Optional[List[Any]] = None,
-                    explore: Optional[bool] = None) -> int:
-        """Queues `policy.compute_actions(obs_batch, state_batches, explore=explore)`.
+                    explore: Optional[bool] = None, prev_action_batch: Any = None,
+                    prev_reward_batch: Any = None) -> int:
+        """Queues `policy.compute_actions(obs_batch, state_batches, prev_action_batch,
+        prev_reward_batch, explore=explore)`.
 
         Returns:
             The handle to pass to `get`.
@@ -91,7 +93,8 @@ class TFRunBuilder:
                     f"graphs (a TFPolicy); received {type(policy).__name__}, which lacks "
                     f"{method}()."
                 )
-        self._pending.append((policy, policy.action_inputs(obs_batch, state_batches, explore)))
+        self._pending.append((policy, policy.action_inputs(
+            obs_batch, state_batches, explore, prev_action_batch, prev_reward_batch)))
         return len(self._pending) - 1
 
     def get(self, handle: int) -> Tuple[Any, List[Any], Dict[str, Any]]:
@@ -115,6 +118,6 @@ class TFRunBuilder:
         policies = [policy for policy, _ in self._pending]
         outputs = _compiled(policies)([list(inputs) for _, inputs in self._pending])
         self._results = []
-        for (policy, (obs, _, _)), output in zip(self._pending, outputs):
-            policy.global_timestep += len(tf.nest.flatten(obs)[0])
+        for (policy, inputs), output in zip(self._pending, outputs):
+            policy.global_timestep += len(tf.nest.flatten(inputs[0])[0])
             self._results.append(policy.action_outputs(output))

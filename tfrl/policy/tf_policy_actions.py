@@ -1,0 +1,247 @@
+"""ActionFunctions: a TFPolicy's compiled action and value computations.
+
+`compute_actions` is one call of a concrete function with a flat, fixed input signature:
+the observation leaves `[B, ...]`, the state-ins `[B, ...]`, the previous actions and
+rewards the model consumes (`prev_actions` `[B, ...]`, `prev_rewards` `[B]`, only with
+`lstm_use_prev_action` / `lstm_use_prev_reward`), and `explore` as a bool tensor. It
+returns actions, logp, distribution inputs and value together. `value` is a second
+concrete function over the same inputs (without `explore`) returning `vf_preds` only.
+Both are traced on first use, once.
+
+The inputs are checked on the host (`inputs`) and passed as tensors: a concrete function
+converts numpy arguments slowly.
+"""
+
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+import tensorflow as tf
+import tree
+
+from tfrl.core.columns import Columns
+from tfrl.policy import space_specs
+
+PREV_COLUMNS = (Columns.PREV_ACTIONS, Columns.PREV_REWARDS)
+
+
+def model_prev_columns(model: Any) -> List[str]:
+    """The previous-step columns a model consumes (`lstm_use_prev_action/reward`)."""
+    flags = (getattr(model, "use_prev_action", False), getattr(model, "use_prev_reward", False))
+    return [column for column, used in zip(PREV_COLUMNS, flags) if used]
+
+
+class ActionFunctions:
+    """The compiled action and value functions of one TFPolicy.
+
+    Args:
+        policy: The TFPolicy; its spaces, `model`, `dist_class`, `config`, initial
+            state, `extra_action_out` and `num_traces` are used.
+    """
+
+    def __init__(self, policy):
+        self._policy = policy
+        self._name = type(policy).__name__
+        self.initial_state = policy._initial_state
+        self.prev_columns = model_prev_columns(policy.model)
+        self.obs_spec = space_specs.batch_spec(policy.observation_space)
+        self._flat_obs = isinstance(self.obs_spec, tf.TensorSpec)
+        self._num_obs = len(tree.flatten(self.obs_spec))
+        self.prev_specs = {}
+        if Columns.PREV_ACTIONS in self.prev_columns:
+            self.prev_specs[Columns.PREV_ACTIONS] = space_specs.batch_spec(policy.action_space)
+        if Columns.PREV_REWARDS in self.prev_columns:
+            self.prev_specs[Columns.PREV_REWARDS] = tf.TensorSpec((None,), tf.float32)
+        self.state_specs = [tf.TensorSpec((None,) + s.shape, tf.as_dtype(s.dtype))
+                            for s in self.initial_state]
+        self._explore_tensors = {True: tf.constant(True), False: tf.constant(False)}
+        self._actions_fn = None
+        self._value_fn = None
+        policy.num_traces.setdefault("compute_actions", 0)
+        policy.num_traces.setdefault("value", 0)
+
+    # ------------------------------------------------------------- host side
+
+    def signature(self) -> List[Any]:
+        """Specs of `graph`'s arguments: obs, state-ins, explore, prev inputs (a dict)."""
+        return [self.obs_spec, list(self.state_specs), tf.TensorSpec((), tf.bool),
+                dict(self.prev_specs)]
+
+    def inputs(self, obs_batch: Any, state_batches: Optional[List[Any]],
+               explore: Optional[bool], prev_action_batch: Any = None,
+               prev_reward_batch: Any = None, what: str = "compute_actions"
+               ) -> Tuple[Any, List[tf.Tensor], tf.Tensor, Dict[str, tf.Tensor]]:
+        """Checked arguments of `graph`, as tensors (`(obs, states, explore, prev)`)."""
+        obs = self.check_obs(obs_batch)
+        num_rows = len(obs) if self._flat_obs else len(tree.flatten(obs)[0])
+        states = self.check_states(state_batches, num_rows, what)
+        prev = self.check_prev(prev_action_batch, prev_reward_batch, num_rows, what)
+        if explore is None:
+            explore = self._policy.config["explore"]
+        return (tree.map_structure(tf.constant, obs), [tf.constant(s) for s in states],
+                self._explore_tensors[bool(explore)],
+                {k: tf.constant(v) for k, v in prev.items()})
+
+    def check_obs(self, obs_batch: Any) -> Any:
+        """The observation batch as numpy of the observation spec (or a clear error)."""
+        spec = self.obs_spec
+        if (self._flat_obs and isinstance(obs_batch, np.ndarray)
+                and obs_batch.dtype == spec.dtype.as_numpy_dtype
+                and obs_batch.shape[1:] == tuple(spec.shape[1:])):
+            return obs_batch  # the common case, already in shape
+        return space_specs.to_batch(self._policy.observation_space, obs_batch, "obs_batch")
+
+    def check_states(self, state_batches: Optional[List[Any]], num_rows: int,
+                     what: str) -> List[np.ndarray]:
+        states = list(state_batches or [])
+        if len(states) != len(self.initial_state):
+            raise ValueError(
+                f"{what}(): {self._name} has {len(self.initial_state)} state tensor(s); "
+                f"received {len(states)} state batch(es). Pass get_initial_state() (batched) "
+                "for a new episode's first step."
+            )
+        checked = []
+        for i, (state, init) in enumerate(zip(states, self.initial_state)):
+            state = np.asarray(state, init.dtype)
+            if state.shape != (num_rows,) + init.shape:
+                raise ValueError(
+                    f"{what}(): state_batches[{i}] must have shape "
+                    f"{(num_rows,) + init.shape}; received {state.shape}."
+                )
+            checked.append(state)
+        return checked
+
+    def check_prev(self, prev_action_batch: Any, prev_reward_batch: Any, num_rows: int,
+                   what: str) -> Dict[str, np.ndarray]:
+        """The previous actions/rewards the model consumes (others are ignored)."""
+        prev = {}
+        given = {Columns.PREV_ACTIONS: prev_action_batch, Columns.PREV_REWARDS: prev_reward_batch}
+        for column in self.prev_columns:
+            arg = "prev_action_batch" if column == Columns.PREV_ACTIONS else "prev_reward_batch"
+            value = given[column]
+            if value is None:
+                flag = "lstm_use_prev_action" if column == Columns.PREV_ACTIONS else \
+                    "lstm_use_prev_reward"
+                raise ValueError(
+                    f"{what}(): {self._name}'s model was built with {flag}=True and needs "
+                    f"{arg} (the previous step's values, zeros at an episode's start); "
+                    f"received {arg}=None."
+                )
+            if column == Columns.PREV_ACTIONS:
+                value = space_specs.to_batch(self._policy.action_space, value, arg)
+            else:
+                value = np.asarray(value)
+                if value.dtype == object or value.dtype.kind not in "biuf" or value.ndim != 1:
+                    raise ValueError(
+                        f"{what}(): {arg} must be numeric of shape [B]; received dtype "
+                        f"{value.dtype}, shape {value.shape}."
+                    )
+                value = value.astype(np.float32, copy=False)
+            rows = len(tree.flatten(value)[0])
+            if rows != num_rows:
+                raise ValueError(
+                    f"{what}(): {arg} must have one row per observation ({num_rows}); "
+                    f"received {rows}."
+                )
+            prev[column] = value
+        return prev
+
+    def compute(self, obs_batch: Any, state_batches: Optional[List[Any]], explore: Optional[bool],
+                prev_action_batch: Any = None, prev_reward_batch: Any = None):
+        """`(actions, state_outs, extra_fetches)` as numpy, in one compiled call."""
+        obs, states, explore_t, prev = self.inputs(obs_batch, state_batches, explore,
+                                                   prev_action_batch, prev_reward_batch)
+        if self._actions_fn is None:
+            self._actions_fn = tf.function(
+                self._actions_graph,
+                input_signature=self._flat_signature() + [tf.TensorSpec((), tf.bool)],
+            ).get_concrete_function()
+        outputs = self._actions_fn(*tree.flatten(obs), *states, *prev.values(), explore_t)
+        return self.outputs(outputs), len(tree.flatten(obs)[0])
+
+    def value(self, obs_batch: Any, state_batches: Optional[List[Any]] = None,
+              prev_action_batch: Any = None, prev_reward_batch: Any = None) -> np.ndarray:
+        """Value estimates `[B]` in one compiled call."""
+        obs, states, _, prev = self.inputs(obs_batch, state_batches, False, prev_action_batch,
+                                           prev_reward_batch, what="value")
+        if self._value_fn is None:
+            self._value_fn = tf.function(
+                self._value_graph, input_signature=self._flat_signature()
+            ).get_concrete_function()
+        return self._value_fn(*tree.flatten(obs), *states, *prev.values()).numpy()
+
+    @staticmethod
+    def outputs(outputs: Any) -> Tuple[Any, List[np.ndarray], Dict[str, np.ndarray]]:
+        """Numpy `(actions, state_outs, extra_fetches)` from the compiled outputs."""
+        actions, state_outs, extras = outputs
+
+        def numpy(value):
+            return (value.numpy() if isinstance(value, tf.Tensor)
+                    else tree.map_structure(lambda t: t.numpy(), value))
+
+        return numpy(actions), [s.numpy() for s in state_outs], {
+            k: numpy(v) for k, v in extras.items()}
+
+    # ---------------------------------------------------------- compiled side
+
+    def call_model(self, obs: Any, state_in: List[Any], prev: Optional[Dict[str, Any]] = None):
+        """`(dist_inputs [B, n], value [B], state_out)` for one timestep."""
+        model = self._policy.model
+        prev = prev or {}
+        if not getattr(model, "is_recurrent", False):
+            dist_inputs, value = model(obs, training=False, **prev)
+            return dist_inputs, value, []
+        obs_t = tree.map_structure(lambda o: tf.expand_dims(o, 1), obs)  # [B, 1, ...]
+        seq_lens = tf.ones(tf.shape(tree.flatten(obs)[0])[:1], tf.int32)  # [B]
+        prev_t = {k: tf.expand_dims(v, 1) for k, v in prev.items()}  # [B, 1, ...]
+        dist_inputs, value, state_out = model((obs_t, list(state_in), seq_lens),
+                                              training=False, **prev_t)
+        return dist_inputs[:, 0], value[:, 0], list(state_out)
+
+    def graph(self, obs: Any, state_in: List[tf.Tensor], explore: tf.Tensor,
+              prev: Optional[Dict[str, tf.Tensor]] = None) -> Any:
+        """The action computation, for use inside compiled code."""
+        policy = self._policy
+        dist_inputs, value, state_out = self.call_model(obs, state_in, prev)
+        dist = policy.dist_class(dist_inputs, policy.model)
+        action_spec = space_specs.batch_spec(policy.action_space)
+        as_space_dtype = lambda a: tree.map_structure(  # noqa: E731
+            lambda x, s: tf.cast(x, s.dtype), a, action_spec)
+
+        # Both actions, then a select: cheaper than a tf.cond for small models.
+        sampled = as_space_dtype(dist.sample())
+        sampled_logp = dist.sampled_action_logp()  # [B]
+        greedy = as_space_dtype(dist.deterministic_sample())
+        actions = tree.map_structure(
+            lambda a, b: tf.where(tf.reshape(explore, [1] * len(a.shape)), a, b), sampled, greedy)
+        logp = tf.where(explore, sampled_logp, tf.zeros_like(sampled_logp))
+        extras = {
+            Columns.ACTION_DIST_INPUTS: dist_inputs,  # [B, num_outputs]
+            Columns.ACTION_LOGP: logp,  # [B]
+            Columns.ACTION_PROB: tf.exp(logp),  # [B]
+            Columns.VF_PREDS: value,  # [B]
+        }
+        input_dict = {Columns.OBS: obs, **(prev or {})}
+        extras.update(policy.extra_action_out(input_dict, state_in, policy.model, dist))
+        return actions, state_out, extras
+
+    def _flat_signature(self) -> List[tf.TensorSpec]:
+        # Flat positional arguments: a concrete function binds them faster than nests.
+        return (tree.flatten(self.obs_spec) + list(self.state_specs)
+                + list(self.prev_specs.values()))
+
+    def _unflatten(self, args):
+        num_states = len(self.state_specs)
+        obs = tree.unflatten_as(self.obs_spec, list(args[:self._num_obs]))
+        states = list(args[self._num_obs:self._num_obs + num_states])
+        prev = dict(zip(self.prev_specs, args[self._num_obs + num_states:]))
+        return obs, states, prev
+
+    def _actions_graph(self, *args):
+        self._policy.num_traces["compute_actions"] += 1
+        obs, states, prev = self._unflatten(args[:-1])
+        return self._policy.action_graph(obs, states, args[-1], prev)
+
+    def _value_graph(self, *args):
+        self._policy.num_traces["value"] += 1
+        obs, states, prev = self._unflatten(args)
+        return self._policy._call_model(obs, states, prev)[1]

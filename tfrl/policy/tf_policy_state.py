@@ -1,0 +1,84 @@
+"""A TFPolicy's weights and state as numpy: what `get_state` returns and `set_state` restores.
+
+The state holds the model's weights (a list in `model.weights` order), the optimizer's
+variables, the global timestep, the update counter and the bit-generator states of the
+policy's two numpy generators: the one that seeds minibatch shuffling and the one the
+numpy inference path samples actions from. A policy restored from it continues exactly
+as the original would (same shuffles, same sampled actions).
+"""
+
+from typing import Any, Dict, List
+
+import numpy as np
+
+RNG_STATE_KEY = "_rng_states"
+
+
+def get_weights(policy) -> List[np.ndarray]:
+    """The model's variables (`model.weights` order) as numpy arrays."""
+    return [np.array(v.numpy()) for v in policy.model.weights]
+
+
+def set_weights(policy, weights: List[Any]) -> None:
+    """Sets the model's variables from a `get_weights` list (checked first)."""
+    variables = policy.model.weights
+    if not isinstance(weights, (list, tuple)) or len(weights) != len(variables):
+        got = (f"{len(weights)} arrays" if isinstance(weights, (list, tuple))
+               else type(weights).__name__)
+        raise ValueError(
+            f"set_weights() takes the list get_weights() returns: {len(variables)} arrays "
+            f"for the variables of {type(policy).__name__}'s model; received {got}."
+        )
+    values = [np.asarray(w) for w in weights]
+    for i, (variable, value) in enumerate(zip(variables, values)):
+        if tuple(value.shape) != tuple(variable.shape):
+            raise ValueError(
+                f"set_weights(): weight {i} ({variable.path}) must have shape "
+                f"{tuple(variable.shape)}; received shape {value.shape}."
+            )
+    for variable, value in zip(variables, values):
+        variable.assign(value)
+
+
+def rng_states(policy) -> Dict[str, Any]:
+    """The bit-generator states of the shuffle and sampling generators (copies)."""
+    return {"shuffle": policy._np_random.bit_generator.state,
+            "sampling": policy.sampling_rng.bit_generator.state}
+
+
+def set_rng_states(policy, states: Dict[str, Any]) -> None:
+    """Restores `rng_states` results (the generators must be of the same kind)."""
+    if not isinstance(states, dict) or set(states) != {"shuffle", "sampling"}:
+        raise ValueError(
+            f"set_state(): '{RNG_STATE_KEY}' must be a dict with keys ['sampling', 'shuffle'] "
+            f"(from get_state()); received {states!r:.200}."
+        )
+    policy._np_random.bit_generator.state = states["shuffle"]
+    policy.sampling_rng.bit_generator.state = states["sampling"]
+
+
+def get_optimizer_state(policy, state: Dict[str, Any]) -> Dict[str, Any]:
+    """Adds the optimizer variables, update counter and RNG states to a base state."""
+    state["_optimizer_variables"] = [np.array(v.numpy()) for v in policy.optimizer.variables]
+    state["num_grad_updates"] = int(policy.num_grad_updates.numpy())
+    state[RNG_STATE_KEY] = rng_states(policy)
+    return state
+
+
+def set_optimizer_state(policy, state: Dict[str, Any]) -> None:
+    """Restores what `get_optimizer_state` added (each entry if present)."""
+    opt_values = state.get("_optimizer_variables")
+    if opt_values is not None:
+        variables = policy.optimizer.variables
+        shapes = [tuple(v.shape) for v in variables]
+        got = [tuple(np.shape(v)) for v in opt_values]
+        if shapes != got:
+            raise ValueError(
+                f"set_state(): '_optimizer_variables' must have shapes {shapes}; "
+                f"received {got}."
+            )
+        for variable, value in zip(variables, opt_values):
+            variable.assign(value)
+    policy.num_grad_updates.assign(int(state.get("num_grad_updates", 0)))
+    if state.get(RNG_STATE_KEY) is not None:
+        set_rng_states(policy, state[RNG_STATE_KEY])
