@@ -1,0 +1,420 @@
+"""Train operators: learning on sampled batches and keeping the workers' weights in sync.
+
+`TrainOneStep` and `MultiGPUTrainOneStep` learn on the local worker and broadcast the
+new weights (with `global_vars={"timestep": env steps sampled}`) to the remote workers.
+`ComputeGradients`, `AverageGradients` and `ApplyGradients` split that into a
+gradient pipeline (A2C microbatching, A3C); `UpdateTargetNetwork` updates target
+networks every `target_update_freq` steps. All update the counters and timers of the
+pipeline's `SharedMetrics` (names in `tfrl.execution.common`).
+
+    train_op = ParallelRollouts(workers).for_each(TrainOneStep(workers))
+    batch, info = next(train_op)    # info: {policy_id: {"learner_stats": {...}}}
+"""
+
+import collections
+import contextlib
+import logging
+import warnings
+from typing import Any, Collection, Dict, Iterator, List, Tuple
+
+import numpy as np
+import tree
+
+from tfrl.execution.common import (AGENT_STEPS_TRAINED_COUNTER, APPLY_GRADS_TIMER,
+                                   COMPUTE_GRADS_TIMER, LAST_TARGET_UPDATE_TS,
+                                   LEARN_ON_BATCH_TIMER, LEARNER_INFO, LEARNER_STATS_KEY,
+                                   NUM_TARGET_UPDATES, STEPS_SAMPLED_COUNTER,
+                                   STEPS_TRAINED_COUNTER, STEPS_TRAINED_THIS_ITER_COUNTER,
+                                   WORKER_UPDATE_TIMER, _get_global_vars)
+from tfrl.execution.iter import get_shared_metrics
+from tfrl.execution.rollout_ops import _check_batch
+from tfrl.policy.multi_agent_batch import MultiAgentBatch
+from tfrl.policy.sample_batch import DEFAULT_POLICY_ID
+
+logger = logging.getLogger(__name__)
+
+
+def _check_int(value: Any, name: str, where: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{where}({name}=...) must be an int >= {minimum}; received {value!r}.")
+    return int(value)
+
+
+@contextlib.contextmanager
+def _overridden_config(policies: List[Any], **overrides) -> Iterator[None]:
+    """Temporarily sets `policy.config[key]` (TFPolicy reads them at every learn call)."""
+    saved = []
+    for policy in policies:
+        config = getattr(policy, "config", None)
+        if isinstance(config, dict):
+            saved.append((config, {k: config[k] for k in overrides if k in config}))
+            config.update(overrides)
+    try:
+        yield
+    finally:
+        for config, old in saved:
+            for key in overrides:
+                config.pop(key, None)
+            config.update(old)
+
+
+def _mean_stats(stats: Dict[str, List[Any]]) -> Dict[str, Any]:
+    out = {}
+    for key, values in stats.items():
+        numeric = all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
+                      for v in values)
+        out[key] = float(np.mean(values)) if numeric else values[-1]
+    return out
+
+
+class _LearnOp:
+    """Shared bookkeeping of the learning operators: counters, timers, weight sync."""
+
+    def __init__(self, workers: Any, policies: Collection[str]):
+        self.workers = workers
+        self.local_worker = workers.local_worker()
+        self.policies = frozenset(policies or ())
+
+    def _policy_ids(self) -> List[str]:
+        if self.policies:
+            return sorted(self.policies)
+        return list(self.local_worker.policies_to_train)
+
+    def _finish(self, batch: Any, info: Dict[str, Any]) -> Tuple[Any, Dict[str, Any]]:
+        metrics = get_shared_metrics()
+        metrics.counters[STEPS_TRAINED_COUNTER] += batch.env_steps()
+        metrics.counters[AGENT_STEPS_TRAINED_COUNTER] += batch.agent_steps()
+        metrics.counters[STEPS_TRAINED_THIS_ITER_COUNTER] = batch.env_steps()
+        metrics.info[LEARNER_INFO] = info
+        global_vars = _get_global_vars()
+        if self.workers.remote_workers():
+            with metrics.timers[WORKER_UPDATE_TIMER]:
+                self.workers.sync_weights(policies=sorted(self.policies) or None,
+                                          global_vars=global_vars)
+        self.local_worker.set_global_vars(global_vars)
+        return batch, info
+
+
+class TrainOneStep(_LearnOp):
+    """Learns on each batch with the local worker, then syncs weights to the remote workers.
+
+    Use with `.for_each()`; returns `(batch, info)` with `info = {policy_id: {"learner_stats":
+    ...}}`. Updates `STEPS_TRAINED_COUNTER`, `AGENT_STEPS_TRAINED_COUNTER`,
+    `info[LEARNER_INFO]` and the `LEARN_ON_BATCH_TIMER` / `WORKER_UPDATE_TIMER` timers.
+
+    A TFPolicy runs all epochs and minibatches in one compiled call when its own config has
+    `num_sgd_iter` and `sgd_minibatch_size`. If this operator asks for epochs or minibatches
+    (`num_sgd_iter > 1` or `sgd_minibatch_size > 0`) that a trained policy's config does not
+    have, the minibatch loop runs here in Python instead (RLlib's `do_minibatch_sgd`): per
+    epoch the policy's rows are shuffled and cut into `sgd_minibatch_size` minibatches (a
+    remainder is dropped), each learned on in one step; stats are averaged over the last
+    epoch.
+
+    Args:
+        workers: The WorkerSet.
+        policies: Policy ids to train and sync; default: the local worker's
+            `policies_to_train`.
+        num_sgd_iter: Epochs over each batch.
+        sgd_minibatch_size: Rows per minibatch; 0 means the whole batch.
+
+    Raises:
+        ValueError: If `num_sgd_iter` < 1 or `sgd_minibatch_size` < 0; (when called) if
+            `sgd_minibatch_size` exceeds a policy's rows in the Python loop.
+    """
+
+    def __init__(self, workers: Any, policies: Collection[str] = frozenset(),
+                 num_sgd_iter: int = 1, sgd_minibatch_size: int = 0):
+        super().__init__(workers, policies)
+        self.num_sgd_iter = _check_int(num_sgd_iter, "num_sgd_iter", "TrainOneStep", 1)
+        self.sgd_minibatch_size = _check_int(sgd_minibatch_size or 0, "sgd_minibatch_size",
+                                             "TrainOneStep", 0)
+        self._rng = np.random.default_rng(np.random.randint(2**31))
+
+    def _policy_config_matches(self, policy: Any) -> bool:
+        config = getattr(policy, "config", None) or {}
+        return (config.get("num_sgd_iter", 1) == self.num_sgd_iter
+                and (config.get("sgd_minibatch_size") or 0) == self.sgd_minibatch_size)
+
+    def __call__(self, batch: Any) -> Tuple[Any, Dict[str, Any]]:
+        _check_batch(batch, "TrainOneStep")
+        timer = get_shared_metrics().timers[LEARN_ON_BATCH_TIMER]
+        with timer:
+            python_loop = (self.num_sgd_iter > 1 or self.sgd_minibatch_size > 0) and not all(
+                self._policy_config_matches(self.local_worker.get_policy(pid))
+                for pid in self._policy_ids())
+            if python_loop:
+                info = self._minibatch_sgd(batch)
+            else:
+                info = self.local_worker.learn_on_batch(batch)
+            timer.push_units_processed(batch.count)
+        return self._finish(batch, info)
+
+    def _minibatch_sgd(self, batch: Any) -> Dict[str, Any]:
+        policy_batches = (batch.policy_batches if isinstance(batch, MultiAgentBatch)
+                          else {DEFAULT_POLICY_ID: batch})
+        info = {}
+        for pid in self._policy_ids():
+            if pid not in policy_batches:
+                continue
+            policy = self.local_worker.get_policy(pid)
+            rows = policy_batches[pid]
+            if "seq_lens" in rows:  # whole sequences: let the policy cut its minibatches
+                with _overridden_config([policy], num_sgd_iter=self.num_sgd_iter,
+                                        sgd_minibatch_size=self.sgd_minibatch_size or None):
+                    info[pid] = self._learn(pid, rows)
+                continue
+            size = self.sgd_minibatch_size or rows.count
+            if size > rows.count:
+                raise ValueError(
+                    f"TrainOneStep: sgd_minibatch_size={size} is larger than the batch of "
+                    f"policy {pid!r} ({rows.count} rows). Lower sgd_minibatch_size or collect "
+                    "larger train batches."
+                )
+            with _overridden_config([policy], num_sgd_iter=1, sgd_minibatch_size=None):
+                for _ in range(self.num_sgd_iter):
+                    stats = collections.defaultdict(list)
+                    shuffled = rows.copy(shallow=True).shuffle(seed=int(self._rng.integers(2**31)))
+                    for i in range(rows.count // size):
+                        out = self._learn(pid, shuffled.slice(i * size, (i + 1) * size))
+                        for key, value in out.get(LEARNER_STATS_KEY, {}).items():
+                            stats[key].append(value)
+            info[pid] = {LEARNER_STATS_KEY: _mean_stats(stats)}
+        return info
+
+    def _learn(self, pid: str, rows: Any) -> Dict[str, Any]:
+        return self.local_worker.learn_on_batch(MultiAgentBatch({pid: rows}, rows.count))[pid]
+
+
+class MultiGPUTrainOneStep(_LearnOp):
+    """TrainOneStep for policies that learn on several devices (a MirroredStrategy).
+
+    Each trained policy runs `num_sgd_iter` epochs of `sgd_minibatch_size`-row minibatches
+    (shuffled if `shuffle_sequences`) in one compiled call under its strategy, every
+    replica taking `sgd_minibatch_size / num_devices` rows. The policy's own devices come
+    from its config (`num_gpus`, `_fake_gpus`, see `tfrl.policy.strategy`); this operator
+    checks that they match and that the batch sizes divide evenly. Same return value,
+    counters and weight sync as `TrainOneStep`.
+
+    Args:
+        workers: The WorkerSet.
+        sgd_minibatch_size: Rows per minibatch (0: the whole batch).
+        num_sgd_iter: Epochs per batch.
+        num_gpus: Devices to learn on (GPUs, or logical CPUs with `_fake_gpus`); below 1
+            means one device.
+        _fake_gpus: Count logical CPU devices as GPUs (testing).
+        shuffle_sequences: Reshuffle the rows every epoch.
+        framework: "tf2" ("tf" and "tfe" are treated as "tf2" with a warning).
+        policies: Policy ids to train; default the local worker's `policies_to_train`.
+        train_batch_size: If given, checked to be divisible by the number of devices.
+        rollout_fragment_length: Accepted for RLlib compatibility; ignored (deprecated).
+        num_envs_per_worker: Accepted for RLlib compatibility; ignored (deprecated).
+
+    Raises:
+        ValueError: For another framework, sizes that are not ints, a minibatch or train
+            batch size not divisible by the number of devices, or a policy that runs on a
+            different number of devices; (when called) a batch smaller than the minibatch
+            or than the number of devices.
+    """
+
+    def __init__(self, workers: Any, *, sgd_minibatch_size: int, num_sgd_iter: int,
+                 num_gpus: float = 0, _fake_gpus: bool = False, shuffle_sequences: bool = True,
+                 framework: str = "tf2", policies: Collection[str] = frozenset(),
+                 train_batch_size: Any = None, rollout_fragment_length: Any = None,
+                 num_envs_per_worker: Any = None):
+        super().__init__(workers, policies)
+        if framework in ("tf", "tfe"):
+            warnings.warn(f"MultiGPUTrainOneStep(framework={framework!r}): tfrl runs TF2 only; "
+                          "using 'tf2'.", DeprecationWarning, stacklevel=2)
+        elif framework != "tf2":
+            raise ValueError(f"MultiGPUTrainOneStep(framework=...) must be 'tf2' (tfrl is "
+                             f"TensorFlow 2 only); received {framework!r}.")
+        if rollout_fragment_length is not None or num_envs_per_worker is not None:
+            warnings.warn("MultiGPUTrainOneStep: rollout_fragment_length and num_envs_per_worker "
+                          "are ignored.", DeprecationWarning, stacklevel=2)
+        where = "MultiGPUTrainOneStep"
+        self.sgd_minibatch_size = _check_int(sgd_minibatch_size or 0, "sgd_minibatch_size", where, 0)
+        self.num_sgd_iter = _check_int(num_sgd_iter, "num_sgd_iter", where, 1)
+        self.shuffle_sequences = bool(shuffle_sequences)
+        self.num_devices = max(1, int(num_gpus or 0))
+        device_kind = "logical CPU devices (_fake_gpus=True)" if _fake_gpus else "GPUs"
+        if train_batch_size is not None and train_batch_size < self.num_devices:
+            raise ValueError(f"{where}: train_batch_size={train_batch_size} is too small for "
+                             f"{self.num_devices} devices (batch too small).")
+        for name, size in (("sgd_minibatch_size", self.sgd_minibatch_size),
+                           ("train_batch_size", train_batch_size)):
+            if size and size % self.num_devices:
+                raise ValueError(
+                    f"{where}: {name}={size} must be divisible by the number of devices "
+                    f"({self.num_devices} {device_kind}) so every replica gets the same rows.")
+        for pid in self._policy_ids():
+            devices = getattr(self.local_worker.get_policy(pid), "devices", None)
+            if devices is not None and len(devices) != self.num_devices:
+                raise ValueError(
+                    f"{where}(num_gpus={num_gpus!r}, _fake_gpus={_fake_gpus!r}) learns on "
+                    f"{self.num_devices} device(s), but policy {pid!r} runs on {len(devices)}: "
+                    f"{list(devices)}. Build the policy with the same num_gpus and _fake_gpus "
+                    "in its config.")
+
+    def __call__(self, batch: Any) -> Tuple[Any, Dict[str, Any]]:
+        _check_batch(batch, "MultiGPUTrainOneStep")
+        policy_batches = (batch.policy_batches if isinstance(batch, MultiAgentBatch)
+                          else {DEFAULT_POLICY_ID: batch})
+        trained = []
+        for pid in self._policy_ids():
+            if pid not in policy_batches:
+                continue
+            rows = policy_batches[pid].count
+            if rows < max(self.num_devices, self.sgd_minibatch_size):
+                raise ValueError(
+                    f"MultiGPUTrainOneStep: the batch of policy {pid!r} has {rows} rows, fewer "
+                    f"than sgd_minibatch_size={self.sgd_minibatch_size} or the number of "
+                    f"devices ({self.num_devices}). Collect larger train batches.")
+            if not self.sgd_minibatch_size and rows % self.num_devices:
+                raise ValueError(
+                    f"MultiGPUTrainOneStep: the batch of policy {pid!r} ({rows} rows) must be "
+                    f"divisible by the number of devices ({self.num_devices}) when "
+                    "sgd_minibatch_size=0 (the whole batch is one minibatch).")
+            trained.append(self.local_worker.get_policy(pid))
+        timer = get_shared_metrics().timers[LEARN_ON_BATCH_TIMER]
+        with timer, _overridden_config(trained, num_sgd_iter=self.num_sgd_iter,
+                                       sgd_minibatch_size=self.sgd_minibatch_size or None,
+                                       shuffle_sequences=self.shuffle_sequences):
+            info = self.local_worker.learn_on_batch(batch)
+            timer.push_units_processed(batch.count)
+        return self._finish(batch, info)
+
+
+class ComputeGradients:
+    """Computes gradients of the loss on each batch with the local worker.
+
+    Use with `.for_each()`; returns `(grads, batch.count)` and stores the learner info
+    under `info[LEARNER_INFO]` (per policy id). Timed in `COMPUTE_GRADS_TIMER`.
+
+    Args:
+        workers: The WorkerSet.
+    """
+
+    def __init__(self, workers: Any):
+        self.workers = workers
+
+    def __call__(self, samples: Any) -> Tuple[Any, int]:
+        _check_batch(samples, "ComputeGradients")
+        metrics = get_shared_metrics()
+        with metrics.timers[COMPUTE_GRADS_TIMER]:
+            grads, info = self.workers.local_worker().compute_gradients(samples)
+        metrics.info[LEARNER_INFO] = (info if isinstance(samples, MultiAgentBatch)
+                                      else {DEFAULT_POLICY_ID: info})
+        return grads, samples.count
+
+
+class ApplyGradients:
+    """Applies `(grads, count)` items on the local worker and updates the remote weights.
+
+    Use with `.for_each()`; returns None. Adds `count` to `STEPS_TRAINED_COUNTER`.
+
+    Args:
+        workers: The WorkerSet.
+        policies: Policy ids whose weights are sent; default all.
+        update_all: True: sync all remote workers. False (A3C): send the new weights only
+            to the worker that produced the current item (`SharedMetrics.current_worker`).
+
+    Raises:
+        ValueError: (when called) If the item is not a `(grads, count)` pair, or
+            `update_all=False` and no source worker is recorded.
+    """
+
+    def __init__(self, workers: Any, policies: Collection[str] = frozenset(), update_all: bool = True):
+        self.workers = workers
+        self.local_worker = workers.local_worker()
+        self.policies = frozenset(policies or ())
+        self.update_all = update_all
+
+    def __call__(self, item: Any) -> None:
+        if not isinstance(item, tuple) or len(item) != 2:
+            raise ValueError(f"ApplyGradients takes (gradients, count) items; received {item!r}.")
+        gradients, count = item
+        metrics = get_shared_metrics()
+        metrics.counters[STEPS_TRAINED_COUNTER] += count
+        timer = metrics.timers[APPLY_GRADS_TIMER]
+        with timer:
+            self.local_worker.apply_gradients(gradients)
+            timer.push_units_processed(count)
+        global_vars = _get_global_vars()
+        self.local_worker.set_global_vars(global_vars)
+        policies = sorted(self.policies) or None
+        if self.update_all:
+            if self.workers.remote_workers():
+                with metrics.timers[WORKER_UPDATE_TIMER]:
+                    self.workers.sync_weights(policies=policies, global_vars=global_vars)
+            return None
+        if metrics.current_worker is None:
+            raise ValueError(
+                "ApplyGradients(update_all=False) could not find the worker to update: no "
+                "source worker is recorded in the pipeline (SharedMetrics.current_worker). Use "
+                "it after an asynchronous source (AsyncGradients, ParallelRollouts(mode='async')).")
+        with metrics.timers[WORKER_UPDATE_TIMER]:
+            weights = self.local_worker.get_weights(policies)
+            metrics.current_worker.call("set_weights", weights, global_vars)
+        return None
+
+
+class AverageGradients:
+    """Averages a list of `(grads, count)` items (use after `.batch(n)`).
+
+    Returns `(element-wise unweighted mean of the grads, sum of the counts)`; grads may
+    be lists of arrays or dicts of them (multi-agent).
+
+    Raises:
+        ValueError: (when called) If the list is empty.
+    """
+
+    def __call__(self, gradients: List[Tuple[Any, int]]) -> Tuple[Any, int]:
+        if not gradients:
+            raise ValueError("AverageGradients received an empty list; use it after .batch(n) "
+                             "with n >= 1.")
+        grads = [g for g, _ in gradients]
+        total = sum(int(c) for _, c in gradients)
+        mean = tree.map_structure(lambda *gs: sum(np.asarray(g) for g in gs) / len(gs), *grads)
+        logger.debug("Averaged %d gradients over %d steps.", len(gradients), total)
+        return mean, total
+
+
+class UpdateTargetNetwork:
+    """Calls `policy.update_target()` every `target_update_freq` steps.
+
+    Use with `.for_each()` after a train op; passes its input through. Counts steps
+    sampled (or trained, if `by_steps_trained`); updates `NUM_TARGET_UPDATES` and
+    `LAST_TARGET_UPDATE_TS`.
+
+    Args:
+        workers: The WorkerSet.
+        target_update_freq: Steps between target updates (0: every call).
+        by_steps_trained: Count `STEPS_TRAINED_COUNTER` instead of `STEPS_SAMPLED_COUNTER`.
+        policies: Policy ids to update; default the local worker's `policies_to_train`.
+
+    Raises:
+        ValueError: If `target_update_freq` is not an int >= 0.
+    """
+
+    def __init__(self, workers: Any, target_update_freq: int, by_steps_trained: bool = False,
+                 policies: Collection[str] = frozenset()):
+        self.workers = workers
+        self.local_worker = workers.local_worker()
+        self.target_update_freq = _check_int(target_update_freq, "target_update_freq",
+                                             "UpdateTargetNetwork", 0)
+        self.metric = STEPS_TRAINED_COUNTER if by_steps_trained else STEPS_SAMPLED_COUNTER
+        self.policies = frozenset(policies or ())
+
+    def __call__(self, item: Any) -> Any:
+        counters = get_shared_metrics().counters
+        now = counters[self.metric]
+        if now - counters[LAST_TARGET_UPDATE_TS] >= self.target_update_freq:
+            to_update = self.policies or frozenset(self.local_worker.policies_to_train)
+            self.local_worker.foreach_trainable_policy(
+                lambda policy, pid: pid in to_update and policy.update_target())
+            counters[NUM_TARGET_UPDATES] += 1
+            counters[LAST_TARGET_UPDATE_TS] = now
+        return item
+
+
+UpdateTargetIfNeeded = UpdateTargetNetwork  # the seed example's name
