@@ -5,6 +5,7 @@ sync, foreach_*, crashes and recreation. No Ray needed.
 WorkerSet calls, with a numpy policy whose weights are easy to compare.
 """
 
+import subprocess
 import sys
 import threading
 
@@ -233,6 +234,14 @@ def test_remote_workers_without_ray_name_the_install_command(monkeypatch):
     # num_workers=0 needs no Ray.
     ws = WorkerSet(env_creator=make_env, policy_class=NumpyPolicy, worker_cls=StandInWorker)
     assert ws.remote_workers() == [] and len(ws.sample_all()) == 1
+
+
+def test_the_worker_set_modules_do_not_import_ray():
+    code = ("import sys, tfrl.evaluation.worker_set, tfrl.evaluation.worker_handle; "
+            "print('ray' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert out.stdout.strip() == "False"
 
 
 # ------------------------------------------------------------------------------------
