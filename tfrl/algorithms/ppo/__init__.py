@@ -1,5 +1,6 @@
 """Proximal policy optimization (RLlib's `ray.rllib.algorithms.ppo`)."""
 
 from tfrl.algorithms.ppo.ppo_tf_policy import PPOTFPolicy
+from tfrl.algorithms.ppo.ppo import PPO, PPOConfig, UpdateKL
 
-__all__ = ["PPOTFPolicy"]
+__all__ = ["PPOTFPolicy", "PPO", "PPOConfig", "UpdateKL"]

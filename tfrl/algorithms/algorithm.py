@@ -1,0 +1,305 @@
+"""Algorithm: workers + an execution plan, driven one `train()` iteration at a time.
+
+A concrete algorithm (PG, A2C, PPO, ...) sets three class attributes and one method:
+
+    class PPO(Algorithm):
+        config_class = PPOConfig               # its frozen config dataclass
+        default_policy_class = PPOTFPolicy     # the policy it trains
+
+        @staticmethod
+        def execution_plan(workers, config):   # a LocalIterator of result dicts
+            ...
+
+`Algorithm(config=..., env=...)` takes the config dataclass or an RLlib-style dict,
+builds the training `WorkerSet` (and an evaluation one when evaluation is configured),
+and the plan. `train()` pulls one result from the plan and adds RLlib's bookkeeping
+keys; `save()`/`restore()` write and read a checkpoint directory (see `checkpoints`)
+holding every policy's weights and optimizer slots, filters, counters and RNG states,
+so a restored algorithm continues as the saved one would have.
+"""
+
+import logging
+import os
+import random
+import tempfile
+import time
+from typing import Any, Dict, List, Optional, Union
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfrl.algorithms import checkpoints
+from tfrl.algorithms.algorithm_config import AlgorithmConfig
+from tfrl.algorithms.algorithm_state import (get_worker_state, set_worker_state,
+                                             unsquash_and_clip)
+from tfrl.policy.sample_batch import DEFAULT_POLICY_ID
+
+logger = logging.getLogger(__name__)
+
+
+class Algorithm:
+    """Base class of the algorithms (RLlib's `Algorithm`, formerly `Trainer`).
+
+    Args:
+        config: The algorithm's config dataclass, an RLlib-style dict, or None (the
+            defaults).
+        env: The env (a registered name, gymnasium id or creator); overrides
+            `config["env"]`.
+        logger_creator: Accepted for RLlib compatibility; unused.
+
+    Attributes:
+        config: The flat RLlib-style config dict (read-only by convention).
+        algo_config: The frozen config dataclass.
+        workers: The training `WorkerSet`.
+        evaluation_workers: The evaluation `WorkerSet`, or None.
+        iteration: Number of completed `train()` calls.
+    """
+
+    config_class = AlgorithmConfig
+    default_policy_class: Optional[type] = None
+    _name = "Algorithm"
+
+    def __init__(self, config: Union[AlgorithmConfig, Dict[str, Any], None] = None,
+                 env: Any = None, logger_creator: Any = None):
+        algo_config = self._to_config(config)
+        if env is not None:
+            algo_config = algo_config.replace(env=env)
+        if algo_config.env is None:
+            raise ValueError(
+                f"{type(self).__name__} needs an env: pass env='CartPole-v1' (a gymnasium id, "
+                "a name given to tfrl.env.registry.register_env, or a creator function), or "
+                "set it in the config.")
+        self.algo_config = algo_config
+        self.config = algo_config.to_dict()
+        self.iteration = 0
+        self._time_total = 0.0
+        self._episodes_total = 0
+        self._start_time = time.time()
+        self._first_train_time: Optional[float] = None
+        self.logdir = tempfile.mkdtemp(prefix=f"{type(self).__name__}_")
+        if algo_config.seed is not None:
+            keras.utils.set_random_seed(int(algo_config.seed))
+        self.callbacks = algo_config.callbacks_class()
+        self.workers = self._make_workers(self.config, algo_config.num_workers)
+        self.evaluation_workers = None
+        if algo_config.evaluation_interval or algo_config.evaluation_num_workers:
+            self.evaluation_workers = self._make_evaluation_workers()
+        self.train_exec_impl = self.execution_plan(self.workers, self.config)
+        self.callbacks.on_algorithm_init(algorithm=self)
+
+    # ------------------------------------------------------------------ setup
+
+    @classmethod
+    def _to_config(cls, config: Any) -> AlgorithmConfig:
+        if isinstance(config, cls.config_class):
+            return config
+        if isinstance(config, AlgorithmConfig):
+            return cls.config_class.from_dict(config.to_dict())
+        if config is None or isinstance(config, dict):
+            return cls.config_class.from_dict(config or {})
+        raise TypeError(f"{cls.__name__}(config=...) takes a {cls.config_class.__name__}, a "
+                        f"dict or None; received {type(config).__name__}.")
+
+    @classmethod
+    def get_default_config(cls) -> Dict[str, Any]:
+        """The default config as an RLlib-style dict."""
+        return cls.config_class().to_dict()
+
+    def _make_workers(self, config: Dict[str, Any], num_workers: int) -> Any:
+        from tfrl.evaluation.worker_set import WorkerSet
+
+        return WorkerSet(policy_class=self.default_policy_class, trainer_config=config,
+                         num_workers=num_workers, logdir=self.logdir)
+
+    def _make_evaluation_workers(self) -> Any:
+        overrides = {"explore": False, "in_evaluation": True,
+                     **self.algo_config.evaluation_config}
+        eval_config = self.algo_config.replace(**overrides).to_dict()
+        return self._make_workers(eval_config, self.algo_config.evaluation_num_workers)
+
+    @staticmethod
+    def execution_plan(workers: Any, config: Dict[str, Any]) -> Any:
+        """The LocalIterator of result dicts this algorithm trains with."""
+        raise NotImplementedError("Algorithm subclasses define execution_plan(workers, config).")
+
+    # --------------------------------------------------------------- training
+
+    @property
+    def _metrics(self) -> Any:
+        return self.train_exec_impl.shared_metrics
+
+    def train(self) -> Dict[str, Any]:
+        """Runs one iteration of the execution plan; returns its result dict."""
+        start = time.time()
+        if self._first_train_time is None:
+            self._first_train_time = start
+        result = dict(next(self.train_exec_impl))
+        self.iteration += 1
+        interval = self.algo_config.evaluation_interval
+        if interval and self.iteration % interval == 0:
+            result["evaluation"] = self.evaluate()
+        took = time.time() - start
+        self._time_total += took
+        self._episodes_total += int(result.get("episodes_this_iter", 0) or 0)
+        counters = dict(self._metrics.counters)
+        result.setdefault("info", {})
+        result.update(
+            training_iteration=self.iteration,
+            iterations_since_restore=self.iteration,
+            timesteps_total=int(counters.get("num_env_steps_sampled", 0)),
+            agent_timesteps_total=int(counters.get("num_agent_steps_sampled", 0)),
+            episodes_total=self._episodes_total,
+            time_this_iter_s=took,
+            time_total_s=self._time_total,
+            timestamp=int(time.time()),
+            counters=counters,
+            done=False,
+        )
+        self.callbacks.on_train_result(algorithm=self, result=result)
+        return result
+
+    def evaluate(self) -> Dict[str, Any]:
+        """Runs `evaluation_duration` episodes (or timesteps) with the evaluation workers
+        (`explore=False` unless `evaluation_config` says otherwise); returns their metrics
+        (`episode_reward_mean`, ...)."""
+        from tfrl.evaluation.metrics import summarize_episodes
+
+        if self.evaluation_workers is None:
+            self.evaluation_workers = self._make_evaluation_workers()
+        self.callbacks.on_evaluate_start(algorithm=self)
+        eval_workers = self.evaluation_workers
+        weights = self.workers.local_worker().get_weights()
+        filters = self.workers.local_worker().get_filters()
+        eval_workers.foreach_worker(lambda w: (w.set_weights(weights), w.sync_filters(filters)))
+        by_episodes = self.algo_config.evaluation_duration_unit == "episodes"
+        duration = int(self.algo_config.evaluation_duration)
+        samplers = ([eval_workers.local_worker()] if not eval_workers.remote_workers()
+                    else None)
+        episodes, steps = [], 0
+        while (len(episodes) if by_episodes else steps) < duration:
+            if samplers is not None:
+                batches = [w.sample() for w in samplers]
+                metrics = [m for w in samplers for m in w.get_metrics()]
+            else:
+                batches = eval_workers.foreach_worker(lambda w: w.sample())[1:]
+                metrics = [m for ms in eval_workers.foreach_worker(lambda w: w.get_metrics())[1:]
+                           for m in ms]
+            steps += sum(b.env_steps() if hasattr(b, "env_steps") else b.count for b in batches)
+            episodes.extend(metrics)
+        if by_episodes:
+            episodes = episodes[:duration]
+        result = summarize_episodes(episodes, episodes, keep_custom_metrics=False)
+        result["timesteps_this_iter"] = steps
+        self.callbacks.on_evaluate_end(algorithm=self, evaluation_metrics=result)
+        return result
+
+    # ----------------------------------------------------------------- acting
+
+    def compute_single_action(self, observation: Any = None, state: Optional[List[Any]] = None,
+                              *, prev_action: Any = None, prev_reward: Any = None,
+                              info: Any = None, input_dict: Any = None,
+                              policy_id: str = DEFAULT_POLICY_ID, full_fetch: bool = False,
+                              explore: Optional[bool] = None, timestep: Optional[int] = None,
+                              unsquash_action: Optional[bool] = None,
+                              clip_action: Optional[bool] = None, **kwargs) -> Any:
+        """The action for one raw env observation, preprocessed and filtered as the
+        workers do (the filter is not updated).
+
+        Returns:
+            The action; `(action, state_out, extra_fetches)` if `state` is given or
+            `full_fetch`.
+        """
+        worker = self.workers.local_worker()
+        if policy_id not in worker.policy_map:
+            raise KeyError(f"compute_single_action(): no policy {policy_id!r}; this algorithm "
+                           f"has {sorted(worker.policy_map)}.")
+        policy = worker.get_policy(policy_id)
+        if input_dict is not None:
+            observation = input_dict["obs"]
+        obs = worker.preprocessors[policy_id].transform(observation)
+        obs = worker.filters[policy_id](obs, update=False)
+        action, state_out, extra = policy.compute_single_action(
+            obs, state, prev_action=prev_action, prev_reward=prev_reward, info=info,
+            explore=explore, timestep=timestep, **kwargs)
+        unsquash = self.config["normalize_actions"] if unsquash_action is None else unsquash_action
+        clip = self.config["clip_actions"] if clip_action is None else clip_action
+        action = unsquash_and_clip(action, policy.action_space, unsquash, clip)
+        if state or full_fetch:
+            return action, state_out, extra
+        return action
+
+    def get_policy(self, policy_id: str = DEFAULT_POLICY_ID) -> Any:
+        """The local worker's policy `policy_id`."""
+        return self.workers.local_worker().get_policy(policy_id)
+
+    def get_weights(self, policies: Optional[List[str]] = None) -> Dict[str, Any]:
+        """`{policy_id: weights}` of the local worker."""
+        return self.workers.local_worker().get_weights(policies)
+
+    def set_weights(self, weights: Dict[str, Any]) -> None:
+        """Sets the local worker's weights and syncs them to the remote workers."""
+        self.workers.local_worker().set_weights(weights)
+        if self.workers.remote_workers():
+            self.workers.sync_weights()
+
+    # ------------------------------------------------------------ checkpoints
+
+    def __getstate__(self) -> Dict[str, Any]:
+        return {
+            "worker": get_worker_state(self.workers.local_worker()),
+            "iteration": self.iteration,
+            "time_total": self._time_total,
+            "episodes_total": self._episodes_total,
+            "metrics": self._metrics.save(),
+            "rng": {"python": random.getstate(), "numpy": np.random.get_state(),
+                    "tf_global_generator": tf.random.get_global_generator().state.numpy()},
+        }
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        set_worker_state(self.workers.local_worker(), state["worker"])
+        if self.workers.remote_workers():
+            filters = self.workers.local_worker().get_filters()
+            self.workers.foreach_worker(lambda w: w.sync_filters(filters))
+            self.workers.sync_weights()
+        self.iteration = int(state["iteration"])
+        self._time_total = float(state["time_total"])
+        self._episodes_total = int(state["episodes_total"])
+        self._metrics.restore(state["metrics"])
+        rng = state["rng"]
+        random.setstate(rng["python"])
+        np.random.set_state(rng["numpy"])
+        tf.random.get_global_generator().state.assign(rng["tf_global_generator"])
+
+    def save(self, checkpoint_dir: Optional[str] = None) -> str:
+        """Writes a checkpoint directory `checkpoint_<iteration>` under `checkpoint_dir`
+        (default: the algorithm's logdir), atomically; returns its path."""
+        directory = checkpoint_dir or self.logdir
+        path = os.path.join(directory, f"checkpoint_{self.iteration:06d}")
+        return checkpoints.write_checkpoint(path, self.__getstate__(), {
+            "algorithm": type(self).__name__, "iteration": self.iteration,
+            "policy_ids": sorted(self.workers.local_worker().policy_map)})
+
+    save_checkpoint = save
+
+    def restore(self, checkpoint_path: str) -> None:
+        """Restores a `save()` directory into this algorithm (same config and policies)."""
+        state, metadata = checkpoints.read_checkpoint(checkpoint_path, with_metadata=True)
+        saved = metadata.get("algorithm")
+        if saved and saved != type(self).__name__:
+            raise ValueError(f"restore(): {checkpoint_path!r} holds a {saved} checkpoint; this "
+                             f"is a {type(self).__name__}. Restore it into a {saved}.")
+        self.__setstate__(state)
+
+    load_checkpoint = restore
+
+    def stop(self) -> None:
+        """Stops the workers (and evaluation workers)."""
+        for workers in (self.workers, self.evaluation_workers):
+            if workers is not None:
+                workers.stop()
+
+    cleanup = stop
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(env={self.config['env']!r})"

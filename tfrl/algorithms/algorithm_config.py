@@ -1,0 +1,294 @@
+"""AlgorithmConfig: the typed, frozen config every algorithm starts from (contract C9).
+
+Fields carry RLlib's classic config names and defaults, except three that would clash
+with Python or the builder methods, named as in RLlib 2.x: `lambda_`, `framework_str`,
+`callbacks_class` (their dict keys stay `lambda`, `framework`, `callbacks`).
+Three ways to build one, all returning new frozen objects:
+
+- keyword arguments, or `replace(**kw)` on an existing config;
+- an RLlib-style flat dict: `PPOConfig.from_dict({"env": "CartPole-v1", "lambda": 0.95})`
+  (unknown keys raise a `ValueError` naming the closest valid key; RLlib 2.x names such
+  as `num_rollout_workers` are accepted as aliases);
+- RLlib 2.x builder calls: `PPOConfig().environment("CartPole-v1").rollouts(
+  num_rollout_workers=0).training(lr=1e-3)`, then `.build()` for the algorithm.
+
+`to_dict()` gives the flat RLlib-style dict that `WorkerSet`, `RolloutWorker`, the
+policies and the execution operators read.
+
+Deviation from RLlib: `num_workers` defaults to 0 (sampling in the driver process; Ray
+actors are opt-in), and `framework` accepts only "tf2".
+
+Example:
+    >>> config = AlgorithmConfig.from_dict({"env": "CartPole-v1", "num_workers": 0})
+    >>> config.rollouts(rollout_fragment_length=50).to_dict()["rollout_fragment_length"]
+    50
+    >>> AlgorithmConfig.from_dict({"num_wrkers": 1})
+    Traceback (most recent call last):
+    ...
+    tfrl.utils.config_keys.UnknownKeyError: Unknown AlgorithmConfig key 'num_wrkers'. Did you mean 'num_workers'? ...
+"""
+
+import copy
+import dataclasses
+from typing import Any, ClassVar, Dict, Mapping, Optional
+
+from tfrl.algorithms.callbacks import DefaultCallbacks
+from tfrl.utils.config_keys import check_keys
+
+# Field name -> its key in RLlib dicts (where they differ: a keyword or a builder method).
+FIELD_KEYS = {"lambda_": "lambda", "framework_str": "framework", "callbacks_class": "callbacks"}
+# RLlib dict key (classic or 2.x) -> field name.
+ALIASES = {
+    **{key: name for name, key in FIELD_KEYS.items()},
+    "num_rollout_workers": "num_workers",
+    "num_envs_per_env_runner": "num_envs_per_worker",
+    "metrics_num_episodes_for_smoothing": "metrics_smoothing_episodes",
+    "min_time_s_per_iteration": "min_iter_time_s",
+    "min_sample_timesteps_per_iteration": "timesteps_per_iteration",
+    "min_time_s_per_reporting": "min_iter_time_s",
+    "min_sample_timesteps_per_reporting": "timesteps_per_iteration",
+}
+# Written by to_dict() under both names, for operators reading either.
+_REPORTING_ALIASES = ("metrics_num_episodes_for_smoothing", "min_time_s_per_iteration",
+                      "min_sample_timesteps_per_iteration")
+
+
+def _field(default):
+    return dataclasses.field(default_factory=lambda: copy.deepcopy(default))
+
+
+@dataclasses.dataclass(frozen=True)
+class AlgorithmConfig:
+    """Keys common to every algorithm (RLlib's COMMON_CONFIG); see the module docstring."""
+
+    algo_class: ClassVar[Optional[type]] = None
+
+    # Environment.
+    env: Any = None
+    env_config: dict = _field({})
+    horizon: Optional[int] = None
+    soft_horizon: bool = False
+    no_done_at_end: bool = False
+    clip_rewards: Any = None
+    clip_actions: bool = False
+    normalize_actions: bool = True
+    disable_env_checking: bool = False
+    render_env: bool = False
+    record_env: bool = False
+    # Rollouts.
+    num_workers: int = 0
+    num_envs_per_worker: int = 1
+    rollout_fragment_length: int = 200
+    batch_mode: str = "truncate_episodes"
+    observation_filter: str = "NoFilter"
+    compress_observations: bool = False
+    sample_async: bool = False
+    create_env_on_driver: bool = False
+    remote_worker_envs: bool = False
+    remote_env_batch_wait_ms: float = 0
+    preprocessor_pref: str = "deepmind"
+    explore: bool = True
+    exploration_config: dict = _field({})
+    recreate_failed_workers: bool = False
+    restart_failed_sub_environments: bool = False
+    remote_backend: str = "ray"
+    sample_timeout_s: float = 180.0
+    metrics_episode_collection_timeout_s: float = 180.0
+    # Training.
+    train_batch_size: int = 200
+    gamma: float = 0.99
+    lr: float = 1e-4
+    lr_schedule: Optional[list] = None
+    grad_clip: Optional[float] = None
+    model: dict = _field({})
+    optimizer: dict = _field({})
+    learn_input: str = "in_graph"
+    # Resources.
+    framework_str: str = "tf2"
+    num_gpus: float = 0
+    _fake_gpus: bool = False
+    num_cpus_per_worker: float = 1
+    num_gpus_per_worker: float = 0
+    num_cpus_for_driver: float = 1
+    # Evaluation.
+    evaluation_interval: Optional[int] = None
+    evaluation_duration: int = 10
+    evaluation_duration_unit: str = "episodes"
+    evaluation_num_workers: int = 0
+    evaluation_config: dict = _field({})
+    in_evaluation: bool = False
+    # Reporting.
+    metrics_smoothing_episodes: int = 100
+    min_iter_time_s: float = 0
+    timesteps_per_iteration: int = 0
+    collect_metrics_timeout: float = 180.0
+    # Debugging, callbacks, multi-agent.
+    seed: Optional[int] = None
+    log_level: str = "WARN"
+    callbacks_class: type = DefaultCallbacks
+    multiagent: dict = _field({"policies": {}, "policy_mapping_fn": None,
+                               "policies_to_train": None, "observation_fn": None,
+                               "count_steps_by": "env_steps"})
+
+    # ------------------------------------------------------------ checks
+
+    def __post_init__(self):
+        self.validate()
+
+    def validate(self) -> None:
+        """Raises `ValueError` for inconsistent values (called on construction)."""
+        def fail(msg):
+            raise ValueError(f"{type(self).__name__}: {msg}")
+
+        if self.framework_str != "tf2":
+            fail(f"framework must be 'tf2' (tfrl runs TensorFlow 2 only); received "
+                 f"{self.framework_str!r}.")
+        if self.batch_mode not in ("truncate_episodes", "complete_episodes"):
+            fail(f"batch_mode must be 'truncate_episodes' or 'complete_episodes'; received "
+                 f"{self.batch_mode!r}.")
+        for name in ("num_workers", "evaluation_num_workers"):
+            if int(getattr(self, name)) < 0:
+                fail(f"{name} must be >= 0; received {getattr(self, name)!r}.")
+        for name in ("num_envs_per_worker", "rollout_fragment_length", "train_batch_size"):
+            if int(getattr(self, name)) < 1:
+                fail(f"{name} must be >= 1; received {getattr(self, name)!r}.")
+        if not 0.0 <= float(self.gamma) <= 1.0:
+            fail(f"gamma must be in [0, 1]; received {self.gamma!r}.")
+        if self.evaluation_duration_unit not in ("episodes", "timesteps"):
+            fail("evaluation_duration_unit must be 'episodes' or 'timesteps'; received "
+                 f"{self.evaluation_duration_unit!r}.")
+        callbacks = self.callbacks_class
+        if not (isinstance(callbacks, type) and issubclass(callbacks, DefaultCallbacks)):
+            fail(f"callbacks must be a DefaultCallbacks subclass; received {callbacks!r}.")
+        if self.remote_backend not in ("ray", "thread"):
+            fail(f"remote_backend must be 'ray' or 'thread'; received {self.remote_backend!r}.")
+
+    # ----------------------------------------------------- dict boundary
+
+    @classmethod
+    def valid_keys(cls) -> set:
+        """Every key `from_dict` accepts (field names with `lambda`, and aliases)."""
+        names = {f.name for f in dataclasses.fields(cls)}
+        return {FIELD_KEYS.get(n, n) for n in names} | {
+            k for k, v in ALIASES.items() if v in names}
+
+    @classmethod
+    def _to_fields(cls, given: Mapping[str, Any], where: str) -> Dict[str, Any]:
+        names = {f.name for f in dataclasses.fields(cls)}
+        check_keys({k: v for k, v in given.items() if k not in names}, cls.valid_keys(), where)
+        out = {}
+        for key, value in given.items():
+            name = ALIASES.get(key, key)
+            if name == "multiagent":
+                value = {**cls.__dataclass_fields__["multiagent"].default_factory(),
+                         **(value or {})}
+            out[name] = value
+        return out
+
+    @classmethod
+    def from_dict(cls, config: Optional[Mapping[str, Any]] = None) -> "AlgorithmConfig":
+        """A config from an RLlib-style dict (missing keys take the defaults).
+
+        Raises:
+            ValueError: For an unknown key (naming the closest valid one) or bad values.
+        """
+        if isinstance(config, AlgorithmConfig):
+            return cls.from_dict(config.to_dict())
+        if config is not None and not isinstance(config, Mapping):
+            raise TypeError(f"{cls.__name__}.from_dict() takes a dict; received "
+                            f"{type(config).__name__}.")
+        return cls(**cls._to_fields(dict(config or {}), cls.__name__))
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The flat RLlib-style dict (`lambda`, `framework`, `callbacks` keys; subdicts
+        copied)."""
+        out = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            out[FIELD_KEYS.get(f.name, f.name)] = (
+                copy.copy(value) if isinstance(value, (dict, list)) else value)
+        for alias in _REPORTING_ALIASES:
+            out[alias] = out[ALIASES[alias]]
+        return out
+
+    def replace(self, **kwargs) -> "AlgorithmConfig":
+        """A copy with some keys changed (RLlib names or field names)."""
+        return dataclasses.replace(self, **self._to_fields(kwargs, f"{type(self).__name__}.replace()"))
+
+    # ---------------------------------------------- RLlib 2.x builder API
+
+    def environment(self, env: Any = None, *, env_config: Optional[dict] = None,
+                    **kwargs) -> "AlgorithmConfig":
+        """Sets `env`, `env_config` and other environment keys (e.g. `clip_rewards`)."""
+        updates = dict(kwargs)
+        if env is not None:
+            updates["env"] = env
+        if env_config is not None:
+            updates["env_config"] = env_config
+        return self.replace(**updates)
+
+    def rollouts(self, **kwargs) -> "AlgorithmConfig":
+        """Sets rollout keys (`num_rollout_workers`, `rollout_fragment_length`, ...)."""
+        return self.replace(**kwargs)
+
+    env_runners = rollouts
+
+    def training(self, **kwargs) -> "AlgorithmConfig":
+        """Sets training keys (`lr`, `gamma`, `train_batch_size`, `model`, algorithm keys)."""
+        return self.replace(**kwargs)
+
+    def resources(self, **kwargs) -> "AlgorithmConfig":
+        """Sets resource keys (`num_gpus`, `_fake_gpus`, `num_cpus_per_worker`, ...)."""
+        return self.replace(**kwargs)
+
+    def evaluation(self, **kwargs) -> "AlgorithmConfig":
+        """Sets evaluation keys (`evaluation_interval`, `evaluation_duration`, ...)."""
+        return self.replace(**kwargs)
+
+    def reporting(self, **kwargs) -> "AlgorithmConfig":
+        """Sets reporting keys (`metrics_num_episodes_for_smoothing`, ...)."""
+        return self.replace(**kwargs)
+
+    def debugging(self, *, seed: Optional[int] = None, log_level: Optional[str] = None
+                  ) -> "AlgorithmConfig":
+        """Sets `seed` and `log_level`."""
+        updates = {"seed": seed} if seed is not None else {}
+        if log_level is not None:
+            updates["log_level"] = log_level
+        return self.replace(**updates)
+
+    def framework(self, framework: str = "tf2", **kwargs) -> "AlgorithmConfig":
+        """Sets the framework; only "tf2" is accepted."""
+        return self.replace(framework=framework)
+
+    def callbacks(self, callbacks_class: type) -> "AlgorithmConfig":
+        """Sets the callbacks class."""
+        return self.replace(callbacks=callbacks_class)
+
+    def multi_agent(self, **kwargs) -> "AlgorithmConfig":
+        """Updates the `multiagent` subdict (`policies`, `policy_mapping_fn`, ...)."""
+        check_keys(kwargs, self.multiagent.keys(), "multi_agent()")
+        return self.replace(multiagent={**self.multiagent, **kwargs})
+
+    def build(self, env: Any = None) -> Any:
+        """The algorithm (`algo_class`) built from this config."""
+        if self.algo_class is None:
+            raise ValueError(f"{type(self).__name__} has no algorithm class; build from "
+                             "PGConfig, A2CConfig or PPOConfig, or call "
+                             "get_algorithm_class(name)(config=...).")
+        return self.algo_class(config=self, env=env)
+
+
+def __getattr__(name: str) -> Any:
+    # COMMON_CONFIG / DEFAULT_CONFIG: the key sets WorkerSet accepts (C9); lazy so that
+    # the algorithm modules (which import this one) can add their keys.
+    if name == "COMMON_CONFIG":
+        return AlgorithmConfig().to_dict()
+    if name == "DEFAULT_CONFIG":
+        from tfrl.algorithms.registry import all_config_classes
+
+        keys = {}
+        for config_class in all_config_classes():
+            keys.update(config_class().to_dict())
+        return keys
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

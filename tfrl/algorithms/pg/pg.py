@@ -1,0 +1,53 @@
+"""PG: vanilla policy gradient; config and execution plan.
+
+Plan: `ParallelRollouts` (bulk sync) → `ConcatBatches(train_batch_size)` →
+`TrainOneStep` → metrics.
+
+Example:
+    >>> from tfrl.algorithms.pg import PGConfig
+    >>> PGConfig().training(lr=0.01).lr
+    0.01
+"""
+
+import dataclasses
+from typing import Any, Dict
+
+from tfrl.algorithms.algorithm import Algorithm
+from tfrl.algorithms.algorithm_config import AlgorithmConfig
+from tfrl.algorithms.pg.pg_tf_policy import PGTFPolicy
+
+
+@dataclasses.dataclass(frozen=True)
+class PGConfig(AlgorithmConfig):
+    """PG's config: AlgorithmConfig with RLlib's PG defaults (lr 0.0004, batches of 200
+    steps); whole episodes per batch, since PG does not bootstrap cut episodes."""
+
+    lr: float = 0.0004
+    train_batch_size: int = 200
+    rollout_fragment_length: int = 200
+    batch_mode: str = "complete_episodes"
+
+
+def execution_plan(workers: Any, config: Dict[str, Any]) -> Any:
+    """PG's LocalIterator of result dicts."""
+    from tfrl.execution.metric_ops import StandardMetricsReporting
+    from tfrl.execution.rollout_ops import ConcatBatches, ParallelRollouts
+    from tfrl.execution.train_ops import TrainOneStep
+
+    rollouts = ParallelRollouts(workers, mode="bulk_sync")
+    train_op = rollouts.combine(ConcatBatches(
+        min_batch_size=config["train_batch_size"],
+        count_steps_by=config["multiagent"].get("count_steps_by", "env_steps"),
+    )).for_each(TrainOneStep(workers))
+    return StandardMetricsReporting(train_op, workers, config)
+
+
+class PG(Algorithm):
+    """Policy gradient (REINFORCE) on discounted returns (see `PGTFPolicy`)."""
+
+    config_class = PGConfig
+    default_policy_class = PGTFPolicy
+    execution_plan = staticmethod(execution_plan)
+
+
+PGConfig.algo_class = PG

@@ -1,0 +1,141 @@
+"""PPO: config, the KL update operator and the execution plan.
+
+Plan: sample with every worker (`ParallelRollouts`, bulk sync) → keep the trained
+policies' experiences → concatenate to `train_batch_size` → standardize advantages →
+`TrainOneStep` (the policy runs its `num_sgd_iter` epochs of `sgd_minibatch_size`
+minibatches in one compiled call) → `UpdateKL` → metrics.
+
+Example:
+    >>> from tfrl.algorithms.ppo import PPOConfig
+    >>> config = PPOConfig().environment("CartPole-v1").training(lambda_=0.8, num_sgd_iter=20)
+    >>> config.to_dict()["lambda"], config.sgd_minibatch_size
+    (0.8, 128)
+"""
+
+import dataclasses
+import logging
+from typing import Any, Dict, Optional
+
+from tfrl.algorithms.algorithm import Algorithm
+from tfrl.algorithms.algorithm_config import AlgorithmConfig
+from tfrl.algorithms.ppo.ppo_tf_policy import PPOTFPolicy
+from tfrl.execution.common import LEARNER_STATS_KEY
+
+logger = logging.getLogger(__name__)
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOConfig(AlgorithmConfig):
+    """PPO's config: AlgorithmConfig plus the keys below (RLlib's defaults).
+
+    Attributes:
+        lambda_: GAE parameter (key "lambda").
+        use_gae, use_critic: GAE advantages / a value baseline.
+        kl_coeff, kl_target: Initial KL penalty coefficient and the KL it adapts toward.
+        sgd_minibatch_size, num_sgd_iter, shuffle_sequences: Minibatch SGD per batch.
+        vf_loss_coeff, entropy_coeff, entropy_coeff_schedule: Loss weights.
+        clip_param, vf_clip_param: Surrogate and value clipping ranges.
+        grad_clip: Global-norm gradient clipping (None: off).
+    """
+
+    lr: float = 5e-5
+    rollout_fragment_length: int = 200
+    train_batch_size: int = 4000
+    lambda_: float = 1.0
+    use_gae: bool = True
+    use_critic: bool = True
+    kl_coeff: float = 0.2
+    kl_target: float = 0.01
+    sgd_minibatch_size: int = 128
+    num_sgd_iter: int = 30
+    shuffle_sequences: bool = True
+    vf_loss_coeff: float = 1.0
+    entropy_coeff: float = 0.0
+    entropy_coeff_schedule: Optional[list] = None
+    clip_param: float = 0.3
+    vf_clip_param: float = 10.0
+    grad_clip: Optional[float] = None
+
+    def validate(self) -> None:
+        super().validate()
+        if self.sgd_minibatch_size > self.train_batch_size:
+            raise ValueError(
+                f"PPOConfig: sgd_minibatch_size ({self.sgd_minibatch_size}) must be <= "
+                f"train_batch_size ({self.train_batch_size}). Lower sgd_minibatch_size or "
+                "raise train_batch_size.")
+        if self.num_sgd_iter < 1:
+            raise ValueError(f"PPOConfig: num_sgd_iter must be >= 1; received {self.num_sgd_iter}.")
+        if self.use_gae and not self.use_critic:
+            raise ValueError("PPOConfig: use_gae=True needs use_critic=True (GAE uses the value "
+                             "function); set use_gae=False or use_critic=True.")
+
+
+class UpdateKL:
+    """Adapts each trained policy's KL coefficient to the KL of the last update.
+
+    Use with `.for_each()` after `TrainOneStep` (takes its `(batch, info)` or `info`);
+    returns the info.
+    """
+
+    def __init__(self, workers: Any):
+        self.workers = workers
+
+    def __call__(self, item: Any) -> Dict[str, Any]:
+        info = item[1] if isinstance(item, tuple) else item
+        local = self.workers.local_worker()
+        for pid, policy_info in info.items():
+            stats = policy_info.get(LEARNER_STATS_KEY, policy_info)
+            if "kl" not in stats:
+                continue
+            policy = local.get_policy(pid)
+            if hasattr(policy, "update_kl"):
+                new_coeff = policy.update_kl(float(stats["kl"]))
+                stats["cur_kl_coeff"] = new_coeff
+        remote = self.workers.remote_workers()
+        if remote:  # remote policies only act, but keep their state consistent
+            coeffs = {pid: local.get_policy(pid).kl_coeff for pid in info
+                      if hasattr(local.get_policy(pid), "kl_coeff")}
+
+            def set_coeffs(worker):
+                for pid, coeff in coeffs.items():
+                    worker.get_policy(pid).kl_coeff = coeff
+            futures = [handle.apply(set_coeffs) for handle in remote]
+            for future in futures:
+                future.result(timeout=60)
+        return info
+
+
+def execution_plan(workers: Any, config: Dict[str, Any]) -> Any:
+    """PPO's LocalIterator of result dicts (see the module docstring)."""
+    from tfrl.execution.metric_ops import StandardMetricsReporting
+    from tfrl.execution.rollout_ops import (ConcatBatches, ParallelRollouts,
+                                            SelectExperiences, StandardizeFields)
+    from tfrl.execution.train_ops import TrainOneStep
+
+    rollouts = ParallelRollouts(workers, mode="bulk_sync")
+    policies = workers.local_worker().policies_to_train
+    if policies is not None and not callable(policies):
+        rollouts = rollouts.for_each(SelectExperiences(list(policies)))
+    rollouts = rollouts.combine(ConcatBatches(
+        min_batch_size=config["train_batch_size"],
+        count_steps_by=config["multiagent"].get("count_steps_by", "env_steps")))
+    rollouts = rollouts.for_each(StandardizeFields(["advantages"]))
+    train_op = rollouts.for_each(TrainOneStep(
+        workers, num_sgd_iter=config["num_sgd_iter"],
+        sgd_minibatch_size=config["sgd_minibatch_size"]))
+    train_op = train_op.for_each(UpdateKL(workers))
+    return StandardMetricsReporting(train_op, workers, config)
+
+
+class PPO(Algorithm):
+    """Proximal policy optimization (see `PPOConfig`, `PPOTFPolicy`).
+
+    Example: `PPO(config={"env": "CartPole-v1", "num_workers": 0}).train()`.
+    """
+
+    config_class = PPOConfig
+    default_policy_class = PPOTFPolicy
+    execution_plan = staticmethod(execution_plan)
+
+
+PPOConfig.algo_class = PPO
