@@ -1,0 +1,403 @@
+"""RolloutWorker: policies plus an environment, producing SampleBatches (RLlib's API).
+
+A worker builds its env (vectorized into a BaseEnv), one policy per policy id (with a
+preprocessor and an observation filter each), and a sampler; `sample()` returns a
+SampleBatch (single agent) or MultiAgentBatch of `rollout_fragment_length * num_envs`
+steps. It also learns (`learn_on_batch`, `compute_gradients`/`apply_gradients`) and
+exchanges weights, filters and state, so copies of it can run as remote workers.
+
+The parts live in their own modules: env creation (`worker_env`), policies
+(`worker_policies`, `tfrl.policy.policy_map`), learning (`worker_learning`), save/restore
+and filters (`worker_state`); the sampler is `tfrl.evaluation.sampler`.
+
+    worker = RolloutWorker(env_creator=lambda ctx: gym.make("CartPole-v1"),
+                           policy_spec=PPOTFPolicy)
+    batch = worker.sample()            # SampleBatch of 100 env steps
+    worker.learn_on_batch(batch)
+"""
+
+import logging
+import random
+from typing import Any, Callable, Dict, List, Optional
+
+import numpy as np
+
+from tfrl.algorithms.callbacks import DefaultCallbacks
+from tfrl.env.env_context import EnvContext
+from tfrl.evaluation import worker_env, worker_learning, worker_policies, worker_state
+from tfrl.offline.io_context import IOContext
+from tfrl.offline.output_writer import NoopOutput
+from tfrl.policy.policy_map import PolicyMap
+from tfrl.policy.sample_batch import DEFAULT_POLICY_ID
+from tfrl.policy.sample_batch_concat import concat_samples
+from tfrl.evaluation.worker_setup import WorkerArgs
+from tfrl.utils.filter import get_filter
+
+logger = logging.getLogger(__name__)
+
+_global_worker: Optional["RolloutWorker"] = None
+
+
+def get_global_worker() -> Optional["RolloutWorker"]:
+    """The RolloutWorker most recently constructed in this process (None if none)."""
+    return _global_worker
+
+
+def _default_mapping_fn(agent_id: Any, episode: Any, worker: Any = None, **kwargs: Any) -> str:
+    return DEFAULT_POLICY_ID
+
+
+class RolloutWorker(WorkerArgs):
+    """Collects experience with policies in an environment; see SPEC §2.2.
+
+    The 41 keyword-only constructor arguments are RLlib's (documented, with tfrl's
+    treatment of each, in `tfrl.evaluation.worker_setup.WorkerArgs`); an unknown
+    keyword raises `UnknownKeyError` (a `TypeError` and `ValueError`) naming the closest
+    valid one.
+    """
+
+    def _setup(self, a: Dict[str, Any]) -> None:
+        global _global_worker
+        _global_worker = self
+        self.policy_config = pc = a["policy_config"]
+        self.env_context = EnvContext(a["env_config"] or {}, worker_index=a["worker_index"],
+                                      vector_index=0, num_workers=a["num_workers"])
+        cb = a["callbacks"]
+        self.callbacks = cb if isinstance(cb, DefaultCallbacks) else (cb or DefaultCallbacks)()
+        self.worker_index, self.num_workers = a["worker_index"], a["num_workers"]
+        self.model_config = a["model_config"] or pc.get("model") or {}
+        self.policy_mapping_fn: Callable = _default_mapping_fn
+        self.set_policy_mapping_fn(a["policy_mapping_fn"])
+        self.env_creator = a["env_creator"]
+        self.num_envs = a["num_envs"]
+        self.rollout_fragment_length = a["rollout_fragment_length"] * a["num_envs"]
+        self.count_steps_by, self.batch_mode = a["count_steps_by"], a["batch_mode"]
+        self.compress_observations = a["compress_observations"]
+        self.observation_filter = a["observation_filter"]
+        self.last_batch, self.global_vars, self.fake_sampler = None, None, a["fake_sampler"]
+        self.spaces = a["spaces"]
+        seed = a["seed"]
+        if self.worker_index > 0 and seed is not None:
+            random.seed(seed)
+            np.random.seed(seed)
+            import tensorflow as tf
+
+            tf.random.set_seed(seed)
+
+        on_created = None
+        if self.callbacks.overrides("on_sub_environment_created"):
+            on_created = self._on_sub_env_created
+        self.make_sub_env_fn = worker_env.SubEnvMaker(
+            a["env_creator"], self.env_context, remote=a["remote_worker_envs"],
+            validate=a["validate_env"], seed=seed, record_env=a["record_env"],
+            log_dir=a["log_dir"], on_created=on_created)
+        self.env = None
+        if not (self.worker_index == 0 and self.num_workers > 0 and not pc.get("create_env_on_driver")):
+            env = a["env_creator"](self.env_context.copy_with_overrides())
+            self.env = self.make_sub_env_fn.prepare(env, self.env_context)
+            if worker_env.is_atari(self.env) and a["preprocessor_pref"] == "deepmind":
+                logger.warning("preprocessor_pref='deepmind': tfrl does not apply DeepMind Atari "
+                               "wrappers itself; wrap the env (gymnasium.wrappers.AtariPreprocessing"
+                               ", FrameStackObservation) in env_creator. Clipping rewards.")
+                a["clip_rewards"] = True if a["clip_rewards"] is None else a["clip_rewards"]
+
+        specs = worker_policies.resolve_spaces(
+            self._specs, self.env, self.spaces, self.policy_mapping_fn, self)
+        self.policies_to_train: List[Any] = []
+        self._spec_ids = list(specs)
+        self.set_policies_to_train(a["policies_to_train"] or list(specs))
+        worker_policies.check_gpus(pc, self.worker_index)
+        self.policy_map = PolicyMap(pc.get("policy_map_capacity"), self.worker_index)
+        self.preprocessors: Dict[Any, Any] = {}
+        self.filters: Dict[Any, Any] = {}
+        self._seed = seed
+        for pid, spec in specs.items():
+            self._build_policy(pid, spec)
+        self.multiagent = set(self.policy_map) != {DEFAULT_POLICY_ID}
+        if self.multiagent and self.env is not None:
+            worker_env.check_multi_agent_env(self.env, list(self.policy_map))
+
+        self.async_env = None
+        if self.env is not None:
+            self.async_env = worker_env.vectorize(
+                self.env, self.make_sub_env_fn, self.num_envs, a["remote_worker_envs"],
+                a["remote_env_batch_wait_ms"], pc)
+        pack = self.batch_mode == "truncate_episodes"
+        fragment = a["rollout_fragment_length"] if pack else float("inf")
+        self.io_context = IOContext(a["log_dir"], pc, self.worker_index, self)
+        self.reward_estimators: List[Any] = []
+        render = pc.get("render_env") is True and (self.num_workers == 0 or self.worker_index == 1)
+        self.sampler = None
+        if self.async_env is not None:
+            from tfrl.evaluation.sampler import AsyncSampler, SyncSampler
+
+            kwargs = dict(
+                worker=self, env=self.async_env, clip_rewards=a["clip_rewards"],
+                rollout_fragment_length=fragment, count_steps_by=self.count_steps_by,
+                callbacks=self.callbacks, horizon=a["episode_horizon"],
+                multiple_episodes_in_batch=pack, normalize_actions=a["normalize_actions"],
+                clip_actions=a["clip_actions"], soft_horizon=a["soft_horizon"],
+                no_done_at_end=a["no_done_at_end"], observation_fn=a["observation_fn"],
+                render=render)
+            if a["sample_async"]:
+                self.sampler = AsyncSampler(blackhole_outputs=a["_blackhole"], **kwargs)
+                self.sampler.start()
+            else:
+                self.sampler = SyncSampler(**kwargs)
+        self.input_reader = a["input_creator"](self.io_context)
+        self.output_writer = a["output_creator"](self.io_context) or NoopOutput()
+
+    def _on_sub_env_created(self, env: Any, ctx: EnvContext) -> None:
+        self.callbacks.on_sub_environment_created(worker=self, sub_environment=env, env_context=ctx)
+
+    def _build_policy(self, pid: Any, spec: Any) -> Any:
+        config = worker_policies.merged_policy_config(self.policy_config, spec, self.worker_index,
+                                                      self._seed)
+        if self.model_config and "model" not in (spec.config or {}):
+            config["model"] = self.model_config
+        policy, preprocessor = worker_policies.build_policy(pid, spec, config)
+        self.policy_map[pid] = policy
+        self.policy_map.policy_specs[pid] = spec
+        self.preprocessors[pid] = preprocessor
+        name = self.observation_filter
+        if self._sample_async and name == "MeanStdFilter":
+            name = "ConcurrentMeanStdFilter"  # the sampler thread updates it concurrently
+        self.filters[pid] = get_filter(name, preprocessor.shape)
+        self.callbacks.on_create_policy(policy_id=pid, policy=policy)
+        return policy
+
+    # ------------------------------------------------------------------ sampling
+    def sample(self) -> Any:
+        """Returns a batch of at least (complete_episodes) or at most/exactly
+        (truncate_episodes) `rollout_fragment_length * num_envs` steps.
+
+        Raises:
+            ValueError: If this worker has no env / input reader (a local worker with
+                remote workers; set `create_env_on_driver=True`).
+        """
+        if self.fake_sampler and self.last_batch is not None:
+            return self.last_batch
+        if self.input_reader is None:
+            raise ValueError(
+                "RolloutWorker has no input_reader and cannot sample: it has no env (the local "
+                "worker of a set with remote workers). Set config['create_env_on_driver'] = True "
+                "to sample on it."
+            )
+        batches = [self.input_reader.next()]
+        steps = self._count(batches[0])
+        max_batches = self.num_envs if self.batch_mode == "truncate_episodes" else float("inf")
+        while steps < self.rollout_fragment_length and len(batches) < max_batches:
+            batches.append(self.input_reader.next())
+            steps += self._count(batches[-1])
+        batch = concat_samples(batches) if len(batches) > 1 else batches[0]
+        self.callbacks.on_sample_end(worker=self, samples=batch)
+        self.output_writer.write(batch)
+        if self.compress_observations:
+            batch.compress(bulk=self.compress_observations == "bulk")
+        if self.fake_sampler:
+            self.last_batch = batch
+        return batch
+
+    def _count(self, batch: Any) -> int:
+        return batch.count if self.count_steps_by == "env_steps" else batch.agent_steps()
+
+    def sample_with_count(self) -> tuple:
+        """`(batch, batch.count)`."""
+        batch = self.sample()
+        return batch, batch.count
+
+    def sample_and_learn(self, expected_batch_size: int, num_sgd_iter: int,
+                         sgd_minibatch_size: int, standardize_fields: List[str]) -> tuple:
+        """Samples and runs minibatch SGD on it; returns `(info, batch.count)`.
+
+        Raises:
+            ValueError: If the batch does not have `expected_batch_size` steps.
+        """
+        batch = self.sample()
+        if batch.count != expected_batch_size:
+            raise ValueError(
+                f"Batch size possibly out of sync between workers: expected {expected_batch_size} "
+                f"steps, sampled {batch.count}. Check rollout_fragment_length * num_envs.")
+        info = worker_learning.minibatch_sgd(self, batch, num_sgd_iter, sgd_minibatch_size,
+                                             standardize_fields, seed=self._seed)
+        return info, batch.count
+
+    # ------------------------------------------------------------------ learning
+    def learn_on_batch(self, samples: Any) -> dict:
+        """`{pid: info}` of `policy.learn_on_batch` for each trainable policy's batch."""
+        return worker_learning.learn_on_batch(self, samples)
+
+    def compute_gradients(self, samples: Any) -> tuple:
+        """`(grads, info)`; dicts by policy id for a MultiAgentBatch."""
+        return worker_learning.compute_gradients(self, samples)
+
+    def apply_gradients(self, grads: Any) -> None:
+        """Applies gradients from `compute_gradients` to the trainable policies."""
+        worker_learning.apply_gradients(self, grads)
+
+    def get_weights(self, policies: Any = None) -> Dict[Any, Any]:
+        """`{pid: weights}` of the given policy ids (one id or a list; None: all)."""
+        if policies is None:
+            policies = list(self.policy_map)
+        elif not isinstance(policies, (list, tuple, set)):
+            policies = [policies]
+        return {pid: self.policy_map[pid].get_weights() for pid in policies}
+
+    def set_weights(self, weights: Dict[Any, Any], global_vars: Optional[dict] = None) -> None:
+        """Sets each policy's weights (unknown id: KeyError), then the global vars if given."""
+        for pid, w in weights.items():
+            self.policy_map[pid].set_weights(w)
+        if global_vars:
+            self.set_global_vars(global_vars)
+
+    def get_global_vars(self) -> Optional[dict]:
+        """The last global vars set (None before the first `set_global_vars`)."""
+        return self.global_vars
+
+    def set_global_vars(self, global_vars: dict) -> None:
+        """Passes `global_vars` (e.g. `{"timestep": n}`) to every policy and stores them."""
+        for policy in self.policy_map.values():
+            policy.on_global_var_update(global_vars)
+        self.global_vars = global_vars
+
+    # ------------------------------------------------------------------ policies
+    def get_policy(self, policy_id: Any = DEFAULT_POLICY_ID) -> Any:
+        """The policy with that id, or None."""
+        return self.policy_map.get(policy_id)
+
+    def add_policy(self, *, policy_id: Any, policy_cls: type, observation_space: Any = None,
+                   action_space: Any = None, config: Optional[dict] = None,
+                   policy_mapping_fn: Optional[Callable] = None,
+                   policies_to_train: Optional[List[Any]] = None,
+                   policy_state: Optional[dict] = None) -> Any:
+        """Builds and adds a policy (with preprocessor and filter); returns it.
+
+        Raises:
+            ValueError: If `policy_id` exists, or its spaces cannot be determined.
+        """
+        if policy_id in self.policy_map:
+            raise ValueError(f"Policy ID {policy_id!r} already in policy map; remove it first.")
+        spec = worker_policies.normalize_policy_specs(
+            {policy_id: (policy_cls, observation_space, action_space, config)})
+        spec = worker_policies.resolve_spaces(spec, self.env, self.spaces,
+                                              policy_mapping_fn or self.policy_mapping_fn, self)
+        self._spec_ids.append(policy_id)
+        policy = self._build_policy(policy_id, spec[policy_id])
+        if policy_state is not None:
+            policy.set_state(policy_state)
+        self.set_policy_mapping_fn(policy_mapping_fn)
+        self.set_policies_to_train(policies_to_train)
+        return policy
+
+    def remove_policy(self, *, policy_id: Any = DEFAULT_POLICY_ID,
+                      policy_mapping_fn: Optional[Callable] = None,
+                      policies_to_train: Optional[List[Any]] = None) -> None:
+        """Removes a policy with its preprocessor and filter.
+
+        Raises:
+            ValueError: If there is no such policy.
+        """
+        if policy_id not in self.policy_map:
+            raise ValueError(f"Policy ID {policy_id!r} not in policy map {sorted(self.policy_map, key=repr)}.")
+        del self.policy_map[policy_id]
+        del self.preprocessors[policy_id]
+        del self.filters[policy_id]
+        self._spec_ids.remove(policy_id)
+        self.policies_to_train = [p for p in self.policies_to_train if p != policy_id]
+        self.set_policy_mapping_fn(policy_mapping_fn)
+        self.set_policies_to_train(policies_to_train)
+
+    def set_policy_mapping_fn(self, policy_mapping_fn: Optional[Callable] = None) -> None:
+        """Sets `(agent_id, episode, worker, **kw) -> PolicyID` (None keeps the current one).
+
+        Raises:
+            ValueError: If it is not callable.
+        """
+        if policy_mapping_fn is not None:
+            if not callable(policy_mapping_fn):
+                raise ValueError(f"`policy_mapping_fn` must be a callable! Received "
+                                 f"{type(policy_mapping_fn).__name__}: {policy_mapping_fn!r}.")
+            self.policy_mapping_fn = policy_mapping_fn
+
+    def set_policies_to_train(self, policies_to_train: Optional[List[Any]] = None) -> None:
+        """Sets the trainable policy ids (None keeps the current list).
+
+        Raises:
+            TypeError: If not a list/tuple/set. ValueError: For unknown policy ids.
+        """
+        if policies_to_train is None:
+            return
+        if not isinstance(policies_to_train, (list, tuple, set, frozenset)):
+            raise TypeError("`policies_to_train` must be a list of policy ids; received "
+                            f"{type(policies_to_train).__name__}: {policies_to_train!r}.")
+        unknown = [p for p in policies_to_train if p not in self._spec_ids]
+        if unknown:
+            raise ValueError(f"`policies_to_train` names unknown policies {unknown!r}; this worker's "
+                             f"policies are {self._spec_ids!r}.")
+        self.policies_to_train = list(policies_to_train)
+
+    def for_policy(self, func: Callable, policy_id: Any = DEFAULT_POLICY_ID, **kwargs: Any) -> Any:
+        """`func(policy, **kwargs)` for one policy."""
+        return func(self.policy_map[policy_id], **kwargs)
+
+    def foreach_policy(self, func: Callable, **kwargs: Any) -> list:
+        """`[func(policy, pid, **kwargs)]` over all policies, in map order."""
+        return [func(p, pid, **kwargs) for pid, p in self.policy_map.items()]
+
+    def foreach_trainable_policy(self, func: Callable, **kwargs: Any) -> list:
+        """As `foreach_policy`, over the trainable policies only."""
+        return [func(p, pid, **kwargs) for pid, p in self.policy_map.items()
+                if pid in self.policies_to_train]
+
+    # ------------------------------------------------------------------ envs & misc
+    def foreach_env(self, func: Callable) -> list:
+        """`[func(sub_env)]`; `[func(base_env)]` without sub-env objects; `[]` without env."""
+        if self.async_env is None:
+            return []
+        envs = self.async_env.get_sub_environments()
+        return [func(e) for e in envs] if envs else [func(self.async_env)]
+
+    def foreach_env_with_context(self, func: Callable) -> list:
+        """As `foreach_env`, calling `func(env, env_context)` (per-sub-env vector_index)."""
+        if self.async_env is None:
+            return []
+        envs = self.async_env.get_sub_environments()
+        if not envs:
+            return [func(self.async_env, self.env_context)]
+        return [func(e, self.env_context.copy_with_overrides(vector_index=i))
+                for i, e in enumerate(envs)]
+
+    def apply(self, func: Callable, *args: Any) -> Any:
+        """`func(self, *args)`."""
+        return func(self, *args)
+
+    def get_metrics(self) -> list:
+        """The RolloutMetrics of the episodes completed since the last call."""
+        return list(self.sampler.get_metrics()) if self.sampler is not None else []
+
+    def get_filters(self, flush_after: bool = False) -> dict:
+        """`{pid: serializable filter}`; `flush_after` clears the buffers afterwards."""
+        return worker_state.get_filters(self.filters, flush_after)
+
+    def sync_filters(self, new_filters: dict) -> None:
+        """Syncs each filter with `new_filters[pid]` (KeyError if one is missing)."""
+        worker_state.sync_filters(self.filters, new_filters)
+
+    def save(self) -> bytes:
+        """Filters, policy states and specs, and global vars as bytes."""
+        return worker_state.save_worker(self)
+
+    def restore(self, objs: bytes) -> None:
+        """Restores `save()` output; re-adds missing policies with their state."""
+        worker_state.restore_worker(self, objs)
+
+    def stop(self) -> None:
+        """Stops the sampler thread (if any) and closes the envs."""
+        if self.sampler is not None and hasattr(self.sampler, "stop"):
+            self.sampler.stop()
+        if self.async_env is not None:
+            self.async_env.stop()
+
+    def __repr__(self) -> str:
+        return f"RolloutWorker(worker_index={self.worker_index}, policies={list(self.policy_map)})"
+
