@@ -77,6 +77,18 @@ def test_sync_weights_sets_the_weights_inside_the_actors(workers):
         np.testing.assert_array_equal(batch["obs"][0], new_w)
 
 
+def test_rllib_style_remote_calls_return_object_refs(workers):
+    handle = workers.remote_workers()[0]
+    batch = ray.get(handle.sample.remote(), timeout=TIMEOUT)
+    assert batch["worker_index"].tolist() == [1] * 4
+    refs = [handle.set_weights.remote({"default_policy": {"w": np.ones(3)}}),
+            handle.get_weights.remote()]
+    assert ray.get(refs[0], timeout=TIMEOUT) is None
+    np.testing.assert_array_equal(ray.get(refs[1], timeout=TIMEOUT)["default_policy"]["w"],
+                                  np.ones(3))
+    workers.sync_weights()
+
+
 def test_method_errors_are_not_crashes(workers):
     handle = workers.remote_workers()[0]
     with pytest.raises(KeyError, match="no_such_policy"):

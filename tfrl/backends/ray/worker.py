@@ -10,7 +10,10 @@ WorkerSet and the execution operators never touch Ray:
   raised): the future fails with `WorkerCrashedError`, as with `ThreadWorkerHandle`.
 
 Large arguments sent to several workers (weights) go through `share()` (`ray.put` once);
-Ray resolves the reference when it is a top-level argument of `call`. Resources: actors
+Ray resolves the reference when it is a top-level argument of `call`. For code ported
+from RLlib, `handle.<method>.remote(...)` returns Ray's ObjectRef as an actor handle
+would, for every worker method except the handle's own (`call`, `apply`, `ready`, `pid`,
+`kill`): `handle.apply(func)` returns a future. Resources: actors
 ask for `num_cpus` (default 1, RLlib's `num_cpus_per_worker`; use a fraction such as 0.5
 on small machines, since an actor that cannot get its CPUs waits forever for them) and
 `num_gpus`. Nothing here waits without a timeout: callers wait on the futures.
@@ -127,6 +130,12 @@ class RayWorkerHandle(WorkerHandle):
         """A future of the actor's process id."""
         return self._future("pid", self.actor.pid.remote())
 
+    def __getattr__(self, name: str) -> "_RemoteMethod":
+        """RLlib-style access for ported code: `ray.get(handle.sample.remote())`."""
+        if name.startswith("_"):
+            raise AttributeError(name)
+        return _RemoteMethod(self.actor, name)
+
     def kill(self) -> None:
         if self._death is None:
             self._death = "it was killed"
@@ -163,6 +172,16 @@ class RayWorkerHandle(WorkerHandle):
 
         ref.future().add_done_callback(settle)
         return outer
+
+
+class _RemoteMethod:
+    """`handle.<name>.remote(*args, **kwargs)` -> an ObjectRef of `worker.<name>(...)`."""
+
+    def __init__(self, actor: "ray.actor.ActorHandle", name: str):
+        self._actor, self._name = actor, name
+
+    def remote(self, *args: Any, **kwargs: Any) -> "ray.ObjectRef":
+        return self._actor.call.remote(self._name, *args, **kwargs)
 
 
 def _warn_if_unschedulable(num_cpus: float, num_gpus: float) -> None:
