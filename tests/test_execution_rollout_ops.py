@@ -228,3 +228,21 @@ def test_standardize_fields_errors():
         StandardizeFields(["advantages"])(SampleBatch({"obs": np.zeros(3)}))
     with pytest.raises(TypeError, match="Use \\['advantages'\\]"):
         StandardizeFields("advantages")
+
+
+def test_bulk_sync_uses_the_worker_sets_sample_all():
+    class SampleAllWorkerSet(FakeWorkerSet):
+        calls = 0
+
+        def sample_all(self):
+            self.calls += 1
+            return [h.worker.sample() for h in reversed(self.remote_workers())]
+
+    base = make_workers(num_remote=2, fragment_length=3)
+    workers = SampleAllWorkerSet(base.local_worker(), base.remote_workers())
+    rollouts = ParallelRollouts(workers, mode="bulk_sync")
+    batch = next(rollouts)
+    assert workers.calls == 1
+    assert batch["obs"][::3].tolist() == [2000, 1000]
+    assert rollouts.shared_metrics.counters[STEPS_SAMPLED_COUNTER] == 6
+    assert [h.calls for h in workers.remote_workers()] == [["set_weights"], ["set_weights"]]

@@ -68,7 +68,9 @@ def ParallelRollouts(workers: Any, *, mode: str = "bulk_sync",
     Args:
         workers: The WorkerSet (C8): `local_worker()`, `remote_workers()`, `sync_weights()`.
         mode: "bulk_sync": one batch from every remote worker per item, concatenated
-            (count = rollout_fragment_length x num_workers). "async": each worker's batch
+            (count = rollout_fragment_length x num_workers); through
+            `workers.sample_all()` when the WorkerSet has it (C8), else one
+            `handle.call("sample")` per remote worker. "async": each worker's batch
             as soon as it is ready (no order guarantee; the producing handle is recorded in
             `SharedMetrics.current_worker`). "raw": the `WorkerPool` over the remote
             workers' `sample`; the caller gathers and counts.
@@ -98,7 +100,16 @@ def ParallelRollouts(workers: Any, *, mode: str = "bulk_sync",
     if mode == "raw":
         return pool
     if mode == "bulk_sync":
-        return pool.batch_across_shards().for_each(concat_samples).for_each(_report_timesteps)
+        sample_all = getattr(workers, "sample_all", None)
+        if sample_all is None:
+            source = pool.batch_across_shards()
+        else:  # the WorkerSet's own gather, which recreates crashed workers
+            def sample_everywhere(timeout=None):
+                while True:
+                    yield sample_all()
+
+            source = LocalIterator(sample_everywhere, SharedMetrics(), name="ParallelRollouts")
+        return source.for_each(concat_samples).for_each(_report_timesteps)
     return pool.gather_async(num_async=num_async).for_each(_report_timesteps)
 
 
