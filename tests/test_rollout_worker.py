@@ -149,7 +149,7 @@ def test_single_agent_construction_and_sampler_kwargs(stub_sampler):
     (sampler,) = stub_sampler
     kw = sampler.kwargs
     assert kw["worker"] is w and kw["env"] is w.async_env and kw["callbacks"] is w.callbacks
-    assert kw["rollout_fragment_length"] == 5 and kw["multiple_episodes_in_batch"] is True
+    assert kw["rollout_fragment_length"] == 10 and kw["multiple_episodes_in_batch"] is True
     assert (kw["horizon"], kw["clip_rewards"], kw["count_steps_by"]) == (7, 2.0, "agent_steps")
     assert kw["no_done_at_end"] and kw["soft_horizon"] and kw["clip_actions"]
     assert kw["normalize_actions"] is False and kw["render"] is False

@@ -123,7 +123,8 @@ class RolloutWorker(WorkerArgs):
                 self.env, self.make_sub_env_fn, self.num_envs, a["remote_worker_envs"],
                 a["remote_env_batch_wait_ms"], pc)
         pack = self.batch_mode == "truncate_episodes"
-        fragment = a["rollout_fragment_length"] if pack else float("inf")
+        # One sampler fragment holds the whole batch: fragment length x num_envs env steps.
+        fragment = self.rollout_fragment_length if pack else float("inf")
         self.io_context = IOContext(a["log_dir"], pc, self.worker_index, self)
         self.reward_estimators: List[Any] = []
         render = pc.get("render_env") is True and (self.num_workers == 0 or self.worker_index == 1)
