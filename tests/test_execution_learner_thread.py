@@ -80,3 +80,43 @@ def test_learner_thread_surfaces_timeout_and_learn_errors():
     broken.join(timeout=30)
     with pytest.raises(RuntimeError, match="bad batch"):
         broken.raise_if_failed()
+
+
+def test_multi_gpu_learner_thread_passes_and_one_step_per_pass():
+    from tfrl.execution.multi_gpu_learner_thread import MultiGPULearnerThread
+
+    worker = FakeWorker(0, policy_config={"num_sgd_iter": 7, "sgd_minibatch_size": 2})
+    worker.policy_map["default_policy"].devices = ["/cpu:0", "/cpu:1"]
+    learner = MultiGPULearnerThread(worker, num_gpus=2, train_batch_size=4, num_sgd_iter=3,
+                                    num_data_load_threads=1, num_multi_gpu_tower_stacks=1,
+                                    _fake_gpus=True)
+    learner.start()
+    try:
+        learner.inqueue.put(_batch(4))
+        out = [learner.outqueue.get(timeout=30) for _ in range(3)]
+    finally:
+        learner.stop()
+    assert [count for count, _ in out] == [4, 4, 4]
+    # each pass is one step on the whole batch: the policy saw num_sgd_iter=1
+    assert [info["default_policy"]["learner_stats"]["num_sgd_iter"] for _, info in out] == [1, 1, 1]
+    assert worker.policy_map["default_policy"].config["num_sgd_iter"] == 7
+    assert not any(t.is_alive() for t in learner.loader_threads)
+
+
+def test_multi_gpu_learner_thread_errors():
+    from tfrl.execution.multi_gpu_learner_thread import MultiGPULearnerThread
+
+    worker = FakeWorker(0)
+    worker.policy_map["default_policy"].devices = ["/cpu:0", "/cpu:1"]
+    with pytest.raises(ValueError, match="train_batch_size=5 must be divisible"):
+        MultiGPULearnerThread(worker, num_gpus=2, train_batch_size=5)
+    with pytest.raises(ValueError, match="batch too small"):
+        MultiGPULearnerThread(worker, num_gpus=2, train_batch_size=1)
+    with pytest.raises(ValueError, match="expects 1 GPUs, but the policies run on 2"):
+        MultiGPULearnerThread(worker, num_gpus=1, train_batch_size=4)
+    with pytest.raises(ValueError, match="num_data_load_threads=...\\) must be an int >= 1"):
+        MultiGPULearnerThread(worker, num_gpus=2, train_batch_size=4, num_data_load_threads=0)
+    with pytest.warns(DeprecationWarning, match="deprecated and ignored"):
+        learner = MultiGPULearnerThread(worker, num_gpus=2, train_batch_size=4, lr=0.1,
+                                        num_data_load_threads=1)
+    learner.stop()

@@ -136,11 +136,14 @@ class LearnerThread(threading.Thread):
                 return
         self._waited_s = 0.0
         with self.grad_timer:
-            self.learner_info = self.local_worker.learn_on_batch(batch)
+            self.learner_info = self._learn(batch)
             self.weights_updated = True
         self.num_steps += 1
         self.outqueue.put((batch.count, self.learner_info))
         self.learner_queue_size.push(self.inqueue.qsize())
+
+    def _learn(self, batch: Any) -> Dict[str, Any]:
+        return self.local_worker.learn_on_batch(batch)
 
     def raise_if_failed(self) -> None:
         """Re-raises the exception that ended the thread, if any.
