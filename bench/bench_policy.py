@@ -6,6 +6,8 @@ the ratio tfrl / reference (lower is better) with the target from issue 4:
 1. `compute_actions` on 8 CartPole observations (catalog model, sampling, logp and
    value) vs calling a concrete function of the same model and distribution with the
    same outputs converted to numpy (<= 1.3x).
+   The same with the numpy inference path (`inference="numpy"`, the default for
+   such dense policies) vs the same bare concrete function (reported).
 2. One `learn_on_batch` of 20 epochs over a 256-row batch (minibatches of 64, Adam) vs
    a hand-written `tf.function` loop over the same epochs and minibatches of the same
    model and loss on one device (<= 1.2x).
@@ -87,8 +89,9 @@ def _batch(rows=256):
             "advantages": rng.standard_normal(rows).astype(np.float32)}
 
 
-def bench_compute_actions(repeats):
-    policy = _make_policy({})
+def bench_compute_actions(repeats, inference="tf"):
+    policy = _make_policy({}, inference=inference)
+    assert policy.inference == inference
     obs = _batch(8)["obs"]
     model, dist_class = policy.model, policy.dist_class
 
@@ -104,8 +107,10 @@ def bench_compute_actions(repeats):
     def ref_fn():
         return [t.numpy() for t in concrete(tf.constant(obs))]
 
-    return _compare("compute_actions, 8 CartPole obs vs concrete fn", lambda: policy.compute_actions(obs),
-                    ref_fn, 1.3, repeats, calls=500)
+    name = ("compute_actions, 8 CartPole obs vs concrete fn" if inference == "tf" else
+            "compute_actions numpy path vs bare concrete fn")
+    return _compare(name, lambda: policy.compute_actions(obs), ref_fn,
+                    1.3 if inference == "tf" else None, repeats, calls=500)
 
 
 def bench_learn(repeats, epochs=20, minibatch=64):
@@ -170,6 +175,7 @@ def main(argv):
           f"TF {tf.__version__}, numpy {np.__version__}")
     repeats = _REPEATS.value
     bench_compute_actions(repeats)
+    bench_compute_actions(repeats, inference="numpy")
     bench_learn(repeats)
     bench_mirrored(repeats)
     bench_tf_data(repeats)
