@@ -33,6 +33,7 @@ class A3CTFPolicy(OnPolicyTFPolicy):
 
     defaults = A2C_POLICY_DEFAULTS
 
+    @tf.autograph.experimental.do_not_convert  # plain TF ops; converting costs seconds
     def loss(self, model: keras.Model, dist_class: type,
              train_batch: Dict[str, tf.Tensor]) -> tf.Tensor:
         dist_inputs, values = self.forward(model, train_batch)  # [B, n], [B]
@@ -52,6 +53,7 @@ class A3CTFPolicy(OnPolicyTFPolicy):
                 + self.config["vf_loss_coeff"] * self.global_mean(vf_terms, mask)
                 - self.entropy_coeff * self.global_mean(entropy, mask))
 
+    @tf.autograph.experimental.do_not_convert
     def stats(self, train_batch: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
         return {**self.tower_stats,
                 "cur_lr": tf.cast(self.optimizer.learning_rate, tf.float32),

@@ -35,6 +35,7 @@ class PGTFPolicy(OnPolicyTFPolicy):
 
     defaults = PG_POLICY_DEFAULTS
 
+    @tf.autograph.experimental.do_not_convert  # plain TF ops; converting costs seconds
     def loss(self, model: keras.Model, dist_class: type,
              train_batch: Dict[str, tf.Tensor]) -> tf.Tensor:
         dist_inputs, _ = self.forward(model, train_batch)
@@ -44,6 +45,7 @@ class PGTFPolicy(OnPolicyTFPolicy):
         self.tower_stats["policy_loss"] = -local_mean(pg_terms, mask)
         return -self.global_mean(pg_terms, mask)
 
+    @tf.autograph.experimental.do_not_convert
     def stats(self, train_batch: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
         return {"policy_loss": self.tower_stats["policy_loss"],
                 "cur_lr": tf.cast(self.optimizer.learning_rate, tf.float32)}

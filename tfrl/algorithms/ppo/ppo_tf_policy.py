@@ -52,6 +52,7 @@ class PPOTFPolicy(OnPolicyTFPolicy):
             self.kl_coeff_var = tf.Variable(self.kl_coeff, dtype=tf.float32, trainable=False,
                                             name="kl_coeff")
 
+    @tf.autograph.experimental.do_not_convert  # plain TF ops; converting costs seconds
     def loss(self, model: keras.Model, dist_class: type,
              train_batch: Dict[str, tf.Tensor]) -> tf.Tensor:
         config = self.config
@@ -92,6 +93,7 @@ class PPOTFPolicy(OnPolicyTFPolicy):
             tf.cast(tf.abs(logp_ratio - 1.0) > config["clip_param"], tf.float32), mask)
         return self.global_mean(terms, mask)
 
+    @tf.autograph.experimental.do_not_convert
     def stats(self, train_batch: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
         return {**self.tower_stats,
                 "cur_kl_coeff": tf.identity(self.kl_coeff_var),
