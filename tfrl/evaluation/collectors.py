@@ -1,0 +1,208 @@
+"""Turning recorded steps into postprocessed batches: per-agent trajectory chunks, their
+postprocessing per episode, and the per-policy output of one sampled fragment.
+
+Both sampler loops (the generic `env_runner` and the array-based `vector_env_runner`)
+produce per-agent trajectory chunks as column dicts and hand them to
+`postprocess_episode_chunks`, so the batches they build are identical.
+
+Columns of a chunk before postprocessing (contract C6): `obs`, `new_obs`, `actions`,
+`rewards` (float32, clipped), `terminateds`, `truncateds`, `dones`, `infos`, `eps_id`
+(int64), `unroll_id`, `agent_index`, `t`, `env_id`, `prev_actions`/`prev_rewards` (if
+the policy's view requirements name them), the policy's extra action outputs, and
+`state_in_<i>`/`state_out_<i>` for recurrent policies.
+"""
+
+import itertools
+from typing import Any, Dict, List, Optional
+
+import numpy as np
+import tree
+
+from tfrl.core.columns import Columns
+from tfrl.evaluation.sampling_ops import clip_rewards_array
+from tfrl.policy.multi_agent_batch import MultiAgentBatch
+from tfrl.policy.sample_batch import DEFAULT_POLICY_ID, SampleBatch, concat_samples
+from tfrl.utils.spaces.space_utils import batch as stack_structs
+
+
+def wants_prev_columns(policy: Any) -> tuple:
+    """`(prev_actions?, prev_rewards?)`: which of the columns the policy's view
+    requirements name (they are recorded and passed to `compute_actions`)."""
+    requirements = getattr(policy, "view_requirements", None) or {}
+    return Columns.PREV_ACTIONS in requirements, Columns.PREV_REWARDS in requirements
+
+
+def shifted(values: np.ndarray, first: Any) -> np.ndarray:
+    """`[first, values[0], ..., values[-2]]` (prev_actions/prev_rewards of a chunk)."""
+    values = np.asarray(values)
+    out = np.empty_like(values)
+    out[1:] = values[:-1]
+    out[0] = first
+    return out
+
+
+def _stack(values: list) -> Any:
+    first = values[0]
+    if isinstance(first, (dict, tuple)):
+        return stack_structs(values)
+    return np.stack(values) if isinstance(first, np.ndarray) else np.asarray(values)
+
+
+def _object_array(values: list) -> np.ndarray:
+    out = np.empty(len(values), dtype=object)
+    out[:] = values
+    return out
+
+
+class AgentCollector:
+    """Rows of one agent in one episode, since the last chunk was built.
+
+    Args:
+        agent_index: The agent's index in its episode.
+        policy_id: The agent's policy.
+        prev_columns: `(record prev_actions, record prev_rewards)`.
+    """
+
+    __slots__ = ("agent_index", "policy_id", "prev_columns", "rows", "t", "last_action",
+                 "last_reward", "pending", "pending_reward")
+
+    def __init__(self, agent_index: int, policy_id: str, prev_columns: tuple):
+        self.agent_index = agent_index
+        self.policy_id = policy_id
+        self.prev_columns = prev_columns
+        self.rows: List[tuple] = []
+        self.t = 0  # timestep of the next row
+        self.last_action: Any = None  # the action before the chunk's first row
+        self.last_reward = 0.0
+        # (obs, action, extras, state_in, state_out) waiting for the next observation.
+        self.pending: Optional[tuple] = None
+        self.pending_reward = 0.0  # rewards given while the agent was not observed
+
+    def add_row(self, new_obs: Any, reward: float, terminated: bool, truncated: bool,
+                info: dict) -> None:
+        """Completes the pending step with what the env returned for it."""
+        obs, action, extras, state_in, state_out = self.pending
+        self.rows.append((obs, new_obs, action, reward + self.pending_reward, terminated,
+                          truncated, info, extras, state_in, state_out))
+        self.pending = None
+        self.pending_reward = 0.0
+
+    def prev_inputs(self, zero_action: Any, clip_rewards: Any) -> tuple:
+        """`(previous action, previous reward)` of the agent's next step (zeros at the
+        start of an episode), as `compute_actions` receives them."""
+        if self.rows:
+            row = self.rows[-1]
+            return row[2], float(clip_rewards_array(np.asarray([row[3]]), clip_rewards)[0])
+        action = zero_action if self.last_action is None else self.last_action
+        return action, float(self.last_reward)
+
+    def build(self, eps_id: int, env_id: Any, unroll_id: int,
+              clip_rewards: Any, zero_action: Any) -> SampleBatch:
+        """The chunk's columns as a SampleBatch; starts a new, empty chunk."""
+        rows, self.rows = self.rows, []
+        n = len(rows)
+        obs, new_obs, actions, rewards, terms, truncs, infos, extras, s_in, s_out = zip(*rows)
+        actions = _stack(list(actions))
+        raw_rewards = np.asarray(rewards, np.float64)
+        terms = np.asarray(terms, bool)
+        truncs = np.asarray(truncs, bool)
+        data = {
+            Columns.OBS: _stack(list(obs)),
+            Columns.NEXT_OBS: _stack(list(new_obs)),
+            Columns.ACTIONS: actions,
+            Columns.REWARDS: clip_rewards_array(raw_rewards, clip_rewards),
+            Columns.TERMINATEDS: terms,
+            Columns.TRUNCATEDS: truncs,
+            Columns.DONES: terms | truncs,
+            Columns.INFOS: _object_array(list(infos)),
+            Columns.EPS_ID: np.full(n, eps_id, np.int64),
+            Columns.UNROLL_ID: np.full(n, unroll_id, np.int64),
+            Columns.AGENT_INDEX: np.full(n, self.agent_index, np.int64),
+            Columns.T: np.arange(self.t, self.t + n, dtype=np.int64),
+            Columns.ENV_ID: np.full(n, env_id) if isinstance(env_id, (int, np.integer))
+            else _object_array([env_id] * n),
+        }
+        if self.prev_columns[0]:
+            first = zero_action if self.last_action is None else self.last_action
+            data[Columns.PREV_ACTIONS] = tree.map_structure(
+                lambda a, f: shifted(a, f), actions, first)
+        if self.prev_columns[1]:
+            data[Columns.PREV_REWARDS] = shifted(data[Columns.REWARDS], self.last_reward)
+        self.last_action = tree.map_structure(lambda a: a[-1], actions)
+        self.last_reward = data[Columns.REWARDS][-1]
+        if extras[0]:
+            for key in extras[0]:
+                data[key] = _stack([e[key] for e in extras])
+        for i in range(len(s_in[0] or ())):
+            data[f"state_in_{i}"] = np.stack([s[i] for s in s_in])
+            data[f"state_out_{i}"] = np.stack([s[i] for s in s_out])
+        self.t += n
+        return SampleBatch(data)
+
+
+_UNROLL_IDS = itertools.count()
+
+
+def next_unroll_id() -> int:
+    """A process-wide unique id for one built trajectory chunk."""
+    return next(_UNROLL_IDS)
+
+
+def postprocess_episode_chunks(batches: Dict[Any, tuple], episode: Any, policy_map: Any,
+                               callbacks: Any, worker: Any, output: "FragmentOutput") -> None:
+    """Postprocesses the chunks of one episode's agents and adds them to `output`.
+
+    Each agent's policy sees the other agents' chunks (`other_agent_batches`,
+    agent id -> `(policy, batch)`); then `callbacks.on_postprocess_trajectory` runs for
+    each agent in order of `batches`.
+
+    Args:
+        batches: Agent id -> `(policy_id, SampleBatch)` (chunks with at least one row).
+        episode: The Episode.
+        policy_map: Policy id -> Policy.
+        callbacks: A DefaultCallbacks instance.
+        worker: Passed to the callbacks.
+        output: Receives the postprocessed batches.
+    """
+    pre = {agent_id: (policy_map[pid], batch) for agent_id, (pid, batch) in batches.items()}
+    post = {}
+    for agent_id, (pid, batch) in batches.items():
+        policy = policy_map[pid]
+        exploration = getattr(policy, "exploration", None)
+        if exploration is not None and hasattr(exploration, "postprocess_trajectory"):
+            exploration.postprocess_trajectory(policy, batch, None)
+        others = {a: pb for a, pb in pre.items() if a != agent_id}
+        post[agent_id] = policy.postprocess_trajectory(batch, others, episode)
+    for agent_id, (pid, _) in batches.items():
+        callbacks.on_postprocess_trajectory(
+            worker=worker, episode=episode, agent_id=agent_id, policy_id=pid,
+            policies=policy_map, postprocessed_batch=post[agent_id], original_batches=pre)
+        output.add(pid, post[agent_id])
+
+
+class FragmentOutput:
+    """Postprocessed chunks per policy, and the step counts of the fragment.
+
+    Args:
+        multiagent: Always build a MultiAgentBatch (else a SampleBatch when only
+            `default_policy` has data).
+    """
+
+    def __init__(self, multiagent: bool):
+        self.multiagent = multiagent
+        self.batches: Dict[str, List[SampleBatch]] = {}
+        self.env_steps = 0
+        self.agent_steps = 0
+
+    def add(self, policy_id: str, batch: SampleBatch) -> None:
+        self.batches.setdefault(policy_id, []).append(batch)
+
+    def build(self) -> Any:
+        """The fragment's SampleBatch or MultiAgentBatch; resets this output."""
+        policy_batches = {pid: (b[0] if len(b) == 1 else concat_samples(b))
+                          for pid, b in self.batches.items()}
+        env_steps = self.env_steps
+        self.batches, self.env_steps, self.agent_steps = {}, 0, 0
+        if not self.multiagent and set(policy_batches) <= {DEFAULT_POLICY_ID}:
+            return policy_batches.get(DEFAULT_POLICY_ID, SampleBatch())
+        return MultiAgentBatch(policy_batches, env_steps)

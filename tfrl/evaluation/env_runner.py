@@ -1,0 +1,292 @@
+"""The generic sampling loop over any BaseEnv (multi-agent, external, vectorized).
+
+One iteration: `poll()` the env; preprocess (worker.preprocessors) and filter
+(worker.filters) the observations batch-wise per policy; record the completed steps
+per agent; end episodes (env done or horizon); cut the fragment when it has
+`rollout_fragment_length` steps (truncate mode); compute the actions of all ready
+agents of a policy in ONE call per policy (one TFRunBuilder call when several TF
+policies act); unsquash/clip them and `send_actions()`.
+
+A sub-env whose episode ended is not reset by the runner: tfrl's BaseEnvs reset it on
+the next `poll()` (reporting the reset observation with reward None). Only the horizon
+resets a sub-env explicitly (`try_reset`).
+
+`EnvRunner.run()` is a generator of SampleBatch/MultiAgentBatch fragments and of one
+`RolloutMetrics` per finished episode.
+"""
+
+from typing import Any, Dict, Iterator
+
+import numpy as np
+import tree
+
+from tfrl.env.base_env import ASYNC_RESET_RETURN
+from tfrl.evaluation.collectors import AgentCollector, postprocess_episode_chunks
+from tfrl.evaluation.runner_core import RunnerCore
+from tfrl.evaluation.sampling_ops import check_reward, now
+from tfrl.utils.spaces.space_utils import to_numpy_batch
+
+
+class _EnvState:
+    """An active episode of one sub-env and its agents' collectors."""
+
+    __slots__ = ("episode", "collectors", "order", "new")
+
+    def __init__(self, episode: Any, order: int):
+        self.episode = episode
+        self.collectors: Dict[Any, AgentCollector] = {}
+        self.order = order
+        self.new = True  # no step recorded yet (the reset observation comes next)
+
+
+class EnvRunner(RunnerCore):
+    """The generic loop (see the module docstring); arguments as `RunnerCore`."""
+
+    def run(self) -> Iterator[Any]:
+        """Yields fragments (SampleBatch/MultiAgentBatch) and RolloutMetrics, forever."""
+        self._active: Dict[Any, _EnvState] = {}
+        self._env_order: Dict[Any, int] = {}
+        perf = self.perf_stats
+        while True:
+            t0 = now()
+            obs, rewards, terms, truncs, infos, off_policy = self.base_env.poll()
+            t1 = now()
+            perf.env_wait_time += t1 - t0
+            to_eval: Dict[str, list] = {}
+            self._process_poll(obs, rewards, terms, truncs, infos, to_eval)
+            t2 = now()
+            perf.raw_obs_processing_time += t2 - t1
+            results = self._compute_actions(to_eval)
+            t3 = now()
+            perf.inference_time += t3 - t2
+            actions = self._actions_to_send(to_eval, results, off_policy)
+            if actions:
+                self.base_env.send_actions(actions)
+            if self.render:
+                self.base_env.try_render()
+            perf.action_processing_time += now() - t3
+            perf.iters += 1
+            ready, self.ready = self.ready, []
+            yield from ready
+
+    # ------------------------------------------------------------ observations
+    def _process_poll(self, obs, rewards, terms, truncs, infos, to_eval) -> None:
+        # Phase 1: episodes, observation_fn, and the raw observations grouped by policy.
+        groups: Dict[str, list] = {}
+        env_obs = {}
+        for env_id, agent_obs in obs.items():
+            state = self._active.get(env_id)
+            if state is None:
+                state = self._active[env_id] = _EnvState(
+                    self.new_episode(env_id), self._env_order.setdefault(env_id, len(self._env_order)))
+            if self.observation_fn is not None:
+                agent_obs = self._apply_observation_fn(agent_obs, state.episode)
+            env_obs[env_id] = agent_obs
+            for agent_id, raw in agent_obs.items():
+                groups.setdefault(state.episode.policy_for(agent_id), []).append(
+                    (env_id, agent_id, raw))
+        filtered = self._preprocess_groups(groups)
+        # Phase 2: per sub-env, in poll order: rows, episode ends, fragment cuts.
+        for env_id, agent_obs in env_obs.items():
+            self._process_env(env_id, agent_obs, filtered, rewards.get(env_id, {}),
+                              terms.get(env_id, {}), truncs.get(env_id, {}),
+                              infos.get(env_id, {}), to_eval)
+
+    def _apply_observation_fn(self, agent_obs: dict, episode: Any) -> dict:
+        result = self.observation_fn(agent_obs=agent_obs, worker=self.worker,
+                                     base_env=self.base_env, policies=self.policy_map,
+                                     episode=episode)
+        if not isinstance(result, dict):
+            raise ValueError(
+                "observation_fn must return a dict agent_id -> observation. Received: "
+                f"{type(result).__name__}. Return the (possibly rewritten) agent_obs dict."
+            )
+        return result
+
+    def _preprocess_groups(self, groups: Dict[str, list]) -> dict:
+        """`(env_id, agent_id) -> (filtered obs, raw obs)`; one batched preprocessor
+        and filter call per policy."""
+        out = {}
+        for pid, items in groups.items():
+            raws = [raw for _, _, raw in items]
+            rows = self.preprocess_batch(pid, raws, lambda i: (
+                f"env {items[i][0]!r}, agent {items[i][1]!r}", raws[i]))
+            for (env_id, agent_id, raw), row in zip(items, rows):
+                out[env_id, agent_id] = (row, raw)
+        return out
+
+    def preprocess_batch(self, pid: str, raws: list, describe_row) -> np.ndarray:
+        """Checks, preprocesses and filters a list of raw observations of policy `pid`."""
+        checker, prep, obs_filter = self.policy_tools(pid)
+        batch = to_numpy_batch(raws, checker.space)
+        checker.check(batch, describe_row)
+        if prep is not None:
+            batch = prep.transform_batch(batch)
+        return obs_filter.apply_batch(batch) if obs_filter is not None else batch
+
+    def _process_env(self, env_id, agent_obs, filtered, env_rewards, env_terms,
+                     env_truncs, env_infos, to_eval) -> None:
+        state = self._active[env_id]
+        episode = state.episode
+        stepped = not state.new
+        all_term = bool(env_terms.get("__all__", False))
+        all_trunc = bool(env_truncs.get("__all__", False))
+        if stepped:
+            episode.length += 1
+        for agent_id, r in env_rewards.items():
+            if r is not None:
+                check_reward(r, env_id, agent_id, episode.length)
+        episode._add_agent_rewards(env_rewards)
+        hit_horizon = bool(stepped and self.horizon and episode.length >= self.horizon
+                           and not (all_term or all_trunc))
+        episode_end = all_term or all_trunc or hit_horizon
+        rows = 0
+        for agent_id, reward in env_rewards.items():
+            coll = state.collectors.get(agent_id)
+            if agent_id not in agent_obs and coll is not None and reward is not None:
+                coll.pending_reward += reward
+        for agent_id, raw in agent_obs.items():
+            obs_row, _ = filtered[env_id, agent_id]
+            coll = state.collectors.get(agent_id)
+            pid = episode.policy_for(agent_id)
+            if coll is None:
+                coll = state.collectors[agent_id] = AgentCollector(
+                    episode._agent_index(agent_id), pid, self.prev_columns(pid))
+            own_term = bool(env_terms.get(agent_id, False)) or all_term
+            own_trunc = bool(env_truncs.get(agent_id, False)) or all_trunc
+            term, trunc = own_term, own_trunc or hit_horizon
+            info = env_infos.get(agent_id, {})
+            if coll.pending is not None:
+                reward = env_rewards.get(agent_id)
+                keep = not (self.no_done_at_end and episode_end)
+                coll.add_row(obs_row, 0.0 if reward is None else reward, term and keep,
+                             trunc and keep, info)
+                rows += 1
+            episode._set_last_observation(agent_id, obs_row)
+            episode._set_last_raw_obs(agent_id, raw)
+            episode._set_last_info(agent_id, info)
+            episode._set_last_done(agent_id, term, trunc)
+            if not (own_term or own_trunc or (hit_horizon and not self.soft_horizon)):
+                to_eval.setdefault(pid, []).append((env_id, agent_id, obs_row))
+        self.count_steps(1 if stepped and rows else 0, rows)
+        if state.new:
+            state.new = False
+            self.episode_started(episode, env_id)
+        elif self.callbacks_step:
+            self.episode_step(episode, env_id)
+        if episode_end:
+            self._end_episode(env_id, state, hit_horizon, to_eval)
+        if self.fragment_full():
+            self._cut_fragment()
+
+    # ---------------------------------------------------------------- episodes
+    def _build_chunks(self, state: _EnvState) -> Dict[Any, tuple]:
+        episode = state.episode
+        return {agent_id: (coll.policy_id, coll.build(
+                    episode.episode_id, episode.env_id, self.unroll_id(), self.clip_rewards,
+                    self.zero_action(coll.policy_id)))
+                for agent_id, coll in state.collectors.items() if coll.rows}
+
+    def _end_episode(self, env_id, state: _EnvState, hit_horizon: bool, to_eval) -> None:
+        episode = state.episode
+        chunks = self._build_chunks(state)
+        if chunks:
+            postprocess_episode_chunks(chunks, episode, self.policy_map, self.callbacks,
+                                       self.worker, self.output)
+        self.episode_finished(episode, env_id)
+        if hit_horizon and self.soft_horizon:
+            episode.soft_reset()
+            for coll in state.collectors.values():
+                coll.t, coll.last_action, coll.last_reward = 0, None, 0.0
+            self.episode_started(episode, env_id)
+            return
+        del self._active[env_id]
+        for pid in list(to_eval):
+            to_eval[pid] = [item for item in to_eval[pid] if item[0] != env_id]
+        if hit_horizon:
+            self._reset_for_horizon(env_id, to_eval)
+
+    def _reset_for_horizon(self, env_id, to_eval) -> None:
+        try:
+            result = self.base_env.try_reset(env_id)
+        except RuntimeError as e:
+            raise ValueError(
+                f"horizon={self.horizon} needs to reset sub-env {env_id!r} alone, which this "
+                f"env cannot do: {e} Use the env's own time limit (e.g. max_episode_steps) "
+                "or soft_horizon=True instead."
+            ) from e
+        if result is None:
+            raise ValueError(
+                f"Setting episode horizon requires reset() support from the environment: "
+                f"try_reset({env_id!r}) of {type(self.base_env).__name__} returned None."
+            )
+        if isinstance(result, str) and result == ASYNC_RESET_RETURN:
+            return  # the reset observation arrives with a later poll()
+        reset_obs, reset_infos = result
+        for eid, agent_obs in reset_obs.items():
+            self._active.pop(eid, None)
+            self._process_poll({eid: agent_obs}, {}, {}, {}, reset_infos, to_eval)
+
+    def _cut_fragment(self) -> None:
+        for state in sorted(self._active.values(), key=lambda s: s.order):
+            chunks = self._build_chunks(state)
+            if chunks:
+                postprocess_episode_chunks(chunks, state.episode, self.policy_map,
+                                           self.callbacks, self.worker, self.output)
+        self.emit_fragment()
+
+    # ------------------------------------------------------------------ acting
+    def _compute_actions(self, to_eval: Dict[str, list]) -> Dict[str, tuple]:
+        inputs = {}
+        for pid, items in to_eval.items():
+            policy = self.policy_map[pid]
+            states = [self._active[env_id].episode.rnn_state_for(agent_id)
+                      for env_id, agent_id, _ in items]
+            state_batches = ([np.stack(column) for column in zip(*states)]
+                             if states and states[0] else None)
+            prev_a, prev_r = self.prev_columns(pid)
+            prev_action_batch = prev_reward_batch = None
+            if prev_a or prev_r:
+                prevs = [self._active[env_id].collectors[agent_id].prev_inputs(
+                    self.zero_action(pid), self.clip_rewards) for env_id, agent_id, _ in items]
+                if prev_a:
+                    prev_action_batch = to_numpy_batch([p[0] for p in prevs])
+                if prev_r:
+                    prev_reward_batch = np.asarray([p[1] for p in prevs], np.float32)
+            obs_batch = np.stack([o for _, _, o in items])
+            inputs[pid] = (policy, obs_batch, state_batches, prev_action_batch,
+                           prev_reward_batch, items)
+        if len(inputs) > 1 and all(self.run_builder_ok(p[0]) for p in inputs.values()):
+            return self.run_with_builder(inputs)
+        return {pid: (policy.compute_actions(
+                    obs, state_batches, prev_action_batch=pa, prev_reward_batch=pr,
+                    episodes=[self._active[e].episode for e, _, _ in items],
+                    explore=self.explore, timestep=policy.global_timestep), state_batches)
+                for pid, (policy, obs, state_batches, pa, pr, items) in inputs.items()}
+
+    def _actions_to_send(self, to_eval, results, off_policy) -> Dict[Any, dict]:
+        send: Dict[Any, dict] = {}
+        for pid, items in to_eval.items():
+            (actions, state_outs, extras), state_ins = results[pid]
+            env_actions = self.action_processor(pid)(actions)
+            simple = not isinstance(actions, (dict, tuple, list))
+            for i, (env_id, agent_id, obs_row) in enumerate(items):
+                state = self._active[env_id]
+                episode = state.episode
+                action = actions[i] if simple else tree.map_structure(lambda a: a[i], actions)
+                env_action = env_actions[i] if simple else tree.map_structure(
+                    lambda a: a[i], env_actions)
+                logged = off_policy.get(env_id, {}).get(agent_id) if off_policy else None
+                if logged is not None:
+                    action = logged
+                row_extras = {k: v[i] for k, v in extras.items()}
+                s_in = [s[i] for s in state_ins] if state_ins else None
+                s_out = [s[i] for s in state_outs] if state_outs else None
+                if s_out:
+                    episode._set_rnn_state(agent_id, s_out)
+                episode._set_last_action(agent_id, action)
+                episode._set_last_extra_action_outs(agent_id, row_extras)
+                state.collectors[agent_id].pending = (obs_row, action, row_extras, s_in, s_out)
+                send.setdefault(env_id, {})[agent_id] = env_action
+        return send
+

@@ -1,0 +1,194 @@
+"""`RunnerCore`: what both sampling loops share — settings, episode bookkeeping and
+callbacks, step counting, fragment output, per-policy helpers and batched inference
+over several TF policies.
+
+What the loops read from their worker (contract C4): `policy_map`,
+`policy_mapping_fn`, `preprocessors`, `filters` (all looked up when needed, so
+policies added later are seen).
+"""
+
+import math
+from typing import Any, Callable, Dict, List, Optional
+
+import gymnasium as gym
+
+from tfrl.evaluation.collectors import FragmentOutput, next_unroll_id, wants_prev_columns
+from tfrl.evaluation.episode import Episode
+from tfrl.evaluation.rollout_metrics import RolloutMetrics
+from tfrl.evaluation.sample_batch_builder import MultiAgentSampleBatchBuilder
+from tfrl.evaluation.sampling_ops import ActionProcessor, ObservationChecker, PerfStats
+from tfrl.policy.sample_batch import DEFAULT_POLICY_ID
+from tfrl.utils.spaces.space_utils import fill_value_for_space
+
+
+class RunnerCore:
+    """State and helpers shared by `EnvRunner` and `VectorEnvRunner`.
+
+    Args:
+        worker: The worker (C4 attributes).
+        base_env: The BaseEnv to sample.
+        extra_batch_callback: Receives batches given to `Episode.add_extra_batch`.
+        callbacks: A DefaultCallbacks instance.
+        perf_stats: The sampler's PerfStats.
+        rollout_fragment_length: Steps per fragment (truncate mode; `inf` never cuts).
+        count_steps_by: "env_steps" or "agent_steps".
+        multiple_episodes_in_batch: Truncate mode (pack episodes, cut fragments) if
+            True; else complete mode (one batch per finished episode).
+        horizon: Steps after which an episode is cut (truncated) and its sub-env reset.
+        soft_horizon: At the horizon, end the episode logically without a reset.
+        no_done_at_end: Record terminated/truncated False at episode ends.
+        clip_rewards: True (sign), a number (clip) or False/None.
+        normalize_actions: Unsquash Box actions into the bounds.
+        clip_actions: Clip Box actions to the bounds.
+        observation_fn: Rewrites each sub-env's agent observations, or None.
+        render: Render after each step.
+        explore: The `explore` argument of `compute_actions` (None: policy config).
+    """
+
+    def __init__(self, *, worker: Any, base_env: Any, extra_batch_callback: Callable,
+                 callbacks: Any, perf_stats: PerfStats, rollout_fragment_length: float,
+                 count_steps_by: str, multiple_episodes_in_batch: bool,
+                 horizon: Optional[int], soft_horizon: bool, no_done_at_end: bool,
+                 clip_rewards: Any, normalize_actions: bool, clip_actions: bool,
+                 observation_fn: Optional[Callable], render: bool, explore: Any = None):
+        self.worker = worker
+        self.base_env = base_env
+        self.extra_batch_callback = extra_batch_callback
+        self.callbacks = callbacks
+        self.perf_stats = perf_stats
+        self.rollout_fragment_length = rollout_fragment_length
+        self.count_by_agent_steps = count_steps_by == "agent_steps"
+        self.multiple_episodes_in_batch = multiple_episodes_in_batch
+        self.horizon = horizon if horizon and not math.isinf(horizon) else None
+        self.soft_horizon = soft_horizon
+        self.no_done_at_end = no_done_at_end
+        self.clip_rewards = clip_rewards
+        self.normalize_actions = normalize_actions
+        self.clip_actions = clip_actions
+        self.observation_fn = observation_fn
+        self.render = render
+        self.explore = explore
+        self.callbacks_step = _overrides(callbacks, "on_episode_step")
+        self.output = FragmentOutput(multiagent=False)
+        self.ready: List[Any] = []
+        self._cache: Dict[tuple, Any] = {}
+
+    @property
+    def policy_map(self) -> Any:
+        return self.worker.policy_map
+
+    # --------------------------------------------------------------- episodes
+    def new_episode(self, env_id: Any) -> Episode:
+        worker = self.worker
+        return Episode(
+            worker.policy_map, worker.policy_mapping_fn,
+            lambda: MultiAgentSampleBatchBuilder(worker.policy_map, self.clip_rewards,
+                                                 self.callbacks),
+            self.extra_batch_callback, env_id, worker=worker)
+
+    def episode_started(self, episode: Episode, env_id: Any) -> None:
+        self.callbacks.on_episode_start(worker=self.worker, base_env=self.base_env,
+                                        policies=self.policy_map, episode=episode,
+                                        env_index=env_id)
+
+    def episode_step(self, episode: Episode, env_id: Any) -> None:
+        self.callbacks.on_episode_step(worker=self.worker, base_env=self.base_env,
+                                       policies=self.policy_map, episode=episode,
+                                       env_index=env_id)
+
+    def episode_finished(self, episode: Episode, env_id: Any) -> None:
+        """on_episode_end, the episode's RolloutMetrics, and (complete mode) its batch."""
+        self.callbacks.on_episode_end(worker=self.worker, base_env=self.base_env,
+                                      policies=self.policy_map, episode=episode,
+                                      env_index=env_id)
+        self.ready.append(RolloutMetrics(
+            episode_length=episode.length, episode_reward=episode.total_reward,
+            agent_rewards=dict(episode.agent_rewards), custom_metrics=episode.custom_metrics,
+            hist_data=episode.hist_data, media=episode.media))
+        if not self.multiple_episodes_in_batch:
+            self.output.env_steps = episode.length  # the batch holds this episode only
+            self.emit_fragment()
+
+    # ------------------------------------------------------ steps and output
+    def count_steps(self, env_steps: int, agent_steps: int) -> None:
+        self.output.env_steps += env_steps
+        self.output.agent_steps += agent_steps
+
+    def fragment_full(self) -> bool:
+        if not self.multiple_episodes_in_batch:
+            return False
+        out = self.output
+        steps = out.agent_steps if self.count_by_agent_steps else out.env_steps
+        return steps >= self.rollout_fragment_length
+
+    def emit_fragment(self) -> None:
+        """Builds the output collected so far into a batch for the sampler."""
+        self.output.multiagent = set(self.policy_map) != {DEFAULT_POLICY_ID}
+        if self.output.batches:
+            self.ready.append(self.output.build())
+        else:
+            self.output.env_steps = self.output.agent_steps = 0
+
+    @staticmethod
+    def unroll_id() -> int:
+        return next_unroll_id()
+
+    # ------------------------------------------------------ per-policy tools
+    def _cached(self, kind: str, pid: str, policy: Any, make: Callable) -> Any:
+        key = (kind, pid)
+        hit = self._cache.get(key)
+        if hit is None or hit[0] is not policy:
+            hit = self._cache[key] = (policy, make(policy))
+        return hit[1]
+
+    def policy_tools(self, pid: str) -> tuple:
+        """`(ObservationChecker of the original space, preprocessor or None, filter or
+        None)` of policy `pid`."""
+        policy = self.policy_map[pid]
+        checker = self._cached("checker", pid, policy, lambda p: ObservationChecker(
+            getattr(p.observation_space, "original_space", p.observation_space)))
+        preps = getattr(self.worker, "preprocessors", None) or {}
+        filters = getattr(self.worker, "filters", None) or {}
+        return checker, preps.get(pid), filters.get(pid)
+
+    def prev_columns(self, pid: str) -> tuple:
+        return self._cached("prev", pid, self.policy_map[pid], wants_prev_columns)
+
+    def zero_action(self, pid: str) -> Any:
+        return self._cached("zero", pid, self.policy_map[pid],
+                            lambda p: fill_value_for_space(p.action_space, 0))
+
+    def action_processor(self, pid: str) -> ActionProcessor:
+        return self._cached("actions", pid, self.policy_map[pid], lambda p: ActionProcessor(
+            p.action_space, self.normalize_actions, self.clip_actions))
+
+    # ------------------------------------------------------------ inference
+    @staticmethod
+    def run_builder_ok(policy: Any) -> bool:
+        """Whether the policy's action graph can join a TFRunBuilder call (TF inference)."""
+        return (callable(getattr(policy, "action_input_signature", None))
+                and getattr(policy, "inference", "tf") == "tf")
+
+    def run_with_builder(self, inputs: Dict[str, tuple]) -> Dict[str, tuple]:
+        """The actions of several TF policies in one compiled call."""
+        from tfrl.utils.tf_run_builder import TFRunBuilder  # imports TensorFlow
+
+        builder = TFRunBuilder(debug_name="sampler")
+        handles = {pid: builder.add_fetches(policy, obs, state_batches, self.explore, pa, pr)
+                   for pid, (policy, obs, state_batches, pa, pr, _) in inputs.items()}
+        return {pid: (builder.get(h), inputs[pid][2]) for pid, h in handles.items()}
+
+
+def _overrides(callbacks: Any, name: str) -> bool:
+    overrides = getattr(type(callbacks), "overrides", None)
+    if callable(overrides):
+        try:
+            return bool(overrides(name))
+        except ValueError:
+            return True
+    return True
+
+
+def space_of(policy: Any) -> gym.Space:
+    """The original (unpreprocessed) observation space of a policy."""
+    return getattr(policy.observation_space, "original_space", policy.observation_space)

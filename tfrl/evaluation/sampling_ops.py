@@ -1,0 +1,224 @@
+"""Small vectorized operations of the samplers: action unsquashing and clipping, reward
+clipping, checks of observations and rewards, and timing statistics.
+
+Example:
+    >>> import gymnasium as gym
+    >>> space = gym.spaces.Box(-2.0, 2.0, (1,))
+    >>> ActionProcessor(space, normalize=True, clip=False)(np.array([[-1.0], [0.5], [3.0]])).tolist()
+    [[-2.0], [1.0], [2.0]]
+    >>> clip_rewards_array(np.array([0.3, -2.0, 0.0]), True).tolist()
+    [1.0, -1.0, 0.0]
+"""
+
+import math
+import time
+from typing import Any, Optional, Union
+
+import gymnasium as gym
+import numpy as np
+import tree
+
+_SIMPLE = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
+
+
+class ActionProcessor:
+    """Maps a batch of policy actions to what the env receives.
+
+    `normalize`: Box leaves with finite bounds are unsquashed from [-1, 1]:
+    `low + (a + 1) * (high - low) / 2`, then clipped to the bounds. `clip`: Box leaves
+    are clipped to the bounds. Other leaves pass unchanged. The batch recorded for
+    training keeps the policy's own actions.
+
+    Args:
+        space: The action space of one agent.
+        normalize: Unsquash (the `normalize_actions` setting).
+        clip: Clip (the `clip_actions` setting).
+    """
+
+    def __init__(self, space: gym.Space, normalize: bool, clip: bool):
+        self.space = space
+        self._leaves = _box_leaves(space)
+        self.normalize = normalize and any(np.all(np.isfinite(b.low)) and np.all(np.isfinite(b.high))
+                                           for b in self._leaves if b is not None)
+        self.clip = clip and any(b is not None for b in self._leaves)
+        self.active = self.normalize or self.clip
+        self._flat = isinstance(space, gym.spaces.Box)
+
+    def __call__(self, actions: Any) -> Any:
+        """Returns the processed `[B, ...]` batch (the input itself if nothing to do)."""
+        if not self.active:
+            return actions
+        if self._flat:
+            return self._leaf(self.space, actions)
+        flat = [self._leaf(s, a) for s, a in zip(self._leaves, tree.flatten(actions))]
+        return tree.unflatten_as(actions, flat)
+
+    def _leaf(self, box: Optional[gym.spaces.Box], a: Any) -> Any:
+        if box is None:
+            return a
+        a = np.asarray(a)
+        if self.normalize and np.all(np.isfinite(box.low)) and np.all(np.isfinite(box.high)):
+            a = box.low + (a + 1.0) * (box.high - box.low) / 2.0
+            return np.clip(a, box.low, box.high).astype(box.dtype, copy=False)
+        if self.clip:
+            return np.clip(a, box.low, box.high).astype(box.dtype, copy=False)
+        return a
+
+
+def _box_leaves(space: gym.Space) -> list:
+    """The space's leaves in `tree.flatten` order: the Box, or None for other leaves."""
+    if isinstance(space, gym.spaces.Dict):
+        return [leaf for key in sorted(space.spaces) for leaf in _box_leaves(space.spaces[key])]
+    if isinstance(space, gym.spaces.Tuple):
+        return [leaf for sub in space.spaces for leaf in _box_leaves(sub)]
+    return [space if isinstance(space, gym.spaces.Box) else None]
+
+
+def clip_rewards_array(rewards: np.ndarray, clip_rewards: Union[bool, float, None]) -> np.ndarray:
+    """`True`: the sign of each reward (RLlib's choice, D22); a number c: clip to
+    [-c, c]; False/None: unchanged. Returns float32."""
+    if clip_rewards is True:
+        rewards = np.sign(rewards)
+    elif clip_rewards:
+        rewards = np.clip(rewards, -clip_rewards, clip_rewards)
+    return np.asarray(rewards, np.float32)
+
+
+def check_reward(reward: Any, env_id: Any, agent_id: Any, step: int) -> None:
+    """Raises ValueError for a NaN or infinite reward.
+
+    Raises:
+        ValueError: Naming the env id, agent id and step.
+    """
+    try:
+        finite = math.isfinite(reward)
+    except TypeError:
+        raise ValueError(
+            f"Reward of env {env_id!r}, agent {agent_id!r} at episode step {step} is not a "
+            f"number. Received: reward={reward!r}. Return a float reward from step()."
+        ) from None
+    if not finite:
+        raise ValueError(
+            f"Reward of env {env_id!r}, agent {agent_id!r} at episode step {step} is not "
+            f"finite. Received: reward={reward!r}. Fix the env's reward computation (e.g. a "
+            "division by zero or an overflow), or wrap the env to replace non-finite rewards."
+        )
+
+
+def check_rewards_array(rewards: np.ndarray, env_ids: Any, steps: np.ndarray) -> None:
+    """`check_reward` for a batch of single-agent rewards (one numpy call if all fine)."""
+    if not np.isfinite(rewards).all():
+        i = int(np.flatnonzero(~np.isfinite(rewards))[0])
+        check_reward(float(rewards[i]), int(env_ids[i]), "agent0", int(steps[i]))
+
+
+class ObservationChecker:
+    """Checks batches of raw observations against a space: structure, shape, dtype
+    kind and bounds, in a few numpy calls per batch.
+
+    Args:
+        space: The (original) observation space of the policy.
+    """
+
+    def __init__(self, space: gym.Space):
+        self.space = space
+        self._box = None
+        if isinstance(space, gym.spaces.Box):
+            self._box = (tuple(space.shape), space.low, space.high)
+
+    def first_error(self, obs_batch: Any) -> Optional[tuple]:
+        """`(row, reason)` of the first bad observation in the `[B, ...]` batch, or None."""
+        return _batch_error(self.space, obs_batch, "")
+
+    def check(self, obs_batch: Any, describe_row) -> None:
+        """Raises ValueError if an observation of the batch is not in the space.
+
+        Args:
+            obs_batch: `[B, ...]` observations (a struct of such for Dict/Tuple).
+            describe_row: `row -> (text naming env and agent, raw observation)`.
+        """
+        box = self._box
+        if (box is not None and isinstance(obs_batch, np.ndarray) and obs_batch.shape[1:] == box[0]
+                and obs_batch.dtype.kind in "biuf" and (obs_batch >= box[1]).all()
+                and (obs_batch <= box[2]).all()):
+            return  # the common case, in four numpy calls
+        error = _batch_error(self.space, obs_batch, "")
+        if error is not None:
+            row, reason = error
+            where, value = describe_row(row)
+            text = repr(value)
+            text = text if len(text) <= 200 else text[:197] + "..."
+            raise ValueError(
+                f"Observation of {where} is outside the observation space ({reason}). "
+                f"Received: observation={text}. Expected an element of {self.space}. Fix "
+                "the env's observation_space (e.g. widen its bounds or change its dtype) "
+                "or the observations it returns."
+            )
+
+
+def _batch_error(space: gym.Space, batch: Any, path: str) -> Optional[tuple]:
+    if isinstance(space, gym.spaces.Dict):
+        if not isinstance(batch, dict) or set(batch) != set(space.spaces):
+            return 0, f"expected a dict with keys {sorted(space.spaces)}"
+        for key, sub in space.spaces.items():
+            error = _batch_error(sub, batch[key], f"{path}[{key!r}]")
+            if error is not None:
+                return error
+        return None
+    if isinstance(space, gym.spaces.Tuple):
+        if not isinstance(batch, (tuple, list)) or len(batch) != len(space.spaces):
+            return 0, f"expected a tuple of {len(space.spaces)} items"
+        for i, sub in enumerate(space.spaces):
+            error = _batch_error(sub, batch[i], f"{path}[{i}]")
+            if error is not None:
+                return error
+        return None
+    if not isinstance(space, _SIMPLE):
+        return None
+    arr = np.asarray(batch)
+    where = f"observation{path}"
+    if arr.dtype.kind not in "biuf":
+        return 0, f"{where} has dtype {arr.dtype}, expected numbers of dtype {space.dtype}"
+    if arr.shape[1:] != tuple(space.shape):
+        return 0, f"{where} has shape {arr.shape[1:]}, expected {tuple(space.shape)}"
+    if isinstance(space, gym.spaces.Box):
+        bad = ~((arr >= space.low) & (arr <= space.high))
+        what = f"outside the bounds [{space.low.min()}, {space.high.max()}] or NaN"
+    elif isinstance(space, gym.spaces.Discrete):
+        bad = (arr < space.start) | (arr >= space.start + space.n) | (arr != np.floor(arr))
+        what = f"not an integer in [{space.start}, {space.start + space.n})"
+    elif isinstance(space, gym.spaces.MultiDiscrete):
+        bad = (arr < space.start) | (arr >= space.start + space.nvec) | (arr != np.floor(arr))
+        what = "outside [start, start + nvec)"
+    else:
+        bad = (arr != 0) & (arr != 1)
+        what = "not 0 or 1"
+    if bad.any():
+        row = int(np.flatnonzero(bad.reshape(len(arr), -1).any(axis=1))[0])
+        return row, f"{where} is {what}"
+    return None
+
+
+class PerfStats:
+    """Sampler timings; `get()` gives the means per loop iteration in milliseconds."""
+
+    def __init__(self):
+        self.iters = 0
+        self.env_wait_time = 0.0
+        self.raw_obs_processing_time = 0.0
+        self.inference_time = 0.0
+        self.action_processing_time = 0.0
+
+    def get(self) -> dict:
+        """`mean_env_wait_ms`, `mean_raw_obs_processing_ms`, `mean_inference_ms`,
+        `mean_action_processing_ms`."""
+        factor = 1000.0 / max(self.iters, 1)
+        return {
+            "mean_env_wait_ms": self.env_wait_time * factor,
+            "mean_raw_obs_processing_ms": self.raw_obs_processing_time * factor,
+            "mean_inference_ms": self.inference_time * factor,
+            "mean_action_processing_ms": self.action_processing_time * factor,
+        }
+
+
+now = time.perf_counter

@@ -1,0 +1,356 @@
+"""The array-based sampling loop: a single-agent vectorized env and one feed-forward policy.
+
+Per step, a constant number of numpy calls regardless of the number of sub-envs:
+`poll_arrays()` -> check, preprocess and filter the `[N, ...]` observations -> one
+`compute_actions` -> `send_action_array()`, writing each poll into time-major buffers
+`[T, N, ...]` (slot `s` holds the poll's observations, rewards, flags and infos, and the
+actions computed on those observations). A sub-env's transition completed at slot `s`
+is `(obs[s-1], actions[s-1], rewards[s], obs[s], ...)`. Python work per sub-env happens
+only when an episode starts or ends, at a fragment cut, or when the callbacks override
+`on_episode_step`; then `Episode` objects are brought up to date from the arrays.
+
+The batches equal those of the generic `EnvRunner` for the same env, seeds and a policy
+whose actions do not depend on the batch composition: same columns, values and row order.
+"""
+
+from typing import Any, Iterator, List, Optional
+
+import gymnasium as gym
+import numpy as np
+
+from tfrl.core.columns import Columns
+from tfrl.evaluation.collectors import postprocess_episode_chunks, shifted
+from tfrl.evaluation.runner_core import RunnerCore
+from tfrl.evaluation.sampling_ops import check_rewards_array, clip_rewards_array, now
+from tfrl.policy.sample_batch import SampleBatch
+
+_SIMPLE = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
+_AGENT = "agent0"
+
+
+def vector_path_problem(worker: Any, base_env: Any, observation_fn: Any, horizon: Any,
+                        soft_horizon: bool) -> Optional[str]:
+    """Why the array-based loop cannot serve this setup (None if it can)."""
+    vector_env = getattr(base_env, "vector_env", None)
+    if not (callable(getattr(base_env, "poll_arrays", None))
+            and callable(getattr(base_env, "send_action_array", None))
+            and getattr(vector_env, "_resets_in_step", False)):
+        return "the env has no array interface that reports every sub-env on every poll"
+    policy_map = worker.policy_map
+    if len(policy_map) != 1:
+        return "more than one policy"
+    policy = next(iter(policy_map.values()))
+    if policy.is_recurrent():
+        return "recurrent policy"
+    if observation_fn is not None:
+        return "observation_fn"
+    if horizon and horizon != float("inf") and not soft_horizon:
+        return "a hard horizon (resets single sub-envs)"
+    if not isinstance(policy.action_space, _SIMPLE):
+        return "composite action space"
+    return None
+
+
+class VectorEnvRunner(RunnerCore):
+    """The array-based loop (see the module docstring); arguments as `RunnerCore`."""
+
+    def run(self) -> Iterator[Any]:
+        """Yields fragments (SampleBatch) and RolloutMetrics, forever."""
+        env = self.base_env
+        n = env.num_envs
+        self._n = n
+        self._pid = pid = next(iter(self.policy_map))
+        self._episodes: List[Any] = [None] * n
+        self._lengths = np.zeros(n, np.int64)
+        self._returns = np.zeros(n, np.float64)
+        self._seg_start = np.zeros(n, np.int64)  # first transition slot of each chunk
+        self._chunk_t = np.zeros(n, np.int64)  # `t` of each chunk's first row
+        self._last_action: List[Any] = [None] * n  # action before each chunk's first row
+        self._last_reward = np.zeros(n, np.float32)
+        self._buf = None
+        self._t = -1
+        perf = self.perf_stats
+        no_hits = np.zeros(n, bool)
+        truncate_mode = self.multiple_episodes_in_batch
+        while True:
+            policy = self.policy_map[pid]
+            t0 = now()
+            vp = env.poll_arrays()
+            t1 = now()
+            perf.env_wait_time += t1 - t0
+            if len(vp.env_ids) != n:
+                raise RuntimeError(
+                    f"poll_arrays() reported {len(vp.env_ids)} of {n} sub-envs; the array-based "
+                    "sampler needs every sub-env on every poll.")
+            raw = self._raw_obs = vp.obs
+            checker, prep, obs_filter = self.policy_tools(pid)
+            checker.check(raw, lambda i: (f"env {i}, agent 'agent0'", _row(raw, i)))
+            obs = prep.transform_batch(raw) if prep is not None else raw
+            if obs_filter is not None:
+                obs = obs_filter.apply_batch(obs)
+            rewards = vp.rewards  # 0.0 where is_first
+            if not np.isfinite(rewards).all():
+                check_rewards_array(rewards, np.arange(n), self._lengths + 1)
+            first = vp.is_first
+            t = self._write_slot(obs, vp)
+            self._lengths += ~first
+            self._returns += rewards
+            events = first | vp.terminateds | vp.truncateds  # flags are False where is_first
+            hit = no_hits
+            if self.horizon:
+                hit = ~events & (self._lengths >= self.horizon)
+                events |= hit
+            if self.callbacks_step:
+                events = np.ones(n, bool)
+            if events.any():
+                self._process_events(first, hit, events)
+            else:
+                self.count_steps(n, n)
+                if truncate_mode and self.fragment_full():
+                    self._process_events(first, hit, events, counted=True)
+            t = self._t
+            t2 = now()
+            perf.raw_obs_processing_time += t2 - t1
+            prev_a, prev_r = self.prev_columns(pid)
+            kwargs = {}
+            if prev_a or prev_r:
+                reset = first | hit
+                if prev_a:
+                    kwargs["prev_action_batch"] = self._prev_actions(t, reset, pid)
+                if prev_r:
+                    kwargs["prev_reward_batch"] = np.where(
+                        reset, np.float32(0.0), clip_rewards_array(rewards, self.clip_rewards))
+            actions, _, extras = policy.compute_actions(
+                obs, None, episodes=self._episodes, explore=self.explore,
+                timestep=policy.global_timestep, **kwargs)
+            t3 = now()
+            perf.inference_time += t3 - t2
+            self._write_actions(t, actions, extras)
+            env.send_action_array(self.action_processor(pid)(actions))
+            if self.render:
+                env.try_render()
+            perf.action_processing_time += now() - t3
+            perf.iters += 1
+            if self.ready:
+                ready, self.ready = self.ready, []
+                yield from ready
+
+    # ------------------------------------------------------------- buffers
+    def _write_slot(self, obs: np.ndarray, vp: Any) -> int:
+        self._t += 1
+        t = self._t
+        buf = self._buf
+        if buf is None:
+            cap = 16 if not np.isfinite(self.rollout_fragment_length) else max(
+                4, int(self.rollout_fragment_length) // self._n + 4)
+            buf = self._buf = {
+                Columns.OBS: np.empty((cap,) + obs.shape, obs.dtype),
+                Columns.REWARDS: np.empty((cap, self._n), vp.rewards.dtype),
+                Columns.TERMINATEDS: np.empty((cap, self._n), bool),
+                Columns.TRUNCATEDS: np.empty((cap, self._n), bool),
+                "first": np.empty((cap, self._n), bool),
+            }
+            self._infos: List[list] = [None] * cap
+        elif t >= len(buf[Columns.OBS]):
+            for key, value in buf.items():
+                buf[key] = np.concatenate([value, np.empty_like(value)])
+            self._infos.extend([None] * len(self._infos))
+        buf[Columns.OBS][t] = obs
+        buf[Columns.REWARDS][t] = vp.rewards
+        buf[Columns.TERMINATEDS][t] = vp.terminateds
+        buf[Columns.TRUNCATEDS][t] = vp.truncateds
+        buf["first"][t] = vp.is_first
+        self._infos[t] = vp.infos
+        return t
+
+    def _write_actions(self, t: int, actions: np.ndarray, extras: dict) -> None:
+        buf = self._buf
+        if Columns.ACTIONS not in buf:
+            cap = len(buf[Columns.OBS])
+            buf[Columns.ACTIONS] = np.empty((cap,) + actions.shape, actions.dtype)
+            self._extra_keys = list(extras)
+            for key, value in extras.items():
+                buf["x_" + key] = np.empty((cap,) + np.shape(value), np.asarray(value).dtype)
+        buf[Columns.ACTIONS][t] = actions
+        for key in self._extra_keys:
+            buf["x_" + key][t] = extras[key]
+
+    def _prev_actions(self, t: int, reset: np.ndarray, pid: str) -> np.ndarray:
+        zero = np.asarray(self.zero_action(pid))
+        if t == 0 or Columns.ACTIONS not in self._buf:
+            return np.broadcast_to(zero, (self._n,) + zero.shape).copy()
+        prev = self._buf[Columns.ACTIONS][t - 1]
+        mask = reset.reshape((self._n,) + (1,) * (prev.ndim - 1))
+        return np.where(mask, zero.astype(prev.dtype), prev)
+
+    # -------------------------------------------------------------- events
+    def _process_events(self, first: np.ndarray, hit: np.ndarray, events: np.ndarray,
+                        counted: bool = False) -> None:
+        """Per-sub-env work of one poll, in sub-env order, with fragment cuts."""
+        counts = (~first).astype(np.int64)
+        if counted:  # the steps were counted already: count them again env by env
+            self.count_steps(-int(counts.sum()), -int(counts.sum()))
+        for i in np.flatnonzero(first):
+            episode = self._episodes[i] = self.new_episode(int(i))
+            episode.policy_for(_AGENT)
+            episode._agent_index(_AGENT)
+            self._restart(i)
+        pos = 0
+        for i in np.flatnonzero(events):
+            pos = self._advance(pos, i, counts)
+            self.count_steps(int(counts[i]), int(counts[i]))
+            episode = self._episodes[i]
+            if first[i]:
+                self._seg_start[i] = self._t + 1
+                self._sync(i, self._t, first=True)
+                self.episode_started(episode, int(i))
+            else:
+                if self.callbacks_step:
+                    self._sync(i, self._t)
+                    self.episode_step(episode, int(i))
+                if self._buf[Columns.TERMINATEDS][self._t, i] or self._buf[
+                        Columns.TRUNCATEDS][self._t, i] or hit[i]:
+                    self._end_episode(int(i), bool(hit[i]))
+            if counts[i] and self.fragment_full():
+                self._cut(int(i))
+            pos = i + 1
+        self._advance(pos, self._n, counts)
+
+    def _advance(self, pos: int, stop: int, counts: np.ndarray) -> int:
+        """Counts the steps of sub-envs `pos..stop-1` (no events), cutting fragments."""
+        while pos < stop:
+            part = counts[pos:stop]
+            if not self.multiple_episodes_in_batch:
+                self.count_steps(int(part.sum()), int(part.sum()))
+                return stop
+            room = self.rollout_fragment_length - self.output.env_steps
+            cum = np.cumsum(part)
+            if cum[-1] < room:
+                self.count_steps(int(cum[-1]), int(cum[-1]))
+                return stop
+            j = int(np.searchsorted(cum, room))  # first position where the fragment is full
+            self.count_steps(int(cum[j]), int(cum[j]))
+            self._cut(pos + j)
+            pos += j + 1
+        return stop
+
+    def _restart(self, i: int) -> None:
+        self._lengths[i] = 0
+        self._returns[i] = 0.0
+        self._chunk_t[i] = 0
+        self._last_action[i] = None
+        self._last_reward[i] = 0.0
+
+    def _end_episode(self, i: int, soft: bool) -> None:
+        t = self._t
+        episode = self._episodes[i]
+        chunk = self._chunk(i, t, end_of_episode=True, soft=soft)
+        if chunk is not None:
+            postprocess_episode_chunks({_AGENT: (self._pid, chunk)}, episode, self.policy_map,
+                                       self.callbacks, self.worker, self.output)
+        self._sync(i, t)
+        self.episode_finished(episode, i)
+        self._seg_start[i] = t + 1
+        if soft:
+            episode.soft_reset()
+            self._restart(i)
+            self.episode_started(episode, i)
+
+    def _cut(self, k: int) -> None:
+        """Ends the fragment after sub-env `k`'s transition of the current slot."""
+        t = self._t
+        for i in range(self._n):
+            end = t if i <= k else t - 1
+            if self._episodes[i] is not None and self._seg_start[i] <= end:
+                chunk = self._chunk(i, end)
+                postprocess_episode_chunks({_AGENT: (self._pid, chunk)}, self._episodes[i],
+                                           self.policy_map, self.callbacks, self.worker,
+                                           self.output)
+                self._seg_start[i] = end + 1
+        self.emit_fragment()
+        # Chunks hold copies: keep only the last two slots (the current slot's
+        # transitions need the previous slot's observations and actions).
+        shift = t - 1
+        for value in self._buf.values():
+            value[:2] = value[shift:t + 1]
+        self._infos[:2] = self._infos[shift:t + 1]
+        self._seg_start -= shift
+        self._t = 1
+
+    def _chunk(self, i: int, end: int, end_of_episode: bool = False,
+               soft: bool = False) -> Optional[SampleBatch]:
+        """Sub-env `i`'s transitions from its chunk start to slot `end`, as a batch."""
+        a = int(self._seg_start[i])
+        if a > end:
+            return None
+        buf = self._buf
+        rows, prev = slice(a, end + 1), slice(a - 1, end)
+        n = end + 1 - a
+        actions = buf[Columns.ACTIONS][prev, i].copy()
+        rewards = clip_rewards_array(buf[Columns.REWARDS][rows, i].astype(np.float64),
+                                     self.clip_rewards)
+        terms = buf[Columns.TERMINATEDS][rows, i].copy()
+        truncs = buf[Columns.TRUNCATEDS][rows, i].copy()
+        if soft:
+            truncs[-1] = True
+        if end_of_episode and self.no_done_at_end:
+            terms[-1] = truncs[-1] = False
+        infos = np.empty(n, dtype=object)
+        infos[:] = [self._infos[s][i] for s in range(a, end + 1)]
+        data = {
+            Columns.OBS: buf[Columns.OBS][prev, i].copy(),
+            Columns.NEXT_OBS: buf[Columns.OBS][rows, i].copy(),
+            Columns.ACTIONS: actions,
+            Columns.REWARDS: rewards,
+            Columns.TERMINATEDS: terms,
+            Columns.TRUNCATEDS: truncs,
+            Columns.DONES: terms | truncs,
+            Columns.INFOS: infos,
+            Columns.EPS_ID: np.full(n, self._episodes[i].episode_id, np.int64),
+            Columns.UNROLL_ID: np.full(n, self.unroll_id(), np.int64),
+            Columns.AGENT_INDEX: np.zeros(n, np.int64),
+            Columns.T: np.arange(self._chunk_t[i], self._chunk_t[i] + n, dtype=np.int64),
+            Columns.ENV_ID: np.full(n, i),
+        }
+        prev_a, prev_r = self.prev_columns(self._pid)
+        if prev_a:
+            first = self.zero_action(self._pid) if self._last_action[i] is None \
+                else self._last_action[i]
+            data[Columns.PREV_ACTIONS] = shifted(actions, first)
+        if prev_r:
+            data[Columns.PREV_REWARDS] = shifted(rewards, self._last_reward[i])
+        self._last_action[i] = actions[-1]
+        self._last_reward[i] = rewards[-1]
+        for key in self._extra_keys:
+            data[key] = buf["x_" + key][prev, i].copy()
+        self._chunk_t[i] += n
+        return SampleBatch(data)
+
+    def _sync(self, i: int, t: int, first: bool = False) -> None:
+        """Brings sub-env `i`'s Episode up to date with the arrays."""
+        episode = self._episodes[i]
+        buf = self._buf
+        episode.length = int(self._lengths[i])
+        episode.total_reward = float(self._returns[i])
+        episode.agent_rewards.clear()
+        if episode.length:
+            episode.agent_rewards[_AGENT, self._pid] = float(self._returns[i])
+        rewards = buf[Columns.REWARDS]
+        history = [float(rewards[s, i]) for s in (t - 1, t) if s >= 0]
+        episode._agent_reward_history[_AGENT] = history[-min(episode.length, 2):] \
+            if episode.length else []
+        episode._set_last_observation(_AGENT, buf[Columns.OBS][t, i])
+        episode._set_last_raw_obs(_AGENT, _row(self._raw_obs, i))
+        episode._set_last_info(_AGENT, self._infos[t][i])
+        episode._set_last_done(_AGENT, bool(buf[Columns.TERMINATEDS][t, i]) and not first,
+                               bool(buf[Columns.TRUNCATEDS][t, i]) and not first)
+        if not first and Columns.ACTIONS in buf and t >= 1:
+            episode._agent_to_last_action[_AGENT] = buf[Columns.ACTIONS][t - 1, i]
+
+
+def _row(obs: Any, i: int) -> Any:
+    if isinstance(obs, dict):
+        return {k: _row(v, i) for k, v in obs.items()}
+    if isinstance(obs, tuple):
+        return tuple(_row(v, i) for v in obs)
+    return obs[i]
