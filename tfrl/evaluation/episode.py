@@ -8,8 +8,8 @@ user data (`custom_metrics`, `user_data`, `hist_data`, `media`).
 Example:
     >>> ep = Episode({"pol": object()}, lambda agent_id, episode, **kw: "pol",
     ...              batch_builder_factory=list, extra_batch_callback=print, env_id=0)
-    >>> ep.policy_for("car"), ep.get_agents()
-    ('pol', ['car'])
+    >>> ep.policy_for("car")
+    'pol'
     >>> ep._add_agent_rewards({"car": 1.5}); ep._add_agent_rewards({"car": 2.0})
     >>> ep.total_reward, ep.last_reward_for("car"), ep.prev_reward_for("car")
     (3.5, 2.0, 1.5)
