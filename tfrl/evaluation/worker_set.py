@@ -312,9 +312,9 @@ class WorkerSet:
                 pos, state_futures = pending.pop(future)
                 index = self._remote_workers[pos].worker_index
                 try:
-                    for f in state_futures:
-                        f.result(timeout=0)
                     results[pos] = future.result()
+                    for f in state_futures:  # Ran before sample(); their callbacks may lag.
+                        f.result(timeout=self._setting("worker_health_probe_timeout_s"))
                 except WorkerCrashedError as e:
                     if not recreate:
                         raise self._crash_error(index, "sample", e) from e
