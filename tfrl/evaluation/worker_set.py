@@ -12,6 +12,15 @@ same index, gives it the local worker's current weights, observation filters and
 vars, and samples it again in the same call, so an iteration loses no batch.
 Every wait has a timeout (`sample_timeout_s`, `worker_health_probe_timeout_s`,
 `worker_restore_timeout_s` in the trainer config; see `worker_set_config`).
+
+    workers = WorkerSet(env_creator=lambda ctx: gym.make("CartPole-v1"),
+                        policy_class=PPOTFPolicy, num_workers=2,
+                        trainer_config={"num_cpus_per_worker": 0.5,
+                                        "recreate_failed_workers": True})
+    batches = workers.sample_all()           # one batch per remote worker
+    workers.local_worker().learn_on_batch(concat_samples(batches))
+    workers.sync_weights()                   # the remotes act with the new weights
+    workers.stop()
 """
 
 import concurrent.futures
