@@ -221,6 +221,11 @@ def test_standardize_fields_mean_zero_std_one_per_policy():
     expected = (np.array([1.0, 2.0, 3.0, 6.0]) - 3.0) / np.sqrt(3.5)
     np.testing.assert_allclose(out["advantages"], expected)
     np.testing.assert_array_equal(standardized(np.full(3, 7.0)), np.zeros(3))
+    assert standardized(np.zeros(0)).size == 0
+    two_d = standardized(np.arange(6.0).reshape(3, 2))
+    assert two_d.shape == (3, 2)
+    assert np.mean(two_d) == pytest.approx(0.0) and np.std(two_d) == pytest.approx(1.0)
+    np.testing.assert_allclose(standardized(np.array([1, 3])), [-1.0, 1.0])  # ints -> floats
 
 
 def test_standardize_fields_errors():

@@ -262,7 +262,12 @@ class SelectExperiences:
 def standardized(values: np.ndarray) -> np.ndarray:
     """`(x - mean(x)) / max(1e-4, std(x))` with the population std."""
     values = np.asarray(values)
-    return (values - values.mean()) / max(1e-4, float(values.std()))
+    if values.size == 0:
+        return values
+    centered = values - values.mean()
+    flat = centered.ravel()
+    std = float(np.sqrt(np.dot(flat, flat) / flat.size))
+    return centered / max(1e-4, std)
 
 
 class StandardizeFields:
