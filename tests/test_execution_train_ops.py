@@ -227,3 +227,25 @@ def test_learner_info_overwritten_by_each_step():
     op = from_items(batches).for_each(TrainOneStep(workers))
     list(op)
     assert op.shared_metrics.info[LEARNER_INFO]["default_policy"]["learner_stats"]["loss"] == 6.0
+
+
+def test_a3c_pipeline_updates_each_gradient_source():
+    from tfrl.execution.rollout_ops import AsyncGradients
+
+    workers = make_workers(num_remote=2, fragment_length=10)
+    local = workers.local_worker().policy_map["default_policy"]
+    op = AsyncGradients(workers).for_each(ApplyGradients(workers, update_all=False))
+    sources = []
+    for _ in range(4):
+        next(op)
+        sources.append(op.shared_metrics.current_worker)
+    assert len(local.applied) == 4
+    np.testing.assert_array_equal(local.weights[0], [-40.0, -40.0])
+    for handle in workers.remote_workers():
+        updates = sources.count(handle)
+        assert handle.calls.count("set_weights") == updates + 1  # + the initial sync
+        if updates:  # the timestep after the last gradient this worker produced
+            last = max(i for i, source in enumerate(sources) if source is handle)
+            assert handle.worker.global_vars == {"timestep": 10 * (last + 1)}
+    assert op.shared_metrics.counters[STEPS_SAMPLED_COUNTER] == 40
+    assert op.shared_metrics.counters[STEPS_TRAINED_COUNTER] == 40
