@@ -70,7 +70,8 @@ def Concurrently(ops: List[LocalIterator], *, mode: str = "round_robin",
                           round_robin_weights=round_robin_weights or None)
     if output_indexes:
         wanted = frozenset(output_indexes)
-        output = output.filter(lambda tagged: tagged[0] in wanted).for_each(lambda tagged: tagged[1])
+        output = (output.filter(lambda tagged: tagged[0] in wanted)
+                  .for_each(lambda tagged: tagged[1]))
     return output
 
 

@@ -130,9 +130,10 @@ class LocalIterator:
         TypeError: If `base_iterator` is not callable.
     """
 
-    def __init__(self, base_iterator: BaseIteratorFn, shared_metrics: Optional[SharedMetrics] = None,
-                 local_transforms: Optional[List[Transform]] = None, timeout: Optional[float] = None,
-                 name: str = "LocalIterator"):
+    def __init__(self, base_iterator: BaseIteratorFn,
+                 shared_metrics: Optional[SharedMetrics] = None,
+                 local_transforms: Optional[List[Transform]] = None,
+                 timeout: Optional[float] = None, name: str = "LocalIterator"):
         if not callable(base_iterator):
             raise TypeError(
                 "LocalIterator(base_iterator=...) takes a function `fn(timeout) -> iterable`; "
@@ -320,7 +321,8 @@ class LocalIterator:
                         time.sleep(_IDLE_SLEEP_S)
                     yield NotReady()
 
-        return LocalIterator(build_union, metrics, name=f"Union[{', '.join(p.name for p in parents)}]")
+        names = ", ".join(p.name for p in parents)
+        return LocalIterator(build_union, metrics, name=f"Union[{names}]")
 
 
 def _check_weights(weights, num: int, deterministic: bool) -> List[Union[int, str]]:

@@ -129,10 +129,12 @@ class LearnerThread(threading.Thread):
                 batch, _ = self.minibatch_buffer.get()
             except queue.Empty:
                 self._waited_s += _POLL_S
-                if self.learner_queue_timeout is not None and self._waited_s >= self.learner_queue_timeout:
+                limit = self.learner_queue_timeout
+                if limit is not None and self._waited_s >= limit:
                     raise TimeoutError(
-                        f"LearnerThread: no train batch arrived for {self.learner_queue_timeout} s "
-                        "(learner_queue_timeout); the sampling side may have stopped or be too slow.")
+                        f"LearnerThread: no train batch arrived for {limit} s "
+                        "(learner_queue_timeout); the sampling side may have stopped or be "
+                        "too slow.")
                 return
         self._waited_s = 0.0
         with self.grad_timer:

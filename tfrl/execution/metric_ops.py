@@ -57,7 +57,8 @@ def StandardMetricsReporting(train_op: LocalIterator, workers: Any, config: Any,
     Returns:
         A LocalIterator of result dicts (see `CollectMetrics`).
     """
-    steps = _config_value(config, ["timesteps_per_iteration", "min_sample_timesteps_per_iteration"], 0)
+    steps = _config_value(
+        config, ["timesteps_per_iteration", "min_sample_timesteps_per_iteration"], 0)
     seconds = _config_value(config, ["min_iter_time_s", "min_time_s_per_iteration"], 0)
     history = _config_value(config, ["metrics_smoothing_episodes"], 100)
     timeout = _config_value(config, ["collect_metrics_timeout",
@@ -138,7 +139,8 @@ class CollectMetrics:
         for key, value in counters.items():
             result.setdefault(key, value)
         steps = STEPS_TRAINED_COUNTER if self.by_steps_trained else STEPS_SAMPLED_COUNTER
-        agent_steps = AGENT_STEPS_TRAINED_COUNTER if self.by_steps_trained else AGENT_STEPS_SAMPLED_COUNTER
+        agent_steps = (AGENT_STEPS_TRAINED_COUNTER if self.by_steps_trained
+                       else AGENT_STEPS_SAMPLED_COUNTER)
         result.update({
             "num_healthy_workers": len(self.workers.remote_workers()),
             "timesteps_total": counters.get(steps, 0),
@@ -165,7 +167,8 @@ class OncePerTimeInterval:
         ValueError: If `delay` is negative or not a number.
     """
 
-    def __init__(self, delay: Optional[float] = None, *, _clock: Callable[[], float] = time.monotonic):
+    def __init__(self, delay: Optional[float] = None, *,
+                 _clock: Callable[[], float] = time.monotonic):
         if delay is not None and (isinstance(delay, bool) or not isinstance(delay, (int, float))
                                   or delay < 0):
             raise ValueError(f"OncePerTimeInterval(delay=...) must be a number of seconds >= 0 "

@@ -80,7 +80,8 @@ class MultiGPULearnerThread(LearnerThread):
         self.minibatch_buffer = None
         self.ready_tower_stacks: queue.Queue = queue.Queue(maxsize=num_stacks)
         self.ready_tower_stacks_buffer = MinibatchBuffer(
-            self.ready_tower_stacks, num_stacks, _POLL_S, num_sgd_iter, init_num_passes=num_sgd_iter)
+            self.ready_tower_stacks, num_stacks, _POLL_S, num_sgd_iter,
+            init_num_passes=num_sgd_iter)
         self.minibatch_buffer = self.ready_tower_stacks_buffer
         self.loader_threads: List[threading.Thread] = [
             threading.Thread(target=self._load_loop, name=f"tfrl-loader-{i}", daemon=True)
@@ -96,7 +97,8 @@ class MultiGPULearnerThread(LearnerThread):
                 except queue.Empty:
                     continue
             with self.load_timer:
-                batch = batch.decompress_if_needed() if hasattr(batch, "decompress_if_needed") else batch
+                if hasattr(batch, "decompress_if_needed"):
+                    batch = batch.decompress_if_needed()
             while not self.stopped:
                 try:
                     self.ready_tower_stacks.put(batch, timeout=_POLL_S)

@@ -40,8 +40,8 @@ class _Ring:
                 lambda v: np.empty((self.capacity,) + np.shape(v)[1:], np.asarray(v).dtype), value)
                 for key, value in batch.items()}
         elif set(batch.keys()) != set(self.columns):
-            raise ValueError(f"LocalReplayBuffer: the batch's columns {sorted(batch.keys())} differ "
-                             f"from the stored ones {sorted(self.columns)}.")
+            raise ValueError(f"LocalReplayBuffer: the batch's columns {sorted(batch.keys())} "
+                             f"differ from the stored ones {sorted(self.columns)}.")
         n = batch.count
         if n > self.capacity:  # only the newest `capacity` rows survive
             batch = batch.slice(n - self.capacity, n)

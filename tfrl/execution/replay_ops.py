@@ -14,7 +14,8 @@ Example:
     ...     buffer.add_batch(SampleBatch({"obs": np.full(2, i)}))
     >>> sorted(int(b["obs"][0]) for b in buffer.replay_batches)
     [1, 2]
-    >>> [int(b["obs"][0]) for b in MixInReplay(num_slots=0, replay_proportion=0)(SampleBatch({"obs": [7]}))]
+    >>> mix = MixInReplay(num_slots=0, replay_proportion=0)
+    >>> [int(b["obs"][0]) for b in mix(SampleBatch({"obs": [7]}))]
     [7]
 """
 

@@ -16,7 +16,8 @@ Example:
     >>> it = from_items(batches).combine(ConcatBatches(min_batch_size=8))
     >>> it = it.for_each(StandardizeFields(["advantages"]))
     >>> out = next(it)
-    >>> out.count, round(float(np.mean(out["advantages"])), 6), round(float(np.std(out["advantages"])), 6)
+    >>> adv = out["advantages"]
+    >>> out.count, round(float(np.mean(adv)), 6), round(float(np.std(adv)), 6)
     (8, 0.0, 1.0)
 """
 
@@ -184,7 +185,8 @@ class ConcatBatches:
         if isinstance(min_batch_size, bool) or not isinstance(min_batch_size, (int, np.integer)) \
                 or min_batch_size < 1:
             raise ValueError(
-                f"ConcatBatches(min_batch_size=...) must be an int >= 1; received {min_batch_size!r}."
+                "ConcatBatches(min_batch_size=...) must be an int >= 1; received "
+                f"{min_batch_size!r}."
             )
         if count_steps_by not in ("env_steps", "agent_steps"):
             raise ValueError(
@@ -200,7 +202,8 @@ class ConcatBatches:
     def __call__(self, batch: Any) -> List[Any]:
         _check_batch(batch, "ConcatBatches")
         self.buffer.append(batch)
-        self.count += batch.env_steps() if self.count_steps_by == "env_steps" else batch.agent_steps()
+        by_env = self.count_steps_by == "env_steps"
+        self.count += batch.env_steps() if by_env else batch.agent_steps()
         if self.count < self.min_batch_size:
             return []
         if self.count > 2 * self.min_batch_size:

@@ -34,7 +34,8 @@ class TimerStat:
 
     def __init__(self, window_size: int = 10):
         if isinstance(window_size, bool) or not isinstance(window_size, int) or window_size < 1:
-            raise ValueError(f"TimerStat(window_size=...) must be an int >= 1; received {window_size!r}.")
+            raise ValueError(
+                f"TimerStat(window_size=...) must be an int >= 1; received {window_size!r}.")
         self._samples: Deque[float] = collections.deque(maxlen=window_size)
         self._units: Deque[float] = collections.deque(maxlen=window_size)
         self._start: Optional[float] = None

@@ -232,7 +232,8 @@ class MultiGPUTrainOneStep(_LearnOp):
             warnings.warn("MultiGPUTrainOneStep: rollout_fragment_length and num_envs_per_worker "
                           "are ignored.", DeprecationWarning, stacklevel=2)
         where = "MultiGPUTrainOneStep"
-        self.sgd_minibatch_size = _check_int(sgd_minibatch_size or 0, "sgd_minibatch_size", where, 0)
+        self.sgd_minibatch_size = _check_int(sgd_minibatch_size or 0, "sgd_minibatch_size",
+                                             where, 0)
         self.num_sgd_iter = _check_int(num_sgd_iter, "num_sgd_iter", where, 1)
         self.shuffle_sequences = bool(shuffle_sequences)
         self.num_devices = max(1, int(num_gpus or 0))
@@ -323,7 +324,8 @@ class ApplyGradients:
             `update_all=False` and no source worker is recorded.
     """
 
-    def __init__(self, workers: Any, policies: Collection[str] = frozenset(), update_all: bool = True):
+    def __init__(self, workers: Any, policies: Collection[str] = frozenset(),
+                 update_all: bool = True):
         self.workers = workers
         self.local_worker = workers.local_worker()
         self.policies = frozenset(policies or ())
