@@ -17,7 +17,7 @@ from tfrl.env.env_context import EnvContext
 from tfrl.evaluation import worker_set_config as wsc
 from tfrl.evaluation.worker_handle import ThreadWorkerHandle, WorkerCrashedError
 from tfrl.evaluation.worker_set import MAX_RECREATIONS_PER_CALL, WorkerSet
-from tfrl.policy.policy import PolicySpec
+from tfrl.policy.policy import Policy, PolicySpec
 from tfrl.policy.sample_batch import SampleBatch
 
 TIMEOUT = 30
@@ -46,6 +46,36 @@ class NumpyPolicy:
 
 class OtherPolicy(NumpyPolicy):
     pass
+
+
+class LinearPolicy(Policy):
+    """A numpy policy for real RolloutWorkers: action = [obs . w > 0]; weights {"w"}."""
+
+    def __init__(self, observation_space, action_space, config):
+        super().__init__(observation_space, action_space, config)
+        rng = np.random.default_rng(config.get("seed"))
+        self.w = rng.normal(size=observation_space.shape[0]).astype(np.float32)
+
+    def compute_actions(self, obs_batch, state_batches=None, prev_action_batch=None,
+                        prev_reward_batch=None, info_batch=None, episodes=None,
+                        explore=None, timestep=None, **kwargs):
+        obs = np.asarray(obs_batch, np.float32)
+        n = len(obs)
+        return ((obs @ self.w) > 0).astype(np.int64), [], {
+            "vf_preds": np.zeros(n, np.float32)}
+
+    def value(self, obs_batch, *args, **kwargs):
+        return np.zeros(len(obs_batch), np.float32)
+
+    def get_weights(self):
+        return {"w": self.w.copy()}
+
+    def set_weights(self, weights):
+        self.w = np.asarray(weights["w"], np.float32).copy()
+
+
+def make_cartpole(ctx):
+    return gym.make("CartPole-v1")
 
 
 class StandInWorker:
@@ -468,3 +498,42 @@ def test_a_worker_that_fails_to_start_fails_the_constructor():
                        "OSError: cannot reach the simulator"):
         WorkerSet(env_creator=make_env, policy_class=NumpyPolicy, num_workers=2,
                   trainer_config=thread_config(), worker_cls=Broken)
+
+
+# ------------------------------------------------------------------------------------
+# With the real RolloutWorker.
+
+@pytest.mark.slow
+def test_rollout_workers_sample_sync_tf_weights_and_recover():
+    from policy_helpers import PGPolicy
+
+    config = thread_config(rollout_fragment_length=10, num_envs_per_worker=2,
+                           create_env_on_driver=False, recreate_failed_workers=True)
+    ws = WorkerSet(env_creator=make_cartpole, policy_class=PGPolicy, trainer_config=config,
+                   num_workers=2)
+    try:
+        local = ws.local_worker()
+        assert local.env is None  # The driver only learns; its spaces came from worker 1.
+        spaces = ws.foreach_policy(lambda p, pid: (p.observation_space, p.action_space))
+        assert spaces == [(ws_obs, gym.spaces.Discrete(2)) for ws_obs in [spaces[0][0]] * 3]
+        assert spaces[0][0].shape == (4,)
+        batches = ws.sample_all(timeout_s=TIMEOUT)
+        assert [b.count for b in batches] == [20, 20]
+        assert all(isinstance(b, SampleBatch) for b in batches)
+        new = {pid: [np.full_like(a, 0.25) for a in w] for pid, w in local.get_weights().items()}
+        local.set_weights(new)
+        ws.sync_weights(global_vars={"timestep": 40})
+        for handle in ws.remote_workers():
+            remote = handle.call("get_weights").result(TIMEOUT)["default_policy"]
+            assert len(remote) == len(new["default_policy"])
+            for a in remote:
+                np.testing.assert_array_equal(a, np.full_like(a, 0.25))
+            assert handle.call("get_global_vars").result(TIMEOUT) == {"timestep": 40}
+        ws.remote_workers()[1].kill()
+        batches = ws.sample_all(timeout_s=TIMEOUT)
+        assert [b.count for b in batches] == [20, 20]
+        recreated = ws.remote_workers()[1].call("get_weights").result(TIMEOUT)["default_policy"]
+        for a in recreated:
+            np.testing.assert_array_equal(a, np.full_like(a, 0.25))
+    finally:
+        ws.stop()

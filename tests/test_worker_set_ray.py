@@ -1,9 +1,10 @@
-"""WorkerSet with Ray actors as remote workers.
+"""WorkerSet with Ray actors as remote workers (real RolloutWorkers on CartPole).
 
 Skipped without Ray; marked `ray` and `slow`. One local Ray runtime (2 CPUs, no
-dashboard) and one WorkerSet of 2 remote workers (0.5 CPU each, so they fit with room
-to recreate one) serve the whole module, because starting actors takes seconds; the
-test that kills a worker's process runs last. Every wait has a timeout.
+dashboard) and one WorkerSet of 2 remote workers (0.5 CPU each, so a recreated worker
+fits too) serve the whole module, because actors importing TensorFlow take ~10 s to
+start; the test that kills a worker's process runs last. Every wait has a timeout.
+The policy is a numpy one (`LinearPolicy`), so the actors build no TF models.
 """
 
 import os
@@ -16,12 +17,13 @@ import pytest
 ray = pytest.importorskip("ray")
 
 import test_worker_set  # noqa: E402
-from test_worker_set import NumpyPolicy, StandInWorker, make_env  # noqa: E402
+from test_worker_set import LinearPolicy, make_cartpole  # noqa: E402
 
 from tfrl.backends.ray import init_ray  # noqa: E402
 from tfrl.backends.ray.worker import RayWorkerHandle  # noqa: E402
 from tfrl.evaluation.worker_handle import WorkerCrashedError  # noqa: E402
 from tfrl.evaluation.worker_set import WorkerSet  # noqa: E402
+from tfrl.policy.sample_batch import SampleBatch  # noqa: E402
 
 pytestmark = [pytest.mark.ray, pytest.mark.slow]
 
@@ -31,91 +33,83 @@ for _module in (sys.modules[__name__], test_worker_set):
     ray.cloudpickle.register_pickle_by_value(_module)
 
 CONFIG = {"num_cpus_per_worker": 0.5, "recreate_failed_workers": True, "seed": 10,
-          "create_env_on_driver": True, "sample_timeout_s": TIMEOUT,
-          "worker_restore_timeout_s": TIMEOUT, "worker_health_probe_timeout_s": TIMEOUT}
+          "rollout_fragment_length": 10, "num_envs_per_worker": 2,
+          "sample_timeout_s": TIMEOUT, "worker_restore_timeout_s": TIMEOUT,
+          "worker_health_probe_timeout_s": TIMEOUT}
 
 
 @pytest.fixture(scope="module")
 def workers():
     started = init_ray(num_cpus=2, log_to_driver=False, configure_logging=False)
-    ws = WorkerSet(env_creator=make_env, policy_class=NumpyPolicy, trainer_config=CONFIG,
-                   num_workers=2, worker_cls=StandInWorker)
+    ws = WorkerSet(env_creator=make_cartpole, policy_class=LinearPolicy,
+                   trainer_config=CONFIG, num_workers=2)
     yield ws
     ws.stop()
     if started:
         ray.shutdown()
 
 
-def _pids(ws):
-    return [h.pid().result(TIMEOUT) for h in ws.remote_workers()]
+def _remote_w(ws):
+    return [h.call("get_weights").result(TIMEOUT)["default_policy"]["w"]
+            for h in ws.remote_workers()]
 
 
-def _remote_weights(ws):
-    return ws.foreach_worker(lambda w: w.policy_map["default_policy"].w)[1:]
-
-
-def test_remote_workers_are_actors_in_their_own_processes(workers):
+def test_remote_workers_are_actors_that_sample(workers):
     handles = workers.remote_workers()
     assert all(isinstance(h, RayWorkerHandle) for h in handles)
     assert [h.worker_index for h in handles] == [1, 2]
-    pids = _pids(workers)
+    pids = [h.pid().result(TIMEOUT) for h in handles]
     assert len(set(pids)) == 2 and os.getpid() not in pids
-    assert workers.foreach_worker_with_index(lambda w, i: (i, w.kwargs["seed"])) == [
-        (0, 10), (1, 11), (2, 12)]
+    assert workers.local_worker().env is None  # Spaces came from worker 1.
+    assert workers.foreach_worker_with_index(lambda w, i: (i, w.worker_index)) == [
+        (0, 0), (1, 1), (2, 2)]
     batches = workers.sample_all()
-    assert [b["worker_index"].tolist() for b in batches] == [[1] * 4, [2] * 4]
+    assert [b.count for b in batches] == [20, 20]
+    assert all(isinstance(b, SampleBatch) for b in batches)
 
 
 def test_sync_weights_sets_the_weights_inside_the_actors(workers):
-    new_w = np.array([0.5, -1.0, 2.0], np.float32)
-    workers.local_worker().policy_map["default_policy"].set_weights({"w": new_w})
+    new_w = np.array([0.5, -1.0, 2.0, 0.25], np.float32)
+    local = workers.local_worker()
+    local.set_weights({"default_policy": {"w": new_w}})
     workers.sync_weights(global_vars={"timestep": 7})
-    for w in _remote_weights(workers):
+    for w in _remote_w(workers):
         np.testing.assert_array_equal(w, new_w)
-    assert workers.foreach_worker(lambda w: w.global_vars)[1:] == [{"timestep": 7}] * 2
-    for batch in workers.sample_all():
-        np.testing.assert_array_equal(batch["obs"][0], new_w)
+    assert workers.foreach_worker(lambda w: w.get_global_vars())[1:] == [{"timestep": 7}] * 2
 
 
 def test_rllib_style_remote_calls_return_object_refs(workers):
     handle = workers.remote_workers()[0]
     batch = ray.get(handle.sample.remote(), timeout=TIMEOUT)
-    assert batch["worker_index"].tolist() == [1] * 4
-    refs = [handle.set_weights.remote({"default_policy": {"w": np.ones(3)}}),
-            handle.get_weights.remote()]
-    assert ray.get(refs[0], timeout=TIMEOUT) is None
-    np.testing.assert_array_equal(ray.get(refs[1], timeout=TIMEOUT)["default_policy"]["w"],
-                                  np.ones(3))
-    workers.sync_weights()
+    assert batch.count == 20
+    assert ray.get(handle.get_policy.remote("default_policy"), timeout=TIMEOUT) is not None
 
 
 def test_method_errors_are_not_crashes(workers):
     handle = workers.remote_workers()[0]
-    with pytest.raises(KeyError, match="no_such_policy"):
-        handle.apply(lambda w: w.policy_map["no_such_policy"]).result(TIMEOUT)
+    with pytest.raises(KeyError):
+        handle.call("set_weights", {"no_such_policy": {"w": 0}}).result(TIMEOUT)
     assert handle.is_alive()
 
 
 def test_killed_worker_process_is_recreated_within_sample_all(workers):
     """Last: kills worker 2's process; sample_all still returns both batches."""
-    new_w = np.array([3.0, 1.0, -3.0], np.float32)
-    workers.local_worker().policy_map["default_policy"].set_weights({"w": new_w})
-    workers.local_worker().filters["default_policy"] = {"count": 5}
+    new_w = np.array([3.0, 1.0, -3.0, 0.5], np.float32)
+    workers.local_worker().set_weights({"default_policy": {"w": new_w}})
     workers.sync_weights()
     old = workers.remote_workers()[1]
     old_pid = old.pid().result(TIMEOUT)
     os.kill(old_pid, signal.SIGKILL)
     batches = workers.sample_all()
-    assert [b["worker_index"][0] for b in batches] == [1, 2]  # The iteration lost nothing.
+    assert [b.count for b in batches] == [20, 20]  # The iteration lost nothing.
     new = workers.remote_workers()[1]
     assert new is not old and new.worker_index == 2 and not old.is_alive()
     assert new.pid().result(TIMEOUT) != old_pid
-    np.testing.assert_array_equal(batches[1]["obs"][0], new_w)
-    assert new.apply(lambda w: w.filters).result(TIMEOUT) == {"default_policy": {"count": 5}}
+    np.testing.assert_array_equal(_remote_w(workers)[1], new_w)
     assert workers.healthy_worker_ids() == [1, 2]
     # ray.kill: the same crash error, and recreation through probe_unhealthy_workers.
     ray.kill(new.actor, no_restart=True)
     with pytest.raises(WorkerCrashedError, match="Worker 2 crashed: its Ray actor died"):
         new.call("sample").result(TIMEOUT)
     assert workers.probe_unhealthy_workers() == [2]
-    assert [b["worker_index"][0] for b in workers.sample_all()] == [1, 2]
+    assert [b.count for b in workers.sample_all()] == [20, 20]
