@@ -5,6 +5,7 @@ sampler is a stub that records what the worker passes to it (contract C4), or
 `input_creator` supplies batches.
 """
 
+import importlib.util
 import os
 import pickle
 import warnings
@@ -498,3 +499,43 @@ def test_misc_methods_and_deprecated_arguments(monkeypatch):
     with pytest.raises(NotImplementedError, match="MultiWorkerMirroredStrategy"):
         w.setup_torch_data_parallel("url", 0, 1, "gloo")
     assert "default_policy" in repr(w)
+
+
+def test_render_observation_fn_and_record_env(stub_sampler, caplog):
+    def obs_fn(agent_obs, worker, base_env, policies, episode, **kw):
+        return agent_obs
+
+    RolloutWorker(env_creator=lambda ctx: CounterEnv(), policy_spec=CountingPolicy,
+                  observation_fn=obs_fn, policy_config={"render_env": True}, record_env=True)
+    kw = stub_sampler[0].kwargs
+    assert kw["observation_fn"] is obs_fn and kw["render"] is True
+    assert "record_env=True: cannot record CounterEnv" in caplog.text
+    # Remote worker 2 of 2 does not render (only worker 1 does).
+    RolloutWorker(env_creator=lambda ctx: CounterEnv(), policy_spec=CountingPolicy,
+                  worker_index=2, num_workers=2, policy_config={"render_env": True})
+    assert stub_sampler[1].kwargs["render"] is False
+
+
+def test_record_env_wraps_rgb_array_envs(tmp_path):
+    env = gym.make("CartPole-v1", render_mode="rgb_array")
+    if importlib.util.find_spec("moviepy") is None:
+        with pytest.raises(ImportError, match="needs moviepy: pip install moviepy"):
+            worker_env.record_env_wrapper(env, str(tmp_path / "videos"), None)
+    else:
+        wrapped = worker_env.record_env_wrapper(env, str(tmp_path / "videos"), None)
+        assert type(wrapped).__name__ == "RecordVideo"
+    assert worker_env.record_env_wrapper(env, False, None) is env
+
+
+def test_custom_vector_env(stub_sampler):
+    made = []
+
+    def custom(env):
+        from tfrl.env.base_env import BaseEnv
+
+        made.append(env)
+        return BaseEnv.to_base_env(env)
+
+    w = RolloutWorker(env_creator=lambda ctx: CounterEnv(), policy_spec=CountingPolicy,
+                      policy_config={"custom_vector_env": custom})
+    assert made == [w.env] and stub_sampler[0].kwargs["env"] is w.async_env

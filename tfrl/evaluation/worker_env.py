@@ -83,6 +83,9 @@ def record_env_wrapper(env: Any, record_env: Union[bool, str], log_dir: Optional
     Returns:
         The (possibly wrapped) env. Envs that cannot render rgb arrays (or are not
         gymnasium envs) are returned unwrapped with a warning.
+
+    Raises:
+        ImportError: If moviepy (needed by RecordVideo) is not installed.
     """
     if not record_env:
         return env
@@ -95,7 +98,13 @@ def record_env_wrapper(env: Any, record_env: Union[bool, str], log_dir: Optional
         log_dir or tempfile.mkdtemp(prefix="tfrl_"), "videos")
     from gymnasium.wrappers import RecordVideo
 
-    return RecordVideo(env, folder, disable_logger=True)
+    try:
+        return RecordVideo(env, folder, disable_logger=True)
+    except gym.error.DependencyNotInstalled as e:
+        raise ImportError(
+            f"record_env={record_env!r} records videos with gymnasium's RecordVideo, which needs "
+            f"moviepy: pip install moviepy ({e})."
+        ) from e
 
 
 class SubEnvMaker:
