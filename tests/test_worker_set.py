@@ -78,6 +78,29 @@ def make_cartpole(ctx):
     return gym.make("CartPole-v1")
 
 
+# worker_index -> function run (once) inside that worker's next env step.
+STEP_HOOKS = {}
+
+
+class HookedCartPole(gym.Env):
+    """CartPole whose step() first runs (and removes) `STEP_HOOKS[worker_index]`."""
+
+    def __init__(self, ctx):
+        self.env = gym.make("CartPole-v1")
+        self.observation_space, self.action_space = (self.env.observation_space,
+                                                     self.env.action_space)
+        self.worker_index = ctx.worker_index
+
+    def reset(self, *, seed=None, options=None):
+        return self.env.reset(seed=seed, options=options)
+
+    def step(self, action):
+        hook = STEP_HOOKS.pop(self.worker_index, None)
+        if hook is not None:
+            hook()
+        return self.env.step(action)
+
+
 class StandInWorker:
     """The part of RolloutWorker a WorkerSet uses (constructor = RolloutWorker kwargs)."""
 
@@ -536,4 +559,46 @@ def test_rollout_workers_sample_sync_tf_weights_and_recover():
         for a in recreated:
             np.testing.assert_array_equal(a, np.full_like(a, 0.25))
     finally:
+        ws.stop()
+
+
+def test_rollout_worker_killed_mid_sample_is_recreated_with_weights_and_filters():
+    config = thread_config(rollout_fragment_length=10, create_env_on_driver=False,
+                           observation_filter="MeanStdFilter", recreate_failed_workers=True)
+    ws = WorkerSet(env_creator=HookedCartPole, policy_class=LinearPolicy,
+                   trainer_config=config, num_workers=2)
+    try:
+        local = ws.local_worker()
+        new_w = np.array([0.1, 0.2, 0.3, 0.4], np.float32)
+        local.set_weights({"default_policy": {"w": new_w}})
+        local.filters["default_policy"].apply_batch(np.ones((5, 4), np.float32))
+        ws.sync_weights()
+        old = ws.remote_workers()[1]
+        started, release = threading.Event(), threading.Event()
+
+        def block():
+            started.set()
+            release.wait(TIMEOUT)
+
+        def crash():
+            started.wait(TIMEOUT)
+            old.kill()  # Worker 2 "dies" in the middle of sample().
+            release.set()
+
+        STEP_HOOKS[2] = block
+        killer = threading.Thread(target=crash)
+        killer.start()
+        batches = ws.sample_all(timeout_s=TIMEOUT)
+        killer.join(TIMEOUT)
+        assert [b.count for b in batches] == [10, 10]  # Nothing lost.
+        new = ws.remote_workers()[1]
+        assert new is not old and new.worker_index == 2 and ws.healthy_worker_ids() == [1, 2]
+        np.testing.assert_array_equal(new.worker.get_weights()["default_policy"]["w"], new_w)
+        # Both workers filtered the same number of observations; only worker 2 started
+        # from the local worker's 5.
+        n1, n2 = [h.worker.filters["default_policy"].running_stats.n
+                  for h in ws.remote_workers()]
+        assert n1 > 0 and n2 == n1 + 5
+    finally:
+        STEP_HOOKS.clear()
         ws.stop()
