@@ -145,3 +145,42 @@ class TwoAgentEnv(MultiAgentEnv):
         if self.t % 2 == 0:
             obs["b"] = np.array([self.t, 1], np.float32)
         return obs
+
+
+class ScriptedEnv(gym.Env):
+    """obs = [t, 0] in Box(0, 10); reward 1.0; `length` steps. `bad_obs_at` returns
+    [-5, 0] at that step, `nan_reward_at` a NaN reward; Box(-2, 2, (1,)) actions are
+    recorded in `received`."""
+
+    def __init__(self, length=4, bad_obs_at=None, nan_reward_at=None, raise_at=None):
+        self.observation_space = gym.spaces.Box(0.0, 10.0, (2,), np.float32)
+        self.action_space = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
+        self.length, self.bad_obs_at = length, bad_obs_at
+        self.nan_reward_at, self.raise_at = nan_reward_at, raise_at
+        self.t, self.received = 0, []
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return np.zeros(2, np.float32), {}
+
+    def step(self, action):
+        self.received.append(np.array(action))
+        self.t += 1
+        if self.raise_at == self.t:
+            raise RuntimeError(f"env exploded at step {self.t}")
+        obs = np.array([self.t, 0], np.float32)
+        if self.bad_obs_at == self.t:
+            obs[0] = -5.0
+        reward = float("nan") if self.nan_reward_at == self.t else 1.0
+        return obs, reward, self.t >= self.length, False, {}
+
+
+def scripted_env(num_envs=1, **kwargs):
+    envs = [ScriptedEnv(**kwargs) for _ in range(num_envs)]
+    return VectorEnv.vectorize_gym_envs(existing_envs=envs, num_envs=num_envs).to_base_env()
+
+
+def scripted_worker(**kwargs):
+    env = ScriptedEnv()
+    return FakeWorker({"default_policy": (FakePolicy, env.observation_space, env.action_space,
+                                          {})}, **kwargs)

@@ -1,0 +1,157 @@
+"""SyncSampler options and errors: horizon, soft_horizon, no_done_at_end, reward and
+action processing, bad observations, NaN rewards, unknown policy ids."""
+
+import numpy as np
+import pytest
+
+from tfrl.evaluation.sampler import SyncSampler
+
+from sampler_helpers import (DictOnlyBaseEnv, FakePolicy, FakeWorker, counter_vector_env,
+                             counter_worker, make_sampler, scripted_env, scripted_worker)
+
+PATHS = ["vector", "generic"]
+
+
+def _wrap(env, path):
+    return env if path == "vector" else DictOnlyBaseEnv(env)
+
+
+def test_hard_horizon_truncates_and_resets_the_sub_env():
+    base = counter_vector_env(1, lengths=[10])
+    sampler = make_sampler(counter_worker(), base, horizon=3, rollout_fragment_length=7)
+    b = sampler.next()
+    assert b["t"].tolist() == [0, 1, 2, 0, 1, 2, 0]
+    assert b["truncateds"].tolist() == [False, False, True] * 2 + [False]
+    assert not b["terminateds"].any()
+    # The sub-env was reset: episode counter (obs[1]) goes up, t (obs[2]) restarts.
+    assert b["obs"][:, 1].tolist() == [0, 0, 0, 1, 1, 1, 2]
+    assert b["obs"][:, 2].tolist() == [0, 1, 2, 0, 1, 2, 0]
+    assert [m.episode_length for m in sampler.get_metrics()] == [3, 3]
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_soft_horizon_ends_episodes_without_resetting_the_env(path):
+    base = _wrap(counter_vector_env(1, lengths=[10]), path)
+    sampler = make_sampler(counter_worker(), base, horizon=4, soft_horizon=True,
+                           rollout_fragment_length=10)
+    b = sampler.next()
+    assert b["t"].tolist() == [0, 1, 2, 3, 0, 1, 2, 3, 0, 1]
+    assert b["obs"][:, 2].tolist() == list(range(10))  # the env was never reset
+    assert b["truncateds"].tolist() == [False, False, False, True] * 2 + [False, False]
+    assert b["terminateds"].tolist() == [False] * 9 + [True]
+    assert len(set(b["eps_id"].tolist())) == 3
+    assert [m.episode_length for m in sampler.get_metrics()] == [4, 4, 2]
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_no_done_at_end_records_false_flags(path):
+    base = _wrap(counter_vector_env(1, lengths=[3]), path)
+    sampler = make_sampler(counter_worker(), base, no_done_at_end=True, rollout_fragment_length=6)
+    b = sampler.next()
+    assert not b["terminateds"].any() and not b["truncateds"].any() and not b["dones"].any()
+    assert b["t"].tolist() == [0, 1, 2, 0, 1, 2]
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("clip, expected", [(False, [1.0, 12.0, 23.0]), (True, [1.0, 1.0, 1.0]),
+                                            (5.0, [1.0, 5.0, 5.0])])
+def test_clip_rewards(path, clip, expected):
+    base = _wrap(counter_vector_env(1, lengths=[3]), path)
+    b = make_sampler(counter_worker(), base, clip_rewards=clip, rollout_fragment_length=3).next()
+    assert b["rewards"].tolist() == expected
+    assert b["rewards"].dtype == np.float32
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("normalize, clip", [(True, False), (False, True), (False, False)])
+def test_actions_sent_to_the_env_are_unsquashed_or_clipped(path, normalize, clip):
+    base = scripted_env(1, length=50)
+    env = base.get_sub_environments()[0]
+    sampler = make_sampler(scripted_worker(), _wrap(base, path), normalize_actions=normalize,
+                           clip_actions=clip, rollout_fragment_length=3)
+    b = sampler.next()
+    policy_actions = b["actions"][:, 0]  # tanh(sum(obs)) in [-1, 1]
+    np.testing.assert_allclose(policy_actions, np.tanh([0.0, 1.0, 2.0]), rtol=1e-6)
+    sent = np.array(env.received[:3])[:, 0]
+    if normalize:  # Box(-2, 2): low + (a + 1) * (high - low) / 2 = 2 * a
+        np.testing.assert_allclose(sent, 2.0 * policy_actions, rtol=1e-6)
+    else:
+        np.testing.assert_allclose(sent, policy_actions, rtol=1e-6)
+
+
+def test_normalize_clips_out_of_range_policy_outputs():
+    from tfrl.evaluation.sampling_ops import ActionProcessor
+    import gymnasium as gym
+
+    box = gym.spaces.Box(np.array([0.0, -1.0], np.float32), np.array([4.0, 1.0], np.float32))
+    out = ActionProcessor(box, normalize=True, clip=False)(np.array([[-1.0, 0.5], [3.0, -9.0]]))
+    np.testing.assert_allclose(out, [[0.0, 0.5], [4.0, -1.0]])
+    assert out.dtype == np.float32
+    clipped = ActionProcessor(box, normalize=False, clip=True)(np.array([[-1.0, 0.5]]))
+    np.testing.assert_allclose(clipped, [[0.0, 0.5]])
+    discrete = ActionProcessor(gym.spaces.Discrete(3), normalize=True, clip=True)
+    actions = np.array([2, 0])
+    assert discrete(actions) is actions
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_nan_reward_error_names_env_agent_and_step(path):
+    sampler = make_sampler(scripted_worker(), _wrap(scripted_env(2, nan_reward_at=2), path))
+    with pytest.raises(ValueError, match=r"env 0, agent 'agent0' at episode step 2 is not "
+                                         r"finite\. Received: reward=nan"):
+        sampler.next()
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_observation_outside_the_space_names_value_and_space(path):
+    sampler = make_sampler(scripted_worker(), _wrap(scripted_env(2, bad_obs_at=3), path))
+    with pytest.raises(ValueError) as info:
+        sampler.next()
+    message = str(info.value)
+    assert "env 0, agent 'agent0'" in message and "-5." in message
+    assert "Box(0.0, 10.0, (2,), float32)" in message and "outside the bounds" in message
+
+
+def test_observation_of_the_wrong_shape_is_rejected():
+    from tfrl.evaluation.sampling_ops import ObservationChecker
+    import gymnasium as gym
+
+    checker = ObservationChecker(gym.spaces.Dict({"a": gym.spaces.Discrete(3)}))
+    assert checker.first_error({"a": np.array([0, 2])}) is None
+    assert checker.first_error({"a": np.array([0, 3])}) == (
+        1, "observation['a'] is not an integer in [0, 3)")
+    box = ObservationChecker(gym.spaces.Box(0.0, 1.0, (2,)))
+    assert box.first_error(np.zeros((2, 3))) == (0, "observation has shape (3,), expected (2,)")
+    assert box.first_error(np.array([[0.5, np.nan]]))[0] == 0
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_unknown_policy_id_from_the_mapping_fn(path):
+    worker = counter_worker()
+    worker.policy_mapping_fn = lambda agent_id, episode, **kw: "typo_policy"
+    sampler = make_sampler(worker, _wrap(counter_vector_env(2), path))
+    with pytest.raises(KeyError, match="'typo_policy'.*Valid policy ids: \\['default_policy'\\]"):
+        sampler.next()
+
+
+def test_settings_are_validated():
+    worker = counter_worker()
+    with pytest.raises(ValueError, match="count_steps_by must be 'env_steps' or 'agent_steps'. "
+                                         "Received: 'steps'"):
+        make_sampler(worker, counter_vector_env(1), count_steps_by="steps")
+    with pytest.raises(ValueError, match="rollout_fragment_length must be a positive int"):
+        make_sampler(worker, counter_vector_env(1), rollout_fragment_length=0)
+    with pytest.raises(ValueError, match="horizon must be None or a positive int"):
+        make_sampler(worker, counter_vector_env(1), horizon=-1)
+
+
+def test_hard_horizon_on_an_env_that_cannot_reset_one_sub_env():
+    import gymnasium as gym
+
+    env = gym.make_vec("CartPole-v1", 2, vectorization_mode="vector_entry_point")
+    worker = FakeWorker({"default_policy": (FakePolicy, env.single_observation_space,
+                                            env.single_action_space, {})})
+    sampler = SyncSampler(worker=worker, env=env, clip_rewards=False, rollout_fragment_length=50,
+                          callbacks=worker.callbacks, multiple_episodes_in_batch=True, horizon=2)
+    with pytest.raises(ValueError, match="horizon=2 needs to reset sub-env 0 alone"):
+        sampler.next()

@@ -1,0 +1,58 @@
+"""Samplers with real TFPolicies: the array path on gymnasium's CartPole vector env, and
+several TF policies acting in one TFRunBuilder call."""
+
+import gymnasium as gym
+import numpy as np
+
+from tfrl.env.base_env import BaseEnv
+from tfrl.evaluation.env_runner import EnvRunner
+from tfrl.evaluation.vector_env_runner import VectorEnvRunner
+from tfrl.policy.tf_policy import TFPolicy
+from tfrl.utils import tf_run_builder
+
+from sampler_helpers import FakeWorker, TwoAgentEnv, make_sampler
+
+
+class TrivialLossPolicy(TFPolicy):
+    def loss(self, model, dist_class, train_batch):
+        return 0.0 * self.global_mean(train_batch["rewards"])
+
+
+def test_tf_policy_on_the_cartpole_vector_env():
+    env = gym.make_vec("CartPole-v1", 4, vectorization_mode="vector_entry_point")
+    worker = FakeWorker({"default_policy": (TrivialLossPolicy, env.single_observation_space,
+                                            env.single_action_space,
+                                            {"seed": 0, "model": {"fcnet_hiddens": [8]}})})
+    sampler = make_sampler(worker, env, rollout_fragment_length=40)
+    assert type(sampler.runner) is VectorEnvRunner
+    batch = sampler.next()
+    assert batch.count == 40
+    assert batch["action_dist_inputs"].shape == (40, 2) and batch["vf_preds"].shape == (40,)
+    np.testing.assert_allclose(batch["action_prob"], np.exp(batch["action_logp"]), rtol=1e-5)
+    assert set(np.unique(batch["actions"])) <= {0, 1}
+    assert batch["obs"].dtype == np.float32 and batch["obs"].shape == (40, 4)
+    # Consecutive rows of one sub-env chain: new_obs[t] == obs[t + 1] within an episode.
+    for env_id in range(4):
+        rows = batch["env_id"] == env_id
+        obs, new_obs, dones = batch["obs"][rows], batch["new_obs"][rows], batch["dones"][rows]
+        keep = ~dones[:-1]
+        np.testing.assert_array_equal(new_obs[:-1][keep], obs[1:][keep])
+
+
+def test_several_tf_policies_act_in_one_run_builder_call():
+    space = gym.spaces.Box(0.0, 100.0, (2,), np.float32)
+    config = {"seed": 0, "inference": "tf", "model": {"fcnet_hiddens": [4]}}
+    worker = FakeWorker({"pa": (TrivialLossPolicy, space, gym.spaces.Discrete(3), config),
+                         "pb": (TrivialLossPolicy, space, gym.spaces.Discrete(3), config)},
+                        policy_mapping_fn=lambda agent_id, episode, **kw: "p" + agent_id)
+    env = BaseEnv.to_base_env(TwoAgentEnv(length=6))
+    sampler = make_sampler(worker, env, rollout_fragment_length=float("inf"),
+                           multiple_episodes_in_batch=False)
+    assert type(sampler.runner) is EnvRunner
+    before = tf_run_builder.num_traces()
+    batch = sampler.next()
+    assert tf_run_builder.num_traces() == before + 1  # traced once, for the pair pa + pb
+    a, b = batch.policy_batches["pa"], batch.policy_batches["pb"]
+    assert a.count == 6 and b.count == 3
+    assert a["action_dist_inputs"].shape == (6, 3)
+    assert a["actions"].dtype == np.int64 and set(np.unique(a["actions"])) <= {0, 1, 2}
