@@ -251,3 +251,13 @@ def test_bulk_sync_uses_the_worker_sets_sample_all():
     assert batch["obs"][::3].tolist() == [2000, 1000]
     assert rollouts.shared_metrics.counters[STEPS_SAMPLED_COUNTER] == 6
     assert [h.calls for h in workers.remote_workers()] == [["set_weights"], ["set_weights"]]
+
+
+def test_from_actors_calls_the_named_method():
+    from tfrl.execution.worker_pool import from_actors
+
+    workers = make_workers(num_remote=2)
+    pool = from_actors(workers.remote_workers(), method="get_weights")
+    weights = next(pool.batch_across_shards())
+    assert [sorted(w) for w in weights] == [["default_policy"], ["default_policy"]]
+    assert [h.calls for h in workers.remote_workers()] == [["get_weights"], ["get_weights"]]

@@ -107,3 +107,11 @@ def _check_num_async(num_async: Any) -> None:
             f"num_async={num_async!r}."
         )
 
+
+
+def from_actors(handles, method: str = "sample") -> WorkerPool:
+    """A pool calling `method` on each handle (ray.util.iter's `from_actors`).
+
+    Example: `from_actors(workers.remote_workers()).gather_async(num_async=2)`.
+    """
+    return WorkerPool(handles, submit=lambda handle: handle.call(method))
