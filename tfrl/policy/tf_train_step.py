@@ -9,8 +9,9 @@ Three compiled functions, each traced once:
   optimizer update) under `strategy.run` in a `tf.range` loop; every replica takes its
   contiguous share of the minibatch. With `learn_input="tf_data"` the batch becomes a
   `to_dataset` pipeline distributed with `strategy.experimental_distribute_dataset`;
-  same minibatches, but building the pipeline and its iterator cost 130-190 ms per call
-  on this machine against 4-12 ms for the whole in-graph update (bench_policy.py).
+  same minibatches (whole sequences, padded to `max_seq_len`, for recurrent policies),
+  but building the pipeline and its iterator cost 130-190 ms per call on this machine
+  against 4-12 ms for the whole in-graph update (bench_policy.py).
 - `gradients`: the loss gradients on a whole batch, each replica taking its contiguous
   share of the rows, summed over replicas.
 - `apply`: an optimizer update from given gradients.
@@ -24,6 +25,7 @@ import numpy as np
 import tensorflow as tf
 import tree
 
+from tfrl.core.columns import Columns
 from tfrl.policy.dataset import to_dataset
 from tfrl.policy.train_columns import TrainBatch, TrainColumns
 
@@ -57,13 +59,17 @@ class TrainStep:
     def learn(self, samples: Any) -> Dict[str, float]:
         """Runs one `learn_on_batch`; returns stats averaged over minibatches."""
         policy = self._policy
-        columns, num_rows = self._train_columns.prepare(samples)
+        max_seq_len = int(policy.config["model"].get("max_seq_len", 20))
+        sequences = self._train_columns.sequences
+        tf_data = policy.config["learn_input"] == "tf_data"
+        # A tf.data pipeline has static shapes: pad sequences to a fixed length.
+        columns, num_rows = self._train_columns.prepare(
+            samples, pad_to=max_seq_len if tf_data and sequences else 0)
         minibatch = policy.config["sgd_minibatch_size"] or None
         unit = "rows"
-        if self._train_columns.sequences:
+        if sequences:
             # sgd_minibatch_size counts timesteps; minibatches hold whole sequences.
             unit = "sequences"
-            max_seq_len = int(policy.config["model"].get("max_seq_len", 20))
             minibatch = max(1, minibatch // max_seq_len) if minibatch else None
         minibatch = minibatch or num_rows
         num_epochs = policy.config["num_sgd_iter"]
@@ -76,14 +82,8 @@ class TrainStep:
         self._check_divisible(minibatch, "sgd_minibatch_size")
         seed = int(policy._np_random.integers(2**31))
         shuffle = bool(policy.config["shuffle_sequences"])
-        if policy.config["learn_input"] == "tf_data":
-            if self._train_columns.sequences:
-                raise ValueError(
-                    "learn_on_batch(): learn_input='tf_data' does not take sequence batches "
-                    "yet; use learn_input='in_graph' for recurrent policies."
-                )
-            dataset = to_dataset(columns, batch_size=minibatch, num_epochs=num_epochs, seed=seed,
-                                 shuffle=shuffle)
+        if tf_data:
+            dataset = self._dataset(columns, minibatch, num_epochs, seed, shuffle)
             iterator = iter(self._strategy.experimental_distribute_dataset(dataset))
             num_steps = num_epochs * (num_rows // minibatch)
             stats = self._learn_dataset_fn(iterator, tf.constant(num_steps, tf.int64))
@@ -104,6 +104,21 @@ class TrainStep:
         stats["num_grad_updates"] = int(policy.num_grad_updates.numpy())
         stats["num_traces"] = policy.num_traces["learn_on_batch"]
         return stats
+
+    def _dataset(self, columns: Dict[str, Any], minibatch: int, num_epochs: int, seed: int,
+                 shuffle: bool) -> tf.data.Dataset:
+        """`to_dataset` over the prepared units (rows, or padded sequences)."""
+        if not self._train_columns.sequences:
+            return to_dataset(columns, batch_size=minibatch, num_epochs=num_epochs, seed=seed,
+                              shuffle=shuffle)
+        # The columns are one unit per sequence already ([num_seqs, T, ...]): minibatch
+        # them as rows (seq_lens renamed so that to_dataset does not re-pad them).
+        renamed = {("_units_seq_lens" if k == Columns.SEQ_LENS else k): v
+                   for k, v in columns.items()}
+        dataset = to_dataset(renamed, batch_size=minibatch, num_epochs=num_epochs, seed=seed,
+                             shuffle=shuffle)
+        return dataset.map(lambda mb: {(Columns.SEQ_LENS if k == "_units_seq_lens" else k): v
+                                       for k, v in mb.items()})
 
     def gradients(self, samples: Any) -> Tuple[List[np.ndarray], Dict[str, float]]:
         """Gradients (numpy, one per trainable variable) and stats on the whole batch."""

@@ -88,8 +88,13 @@ class TrainColumns:
         """Whether batches are sequence batches (the policy is recurrent)."""
         return self._policy.is_recurrent()
 
-    def prepare(self, samples: Any) -> Tuple[Dict[str, Any], int]:
+    def prepare(self, samples: Any, pad_to: int = 0) -> Tuple[Dict[str, Any], int]:
         """`(columns, num_units)`: the train columns of `samples` (rows or sequences).
+
+        Args:
+            samples: A SampleBatch or dict of columns.
+            pad_to: For sequence batches, pad the time axis to at least this length
+                (a fixed length keeps the static shapes of a tf.data pipeline fixed).
 
         Raises:
             TypeError: For a MultiAgentBatch, a non-dict, or a column of the wrong dtype.
@@ -121,7 +126,7 @@ class TrainColumns:
             columns[column] = tree.map_structure(
                 lambda v, s: self._cast(column, v, s), value, spec)
         if self.sequences:
-            return self._to_sequences(columns, samples)
+            return self._to_sequences(columns, samples, pad_to)
         lengths = {c: len(tree.flatten(v)[0]) for c, v in columns.items()}
         if len(set(lengths.values())) > 1:
             raise ValueError(
@@ -173,15 +178,17 @@ class TrainColumns:
         return tree.map_structure(
             lambda s: tf.TensorSpec((None, None) + tuple(s.shape[1:]), s.dtype), row_spec)
 
-    def _to_sequences(self, columns: Dict[str, Any], samples: Any) -> Tuple[Dict[str, Any], int]:
+    def _to_sequences(self, columns: Dict[str, Any], samples: Any,
+                      pad_to: int = 0) -> Tuple[Dict[str, Any], int]:
         seq_lens = columns[Columns.SEQ_LENS]
         num_seqs = len(seq_lens)
         padded = bool(getattr(samples, "zero_padded", False))
         max_len = int(samples.max_seq_len) if padded else int(seq_lens.max(initial=1))
+        out_len = max(max_len, pad_to)
         num_rows = num_seqs * max_len if padded else int(seq_lens.sum())
-        # Row r of sequence i goes to padded position i * max_len + r.
+        # Row r of sequence i goes to padded position i * out_len + r.
         positions = np.concatenate(
-            [i * max_len + np.arange(n) for i, n in enumerate(seq_lens)] or [np.zeros(0, int)])
+            [i * out_len + np.arange(n) for i, n in enumerate(seq_lens)] or [np.zeros(0, int)])
         units = {}
         for column, value in columns.items():
             rows = len(tree.flatten(value)[0])
@@ -195,14 +202,17 @@ class TrainColumns:
                 )
             if _is_per_sequence(column):
                 units[column] = value
-            elif padded:
+            elif padded and out_len == max_len:
                 units[column] = tree.map_structure(
                     lambda v: v.reshape((num_seqs, max_len) + v.shape[1:]), value)
             else:
                 def pad(v):
-                    out = np.zeros((num_seqs * max_len,) + v.shape[1:], v.dtype)
-                    out[positions] = v
-                    return out.reshape((num_seqs, max_len) + v.shape[1:])
+                    out = np.zeros((num_seqs, out_len) + v.shape[1:], v.dtype)
+                    if padded:
+                        out[:, :max_len] = v.reshape((num_seqs, max_len) + v.shape[1:])
+                    else:
+                        out.reshape((num_seqs * out_len,) + v.shape[1:])[positions] = v
+                    return out
                 units[column] = tree.map_structure(pad, value)
         return units, num_seqs
 
