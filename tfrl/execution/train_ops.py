@@ -128,7 +128,7 @@ class TrainOneStep(_LearnOp):
         self.num_sgd_iter = _check_int(num_sgd_iter, "num_sgd_iter", "TrainOneStep", 1)
         self.sgd_minibatch_size = _check_int(sgd_minibatch_size or 0, "sgd_minibatch_size",
                                              "TrainOneStep", 0)
-        self._rng = np.random.default_rng(np.random.randint(2**31))
+        self._rng = None  # seeded from numpy's global RNG when the Python loop first runs
 
     def _policy_config_matches(self, policy: Any) -> bool:
         config = getattr(policy, "config", None) or {}
@@ -152,6 +152,8 @@ class TrainOneStep(_LearnOp):
     def _minibatch_sgd(self, batch: Any) -> Dict[str, Any]:
         policy_batches = (batch.policy_batches if isinstance(batch, MultiAgentBatch)
                           else {DEFAULT_POLICY_ID: batch})
+        if self._rng is None:
+            self._rng = np.random.default_rng(np.random.randint(2**31))
         info = {}
         for pid in self._policy_ids():
             if pid not in policy_batches:
