@@ -339,6 +339,8 @@ def test_weights_and_global_vars():
     assert w.get_global_vars() == {"timestep": 42}
     assert w.get_policy("pb").global_vars == [{"timestep": 42}]
     assert w.get_policy("pb").global_timestep == 42
+    w.set_global_vars({"timestep": 50}, policy_ids=["pa"])
+    assert w.get_policy("pa").global_timestep == 50 and w.get_policy("pb").global_timestep == 42
     with pytest.raises(KeyError, match="No policy 'zz' in the policy map of worker 0"):
         w.set_weights({"zz": {}})
     assert w.get_policy("zz") is None

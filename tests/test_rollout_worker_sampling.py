@@ -154,3 +154,12 @@ def test_remote_worker_envs_sample_in_subprocesses():
         assert batch.count == 6 and batch["obs"].shape == (6, 3)
     finally:
         w.stop()
+
+
+def test_async_sampler_error_surfaces_through_sample():
+    w = counter_worker(env_creator=lambda ctx: NanRewardEnv(), sample_async=True)
+    try:
+        with pytest.raises(ValueError, match="(?i)nan"):
+            w.sample()
+    finally:
+        w.stop()

@@ -255,10 +255,11 @@ class RolloutWorker(WorkerArgs):
         """The last global vars set (None before the first `set_global_vars`)."""
         return self.global_vars
 
-    def set_global_vars(self, global_vars: dict) -> None:
-        """Passes `global_vars` (e.g. `{"timestep": n}`) to every policy and stores them."""
-        for policy in self.policy_map.values():
-            policy.on_global_var_update(global_vars)
+    def set_global_vars(self, global_vars: dict, policy_ids: Optional[List[Any]] = None) -> None:
+        """Passes `global_vars` (e.g. `{"timestep": n}`) to the policies (all, or
+        `policy_ids`) and stores them."""
+        for pid in (self.policy_map if policy_ids is None else policy_ids):
+            self.policy_map[pid].on_global_var_update(global_vars)
         self.global_vars = global_vars
 
     # ------------------------------------------------------------------ policies
