@@ -249,3 +249,17 @@ def test_a3c_pipeline_updates_each_gradient_source():
             assert handle.worker.global_vars == {"timestep": 10 * (last + 1)}
     assert op.shared_metrics.counters[STEPS_SAMPLED_COUNTER] == 40
     assert op.shared_metrics.counters[STEPS_TRAINED_COUNTER] == 40
+
+
+def test_python_minibatch_loop_is_deterministic_under_numpy_seed():
+    def minibatch_rows():
+        np.random.seed(123)
+        workers = make_workers(num_remote=0, fragment_length=12)
+        next(ParallelRollouts(workers).for_each(TrainOneStep(workers, num_sgd_iter=2,
+                                                             sgd_minibatch_size=4)))
+        return [c.policy_batches["default_policy"]["obs"].tolist()
+                for c in workers.local_worker().learn_calls]
+
+    first, second = minibatch_rows(), minibatch_rows()
+    assert first == second and len(first) == 6
+    assert first[:3] != first[3:]  # a new permutation per epoch
