@@ -30,8 +30,10 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from tfrl.evaluation import worker_set_config as wsc
+from tfrl.evaluation import worker_set_state
 from tfrl.evaluation.worker_handle import (ThreadWorkerHandle, WorkerCrashedError,
                                            WorkerHandle, get_results)
+from tfrl.evaluation.worker_set_state import WorkerState
 
 logger = logging.getLogger(__name__)
 
@@ -172,13 +174,13 @@ class WorkerSet:
         new = self._add_remote(int(num_workers))
         if new:
             state = self._current_state()
-            futures = [f for h in new for f in self._send_state(h, state)]
+            futures = [f for h in new for f in worker_set_state.send_state(h, state)]
             futures += [h.ready() for h in new]
             get_results(futures, self._setting("worker_restore_timeout_s"), "new workers")
 
     def _spaces_from(self, handle: WorkerHandle) -> Dict[str, Tuple[Any, Any]]:
         """PolicyID -> (original obs space, action space) of a remote worker's policies."""
-        return get_results([handle.apply(_policy_spaces)],
+        return get_results([handle.apply(worker_set_state.policy_spaces)],
                            self._setting("worker_restore_timeout_s"), "workers")[0]
 
     # ----------------------------------------------------------------------------------
@@ -248,32 +250,10 @@ class WorkerSet:
             self.recreate_failed_workers()
         return results
 
-    def _current_state(self, exclude: Optional[WorkerHandle] = None
-                       ) -> Tuple[Optional[dict], Optional[dict], Optional[dict]]:
-        """(weights, filters, global vars) to give a new worker: from the local worker,
-        else from a healthy remote one."""
-        if self._local_worker is not None:
-            local = self._local_worker
-            global_vars = self._global_vars or local.get_global_vars()
-            return local.get_weights(), local.get_filters(), global_vars
-        for h in self._remote_workers:
-            if h is not exclude and h.is_alive():
-                weights, filters = get_results(
-                    [h.call("get_weights"), h.call("get_filters")],
-                    self._setting("worker_health_probe_timeout_s"), "workers")
-                return weights, filters, self._global_vars
-        return None, None, self._global_vars
-
-    @staticmethod
-    def _send_state(handle: WorkerHandle, state) -> List[concurrent.futures.Future]:
-        weights, filters, global_vars = state
-        futures = []
-        if weights is not None:
-            futures.append(handle.call("set_weights", handle.share(weights),
-                                       global_vars=global_vars))
-        if filters:
-            futures.append(handle.call("sync_filters", filters))
-        return futures
+    def _current_state(self, exclude: Optional[WorkerHandle] = None) -> WorkerState:
+        return worker_set_state.current_state(
+            self._local_worker, [h for h in self._remote_workers if h is not exclude],
+            self._global_vars, self._setting("worker_health_probe_timeout_s"))
 
     # ----------------------------------------------------------------------------------
     # Sampling and failures.
@@ -353,7 +333,7 @@ class WorkerSet:
         state = self._current_state(exclude=old)
         new = self._make_remote(old.worker_index)
         self._remote_workers[pos] = new
-        return new, self._send_state(new, state)
+        return new, worker_set_state.send_state(new, state)
 
     def recreate_failed_workers(self) -> List[int]:
         """Recreates every dead remote worker (same index, current state); their indices.
@@ -439,11 +419,6 @@ class WorkerSet:
         concurrent.futures.wait(stopping, timeout=_STOP_GRACE_S)
         for handle in self._remote_workers:
             handle.kill()
-
-
-def _policy_spaces(worker: Any) -> Dict[str, Tuple[Any, Any]]:
-    return {pid: (getattr(p.observation_space, "original_space", p.observation_space),
-                  p.action_space) for pid, p in worker.policy_map.items()}
 
 
 def _default_worker_cls() -> type:
