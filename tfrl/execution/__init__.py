@@ -14,8 +14,13 @@ from tfrl.execution.common import (AGENT_STEPS_SAMPLED_COUNTER, AGENT_STEPS_TRAI
                                    STEPS_TRAINED_COUNTER)
 from tfrl.execution.concurrency_ops import Concurrently, Dequeue, Enqueue
 from tfrl.execution.iter import LocalIterator, NotReady, SharedMetrics, get_shared_metrics
+from tfrl.execution.learner_thread import LearnerThread, MinibatchBuffer
 from tfrl.execution.metric_ops import (CollectMetrics, OncePerTimeInterval,
                                        OncePerTimestepsElapsed, StandardMetricsReporting)
+from tfrl.execution.multi_gpu_learner_thread import MultiGPULearnerThread
+from tfrl.execution.replay_buffer import LocalReplayBuffer
+from tfrl.execution.replay_ops import (MixInReplay, Replay, SimpleReplayBuffer,
+                                       StoreToReplayActors, StoreToReplayBuffer)
 from tfrl.execution.rollout_ops import (AsyncGradients, ConcatBatches, ParallelRollouts,
                                         SelectExperiences, StandardizeFields)
 from tfrl.execution.train_ops import (ApplyGradients, AverageGradients, ComputeGradients,
@@ -30,5 +35,7 @@ __all__ = [
     "OncePerTimestepsElapsed", "StandardMetricsReporting", "AsyncGradients", "ConcatBatches",
     "ParallelRollouts", "SelectExperiences", "StandardizeFields", "ApplyGradients",
     "AverageGradients", "ComputeGradients", "MultiGPUTrainOneStep", "TrainOneStep",
-    "UpdateTargetIfNeeded", "UpdateTargetNetwork",
+    "UpdateTargetIfNeeded", "UpdateTargetNetwork", "LearnerThread", "MinibatchBuffer",
+    "MultiGPULearnerThread", "LocalReplayBuffer", "MixInReplay", "Replay", "SimpleReplayBuffer",
+    "StoreToReplayActors", "StoreToReplayBuffer",
 ]
