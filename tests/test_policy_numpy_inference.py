@@ -167,6 +167,17 @@ def test_sampling_is_seeded():
     assert not np.allclose(runs[0], runs[2])
 
 
+def test_restored_policy_samples_the_same_actions():
+    source = _policy("categorical_tanh")
+    obs = _obs(16)
+    source.compute_actions(obs)
+    restored = _policy("categorical_tanh", seed=5)
+    restored.set_state(source.get_state())
+    for _ in range(3):
+        np.testing.assert_array_equal(restored.compute_actions(obs)[0],
+                                      source.compute_actions(obs)[0])
+
+
 def test_inference_config_and_errors():
     with pytest.raises(ValueError, match=r"config\[.inference.\]=.numpy. is not supported for "
                                          r"PGPolicy: the "

@@ -159,6 +159,28 @@ def test_state_round_trip_restores_the_optimizer(strategy):
         np.testing.assert_allclose(a, b, atol=1e-6)
 
 
+def test_restored_policy_continues_like_the_original():
+    source = make_policy(optimizer="adam", lr=0.01)  # shuffled minibatches
+    source.learn_on_batch(make_batch(32))
+    state = source.get_state()
+    assert set(state["_rng_states"]) == {"shuffle", "sampling"}
+    restored = make_policy(optimizer="adam", lr=0.01, seed=123)
+    restored.set_state(state)
+    without_rngs = make_policy(optimizer="adam", lr=0.01, seed=123)
+    without_rngs.set_state({k: v for k, v in state.items() if k != "_rng_states"})
+    for seed in (1, 2):
+        batch = make_batch(32, seed=seed)
+        for policy in (source, restored, without_rngs):
+            policy.learn_on_batch(batch)
+    for a, b, c in zip(source.get_weights(), restored.get_weights(), without_rngs.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    assert any(not np.allclose(a, c, atol=1e-6)
+               for a, c in zip(source.get_weights(), without_rngs.get_weights()))
+    with pytest.raises(ValueError, match=r"'_rng_states' must be a dict with keys \['sampling', "
+                                         r"'shuffle'\] \(from get_state\(\)\); received"):
+        restored.set_state({**state, "_rng_states": {"shuffle": None}})
+
+
 # ------------------------------------------------------------------ errors
 
 
