@@ -163,3 +163,8 @@ def test_async_sampler_error_surfaces_through_sample():
             w.sample()
     finally:
         w.stop()
+
+
+def test_sample_collector_config_is_passed_on_and_warned_about(caplog):
+    counter_worker(policy_config={"sample_collector": object})
+    assert "sample_collector" in caplog.text

@@ -140,6 +140,8 @@ class RolloutWorker(WorkerArgs):
                 clip_actions=a["clip_actions"], soft_horizon=a["soft_horizon"],
                 no_done_at_end=a["no_done_at_end"], observation_fn=a["observation_fn"],
                 render=render)
+            if pc.get("sample_collector") is not None:  # the sampler warns: not supported
+                kwargs["sample_collector_class"] = pc["sample_collector"]
             if a["sample_async"]:
                 self.sampler = AsyncSampler(blackhole_outputs=a["_blackhole"], **kwargs)
                 self.sampler.start()
