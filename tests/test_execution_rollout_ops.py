@@ -261,3 +261,24 @@ def test_from_actors_calls_the_named_method():
     weights = next(pool.batch_across_shards())
     assert [sorted(w) for w in weights] == [["default_policy"], ["default_policy"]]
     assert [h.calls for h in workers.remote_workers()] == [["get_weights"], ["get_weights"]]
+
+
+def test_worker_pool_times_out_on_a_hung_worker():
+    import concurrent.futures
+
+    class Hung:
+        worker_index = 7
+
+        def call(self, method, *args):
+            return concurrent.futures.Future()  # never completes
+
+    with pytest.raises(TimeoutError, match="Workers \\[7\\] returned no result within "
+                                           "result_timeout_s=0.05 s"):
+        next(WorkerPool([Hung()], result_timeout_s=0.05).gather_async())
+    with pytest.raises(TimeoutError, match="Workers \\[7\\]"):
+        next(WorkerPool([Hung()], result_timeout_s=0.05).batch_across_shards())
+    # non-blocking (inside an async union): NotReady until the timeout, then the error
+    from tfrl.execution.iter import from_items
+    merged = WorkerPool([Hung()], result_timeout_s=0.05).gather_async().union(from_items([1]))
+    with pytest.raises(TimeoutError, match="Workers \\[7\\]"):
+        merged.take(2)

@@ -13,11 +13,16 @@ A pool wraps worker handles (`handle.call(method) -> concurrent.futures.Future`,
 """
 
 import concurrent.futures
+import time
 from typing import Any, Callable, List, Optional
 
 from tfrl.execution.iter import LocalIterator, NotReady, SharedMetrics, get_shared_metrics
 
 SubmitFn = Callable[[Any], concurrent.futures.Future]
+
+# Longest wait for any worker's result before a TimeoutError (a hung worker must not hang
+# training forever).
+DEFAULT_RESULT_TIMEOUT_S = 600.0
 
 
 class WorkerPool:
@@ -28,15 +33,16 @@ class WorkerPool:
             WorkerSet's recreated workers are picked up); read again on every
             `batch_across_shards` step and when a gather starts.
         submit: `submit(handle) -> Future`; default `handle.call("sample")`.
-        result_timeout_s: How long one `batch_across_shards` step waits for a worker
-            (None: forever).
+        result_timeout_s: Longest wait for results: for all workers' results of one
+            `batch_across_shards` step, or for the next result of `gather_async`.
 
     Raises:
         ValueError: If the pool has no workers when a stream starts.
+        TimeoutError: (when pulled) If results take longer than `result_timeout_s`.
     """
 
     def __init__(self, handles, submit: Optional[SubmitFn] = None,
-                 result_timeout_s: Optional[float] = None):
+                 result_timeout_s: float = DEFAULT_RESULT_TIMEOUT_S):
         self._handles = handles
         self._submit = submit or _call_sample
         self.result_timeout_s = result_timeout_s
@@ -66,15 +72,21 @@ class WorkerPool:
             for handle in pool.handles():
                 for _ in range(num_async):
                     in_flight[pool._submit(handle)] = handle
+            waiting_since = time.monotonic()
             while in_flight:
                 done = [f for f in in_flight if f.done()]
                 if not done:
+                    waited = time.monotonic() - waiting_since
+                    if waited > pool.result_timeout_s:
+                        _raise_timeout(set(in_flight.values()), pool.result_timeout_s)
                     if timeout == 0:
                         yield NotReady()
                     else:
-                        concurrent.futures.wait(list(in_flight), timeout=timeout,
+                        concurrent.futures.wait(list(in_flight),
+                                                timeout=pool.result_timeout_s - waited + 1e-3,
                                                 return_when=concurrent.futures.FIRST_COMPLETED)
                     continue
+                waiting_since = time.monotonic()
                 for future in done:
                     handle = in_flight.pop(future)
                     result = future.result()
@@ -90,10 +102,23 @@ class WorkerPool:
 
         def gather_all(timeout=None):
             while True:
-                futures = [pool._submit(h) for h in pool.handles()]
-                yield [f.result(timeout=pool.result_timeout_s) for f in futures]
+                handles = pool.handles()
+                futures = [pool._submit(h) for h in handles]
+                done, _ = concurrent.futures.wait(futures, timeout=pool.result_timeout_s)
+                late = [h for h, f in zip(handles, futures) if f not in done]
+                if late:
+                    _raise_timeout(late, pool.result_timeout_s)
+                yield [f.result() for f in futures]
 
         return LocalIterator(gather_all, SharedMetrics(), name="batch_across_shards")
+
+
+def _raise_timeout(handles, seconds: float) -> None:
+    indexes = sorted(getattr(h, "worker_index", "?") for h in handles)
+    raise TimeoutError(
+        f"Workers {indexes} returned no result within result_timeout_s={seconds} s. A worker "
+        "may be hung or very slow; check its logs, or raise the timeout."
+    )
 
 
 def _call_sample(handle: Any) -> concurrent.futures.Future:
