@@ -92,24 +92,30 @@ def test_method_errors_are_not_crashes(workers):
     assert handle.is_alive()
 
 
-def test_killed_worker_process_is_recreated_within_sample_all(workers):
-    """Last: kills worker 2's process; sample_all still returns both batches."""
+def test_killed_workers_are_recreated_within_sample_all(workers):
+    """Kills worker 2's process and ray.kills worker 1; sample_all still returns both."""
     new_w = np.array([3.0, 1.0, -3.0, 0.5], np.float32)
     workers.local_worker().set_weights({"default_policy": {"w": new_w}})
     workers.sync_weights()
-    old = workers.remote_workers()[1]
-    old_pid = old.pid().result(TIMEOUT)
+    old = workers.remote_workers()
+    old_pid = old[1].pid().result(TIMEOUT)
     os.kill(old_pid, signal.SIGKILL)
+    ray.kill(old[0].actor, no_restart=True)  # Behind the handle's back.
+    with pytest.raises(WorkerCrashedError, match="Worker 1 crashed: its Ray actor died"):
+        old[0].call("sample").result(TIMEOUT)
     batches = workers.sample_all()
     assert [b.count for b in batches] == [20, 20]  # The iteration lost nothing.
-    new = workers.remote_workers()[1]
-    assert new is not old and new.worker_index == 2 and not old.is_alive()
-    assert new.pid().result(TIMEOUT) != old_pid
-    np.testing.assert_array_equal(_remote_w(workers)[1], new_w)
-    assert workers.healthy_worker_ids() == [1, 2]
-    # ray.kill: the same crash error, and recreation through probe_unhealthy_workers.
-    ray.kill(new.actor, no_restart=True)
-    with pytest.raises(WorkerCrashedError, match="Worker 2 crashed: its Ray actor died"):
-        new.call("sample").result(TIMEOUT)
-    assert workers.probe_unhealthy_workers() == [2]
-    assert [b.count for b in workers.sample_all()] == [20, 20]
+    new = workers.remote_workers()
+    assert [h.worker_index for h in new] == [1, 2] and workers.healthy_worker_ids() == [1, 2]
+    assert all(n is not o and not o.is_alive() for n, o in zip(new, old))
+    assert new[1].pid().result(TIMEOUT) != old_pid
+    for w in _remote_w(workers):
+        np.testing.assert_array_equal(w, new_w)
+
+
+def test_probe_finds_a_dead_worker(workers):
+    """Last: leaves worker 2 dead (recreation via probe is tested with threads)."""
+    workers._config["recreate_failed_workers"] = False
+    ray.kill(workers.remote_workers()[1].actor, no_restart=True)
+    assert workers.probe_unhealthy_workers() == []
+    assert workers.healthy_worker_ids() == [1]
