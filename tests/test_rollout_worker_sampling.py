@@ -168,3 +168,23 @@ def test_async_sampler_error_surfaces_through_sample():
 def test_sample_collector_config_is_passed_on_and_warned_about(caplog):
     counter_worker(policy_config={"sample_collector": object})
     assert "sample_collector" in caplog.text
+
+
+@pytest.mark.slow
+def test_sample_then_learn_with_a_tf_policy():
+    from tfrl.algorithms.pg.pg_tf_policy import PGTFPolicy
+
+    w = RolloutWorker(env_creator=lambda ctx: gym.make("CartPole-v1"), policy_spec=PGTFPolicy,
+                      num_envs=2, rollout_fragment_length=16, seed=0,
+                      policy_config={"model": {"fcnet_hiddens": [8]}, "lr": 0.01})
+    before = [np.copy(x) for x in w.get_weights()["default_policy"]]
+    batch = w.sample()
+    assert batch.count == 32
+    info = w.learn_on_batch(batch)
+    assert "learner_stats" in info["default_policy"]
+    after = w.get_weights()["default_policy"]
+    assert any(not np.allclose(a, b) for a, b in zip(before, after))
+    w.set_policies_to_train([])
+    assert w.learn_on_batch(w.sample()) == {}
+    for a, b in zip(after, w.get_weights()["default_policy"]):
+        np.testing.assert_array_equal(a, b)
