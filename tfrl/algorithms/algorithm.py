@@ -38,6 +38,21 @@ from tfrl.policy.sample_batch import DEFAULT_POLICY_ID
 logger = logging.getLogger(__name__)
 
 
+def metrics_reporting(train_op: Any, workers: Any, config: Dict[str, Any]) -> Any:
+    """`StandardMetricsReporting` (RLlib's), keeping its `CollectMetrics` operator as the
+    returned iterator's `metrics_op` so that checkpoints include the episode window."""
+    from tfrl.execution.metric_ops import (CollectMetrics, OncePerTimeInterval,
+                                           OncePerTimestepsElapsed)
+
+    metrics_op = CollectMetrics(workers, min_history=config["metrics_smoothing_episodes"],
+                                timeout_seconds=config["collect_metrics_timeout"])
+    it = (train_op.filter(OncePerTimestepsElapsed(config["timesteps_per_iteration"]))
+          .filter(OncePerTimeInterval(config["min_iter_time_s"]))
+          .for_each(metrics_op))
+    it.metrics_op = metrics_op
+    return it
+
+
 class Algorithm:
     """Base class of the algorithms (RLlib's `Algorithm`, formerly `Trainer`).
 
@@ -246,7 +261,10 @@ class Algorithm:
     # ------------------------------------------------------------ checkpoints
 
     def __getstate__(self) -> Dict[str, Any]:
+        metrics_op = getattr(self.train_exec_impl, "metrics_op", None)
         return {
+            "episode_history": ([tuple(m) for m in metrics_op.episode_history]
+                                if metrics_op is not None else []),
             "worker": get_worker_state(self.workers.local_worker()),
             "iteration": self.iteration,
             "time_total": self._time_total,
@@ -266,6 +284,11 @@ class Algorithm:
         self._time_total = float(state["time_total"])
         self._episodes_total = int(state["episodes_total"])
         self._metrics.restore(state["metrics"])
+        metrics_op = getattr(self.train_exec_impl, "metrics_op", None)
+        if metrics_op is not None:
+            from tfrl.evaluation.rollout_metrics import RolloutMetrics
+
+            metrics_op.episode_history = [RolloutMetrics(*m) for m in state["episode_history"]]
         rng = state["rng"]
         random.setstate(rng["python"])
         np.random.set_state(rng["numpy"])
@@ -273,7 +296,16 @@ class Algorithm:
 
     def save(self, checkpoint_dir: Optional[str] = None) -> str:
         """Writes a checkpoint directory `checkpoint_<iteration>` under `checkpoint_dir`
-        (default: the algorithm's logdir), atomically; returns its path."""
+        (default: the algorithm's logdir), atomically; returns its path.
+
+        It holds the policies' states (weights, optimizer variables, RNG states, KL
+        coefficient, schedule positions), filters, counters, the metrics' episode
+        window and the global Python/numpy/TF RNG states. The environments' own state is
+        not saved: a restored algorithm starts new episodes, so its continuation equals
+        the uninterrupted run exactly when the env holds no state across `sample()`
+        calls (e.g. `batch_mode="complete_episodes"` with resets that do not depend on
+        the env's RNG).
+        """
         directory = checkpoint_dir or self.logdir
         path = os.path.join(directory, f"checkpoint_{self.iteration:06d}")
         return checkpoints.write_checkpoint(path, self.__getstate__(), {

@@ -16,7 +16,7 @@ import dataclasses
 import math
 from typing import Any, Dict, Optional
 
-from tfrl.algorithms.algorithm import Algorithm
+from tfrl.algorithms.algorithm import Algorithm, metrics_reporting
 from tfrl.algorithms.algorithm_config import AlgorithmConfig
 from tfrl.algorithms.a2c.a2c_tf_policy import A2CTFPolicy
 
@@ -49,7 +49,6 @@ class A2CConfig(AlgorithmConfig):
 
 def execution_plan(workers: Any, config: Dict[str, Any]) -> Any:
     """A2C's LocalIterator of result dicts."""
-    from tfrl.execution.metric_ops import StandardMetricsReporting
     from tfrl.execution.rollout_ops import ConcatBatches, ParallelRollouts
     from tfrl.execution.train_ops import (ApplyGradients, AverageGradients,
                                           ComputeGradients, TrainOneStep)
@@ -68,7 +67,7 @@ def execution_plan(workers: Any, config: Dict[str, Any]) -> Any:
         train_op = rollouts.combine(ConcatBatches(
             min_batch_size=config["train_batch_size"], count_steps_by=count_by,
         )).for_each(TrainOneStep(workers))
-    return StandardMetricsReporting(train_op, workers, config)
+    return metrics_reporting(train_op, workers, config)
 
 
 class A2C(Algorithm):

@@ -12,7 +12,7 @@ Example:
 import dataclasses
 from typing import Any, Dict
 
-from tfrl.algorithms.algorithm import Algorithm
+from tfrl.algorithms.algorithm import Algorithm, metrics_reporting
 from tfrl.algorithms.algorithm_config import AlgorithmConfig
 from tfrl.algorithms.pg.pg_tf_policy import PGTFPolicy
 
@@ -30,7 +30,6 @@ class PGConfig(AlgorithmConfig):
 
 def execution_plan(workers: Any, config: Dict[str, Any]) -> Any:
     """PG's LocalIterator of result dicts."""
-    from tfrl.execution.metric_ops import StandardMetricsReporting
     from tfrl.execution.rollout_ops import ConcatBatches, ParallelRollouts
     from tfrl.execution.train_ops import TrainOneStep
 
@@ -39,7 +38,7 @@ def execution_plan(workers: Any, config: Dict[str, Any]) -> Any:
         min_batch_size=config["train_batch_size"],
         count_steps_by=config["multiagent"].get("count_steps_by", "env_steps"),
     )).for_each(TrainOneStep(workers))
-    return StandardMetricsReporting(train_op, workers, config)
+    return metrics_reporting(train_op, workers, config)
 
 
 class PG(Algorithm):

@@ -16,7 +16,7 @@ import dataclasses
 import logging
 from typing import Any, Dict, Optional
 
-from tfrl.algorithms.algorithm import Algorithm
+from tfrl.algorithms.algorithm import Algorithm, metrics_reporting
 from tfrl.algorithms.algorithm_config import AlgorithmConfig
 from tfrl.algorithms.ppo.ppo_tf_policy import PPOTFPolicy
 from tfrl.execution.common import LEARNER_STATS_KEY
@@ -107,7 +107,6 @@ class UpdateKL:
 
 def execution_plan(workers: Any, config: Dict[str, Any]) -> Any:
     """PPO's LocalIterator of result dicts (see the module docstring)."""
-    from tfrl.execution.metric_ops import StandardMetricsReporting
     from tfrl.execution.rollout_ops import (ConcatBatches, ParallelRollouts,
                                             SelectExperiences, StandardizeFields)
     from tfrl.execution.train_ops import TrainOneStep
@@ -124,7 +123,7 @@ def execution_plan(workers: Any, config: Dict[str, Any]) -> Any:
         workers, num_sgd_iter=config["num_sgd_iter"],
         sgd_minibatch_size=config["sgd_minibatch_size"]))
     train_op = train_op.for_each(UpdateKL(workers))
-    return StandardMetricsReporting(train_op, workers, config)
+    return metrics_reporting(train_op, workers, config)
 
 
 class PPO(Algorithm):

@@ -1,0 +1,138 @@
+"""Algorithm (through PPO, PG, A2C): train results, acting, evaluation, weights, checkpoints."""
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from tfrl.algorithms.a2c import A2C
+from tfrl.algorithms.pg import PG
+from tfrl.algorithms.ppo import PPO, PPOConfig
+from tfrl.algorithms.registry import get_algorithm_class
+from tfrl.env.registry import register_env
+
+pytestmark = pytest.mark.slow
+
+SMALL = {"env": "CartPole-v1", "num_workers": 0, "num_envs_per_worker": 2,
+         "rollout_fragment_length": 16, "train_batch_size": 64, "sgd_minibatch_size": 32,
+         "num_sgd_iter": 2, "model": {"fcnet_hiddens": [16]}, "seed": 1}
+
+
+class FixedStartCartPole(gym.Wrapper):
+    """CartPole whose every episode starts from the same state (reset seed 0), so that
+    the env holds no state between episodes."""
+
+    def __init__(self, env_config=None):
+        super().__init__(gym.make("CartPole-v1", max_episode_steps=30))
+
+    def reset(self, *, seed=None, options=None):
+        return self.env.reset(seed=0)
+
+
+register_env("fixed_start_cartpole", lambda ctx: FixedStartCartPole(ctx))
+
+
+@pytest.fixture
+def algo():
+    algo = PPO(config=SMALL)
+    yield algo
+    algo.stop()
+
+
+def test_train_result(algo):
+    result = algo.train()
+    result = algo.train()
+    assert result["training_iteration"] == 2
+    assert result["timesteps_total"] == 128
+    for key in ("episode_reward_mean", "episode_len_mean", "time_this_iter_s", "time_total_s",
+                "episodes_total", "info"):
+        assert key in result, key
+    stats = result["info"]["learner"]["default_policy"]["learner_stats"]
+    assert {"policy_loss", "vf_loss", "kl", "entropy", "cur_kl_coeff"} <= set(stats)
+    assert algo.get_policy().num_traces["learn_on_batch"] == 1
+
+
+def test_compute_single_action(algo):
+    obs, _ = gym.make("CartPole-v1").reset(seed=0)
+    action = algo.compute_single_action(obs, explore=False)
+    assert action in (0, 1)
+    logits = np.asarray(algo.get_policy().model(obs[None].astype(np.float32))[0])[0]
+    assert action == int(np.argmax(logits))
+    action, state, extra = algo.compute_single_action(obs, full_fetch=True)
+    assert state == [] and "vf_preds" in extra
+    with pytest.raises(KeyError, match="no policy 'other'"):
+        algo.compute_single_action(obs, policy_id="other")
+
+
+def test_weights_round_trip(algo):
+    weights = algo.get_weights()
+    zeros = {pid: [np.zeros_like(w) for w in ws] for pid, ws in weights.items()}
+    algo.set_weights(zeros)
+    assert all(not np.any(w) for w in algo.get_weights()["default_policy"])
+
+
+def test_evaluate_runs_episodes_without_exploration():
+    algo = PPO(config={**SMALL, "env": "fixed_start_cartpole", "evaluation_duration": 3})
+    result = algo.evaluate()
+    assert result["episodes_this_iter"] == 3
+    # Deterministic actions from the same start state: every episode is the same.
+    assert result["episode_reward_min"] == result["episode_reward_max"]
+    algo.stop()
+
+
+def test_evaluation_interval_adds_evaluation_results():
+    algo = PPO(config={**SMALL, "evaluation_interval": 1, "evaluation_duration": 1})
+    assert "episode_reward_mean" in algo.train()["evaluation"]
+    algo.stop()
+
+
+def test_save_restore_weights_and_counters(tmp_path):
+    algo = PPO(config=SMALL)
+    algo.train()
+    path = algo.save(str(tmp_path))
+    assert path.endswith("checkpoint_000001")
+    other = PPO(config=SMALL)
+    other.restore(path)
+    for a, b in zip(algo.get_weights()["default_policy"], other.get_weights()["default_policy"]):
+        np.testing.assert_array_equal(a, b)
+    assert other.iteration == 1 and other.train()["timesteps_total"] == 128
+    algo.stop()
+    other.stop()
+
+
+def test_restore_into_another_algorithm_is_rejected(tmp_path):
+    algo = PPO(config=SMALL)
+    path = algo.save(str(tmp_path))
+    pg = PG(config={"env": "CartPole-v1", "model": {"fcnet_hiddens": [16]}})
+    with pytest.raises(ValueError, match="holds a PPO checkpoint"):
+        pg.restore(path)
+    algo.stop()
+    pg.stop()
+
+
+def test_missing_env_and_bad_config():
+    with pytest.raises(ValueError, match="needs an env"):
+        PPO(config={})
+    with pytest.raises(TypeError, match="takes a PPOConfig, a dict or None"):
+        PPO(config=[1])
+    with pytest.raises(ValueError, match="Did you mean 'train_batch_size'"):
+        PPO(config={"env": "CartPole-v1", "train_batchsize": 5})
+
+
+def test_build_from_config_and_registry():
+    algo = PPOConfig.from_dict(SMALL).build()
+    assert isinstance(algo, get_algorithm_class("PPO"))
+    algo.stop()
+
+
+def test_pg_and_a2c_with_microbatches_train():
+    pg = PG(config={"env": "CartPole-v1", "train_batch_size": 50, "seed": 0,
+                    "model": {"fcnet_hiddens": [16]}})
+    assert pg.train()["timesteps_total"] >= 50
+    pg.stop()
+    a2c = A2C(config={"env": "CartPole-v1", "train_batch_size": 40, "microbatch_size": 20,
+                      "rollout_fragment_length": 20, "min_iter_time_s": 0, "seed": 0,
+                      "model": {"fcnet_hiddens": [16]}})
+    result = a2c.train()
+    assert result["timesteps_total"] == 40
+    assert a2c.get_policy().num_grad_updates.numpy() == 1  # two microbatches, one update
+    a2c.stop()
