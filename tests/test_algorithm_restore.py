@@ -5,9 +5,10 @@ import pytest
 
 from tfrl.algorithms.ppo import PPO
 
-from test_algorithm import FixedStartCartPole  # noqa: F401  (registers the env)
+import test_algorithm
 
 pytestmark = pytest.mark.slow
+assert test_algorithm.FixedStartCartPole  # importing it registers 'fixed_start_cartpole'
 
 # The env restarts every episode from the same state and batches hold whole episodes,
 # so the env carries no state across sample() calls (see Algorithm.save).
