@@ -541,3 +541,11 @@ def test_custom_vector_env(stub_sampler):
     w = RolloutWorker(env_creator=lambda ctx: CounterEnv(), policy_spec=CountingPolicy,
                       policy_config={"custom_vector_env": custom})
     assert made == [w.env] and stub_sampler[0].kwargs["env"] is w.async_env
+
+
+def test_per_agent_spaces_need_a_mapped_agent(stub_sampler):
+    with pytest.raises(ValueError, match="Cannot tell the observation_space of policy 'pc'"):
+        RolloutWorker(env_creator=lambda ctx: TwoAgentEnv(ctx),
+                      policy_spec={"pa": CountingPolicy, "pb": CountingPolicy,
+                                   "pc": CountingPolicy},
+                      policy_mapping_fn=agent_to_policy)

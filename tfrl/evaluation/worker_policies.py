@@ -81,6 +81,11 @@ def _agent_space(env: Any, pid: Any, kind: str, mapping_fn: Callable, worker: An
     return None
 
 
+def _per_agent(env: Any, space: Any) -> bool:
+    ids = env.get_agent_ids()
+    return isinstance(space, gym.spaces.Dict) and bool(ids) and set(space.spaces) == ids
+
+
 def resolve_spaces(specs: Dict[Any, PolicySpec], env: Any, spaces: Optional[dict],
                    mapping_fn: Callable, worker: Any) -> Dict[Any, PolicySpec]:
     """Fills in the `None` spaces of every spec.
@@ -105,6 +110,14 @@ def resolve_spaces(specs: Dict[Any, PolicySpec], env: Any, spaces: Optional[dict
                 obs = _agent_space(env, pid, "observation", mapping_fn, worker)
             if act is None:
                 act = _agent_space(env, pid, "action", mapping_fn, worker)
+            for name, space, env_space in (("observation_space", obs, env_obs),
+                                           ("action_space", act, env_act)):
+                if space is None and _per_agent(env, env_space):
+                    raise ValueError(
+                        f"Cannot tell the {name} of policy {pid!r}: the env's spaces are per "
+                        "agent and the policy_mapping_fn (called without an episode) maps no "
+                        f"agent to {pid!r}. Give the space in the PolicySpec of {pid!r}."
+                    )
         obs = env_obs if obs is None else obs
         act = env_act if act is None else act
         for name, space in (("observation_space", obs), ("action_space", act)):
