@@ -411,13 +411,18 @@ def test_save_restore_round_trip_with_re_added_policy():
     assert fresh.get_policy("pa").global_timestep == 9
     np.testing.assert_array_equal(fresh.filters["pa"].running_stats.mean, [1.5, 2.5, 3.5])
     assert fresh.filters["pa"].buffer.n == 0 and fresh.filters["pc"].running_stats.n == 0
+    # The same without pickling: get_state()/set_state().
+    third = ma_worker(observation_filter="MeanStdFilter")
+    third.set_state(w.get_state())
+    np.testing.assert_array_equal(third.get_weights()["pc"]["w"], [3.0, 4.0])
+    np.testing.assert_array_equal(third.filters["pa"].running_stats.mean, [1.5, 2.5, 3.5])
 
 
 def test_restore_errors_and_unknown_policy(caplog):
     w = no_env_worker()
     with pytest.raises(ValueError, match="restore\\(\\) expects bytes from RolloutWorker.save\\(\\)"):
         w.restore(b"junk")
-    with pytest.raises(ValueError, match="received a pickle of list"):
+    with pytest.raises(ValueError, match="received list"):
         w.restore(pickle.dumps([1]))
     w.restore(pickle.dumps({"state": {"ghost": {"weights": {}}}, "filters": {}, "policy_specs": {}}))
     assert "policy 'ghost' is not in this worker" in caplog.text

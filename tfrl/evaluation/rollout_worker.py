@@ -395,6 +395,14 @@ class RolloutWorker(WorkerArgs):
         """Restores `save()` output; re-adds missing policies with their state."""
         worker_state.restore_worker(self, objs)
 
+    def get_state(self) -> dict:
+        """What `save()` pickles, as a dict (filter states, policy states, specs, global vars)."""
+        return worker_state.get_worker_state(self)
+
+    def set_state(self, state: dict) -> None:
+        """Restores a `get_state()` dict, as `restore()`."""
+        worker_state.set_worker_state(self, state)
+
     def stop(self) -> None:
         """Stops the sampler thread (if any) and closes the envs."""
         if self.sampler is not None and hasattr(self.sampler, "stop"):

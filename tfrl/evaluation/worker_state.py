@@ -45,25 +45,24 @@ def sync_filters(filters: Dict[Any, Filter], new_filters: Dict[Any, Filter]) -> 
         f.sync(new_filters[pid])
 
 
-def save_worker(worker: Any) -> bytes:
-    """The worker's filters, policy states, policy specs and global vars as bytes."""
-    data = {
+def get_worker_state(worker: Any) -> Dict[str, Any]:
+    """The worker's filters, policy states, policy specs and global vars as a dict."""
+    return {
         "format": _FORMAT,
         "filters": {pid: f.get_state() for pid, f in worker.filters.items()},
         "state": {pid: p.get_state() for pid, p in worker.policy_map.items()},
         "policy_specs": dict(worker.policy_map.policy_specs),
         "global_vars": worker.global_vars,
     }
-    return pickle.dumps(data)
+
+
+def save_worker(worker: Any) -> bytes:
+    """`get_worker_state(worker)` pickled."""
+    return pickle.dumps(get_worker_state(worker))
 
 
 def restore_worker(worker: Any, objs: bytes) -> None:
-    """Restores `save_worker` bytes into `worker`.
-
-    Policies present are given their saved state; missing ones with a saved spec are
-    added (`worker.add_policy`) and then given their state; missing ones without a spec
-    are skipped with a warning. Filters are set to the saved statistics (with an empty
-    buffer); global vars are set if saved.
+    """Restores `save_worker` bytes into `worker` (see `set_worker_state`).
 
     Raises:
         ValueError: If `objs` is not the output of `RolloutWorker.save()`.
@@ -72,10 +71,25 @@ def restore_worker(worker: Any, objs: bytes) -> None:
         data = pickle.loads(objs)
     except Exception as e:
         raise ValueError(f"restore() expects bytes from RolloutWorker.save(); unpickling failed: {e!r}") from e
+    set_worker_state(worker, data)
+
+
+def set_worker_state(worker: Any, data: Dict[str, Any]) -> None:
+    """Restores a `get_worker_state` dict into `worker`.
+
+    Policies present are given their saved state; missing ones with a saved spec are
+    added (`worker.add_policy`) and then given their state; missing ones without a spec
+    are skipped with a warning. Filters are set to the saved statistics (with an empty
+    buffer); global vars are set if saved.
+
+    Raises:
+        ValueError: If `data` is not such a dict.
+    """
     if not isinstance(data, dict) or "state" not in data or "filters" not in data:
         raise ValueError(
-            "restore() expects bytes from RolloutWorker.save(); received a pickle of "
-            f"{type(data).__name__}{' with keys ' + str(sorted(data)) if isinstance(data, dict) else ''}."
+            "restore() expects bytes from RolloutWorker.save() (set_state() a dict from "
+            f"get_state()); received {type(data).__name__}"
+            f"{' with keys ' + str(sorted(data)) if isinstance(data, dict) else ''}."
         )
     specs = data.get("policy_specs", {})
     for pid, state in data["state"].items():
