@@ -395,6 +395,9 @@ def test_stop_stops_every_worker(make_set):
     ws.stop()
     assert [w.stopped for w in workers] == [True] * 3
     assert ws.healthy_worker_ids() == []
+    workers[0].stopped = False
+    ws.stop()  # Again: nothing to do.
+    assert not workers[0].stopped
 
 
 # ------------------------------------------------------------------------------------

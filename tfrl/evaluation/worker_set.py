@@ -84,6 +84,7 @@ class WorkerSet:
         self._remote_workers: List[WorkerHandle] = []
         self._local_worker = None
         self._global_vars: Optional[dict] = None
+        self._stopped = False
         try:
             self._add_remote(self._num_workers)
             if local_worker:
@@ -409,7 +410,13 @@ class WorkerSet:
         return local + self._remote_results(lambda h: h.call("foreach_env", func), "foreach_env")
 
     def stop(self) -> None:
-        """Stops the local worker and every remote worker (then kills the remotes)."""
+        """Stops the local worker and every remote worker (then kills the remotes).
+
+        Calling it again does nothing.
+        """
+        if self._stopped:
+            return
+        self._stopped = True
         if self._local_worker is not None:
             try:
                 self._local_worker.stop()
