@@ -73,6 +73,29 @@ def unsupported_reason(policy: Any, overridden: List[str]) -> Optional[str]:
     return None
 
 
+def make_numpy_inference(policy: Any, mode: str, overridden: List[str]
+                         ) -> Optional["NumpyInference"]:
+    """The numpy path for `policy` under `config["inference"]` = `mode`, or None (TF).
+
+    Raises:
+        ValueError: For an unknown mode, or mode "numpy" on a policy it cannot serve.
+    """
+    if mode not in ("auto", "tf", "numpy"):
+        raise ValueError(
+            f"config['inference'] must be 'auto', 'tf' or 'numpy'; received {mode!r}.")
+    if mode == "tf":
+        return None
+    reason = unsupported_reason(policy, overridden)
+    if reason is None:
+        return NumpyInference(policy)
+    if mode == "numpy":
+        raise ValueError(
+            f"config['inference']='numpy' is not supported for {type(policy).__name__}: "
+            f"{reason}. Use inference='auto' (numpy when supported) or 'tf'."
+        )
+    return None
+
+
 class NumpyInference:
     """Acts and estimates values for a dense policy in numpy (see the module docstring).
 

@@ -57,7 +57,7 @@ from tfrl.policy.policy import (Policy, action_output_view_requirements,
                                 recurrent_view_requirements)
 from tfrl.policy.tf_policy_actions import PREV_COLUMNS, ActionFunctions
 from tfrl.policy.strategy import make_strategy, strategy_devices
-from tfrl.policy.tf_train_step import TrainStep
+from tfrl.policy.tf_train_step import TrainStep, global_mean
 
 DEFAULT_CONFIG = {
     "explore": True,
@@ -90,7 +90,8 @@ class TFPolicy(Policy):
             policies it counts timesteps and minibatches hold `sgd_minibatch_size //
             model["max_seq_len"]` whole sequences), `shuffle_sequences`
             (a new permutation of the rows per epoch), `learn_input` ("in_graph" or
-            "tf_data", see `tf_train_step`), `seed`, `num_gpus` and `_fake_gpus` (the strategy, see `make_strategy`),
+            "tf_data", see `tf_train_step`), `seed`, `num_gpus` and `_fake_gpus`
+            (the strategy, see `make_strategy`),
             `inference` ("auto": numpy when `numpy_inference` supports the policy,
             else TF; "tf"; "numpy": raise if unsupported), `model` (the model config
             for the catalog; with `lstm_use_prev_action` / `lstm_use_prev_reward`,
@@ -107,11 +108,6 @@ class TFPolicy(Policy):
                  strategy: Optional[tf.distribute.Strategy] = None):
         super().__init__(observation_space, action_space, config)
         self.config = {**DEFAULT_CONFIG, **self.config}
-        if self.config["inference"] not in ("auto", "tf", "numpy"):
-            raise ValueError(
-                "config['inference'] must be 'auto', 'tf' or 'numpy'; received "
-                f"{self.config['inference']!r}."
-            )
         self._tower_local = threading.local()
         self.strategy = strategy if strategy is not None else make_strategy(self.config)
         self.devices = strategy_devices(self.strategy)
@@ -132,9 +128,7 @@ class TFPolicy(Policy):
                 if self._recurrent else [])
             self._acting = ActionFunctions(self)
             self._call_model(space_specs.zeros_batch(self.observation_space, 1),
-                             [s[None] for s in self._initial_state],
-                             {k: np.zeros((1,) + tuple(s.shape[1:]), s.dtype.as_numpy_dtype)
-                              for k, s in self._acting.prev_specs.items()})
+                             [s[None] for s in self._initial_state], self._acting.zero_prev(1))
             self.optimizer = self.make_optimizer()
             self.optimizer.build(self.model.trainable_variables)
             self.num_grad_updates = tf.Variable(0, dtype=tf.int64, trainable=False,
@@ -153,20 +147,9 @@ class TFPolicy(Policy):
                 self.view_requirements.pop(column, None)
 
     def _make_numpy_inference(self) -> Optional[NumpyInference]:
-        mode = self.config["inference"]
-        if mode == "tf":
-            return None
         overridden = [name for name in _ACTION_METHODS
                       if getattr(type(self), name) is not getattr(TFPolicy, name)]
-        reason = numpy_inference.unsupported_reason(self, overridden)
-        if reason is None:
-            return NumpyInference(self)
-        if mode == "numpy":
-            raise ValueError(
-                f"config['inference']='numpy' is not supported for {type(self).__name__}: "
-                f"{reason}. Use inference='auto' (numpy when supported) or 'tf'."
-            )
-        return None
+        return numpy_inference.make_numpy_inference(self, self.config["inference"], overridden)
 
     def _weights_changed(self) -> None:
         """Marks the weights as changed (after the change): numpy inference recopies them."""
@@ -310,18 +293,7 @@ class TFPolicy(Policy):
         Summed over replicas (as the optimizer sums gradients) it gives the mean over
         all replicas' rows (where `mask` is true, if given).
         """
-        values = tf.convert_to_tensor(values)
-        if mask is None:
-            count = tf.cast(tf.size(values), values.dtype)
-            total = tf.reduce_sum(values)
-        else:
-            mask = tf.cast(mask, values.dtype)
-            count = tf.reduce_sum(mask)
-            total = tf.reduce_sum(values * mask)
-        context = tf.distribute.get_replica_context()
-        if context is not None and context.num_replicas_in_sync > 1:
-            count = context.all_reduce(tf.distribute.ReduceOp.SUM, tf.stop_gradient(count))
-        return total / tf.maximum(count, 1.0)
+        return global_mean(values, mask)
 
     def forward(self, model: keras.Model, train_batch: Dict[str, tf.Tensor]
                 ) -> Tuple[tf.Tensor, tf.Tensor]:

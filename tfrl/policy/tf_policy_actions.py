@@ -61,6 +61,11 @@ class ActionFunctions:
 
     # ------------------------------------------------------------- host side
 
+    def zero_prev(self, batch_size: int) -> Dict[str, np.ndarray]:
+        """Zero previous actions/rewards of the model's prev inputs (e.g. to build it)."""
+        return {k: np.zeros((batch_size,) + tuple(s.shape[1:]), s.dtype.as_numpy_dtype)
+                for k, s in self.prev_specs.items()}
+
     def signature(self) -> List[Any]:
         """Specs of `graph`'s arguments: obs, state-ins, explore, prev inputs (a dict)."""
         return [self.obs_spec, list(self.state_specs), tf.TensorSpec((), tf.bool),

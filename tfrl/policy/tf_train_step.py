@@ -19,7 +19,7 @@ Three compiled functions, each traced once:
 The batch reaches them through `TrainColumns` (checked numpy columns of fixed specs).
 """
 
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -28,6 +28,22 @@ import tree
 from tfrl.core.columns import Columns
 from tfrl.policy.dataset import to_dataset
 from tfrl.policy.train_columns import TrainBatch, TrainColumns
+
+
+def global_mean(values: tf.Tensor, mask: Optional[tf.Tensor] = None) -> tf.Tensor:
+    """This replica's share of the mean of `values` (where `mask`) over all replicas' rows."""
+    values = tf.convert_to_tensor(values)
+    if mask is None:
+        count = tf.cast(tf.size(values), values.dtype)
+        total = tf.reduce_sum(values)
+    else:
+        mask = tf.cast(mask, values.dtype)
+        count = tf.reduce_sum(mask)
+        total = tf.reduce_sum(values * mask)
+    context = tf.distribute.get_replica_context()
+    if context is not None and context.num_replicas_in_sync > 1:
+        count = context.all_reduce(tf.distribute.ReduceOp.SUM, tf.stop_gradient(count))
+    return total / tf.maximum(count, 1.0)
 
 
 class TrainStep:
