@@ -184,3 +184,32 @@ def scripted_worker(**kwargs):
     env = ScriptedEnv()
     return FakeWorker({"default_policy": (FakePolicy, env.observation_space, env.action_space,
                                           {})}, **kwargs)
+
+
+class FakeRNNPolicy(FakePolicy):
+    """FakePolicy with one recurrent state [2]: state_out = state_in + [1, sum(obs)]."""
+
+    def get_initial_state(self):
+        return [np.zeros(2, np.float32)]
+
+    def compute_actions(self, obs_batch, state_batches=None, *args, **kwargs):
+        actions, _, extras = super().compute_actions(obs_batch, None, *args, **kwargs)
+        obs = np.asarray(obs_batch, np.float32).reshape(len(obs_batch), -1)
+        state = np.asarray(state_batches[0], np.float32)
+        out = state + np.stack([np.ones(len(obs), np.float32), obs.sum(1)], axis=1)
+        return actions, [out], extras
+
+
+class NoPrevPolicy(FakePolicy):
+    """FakePolicy whose view requirements do not name prev_actions / prev_rewards."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.view_requirements.pop("prev_actions")
+        self.view_requirements.pop("prev_rewards")
+        self.prev_inputs = []
+
+    def compute_actions(self, obs_batch, state_batches=None, prev_action_batch=None,
+                        prev_reward_batch=None, *args, **kwargs):
+        self.prev_inputs.append((prev_action_batch, prev_reward_batch))
+        return super().compute_actions(obs_batch, state_batches, *args, **kwargs)

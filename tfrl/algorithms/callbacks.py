@@ -91,7 +91,8 @@ class DefaultCallbacks:
         """Called after a policy postprocessed one agent's trajectory.
 
         `postprocessed_batch` may be modified in place. `original_batches` maps each agent id
-        of the episode to `(policy_id, policy, batch)` before postprocessing.
+        of the episode's trajectory chunk to `(policy, batch)` before postprocessing (the
+        `other_agent_batches` format of `Policy.postprocess_trajectory`).
         """
 
     def on_sample_end(self, *, worker, samples, **kwargs) -> None:

@@ -69,6 +69,7 @@ class RunnerCore:
         self.render = render
         self.explore = explore
         self.callbacks_step = _overrides(callbacks, "on_episode_step")
+        self.callbacks_start = _overrides(callbacks, "on_episode_start")
         self.output = FragmentOutput(multiagent=False)
         self.ready: List[Any] = []
         self._cache: Dict[tuple, Any] = {}

@@ -13,6 +13,7 @@ The batches equal those of the generic `EnvRunner` for the same env, seeds and a
 whose actions do not depend on the batch composition: same columns, values and row order.
 """
 
+import math
 from typing import Any, Iterator, List, Optional
 
 import gymnasium as gym
@@ -89,11 +90,11 @@ class VectorEnvRunner(RunnerCore):
             if obs_filter is not None:
                 obs = obs_filter.apply_batch(obs)
             rewards = vp.rewards  # 0.0 where is_first
-            if not np.isfinite(rewards).all():
+            if not math.isfinite(rewards.sum()):
                 check_rewards_array(rewards, np.arange(n), self._lengths + 1)
             first = vp.is_first
             t = self._write_slot(obs, vp)
-            self._lengths += ~first
+            self._lengths += 1  # restarted at 0 for new episodes (is_first) in _restart
             self._returns += rewards
             events = first | vp.terminateds | vp.truncateds  # flags are False where is_first
             hit = no_hits
@@ -148,19 +149,16 @@ class VectorEnvRunner(RunnerCore):
                 Columns.REWARDS: np.empty((cap, self._n), vp.rewards.dtype),
                 Columns.TERMINATEDS: np.empty((cap, self._n), bool),
                 Columns.TRUNCATEDS: np.empty((cap, self._n), bool),
-                "first": np.empty((cap, self._n), bool),
+                Columns.INFOS: np.empty((cap, self._n), object),
             }
-            self._infos: List[list] = [None] * cap
         elif t >= len(buf[Columns.OBS]):
             for key, value in buf.items():
                 buf[key] = np.concatenate([value, np.empty_like(value)])
-            self._infos.extend([None] * len(self._infos))
         buf[Columns.OBS][t] = obs
         buf[Columns.REWARDS][t] = vp.rewards
         buf[Columns.TERMINATEDS][t] = vp.terminateds
         buf[Columns.TRUNCATEDS][t] = vp.truncateds
-        buf["first"][t] = vp.is_first
-        self._infos[t] = vp.infos
+        buf[Columns.INFOS][t] = vp.infos
         return t
 
     def _write_actions(self, t: int, actions: np.ndarray, extras: dict) -> None:
@@ -186,53 +184,53 @@ class VectorEnvRunner(RunnerCore):
     # -------------------------------------------------------------- events
     def _process_events(self, first: np.ndarray, hit: np.ndarray, events: np.ndarray,
                         counted: bool = False) -> None:
-        """Per-sub-env work of one poll, in sub-env order, with fragment cuts."""
-        counts = (~first).astype(np.int64)
-        if counted:  # the steps were counted already: count them again env by env
-            self.count_steps(-int(counts.sum()), -int(counts.sum()))
-        for i in np.flatnonzero(first):
-            episode = self._episodes[i] = self.new_episode(int(i))
+        """Per-sub-env work of one poll, in sub-env order, with fragment cuts.
+
+        The steps of the poll are counted sub-env by sub-env as the generic loop does, so
+        a fragment is cut right after the sub-env whose step fills it.
+        """
+        cum = np.cumsum(~first).tolist()  # steps of sub-envs 0..i in this poll
+        total = cum[-1]
+        if counted:  # counted already by the caller: count them again sub-env by sub-env
+            self.count_steps(-total, -total)
+        for i in np.flatnonzero(first).tolist():
+            episode = self._episodes[i] = self.new_episode(i)
             episode.policy_for(_AGENT)
             episode._agent_index(_AGENT)
             self._restart(i)
-        pos = 0
-        for i in np.flatnonzero(events):
-            pos = self._advance(pos, i, counts)
-            self.count_steps(int(counts[i]), int(counts[i]))
-            episode = self._episodes[i]
-            if first[i]:
-                self._seg_start[i] = self._t + 1
-                self._sync(i, self._t, first=True)
-                self.episode_started(episode, int(i))
-            else:
-                if self.callbacks_step:
-                    self._sync(i, self._t)
-                    self.episode_step(episode, int(i))
-                if self._buf[Columns.TERMINATEDS][self._t, i] or self._buf[
-                        Columns.TRUNCATEDS][self._t, i] or hit[i]:
-                    self._end_episode(int(i), bool(hit[i]))
-            if counts[i] and self.fragment_full():
-                self._cut(int(i))
-            pos = i + 1
-        self._advance(pos, self._n, counts)
-
-    def _advance(self, pos: int, stop: int, counts: np.ndarray) -> int:
-        """Counts the steps of sub-envs `pos..stop-1` (no events), cutting fragments."""
-        while pos < stop:
-            part = counts[pos:stop]
-            if not self.multiple_episodes_in_batch:
-                self.count_steps(int(part.sum()), int(part.sum()))
-                return stop
+        cuts = set()
+        if self.multiple_episodes_in_batch:
             room = self.rollout_fragment_length - self.output.env_steps
-            cum = np.cumsum(part)
-            if cum[-1] < room:
-                self.count_steps(int(cum[-1]), int(cum[-1]))
-                return stop
-            j = int(np.searchsorted(cum, room))  # first position where the fragment is full
-            self.count_steps(int(cum[j]), int(cum[j]))
-            self._cut(pos + j)
-            pos += j + 1
-        return stop
+            fragment = self.rollout_fragment_length
+            target = room
+            while target <= total:  # the sub-env whose step is the fragment's last one
+                cuts.add(int(np.searchsorted(cum, target)))
+                target += fragment
+        counted_upto = 0
+        for i in sorted(cuts.union(np.flatnonzero(events).tolist())):
+            self.count_steps(cum[i] - counted_upto, cum[i] - counted_upto)
+            counted_upto = cum[i]
+            if events[i]:
+                self._env_events(i, bool(first[i]), bool(hit[i]))
+            if i in cuts:
+                self._cut(i)
+        self.count_steps(total - counted_upto, total - counted_upto)
+
+    def _env_events(self, i: int, first: bool, hit: bool) -> None:
+        episode = self._episodes[i]
+        t = self._t
+        if first:
+            self._seg_start[i] = t + 1
+            if self.callbacks_start:
+                self._sync(i, t, first=True)
+            self.episode_started(episode, i)
+            return
+        if self.callbacks_step:
+            self._sync(i, t)
+            self.episode_step(episode, i)
+        buf = self._buf
+        if buf[Columns.TERMINATEDS][t, i] or buf[Columns.TRUNCATEDS][t, i] or hit:
+            self._end_episode(i, hit)
 
     def _restart(self, i: int) -> None:
         self._lengths[i] = 0
@@ -273,7 +271,6 @@ class VectorEnvRunner(RunnerCore):
         shift = t - 1
         for value in self._buf.values():
             value[:2] = value[shift:t + 1]
-        self._infos[:2] = self._infos[shift:t + 1]
         self._seg_start -= shift
         self._t = 1
 
@@ -287,16 +284,14 @@ class VectorEnvRunner(RunnerCore):
         rows, prev = slice(a, end + 1), slice(a - 1, end)
         n = end + 1 - a
         actions = buf[Columns.ACTIONS][prev, i].copy()
-        rewards = clip_rewards_array(buf[Columns.REWARDS][rows, i].astype(np.float64),
-                                     self.clip_rewards)
+        rewards = clip_rewards_array(buf[Columns.REWARDS][rows, i], self.clip_rewards)
         terms = buf[Columns.TERMINATEDS][rows, i].copy()
         truncs = buf[Columns.TRUNCATEDS][rows, i].copy()
         if soft:
             truncs[-1] = True
         if end_of_episode and self.no_done_at_end:
             terms[-1] = truncs[-1] = False
-        infos = np.empty(n, dtype=object)
-        infos[:] = [self._infos[s][i] for s in range(a, end + 1)]
+        infos = buf[Columns.INFOS][rows, i].copy()
         data = {
             Columns.OBS: buf[Columns.OBS][prev, i].copy(),
             Columns.NEXT_OBS: buf[Columns.OBS][rows, i].copy(),
@@ -341,7 +336,7 @@ class VectorEnvRunner(RunnerCore):
             if episode.length else []
         episode._set_last_observation(_AGENT, buf[Columns.OBS][t, i])
         episode._set_last_raw_obs(_AGENT, _row(self._raw_obs, i))
-        episode._set_last_info(_AGENT, self._infos[t][i])
+        episode._set_last_info(_AGENT, buf[Columns.INFOS][t, i])
         episode._set_last_done(_AGENT, bool(buf[Columns.TERMINATEDS][t, i]) and not first,
                                bool(buf[Columns.TRUNCATEDS][t, i]) and not first)
         if not first and Columns.ACTIONS in buf and t >= 1:
