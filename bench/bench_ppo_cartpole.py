@@ -1,0 +1,182 @@
+"""tfrl PPO vs Stable-Baselines3 PPO on CartPole-v1, same settings, 3 seeds each.
+
+    python bench/bench_ppo_cartpole.py                    # 100k steps x 3 seeds x both
+    python bench/bench_ppo_cartpole.py --steps 20000 --seeds 0
+
+Settings (RL Baselines3 Zoo's tuned CartPole PPO): 8 envs, n_steps 32 (batch 256),
+minibatch 256, 20 epochs, gamma 0.98, GAE lambda 0.8, lr 1e-3 decayed linearly to 0,
+clip 0.2, value coefficient 0.5, no entropy bonus, grad clip 0.5, 64x64 tanh policy and
+value networks; one intra/inter-op thread for TF and one torch thread.
+
+Every run is its own subprocess (so peak RSS is the run's own) and trains the whole
+budget. Reported per run: wall seconds for the budget, env steps/s, env steps and
+seconds (from process start) until the mean return of the last 100 episodes first
+reaches 475, peak RSS, and the time from process start to the end of the first
+learning step. SB3 runs are skipped with a message when stable-baselines3 (and torch)
+are not installed: `pip install stable-baselines3 torch --index-url
+https://download.pytorch.org/whl/cpu --extra-index-url https://pypi.org/simple`.
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+
+SOLVED = 475.0
+
+
+def _rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0  # KB on Linux
+
+
+def run_tfrl(seed: int, steps: int, t0: float) -> dict:
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    from tfrl.algorithms.ppo import PPOConfig
+
+    config = PPOConfig.from_dict({
+        "env": "CartPole-v1", "num_workers": 0, "num_envs_per_worker": 8,
+        "rollout_fragment_length": 32, "train_batch_size": 256, "sgd_minibatch_size": 256,
+        "num_sgd_iter": 20, "gamma": 0.98, "lambda": 0.8, "clip_param": 0.2,
+        "vf_clip_param": 1e6, "vf_loss_coeff": 0.5, "entropy_coeff": 0.0, "kl_coeff": 0.0,
+        "grad_clip": 0.5, "lr": 1e-3, "lr_schedule": [[0, 1e-3], [steps, 0.0]],
+        "model": {"fcnet_hiddens": [64, 64]}, "seed": seed})
+    algo = config.build()
+    start = time.time()
+    first_learn = solved_steps = solved_s = None
+    result = {"timesteps_total": 0}
+    while result["timesteps_total"] < steps:
+        result = algo.train()
+        if first_learn is None:
+            first_learn = time.time() - t0
+        if solved_steps is None and result["episode_reward_mean"] >= SOLVED:
+            solved_steps, solved_s = result["timesteps_total"], time.time() - t0
+    wall = time.time() - start
+    algo.stop()
+    return {"steps": result["timesteps_total"], "wall_s": wall,
+            "steps_per_s": result["timesteps_total"] / wall, "solved_steps": solved_steps,
+            "solved_s": solved_s, "first_learn_s": first_learn, "peak_rss_mb": _rss_mb(),
+            "final_reward": result["episode_reward_mean"]}
+
+
+def run_sb3(seed: int, steps: int, t0: float) -> dict:
+    import numpy as np
+    import torch
+    from stable_baselines3 import PPO
+    from stable_baselines3.common.callbacks import BaseCallback
+    from stable_baselines3.common.env_util import make_vec_env
+
+    torch.set_num_threads(1)
+
+    class Watch(BaseCallback):
+        first_learn = solved_steps = solved_s = None
+        rollouts = 0
+
+        def _on_rollout_start(self):
+            self.rollouts += 1
+            if self.rollouts == 2 and self.first_learn is None:
+                self.first_learn = time.time() - t0  # after the first train()
+
+        def _on_rollout_end(self):
+            buf = self.model.ep_info_buffer
+            if (self.solved_steps is None and buf
+                    and np.mean([e["r"] for e in buf]) >= SOLVED):
+                self.solved_steps, self.solved_s = self.num_timesteps, time.time() - t0
+
+        def _on_step(self):
+            return True
+
+    env = make_vec_env("CartPole-v1", n_envs=8, seed=seed)
+    model = PPO("MlpPolicy", env, n_steps=32, batch_size=256, n_epochs=20, gamma=0.98,
+                gae_lambda=0.8, clip_range=0.2, ent_coef=0.0, vf_coef=0.5, max_grad_norm=0.5,
+                learning_rate=lambda progress: 1e-3 * progress, seed=seed, device="cpu",
+                verbose=0)
+    watch = Watch()
+    start = time.time()
+    model.learn(total_timesteps=steps, callback=watch)
+    wall = time.time() - start
+    rewards = [e["r"] for e in model.ep_info_buffer]
+    return {"steps": model.num_timesteps, "wall_s": wall,
+            "steps_per_s": model.num_timesteps / wall, "solved_steps": watch.solved_steps,
+            "solved_s": watch.solved_s, "first_learn_s": watch.first_learn,
+            "peak_rss_mb": _rss_mb(), "final_reward": float(np.mean(rewards)) if rewards else None}
+
+
+def child(framework: str, seed: int, steps: int, t0: float) -> None:
+    out = (run_tfrl if framework == "tfrl" else run_sb3)(seed, steps, t0)
+    print("RESULT " + json.dumps(out), flush=True)
+
+
+def launch(framework: str, seed: int, steps: int) -> dict:
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    cmd = [sys.executable, os.path.abspath(__file__), "--child", framework, "--seed", str(seed),
+           "--steps", str(steps), "--t0", repr(time.time())]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
+    for line in proc.stdout.splitlines():
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])
+    raise RuntimeError(f"{framework} seed {seed} failed (exit {proc.returncode}):\n"
+                       f"{proc.stderr[-3000:]}")
+
+
+def _fmt(value, spec):
+    return "-" if value is None else format(value, spec)
+
+
+def _mean(rows, key):
+    values = [r[key] for r in rows if r[key] is not None]
+    return statistics.mean(values) if values else None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--steps", type=int, default=100_000)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--child", choices=["tfrl", "sb3"])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--t0", type=float, default=None)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, args.seed, args.steps, args.t0 or time.time())
+        return 0
+
+    frameworks = ["tfrl"]
+    if importlib.util.find_spec("stable_baselines3") and importlib.util.find_spec("torch"):
+        frameworks.append("sb3")
+    else:
+        print("Stable-Baselines3 is not installed: skipping the SB3 runs (install "
+              "stable-baselines3 and CPU torch to compare).")
+    rows = {fw: [] for fw in frameworks}
+    header = (f"{'run':10s} {'wall s':>8s} {'steps/s':>8s} {'steps@475':>10s} {'s@475':>7s} "
+              f"{'RSS MB':>7s} {'1st learn s':>11s} {'final R':>8s}")
+    print(header)
+    for fw in frameworks:
+        for seed in args.seeds:
+            r = launch(fw, seed, args.steps)
+            rows[fw].append(r)
+            print(f"{fw + ' s' + str(seed):10s} {r['wall_s']:8.1f} {r['steps_per_s']:8.0f} "
+                  f"{_fmt(r['solved_steps'], '10d')} {_fmt(r['solved_s'], '7.1f')} "
+                  f"{r['peak_rss_mb']:7.0f} {_fmt(r['first_learn_s'], '11.1f')} "
+                  f"{_fmt(r['final_reward'], '8.1f')}", flush=True)
+    keys = ["wall_s", "steps_per_s", "solved_steps", "solved_s", "peak_rss_mb", "first_learn_s"]
+    means = {fw: {k: _mean(rows[fw], k) for k in keys} for fw in frameworks}
+    for fw in frameworks:
+        solved = sum(r["solved_steps"] is not None for r in rows[fw])
+        print(f"{fw} mean: " + ", ".join(f"{k} {_fmt(v, '.1f')}" for k, v in means[fw].items())
+              + f"; solved {solved}/{len(rows[fw])}")
+    if "sb3" in means:
+        ratios = {k: (means["tfrl"][k] / means["sb3"][k]
+                      if means["tfrl"][k] and means["sb3"][k] else None) for k in keys}
+        print("tfrl/SB3: " + ", ".join(f"{k} {_fmt(v, '.2f')}" for k, v in ratios.items()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
