@@ -140,7 +140,27 @@ def test_vector_path_equals_generic_path(settings, fragment):
                                rollout_fragment_length=fragment, **settings)
         batches = [sampler.next() for _ in range(6)]
         outputs.append((batches, sampler.get_metrics()))
+    _assert_same_batches(outputs)
+
+
+@pytest.mark.parametrize("mode", ["truncate", "complete"])
+def test_vector_path_equals_generic_path_over_many_fragments(mode):
+    import random
+
+    outputs = []
+    for path in PATHS:
+        random.seed(5)
+        sampler = make_sampler(counter_worker(observation_filter="MeanStdFilter"),
+                               _env(path, 4, lengths=[3, 9, 2, 30]),
+                               rollout_fragment_length=5 if mode == "truncate" else float("inf"),
+                               multiple_episodes_in_batch=mode == "truncate")
+        outputs.append(([sampler.next() for _ in range(80)], sampler.get_metrics()))
+    _assert_same_batches(outputs)
+
+
+def _assert_same_batches(outputs):
     (vec, vec_metrics), (gen, gen_metrics) = outputs
+    assert len(vec) == len(gen)
     for a, b in zip(vec, gen):
         assert list(a.keys()) == list(b.keys())
         for key in a.keys():
@@ -153,3 +173,12 @@ def test_vector_path_equals_generic_path(settings, fragment):
                 assert a[key].dtype == b[key].dtype, key
     strip = [m._replace(perf_stats={}) for m in vec_metrics]
     assert strip == [m._replace(perf_stats={}) for m in gen_metrics]
+
+
+def test_vector_path_buffers_stay_bounded_in_complete_mode():
+    sampler = make_sampler(counter_worker(), counter_vector_env(2, lengths=[3, 4]),
+                           rollout_fragment_length=float("inf"), multiple_episodes_in_batch=False)
+    batches = [sampler.next() for _ in range(200)]
+    assert all(b["t"].tolist() == list(range(b.count)) for b in batches)
+    assert all(b["terminateds"][-1] for b in batches)
+    assert len(sampler.runner._buf["obs"]) <= 32

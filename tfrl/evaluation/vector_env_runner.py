@@ -152,14 +152,30 @@ class VectorEnvRunner(RunnerCore):
                 Columns.INFOS: np.empty((cap, self._n), object),
             }
         elif t >= len(buf[Columns.OBS]):
-            for key, value in buf.items():
-                buf[key] = np.concatenate([value, np.empty_like(value)])
+            t = self._make_room()
+        buf = self._buf
         buf[Columns.OBS][t] = obs
         buf[Columns.REWARDS][t] = vp.rewards
         buf[Columns.TERMINATEDS][t] = vp.terminateds
         buf[Columns.TRUNCATEDS][t] = vp.truncateds
         buf[Columns.INFOS][t] = vp.infos
         return t
+
+    def _make_room(self) -> int:
+        """Drops the slots no chunk needs any more (all before the earliest chunk start's
+        previous slot, keeping the last slot), or doubles the buffers; returns the new
+        index of the slot to write."""
+        t = self._t
+        low = min(int(self._seg_start.min()) - 1, t - 1)
+        if low >= len(self._buf[Columns.OBS]) // 4:
+            for value in self._buf.values():
+                value[:t - low] = value[low:t]
+            self._seg_start -= low
+            self._t = t - low
+        else:
+            self._buf = {key: np.concatenate([value, np.empty_like(value)])
+                         for key, value in self._buf.items()}
+        return self._t
 
     def _write_actions(self, t: int, actions: np.ndarray, extras: dict) -> None:
         buf = self._buf
