@@ -72,7 +72,7 @@ def test_weights_round_trip(algo):
 
 def test_evaluate_runs_episodes_without_exploration():
     algo = PPO(config={**SMALL, "env": "fixed_start_cartpole", "evaluation_duration": 3})
-    result = algo.evaluate()
+    result = algo.evaluate()["evaluation"]
     assert result["episodes_this_iter"] == 3
     # Deterministic actions from the same start state: every episode is the same.
     assert result["episode_reward_min"] == result["episode_reward_max"]

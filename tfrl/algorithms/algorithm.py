@@ -153,7 +153,7 @@ class Algorithm:
         self.iteration += 1
         interval = self.algo_config.evaluation_interval
         if interval and self.iteration % interval == 0:
-            result["evaluation"] = self.evaluate()
+            result.update(self.evaluate())
         took = time.time() - start
         self._time_total += took
         self._episodes_total += int(result.get("episodes_this_iter", 0) or 0)
@@ -176,8 +176,12 @@ class Algorithm:
 
     def evaluate(self) -> Dict[str, Any]:
         """Runs `evaluation_duration` episodes (or timesteps) with the evaluation workers
-        (`explore=False` unless `evaluation_config` says otherwise); returns their metrics
-        (`episode_reward_mean`, ...)."""
+        (`explore=False` unless `evaluation_config` says otherwise).
+
+        Returns:
+            `{"evaluation": metrics}` (RLlib's shape) with `episode_reward_mean`, ... of
+            the evaluation episodes.
+        """
         from tfrl.evaluation.metrics import summarize_episodes
 
         if self.evaluation_workers is None:
@@ -207,7 +211,7 @@ class Algorithm:
         result = summarize_episodes(episodes, episodes, keep_custom_metrics=False)
         result["timesteps_this_iter"] = steps
         self.callbacks.on_evaluate_end(algorithm=self, evaluation_metrics=result)
-        return result
+        return {"evaluation": result}
 
     # ----------------------------------------------------------------- acting
 
