@@ -8,7 +8,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+import gymnasium as gym
+
 from policy_helpers import make_batch, make_policy, recurrent_policy
+from tfrl.policy.tf_policy import TFPolicy
 
 
 def test_saved_model_in_a_fresh_process_returns_the_live_actions(tmp_path):
@@ -57,6 +60,35 @@ def test_recurrent_saved_model_has_state_in_and_out(tmp_path):
     np.testing.assert_array_equal(loaded.signatures["value"](
         obs=tf.constant(obs), state_in_0=tf.constant(state[0]),
         state_in_1=tf.constant(state[1]))["vf_preds"].numpy(), extras["vf_preds"])
+
+
+def test_saved_model_acts_like_the_numpy_inference_path(tmp_path):
+    policy = TFPolicy(gym.spaces.Box(-1.0, 1.0, (4,), np.float32), gym.spaces.Discrete(3),
+                      {"seed": 0, "model": {"fcnet_hiddens": [16]}})
+    assert policy.inference == "numpy"
+    obs = make_batch(6, seed=3)["obs"]
+    actions, _, extras = policy.compute_actions(obs, explore=False)
+    policy.export_model(str(tmp_path / "dense"))
+    out = tf.saved_model.load(str(tmp_path / "dense")).signatures["deterministic_action"](
+        obs=tf.constant(obs))
+    np.testing.assert_array_equal(out["actions"].numpy(), actions)
+    np.testing.assert_allclose(out["vf_preds"].numpy(), extras["vf_preds"], atol=1e-6)
+
+
+def test_saved_model_takes_the_prev_inputs_the_model_consumes(tmp_path):
+    policy = recurrent_policy(model={"lstm_use_prev_action": True, "lstm_use_prev_reward": True})
+    obs = np.random.default_rng(0).uniform(-1, 1, (2, 3)).astype(np.float32)
+    inputs = {"state_in_0": np.full((2, 4), 0.5, np.float32),
+              "state_in_1": np.zeros((2, 4), np.float32),
+              "prev_actions": np.array([1, 0]), "prev_rewards": np.array([0.5, -1.0], np.float32)}
+    _, _, extras = policy.compute_actions(
+        obs, [inputs["state_in_0"], inputs["state_in_1"]], explore=False,
+        prev_action_batch=inputs["prev_actions"], prev_reward_batch=inputs["prev_rewards"])
+    policy.export_model(str(tmp_path / "prev"))
+    loaded = tf.saved_model.load(str(tmp_path / "prev"))
+    out = loaded.signatures["value"](obs=tf.constant(obs),
+                                     **{k: tf.constant(v) for k, v in inputs.items()})
+    np.testing.assert_array_equal(out["vf_preds"].numpy(), extras["vf_preds"])
 
 
 def test_checkpoint_round_trip_restores_weights_and_optimizer(tmp_path):

@@ -37,15 +37,16 @@ def test_acting_carries_state_like_the_model_on_a_sequence():
 
 
 def test_sequence_learning_matches_across_strategies_and_traces_once():
-    single, mirrored = _policy(), _policy("mirrored")
-    for policy in (single, mirrored):
+    default, single, mirrored = _policy("default"), _policy(), _policy("mirrored")
+    for policy in (default, single, mirrored):
         for seed in range(3):
             lens = np.roll(SEQ_LENS, seed)
             info = policy.learn_on_batch(_sequence_batch(seed, lens))
         assert policy.num_traces["learn_on_batch"] == 1
         assert info["learner_stats"]["num_grad_updates"] == 3 * 2 * 4
-    for a, b in zip(single.get_weights(), mirrored.get_weights()):
+    for a, b, c in zip(single.get_weights(), mirrored.get_weights(), default.get_weights()):
         np.testing.assert_allclose(a, b, atol=1e-5)
+        np.testing.assert_allclose(c, b, atol=1e-5)
 
 
 @pytest.mark.slow

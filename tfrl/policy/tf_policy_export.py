@@ -78,7 +78,9 @@ def export_saved_model(policy, export_dir: str) -> str:
         return result
 
     module = tf.Module()
-    module.model = policy.model
+    # The variables, not the Keras model: saving a model traces its default signature,
+    # which fails for models with call kwargs (prev_actions).
+    module.model_variables = list(policy.model.weights)
 
     @tf.function(input_signature=flat_specs)
     def deterministic_action(*args):
