@@ -71,3 +71,21 @@ def test_dict_observations_are_preprocessed_and_paths_agree():
     assert vec["obs"].shape == (7, 3) and vec["obs"].dtype == np.float32
     for key in ["obs", "new_obs", "actions", "rewards", "t", "env_id", "eps_id"]:
         np.testing.assert_array_equal(vec[key], gen[key], err_msg=key)
+
+
+def test_sample_batch_shortcut_matches_the_constructor():
+    from tfrl.evaluation import collectors
+    from tfrl.policy.sample_batch import SampleBatch
+
+    data = {"obs": np.zeros((3, 2), np.float32), "infos": np.array([{}, {}, {}], object),
+            "t": np.arange(3)}
+    collectors._SHORTCUT_OK = None
+    first = collectors.sample_batch_from_columns(dict(data), 3)
+    assert collectors._SHORTCUT_OK is True
+    second = collectors.sample_batch_from_columns(dict(data), 3)
+    for batch in (first, second):
+        assert isinstance(batch, SampleBatch) and batch.count == 3 and len(batch) == 3
+        assert sorted(batch.keys()) == ["infos", "obs", "t"]
+        assert vars(batch).keys() == vars(SampleBatch(dict(data))).keys()
+        assert batch.copy()["t"].tolist() == [0, 1, 2]
+    assert SampleBatch.concat_samples([first, second]).count == 6

@@ -41,6 +41,40 @@ def shifted(values: np.ndarray, first: Any) -> np.ndarray:
     return out
 
 
+_SHORTCUT_OK: Optional[bool] = None  # does `sample_batch_from_columns`' shortcut hold?
+
+
+def sample_batch_from_columns(data: Dict[str, Any], count: int) -> SampleBatch:
+    """`SampleBatch(data)` for columns known to be well-formed (numpy arrays of `count`
+    rows, no sequences), without re-validating every column.
+
+    The first call builds the batch both ways and keeps using the shortcut only if it
+    gives the same object state as the constructor.
+    """
+    global _SHORTCUT_OK
+    if _SHORTCUT_OK is False:
+        return SampleBatch(data)
+    fast = SampleBatch()
+    dict.update(fast, data)
+    fast.count = count
+    if _SHORTCUT_OK is None:
+        reference = SampleBatch(dict(data))
+        _SHORTCUT_OK = (reference.count == count and list(reference) == list(fast)
+                        and all(dict.__getitem__(reference, k) is v for k, v in data.items())
+                        and vars(reference).keys() == vars(fast).keys()
+                        and all(_same_attr(vars(reference)[k], vars(fast)[k])
+                                for k in vars(reference)))
+        return reference
+    return fast
+
+
+def _same_attr(a: Any, b: Any) -> bool:
+    try:
+        return bool(a == b)
+    except (ValueError, TypeError):
+        return a is b
+
+
 def _stack(values: list) -> Any:
     first = values[0]
     if isinstance(first, (dict, tuple)):
@@ -137,7 +171,7 @@ class AgentCollector:
             data[f"state_in_{i}"] = np.stack([s[i] for s in s_in])
             data[f"state_out_{i}"] = np.stack([s[i] for s in s_out])
         self.t += n
-        return SampleBatch(data)
+        return sample_batch_from_columns(data, n)
 
 
 _UNROLL_IDS = itertools.count()

@@ -20,7 +20,8 @@ import gymnasium as gym
 import numpy as np
 
 from tfrl.core.columns import Columns
-from tfrl.evaluation.collectors import postprocess_episode_chunks, shifted
+from tfrl.evaluation.collectors import (postprocess_episode_chunks, sample_batch_from_columns,
+                                       shifted)
 from tfrl.evaluation.runner_core import RunnerCore
 from tfrl.evaluation.sampling_ops import check_rewards_array, clip_rewards_array, now
 from tfrl.policy.sample_batch import SampleBatch
@@ -103,7 +104,7 @@ class VectorEnvRunner(RunnerCore):
                 events |= hit
             if self.callbacks_step:
                 events = np.ones(n, bool)
-            if events.any():
+            if np.count_nonzero(events):
                 self._process_events(first, hit, events)
             else:
                 self.count_steps(n, n)
@@ -335,7 +336,7 @@ class VectorEnvRunner(RunnerCore):
         for key in self._extra_keys:
             data[key] = buf["x_" + key][prev, i].copy()
         self._chunk_t[i] += n
-        return SampleBatch(data)
+        return sample_batch_from_columns(data, n)
 
     def _sync(self, i: int, t: int, first: bool = False) -> None:
         """Brings sub-env `i`'s Episode up to date with the arrays."""
