@@ -155,3 +155,9 @@ def test_hard_horizon_on_an_env_that_cannot_reset_one_sub_env():
                           callbacks=worker.callbacks, multiple_episodes_in_batch=True, horizon=2)
     with pytest.raises(ValueError, match="horizon=2 needs to reset sub-env 0 alone"):
         sampler.next()
+
+
+def test_numpy_integer_settings_are_accepted():
+    sampler = make_sampler(counter_worker(), counter_vector_env(1),
+                           rollout_fragment_length=np.int64(4), horizon=np.int64(100))
+    assert sampler.next().count == 4

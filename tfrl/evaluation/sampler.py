@@ -12,6 +12,7 @@ observation_fn or hard horizon, else the generic
 
 import logging
 import math
+import numbers
 import queue
 import threading
 from typing import Any, Callable, List, Optional, Union
@@ -256,14 +257,14 @@ def _check_settings(rollout_fragment_length: Any, count_steps_by: str, horizon: 
             f"count_steps_by must be 'env_steps' or 'agent_steps'. Received: {count_steps_by!r}."
         )
     if isinstance(rollout_fragment_length, bool) or not isinstance(
-            rollout_fragment_length, (int, float)) or not rollout_fragment_length > 0 or (
-            isinstance(rollout_fragment_length, float) and not math.isinf(rollout_fragment_length)
+            rollout_fragment_length, numbers.Real) or not rollout_fragment_length > 0 or (
+            not math.isinf(rollout_fragment_length)
             and rollout_fragment_length != int(rollout_fragment_length)):
         raise ValueError(
             "rollout_fragment_length must be a positive int (or float('inf') for "
             f"complete_episodes). Received: {rollout_fragment_length!r}."
         )
-    if horizon is not None and not (isinstance(horizon, (int, float)) and horizon > 0):
+    if horizon is not None and not (isinstance(horizon, numbers.Real) and horizon > 0):
         raise ValueError(f"horizon must be None or a positive int. Received: {horizon!r}.")
 
 
