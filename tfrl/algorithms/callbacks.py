@@ -60,7 +60,8 @@ class DefaultCallbacks:
         """
         if name not in HOOK_NAMES:
             raise ValueError(
-                f"Unknown callback hook. Received: name={name!r}. Expected one of {list(HOOK_NAMES)}."
+                f"Unknown callback hook. Received: name={name!r}. Expected one of "
+                f"{list(HOOK_NAMES)}."
             )
         return getattr(cls, name) is not getattr(DefaultCallbacks, name)
 

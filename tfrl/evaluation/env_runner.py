@@ -77,8 +77,8 @@ class EnvRunner(RunnerCore):
         for env_id, agent_obs in obs.items():
             state = self._active.get(env_id)
             if state is None:
-                state = self._active[env_id] = _EnvState(
-                    self.new_episode(env_id), self._env_order.setdefault(env_id, len(self._env_order)))
+                order = self._env_order.setdefault(env_id, len(self._env_order))
+                state = self._active[env_id] = _EnvState(self.new_episode(env_id), order)
             if self.observation_fn is not None:
                 agent_obs = self._apply_observation_fn(agent_obs, state.episode)
             env_obs[env_id] = agent_obs

@@ -4,7 +4,8 @@ clipping, checks of observations and rewards, and timing statistics.
 Example:
     >>> import gymnasium as gym
     >>> space = gym.spaces.Box(-2.0, 2.0, (1,))
-    >>> ActionProcessor(space, normalize=True, clip=False)(np.array([[-1.0], [0.5], [3.0]])).tolist()
+    >>> unsquash = ActionProcessor(space, normalize=True, clip=False)
+    >>> unsquash(np.array([[-1.0], [0.5], [3.0]])).tolist()
     [[-2.0], [1.0], [2.0]]
     >>> clip_rewards_array(np.array([0.3, -2.0, 0.0]), True).tolist()
     [1.0, -1.0, 0.0]
@@ -38,8 +39,7 @@ class ActionProcessor:
     def __init__(self, space: gym.Space, normalize: bool, clip: bool):
         self.space = space
         self._leaves = _box_leaves(space)
-        self.normalize = normalize and any(np.all(np.isfinite(b.low)) and np.all(np.isfinite(b.high))
-                                           for b in self._leaves if b is not None)
+        self.normalize = normalize and any(_bounded(b) for b in self._leaves if b is not None)
         self.clip = clip and any(b is not None for b in self._leaves)
         self.active = self.normalize or self.clip
         self._flat = isinstance(space, gym.spaces.Box)
@@ -57,12 +57,16 @@ class ActionProcessor:
         if box is None:
             return a
         a = np.asarray(a)
-        if self.normalize and np.all(np.isfinite(box.low)) and np.all(np.isfinite(box.high)):
+        if self.normalize and _bounded(box):
             a = box.low + (a + 1.0) * (box.high - box.low) / 2.0
             return np.clip(a, box.low, box.high).astype(box.dtype, copy=False)
         if self.clip:
             return np.clip(a, box.low, box.high).astype(box.dtype, copy=False)
         return a
+
+
+def _bounded(box: gym.spaces.Box) -> bool:
+    return bool(np.all(np.isfinite(box.low)) and np.all(np.isfinite(box.high)))
 
 
 def _box_leaves(space: gym.Space) -> list:
