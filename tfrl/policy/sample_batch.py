@@ -12,17 +12,15 @@ Example:
     [1, 2, 3, 4, 5]
 """
 
-import contextlib
 import copy as copy_lib
 import sys
-import warnings
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
 
 import numpy as np
 import tree
 
 from tfrl.core.columns import Columns
-from tfrl.policy import batch_ops
+from tfrl.policy import batch_ops, sample_batch_rows
 
 if TYPE_CHECKING:
     from tfrl.policy.multi_agent_batch import MultiAgentBatch
@@ -114,43 +112,7 @@ class SampleBatch(dict):
     # ------------------------------------------------------------------ basics
 
     def _infer_and_check_count(self) -> int:
-        seq_lens = dict.get(self, Columns.SEQ_LENS)
-        lengths = {}
-        for key, value in self.items():
-            if key == Columns.SEQ_LENS:
-                continue
-            n = batch_ops.num_rows(value)
-            if n is not None:
-                lengths[key] = n
-        state_keys = [k for k in lengths if k.startswith("state_in_") or k.startswith("state_out_")]
-        if seq_lens is not None and len(seq_lens) > 0:
-            count = int(np.sum(seq_lens))
-            for key in state_keys:
-                if lengths[key] != len(seq_lens):
-                    raise ValueError(
-                        f"SampleBatch column '{key}' must hold one row per sequence "
-                        f"({len(seq_lens)} sequences in seq_lens); received "
-                        f"{lengths[key]} rows."
-                    )
-            allowed = {count}
-            if self.zero_padded and self.max_seq_len:
-                allowed.add(len(seq_lens) * self.max_seq_len)
-            row_keys = {k: n for k, n in lengths.items() if k not in state_keys}
-            for key, n in row_keys.items():
-                if n not in allowed:
-                    raise ValueError(
-                        f"SampleBatch column '{key}' has {n} rows but seq_lens sums to "
-                        f"{count}{' (zero-padded: ' + str(max(allowed)) + ')' if len(allowed) > 1 else ''}. "
-                        "Every per-timestep column needs one row per timestep."
-                    )
-            return count
-        if len(set(lengths.values())) > 1:
-            described = ", ".join(f"'{k}': {n}" for k, n in lengths.items())
-            raise ValueError(
-                "All columns of a SampleBatch must have the same number of rows; "
-                f"received {described}. Fix the column(s) whose length differs."
-            )
-        return next(iter(lengths.values()), 0)
+        return sample_batch_rows.check_count(self)
 
     def __len__(self) -> int:
         return self.count
@@ -205,15 +167,7 @@ class SampleBatch(dict):
             return default
 
     def __repr__(self) -> str:
-        parts = []
-        for key, value in self.items():
-            leaves = tree.flatten(value)
-            if len(leaves) == 1 and hasattr(leaves[0], "shape"):
-                parts.append(f"{key}: {getattr(leaves[0], 'dtype', '?')}{tuple(leaves[0].shape)}")
-            else:
-                parts.append(f"{key}: <{type(value).__name__}>")
-        seqs = f", seqs={len(self[Columns.SEQ_LENS])}" if Columns.SEQ_LENS in self else ""
-        return f"SampleBatch({self.count} rows{seqs}: {', '.join(parts)})"
+        return sample_batch_rows.describe(self)
 
     __str__ = __repr__
 
@@ -253,14 +207,7 @@ class SampleBatch(dict):
 
     def _done_flags(self) -> Optional[np.ndarray]:
         """terminateds | truncateds (or legacy dones) as a bool array, or None."""
-        flags = None
-        for key in (Columns.TERMINATEDS, Columns.TRUNCATEDS):
-            if key in self:
-                col = np.asarray(dict.__getitem__(self, key), dtype=bool)
-                flags = col if flags is None else (flags | col)
-        if flags is None and Columns.DONES in self:
-            flags = np.asarray(dict.__getitem__(self, Columns.DONES), dtype=bool)
-        return flags
+        return sample_batch_rows.done_flags(self)
 
     def is_terminated_or_truncated(self) -> bool:
         """Whether the last row is terminated or truncated (or legacy `dones`)."""
@@ -324,16 +271,7 @@ class SampleBatch(dict):
 
     def rows(self) -> Iterator[Dict[str, Any]]:
         """Yields one dict per row; a sequence batch's rows carry `seq_lens=[1]`."""
-        seq_lens = Columns.SEQ_LENS in self
-        keys = [
-            k for k in self.keys()
-            if k != Columns.SEQ_LENS and not (seq_lens and k.startswith("state_"))
-        ]
-        for i in range(self.count):
-            row = {k: tree.map_structure(lambda v: v[i], dict.__getitem__(self, k)) for k in keys}
-            if seq_lens:
-                row[Columns.SEQ_LENS] = np.array([1], dtype=np.int32)
-            yield row
+        return sample_batch_rows.iter_rows(self)
 
     def size_bytes(self) -> int:
         """Bytes held by all columns: `nbytes` of arrays, `sys.getsizeof` otherwise."""
@@ -357,18 +295,7 @@ class SampleBatch(dict):
         Raises:
             ValueError: If the batch holds sequences (`seq_lens`).
         """
-        if Columns.SEQ_LENS in self:
-            raise ValueError(
-                "SampleBatch.shuffle not possible when your data has `seq_lens` "
-                "defined: shuffling rows would tear sequences apart. Shuffle whole "
-                "sequences instead (e.g. the tf.data pipeline does)."
-            )
-        rng = np.random if seed is None else np.random.default_rng(seed)
-        perm = rng.permutation(self.count)
-        for key, value in list(self.items()):
-            dict.__setitem__(self, key, tree.map_structure(lambda v: np.asarray(v)[perm], value))
-        self.intercepted_values = {}
-        return self
+        return sample_batch_rows.shuffle_rows(self, seed)
 
     # ---------------------------------------------------------------- slicing
 
@@ -386,22 +313,7 @@ class SampleBatch(dict):
 
     def _slice_sequences(self, slice_: slice) -> "SampleBatch":
         """Slices a sequence batch; the bounds (timesteps) must fall on sequence starts."""
-        seq_lens = np.asarray(dict.__getitem__(self, Columns.SEQ_LENS))
-        padded = self.zero_padded and self.max_seq_len
-        lens = np.full(len(seq_lens), self.max_seq_len) if padded else seq_lens
-        total = int(np.sum(lens))
-        start, stop, _ = slice_.indices(total)
-        stop = max(stop, start)
-        bounds = np.concatenate([[0], np.cumsum(lens)])
-        seq_start = np.searchsorted(bounds, start)
-        seq_stop = np.searchsorted(bounds, stop)
-        if bounds[seq_start] != start or seq_stop >= len(bounds) or bounds[seq_stop] != stop:
-            raise ValueError(
-                f"Slicing a sequence batch must cut at sequence starts {bounds.tolist()}; "
-                f"received [{start}:{stop}]. Use `slice(start, end, state_start, "
-                "state_end)` to pick rows and sequences separately."
-            )
-        return self.slice(start, stop, state_start=int(seq_start), state_end=int(seq_stop))
+        return sample_batch_rows.slice_sequences(self, slice_)
 
     def slice(
         self,
@@ -423,23 +335,7 @@ class SampleBatch(dict):
         Returns:
             A new SampleBatch.
         """
-        seq_batch = Columns.SEQ_LENS in self
-        data = {}
-        for key, value in self.items():
-            if seq_batch and (key == Columns.SEQ_LENS or key.startswith("state_in_")):
-                if state_start is not None:
-                    data[key] = tree.map_structure(lambda v: v[state_start:state_end], value)
-                continue
-            if start < 0:
-                data[key] = tree.map_structure(
-                    lambda v: batch_ops.left_zero_pad(v[0:end], -start), value
-                )
-            else:
-                data[key] = tree.map_structure(lambda v: v[start:end], value)
-        flags = {}
-        if seq_batch and state_start is None:
-            flags = dict(_max_seq_len=None, _zero_padded=False)
-        return self._new(data, **flags)
+        return sample_batch_rows.slice_rows(self, start, end, state_start, state_end)
 
     def timeslices(
         self,
@@ -462,37 +358,7 @@ class SampleBatch(dict):
             ValueError: If neither or both of `size` and `num_slices` are given, or
                 they are not positive integers.
         """
-        if k is not None:
-            warnings.warn(
-                "SampleBatch.timeslices(k=...) is deprecated; use size=... or "
-                "num_slices=... instead.",
-                DeprecationWarning,
-                stacklevel=2,
-            )
-            if size is not None:
-                raise ValueError("timeslices(): pass `size` or its deprecated alias `k`, not both.")
-            size = k
-        if (size is None) == (num_slices is None):
-            raise ValueError(
-                "timeslices() needs exactly one of `size` or `num_slices`; received "
-                f"size={size!r}, num_slices={num_slices!r}."
-            )
-        name, value = ("size", size) if size is not None else ("num_slices", num_slices)
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(
-                f"timeslices(): `{name}` must be a positive int; received {value!r}."
-            )
-        total = len(self)
-        if total == 0:
-            return []
-        if size is not None:
-            bounds = list(range(0, total, size)) + [total]
-        else:
-            bounds, left, start = [0], total, 0
-            for i in range(num_slices):
-                start += left // (num_slices - i)
-                left = total - start
-                bounds.append(start)
+        bounds = sample_batch_rows.timeslice_bounds(len(self), size, num_slices, k)
         return [self[a:b] for a, b in zip(bounds[:-1], bounds[1:]) if b > a or size is None]
 
     def split_by_episode(self, key: Optional[str] = None) -> List["SampleBatch"]:
@@ -513,38 +379,7 @@ class SampleBatch(dict):
             KeyError: If the needed column is missing.
             ValueError: If `key` is not one of the keys above.
         """
-        valid = (Columns.EPS_ID, Columns.DONES, Columns.TERMINATEDS, Columns.TRUNCATEDS)
-        if key is not None and key not in valid:
-            raise ValueError(
-                f"split_by_episode(key=...) must be one of {list(valid)}; received {key!r}."
-            )
-        if key is None:
-            key = Columns.EPS_ID if Columns.EPS_ID in self else Columns.DONES
-        if self.count == 0:
-            return []
-        if key == Columns.EPS_ID:
-            if Columns.EPS_ID not in self:
-                raise KeyError(
-                    "split_by_episode(key='eps_id') needs an 'eps_id' column; the batch "
-                    f"has {sorted(self.keys())}."
-                )
-            ids = np.asarray(dict.__getitem__(self, Columns.EPS_ID))
-            cuts = np.flatnonzero(ids[1:] != ids[:-1]) + 1
-        else:
-            if key == Columns.DONES:
-                flags = self._done_flags()
-            elif key in self:
-                flags = np.asarray(dict.__getitem__(self, key), dtype=bool)
-            else:
-                flags = None
-            if flags is None:
-                raise KeyError(
-                    "split_by_episode() needs an 'eps_id' column or done flags "
-                    "('terminateds'/'truncateds', or legacy 'dones'); the batch has "
-                    f"{sorted(self.keys())}."
-                )
-            cuts = np.flatnonzero(flags[:-1]) + 1
-        bounds = [0] + cuts.tolist() + [self.count]
+        bounds = sample_batch_rows.episode_bounds(self, key)
         return [self[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
     # -------------------------------------------------------------- sequences
@@ -567,41 +402,7 @@ class SampleBatch(dict):
             ValueError: If there are no `seq_lens` or a sequence is longer than
                 `max_seq_len`.
         """
-        seq_lens = dict.get(self, Columns.SEQ_LENS)
-        if seq_lens is None:
-            raise ValueError(
-                "Cannot right-zero-pad SampleBatch if no `seq_lens` field present! "
-                f"Received columns {sorted(self.keys())}; add `seq_lens` (the length "
-                "of each sequence) first."
-            )
-        seq_lens = np.asarray(seq_lens)
-        if len(seq_lens) and max_seq_len < int(seq_lens.max()):
-            raise ValueError(
-                f"right_zero_pad(max_seq_len={max_seq_len}) is shorter than the longest "
-                f"sequence ({int(seq_lens.max())})."
-            )
-        if self.zero_padded:
-            if self.max_seq_len == max_seq_len:
-                return self
-            raise ValueError(
-                f"This batch is already zero-padded to {self.max_seq_len}; received "
-                f"max_seq_len={max_seq_len}."
-            )
-        for key, value in list(self.items()):
-            if key == Columns.SEQ_LENS or (exclude_states and key.startswith("state_in_")):
-                continue
-            dict.__setitem__(
-                self,
-                key,
-                tree.map_structure(
-                    lambda v: batch_ops.right_zero_pad_sequences(v, seq_lens, max_seq_len, key),
-                    value,
-                ),
-            )
-        self.intercepted_values = {}
-        self.zero_padded = True
-        self.max_seq_len = max_seq_len
-        return self
+        return sample_batch_rows.right_zero_pad(self, max_seq_len, exclude_states)
 
     # ------------------------------------------------------------ compression
 
@@ -671,23 +472,7 @@ class SampleBatch(dict):
         Raises:
             ValueError: If `framework` is not "tf2"/"tf" (tfrl runs on TensorFlow).
         """
-        if framework not in ("tf2", "tf"):
-            raise ValueError(
-                f"tfrl batches convert to TensorFlow tensors only; received "
-                f"framework={framework!r}. Use framework='tf2'."
-            )
-        import tensorflow as tf
-
-        def _convert(v):
-            if isinstance(v, np.ndarray) and v.dtype != object and v.dtype.kind not in "US":
-                return tf.convert_to_tensor(v)
-            return v
-
-        with tf.device(device) if device else contextlib.nullcontext():
-            for key, value in list(self.items()):
-                dict.__setitem__(self, key, tree.map_structure(_convert, value))
-        self.intercepted_values = {}
-        return self
+        return sample_batch_rows.to_device(self, device, framework)
 
 
 def _rebuild_sample_batch(data, flags):
