@@ -13,6 +13,7 @@ The batches equal those of the generic `EnvRunner` for the same env, seeds and a
 whose actions do not depend on the batch composition: same columns, values and row order.
 """
 
+import bisect
 import math
 from typing import Any, Iterator, List, Optional
 
@@ -71,6 +72,7 @@ class VectorEnvRunner(RunnerCore):
         self._last_reward = np.zeros(n, np.float32)
         self._buf = None
         self._t = -1
+        self._prev_flags = self.prev_columns(pid)
         perf = self.perf_stats
         no_hits = np.zeros(n, bool)
         truncate_mode = self.multiple_episodes_in_batch
@@ -113,7 +115,7 @@ class VectorEnvRunner(RunnerCore):
             t = self._t
             t2 = now()
             perf.raw_obs_processing_time += t2 - t1
-            prev_a, prev_r = self.prev_columns(pid)
+            prev_a, prev_r = self._prev_flags = self.prev_columns(pid)
             kwargs = {}
             if prev_a or prev_r:
                 reset = first | hit
@@ -206,11 +208,11 @@ class VectorEnvRunner(RunnerCore):
         The steps of the poll are counted sub-env by sub-env as the generic loop does, so
         a fragment is cut right after the sub-env whose step fills it.
         """
-        cum = np.cumsum(~first).tolist()  # steps of sub-envs 0..i in this poll
-        total = cum[-1]
+        first_ids = first.nonzero()[0].tolist()
+        total = self._n - len(first_ids)  # steps of this poll (is_first rows are no steps)
         if counted:  # counted already by the caller: count them again sub-env by sub-env
             self.count_steps(-total, -total)
-        for i in np.flatnonzero(first).tolist():
+        for i in first_ids:
             episode = self._episodes[i] = self.new_episode(i)
             episode.policy_for(_AGENT)
             episode._agent_index(_AGENT)
@@ -218,15 +220,18 @@ class VectorEnvRunner(RunnerCore):
         cuts = set()
         if self.multiple_episodes_in_batch:
             room = self.rollout_fragment_length - self.output.env_steps
-            fragment = self.rollout_fragment_length
-            target = room
-            while target <= total:  # the sub-env whose step is the fragment's last one
-                cuts.add(int(np.searchsorted(cum, target)))
-                target += fragment
+            if room <= total:
+                cum = np.add.accumulate(~first, dtype=np.int64)  # steps of sub-envs 0..i
+                fragment = self.rollout_fragment_length
+                target = room
+                while target <= total:  # the sub-env whose step is the fragment's last one
+                    cuts.add(int(np.searchsorted(cum, target)))
+                    target += fragment
         counted_upto = 0
-        for i in sorted(cuts.union(np.flatnonzero(events).tolist())):
-            self.count_steps(cum[i] - counted_upto, cum[i] - counted_upto)
-            counted_upto = cum[i]
+        for i in sorted(cuts.union(events.nonzero()[0].tolist())):
+            upto = i + 1 - bisect.bisect_right(first_ids, i)  # steps of sub-envs 0..i
+            self.count_steps(upto - counted_upto, upto - counted_upto)
+            counted_upto = upto
             if events[i]:
                 self._env_events(i, bool(first[i]), bool(hit[i]))
             if i in cuts:
@@ -324,7 +329,7 @@ class VectorEnvRunner(RunnerCore):
             Columns.T: np.arange(self._chunk_t[i], self._chunk_t[i] + n, dtype=np.int64),
             Columns.ENV_ID: np.full(n, i),
         }
-        prev_a, prev_r = self.prev_columns(self._pid)
+        prev_a, prev_r = self._prev_flags
         if prev_a:
             first = self.zero_action(self._pid) if self._last_action[i] is None \
                 else self._last_action[i]
@@ -351,13 +356,13 @@ class VectorEnvRunner(RunnerCore):
         history = [float(rewards[s, i]) for s in (t - 1, t) if s >= 0]
         episode._agent_reward_history[_AGENT] = history[-min(episode.length, 2):] \
             if episode.length else []
-        episode._set_last_observation(_AGENT, buf[Columns.OBS][t, i])
+        episode._set_last_observation(_AGENT, buf[Columns.OBS][t, i].copy())
         episode._set_last_raw_obs(_AGENT, _row(self._raw_obs, i))
         episode._set_last_info(_AGENT, buf[Columns.INFOS][t, i])
         episode._set_last_done(_AGENT, bool(buf[Columns.TERMINATEDS][t, i]) and not first,
                                bool(buf[Columns.TRUNCATEDS][t, i]) and not first)
         if not first and Columns.ACTIONS in buf and t >= 1:
-            episode._agent_to_last_action[_AGENT] = buf[Columns.ACTIONS][t - 1, i]
+            episode._agent_to_last_action[_AGENT] = np.array(buf[Columns.ACTIONS][t - 1, i])
 
 
 def _row(obs: Any, i: int) -> Any:
