@@ -42,6 +42,7 @@ def shifted(values: np.ndarray, first: Any) -> np.ndarray:
 
 
 _SHORTCUT_OK: Optional[bool] = None  # does `sample_batch_from_columns`' shortcut hold?
+_EMPTY_STATE: Dict[str, Any] = {}  # the attributes of a new, empty SampleBatch
 
 
 def sample_batch_from_columns(data: Dict[str, Any], count: int) -> SampleBatch:
@@ -54,7 +55,11 @@ def sample_batch_from_columns(data: Dict[str, Any], count: int) -> SampleBatch:
     global _SHORTCUT_OK
     if _SHORTCUT_OK is False:
         return SampleBatch(data)
-    fast = SampleBatch()
+    if not _EMPTY_STATE:
+        _EMPTY_STATE.update(vars(SampleBatch()))
+    fast = SampleBatch.__new__(SampleBatch)
+    fast.__dict__.update({k: v.copy() if isinstance(v, (set, dict, list)) else v
+                          for k, v in _EMPTY_STATE.items()})
     dict.update(fast, data)
     fast.count = count
     if _SHORTCUT_OK is None:

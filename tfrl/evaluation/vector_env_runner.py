@@ -314,6 +314,10 @@ class VectorEnvRunner(RunnerCore):
         if end_of_episode and self.no_done_at_end:
             terms[-1] = truncs[-1] = False
         infos = buf[Columns.INFOS][rows, i].copy()
+        ids = np.empty((3, n), np.int64)  # eps_id, unroll_id, env_id
+        ids[0] = self._episodes[i].episode_id
+        ids[1] = self.unroll_id()
+        ids[2] = i
         data = {
             Columns.OBS: buf[Columns.OBS][prev, i].copy(),
             Columns.NEXT_OBS: buf[Columns.OBS][rows, i].copy(),
@@ -323,11 +327,11 @@ class VectorEnvRunner(RunnerCore):
             Columns.TRUNCATEDS: truncs,
             Columns.DONES: terms | truncs,
             Columns.INFOS: infos,
-            Columns.EPS_ID: np.full(n, self._episodes[i].episode_id, np.int64),
-            Columns.UNROLL_ID: np.full(n, self.unroll_id(), np.int64),
+            Columns.EPS_ID: ids[0],
+            Columns.UNROLL_ID: ids[1],
             Columns.AGENT_INDEX: np.zeros(n, np.int64),
             Columns.T: np.arange(self._chunk_t[i], self._chunk_t[i] + n, dtype=np.int64),
-            Columns.ENV_ID: np.full(n, i),
+            Columns.ENV_ID: ids[2],
         }
         prev_a, prev_r = self._prev_flags
         if prev_a:
