@@ -161,3 +161,18 @@ def test_numpy_integer_settings_are_accepted():
     sampler = make_sampler(counter_worker(), counter_vector_env(1),
                            rollout_fragment_length=np.int64(4), horizon=np.int64(100))
     assert sampler.next().count == 4
+
+
+def test_vector_path_refuses_a_second_policy_added_later():
+    from sampler_helpers import FakePolicy
+
+    worker = counter_worker()
+    sampler = make_sampler(worker, counter_vector_env(2), rollout_fragment_length=4)
+    sampler.next()
+    worker.policy_map["other"] = FakePolicy(worker.policy_map["default_policy"].observation_space,
+                                            worker.policy_map["default_policy"].action_space)
+    worker.policy_mapping_fn = lambda agent_id, episode, **kw: "other"
+    with pytest.raises(RuntimeError, match="serves exactly one policy \\('default_policy'\\).*"
+                                           "maps sub-env 0 to 'other'"):
+        for _ in range(5):
+            sampler.next()

@@ -214,7 +214,15 @@ class VectorEnvRunner(RunnerCore):
             self.count_steps(-total, -total)
         for i in first_ids:
             episode = self._episodes[i] = self.new_episode(i)
-            episode.policy_for(_AGENT)
+            pid = episode.policy_for(_AGENT)
+            if pid != self._pid or len(self.policy_map) != 1:
+                raise RuntimeError(
+                    f"The array-based sampler serves exactly one policy ({self._pid!r}), but "
+                    f"the worker now has policies {sorted(map(str, self.policy_map))} and "
+                    f"policy_mapping_fn maps sub-env {i} to {pid!r}. Create the sampler after "
+                    "adding policies (a sampler built with several policies uses the generic "
+                    "loop)."
+                )
             episode._agent_index(_AGENT)
             self._restart(i)
         cuts = set()
