@@ -136,3 +136,25 @@ def test_pg_and_a2c_with_microbatches_train():
     assert result["timesteps_total"] == 40
     assert a2c.get_policy().num_grad_updates.numpy() == 1  # two microbatches, one update
     a2c.stop()
+
+
+def test_thread_backend_remote_workers_get_weights_and_kl_coeff():
+    algo = PPO(config={**SMALL, "num_workers": 2, "remote_backend": "thread"})
+    result = algo.train()
+    assert result["timesteps_total"] == 64  # 2 workers x 2 envs x 16 steps
+    local = algo.get_weights()["default_policy"]
+    remote = algo.workers.remote_workers()[0]
+    remote_weights = remote.apply(lambda w: w.get_weights()).result(timeout=60)
+    for a, b in zip(local, remote_weights["default_policy"]):
+        np.testing.assert_array_equal(a, b)
+    remote_kl = remote.apply(lambda w: w.get_policy().kl_coeff).result(timeout=60)
+    assert remote_kl == algo.get_policy().kl_coeff != 0.2  # adapted once, synced
+    algo.stop()
+
+
+def test_export_policy_model_serves_actions(algo, tmp_path):
+    import tensorflow as tf
+
+    algo.export_policy_model(str(tmp_path / "model"))
+    loaded = tf.saved_model.load(str(tmp_path / "model"))
+    assert "serving_default" in loaded.signatures

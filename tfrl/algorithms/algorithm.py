@@ -262,6 +262,15 @@ class Algorithm:
         if self.workers.remote_workers():
             self.workers.sync_weights()
 
+    def export_policy_model(self, export_dir: str, policy_id: str = DEFAULT_POLICY_ID) -> None:
+        """Writes policy `policy_id` as a SavedModel with serving signatures."""
+        self.get_policy(policy_id).export_model(export_dir)
+
+    def export_policy_checkpoint(self, export_dir: str,
+                                 policy_id: str = DEFAULT_POLICY_ID) -> None:
+        """Writes policy `policy_id`'s model/optimizer checkpoint (`Policy.export_checkpoint`)."""
+        self.get_policy(policy_id).export_checkpoint(export_dir)
+
     # ------------------------------------------------------------ checkpoints
 
     def __getstate__(self) -> Dict[str, Any]:
