@@ -163,16 +163,19 @@ def test_numpy_integer_settings_are_accepted():
     assert sampler.next().count == 4
 
 
-def test_vector_path_refuses_a_second_policy_added_later():
+def test_a_policy_added_later_hands_over_to_the_generic_loop():
     from sampler_helpers import FakePolicy
+    from tfrl.evaluation.env_runner import EnvRunner
+    from tfrl.policy.multi_agent_batch import MultiAgentBatch
 
     worker = counter_worker()
-    sampler = make_sampler(worker, counter_vector_env(2), rollout_fragment_length=4)
-    sampler.next()
-    worker.policy_map["other"] = FakePolicy(worker.policy_map["default_policy"].observation_space,
-                                            worker.policy_map["default_policy"].action_space)
+    sampler = make_sampler(worker, counter_vector_env(2), rollout_fragment_length=5)
+    assert sampler.next().count == 5
+    default = worker.policy_map["default_policy"]
+    worker.policy_map["other"] = FakePolicy(default.observation_space, default.action_space)
     worker.policy_mapping_fn = lambda agent_id, episode, **kw: "other"
-    with pytest.raises(RuntimeError, match="serves exactly one policy \\('default_policy'\\).*"
-                                           "maps sub-env 0 to 'other'"):
-        for _ in range(5):
-            sampler.next()
+    batch = sampler.next()
+    assert type(sampler.runner) is EnvRunner
+    assert isinstance(batch, MultiAgentBatch) and batch.env_steps() == 5
+    later = sampler.next()
+    assert set(later.policy_batches) == {"other"} and later.env_steps() == 5

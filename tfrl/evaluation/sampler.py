@@ -7,7 +7,9 @@ return postprocessed SampleBatches (single `default_policy`) or MultiAgentBatche
 The loop is `tfrl.evaluation.vector_env_runner.VectorEnvRunner` (array-based, one numpy
 pass per step) for a single-agent vectorized env with one feed-forward policy and no
 observation_fn or hard horizon, else the generic
-`tfrl.evaluation.env_runner.EnvRunner`; both build identical batches.
+`tfrl.evaluation.env_runner.EnvRunner`; both build identical batches. If the worker gets
+more policies later, the sampler continues with the generic loop (the episodes running
+at that moment are cut there).
 """
 
 import logging
@@ -111,8 +113,18 @@ class SyncSampler(SamplerInput):
             normalize_actions=normalize_actions, clip_actions=clip_actions,
             observation_fn=observation_fn, render=render)
         problem = vector_path_problem(worker, self.base_env, observation_fn, horizon, soft_horizon)
+        self._settings = settings
         self.runner = VectorEnvRunner(**settings) if problem is None else EnvRunner(**settings)
-        self._env_runner = self.runner.run()
+        self._env_runner = self._items()
+
+    def _items(self) -> Any:
+        yield from self.runner.run()
+        # The array-based loop returns when policies were added to the worker: the
+        # generic loop continues its fragment.
+        vector_runner = self.runner
+        self.runner = EnvRunner(**self._settings)
+        self.runner.output = vector_runner.output
+        yield from self.runner.run()
 
     def get_data(self) -> Any:
         while True:

@@ -77,6 +77,11 @@ class VectorEnvRunner(RunnerCore):
         no_hits = np.zeros(n, bool)
         truncate_mode = self.multiple_episodes_in_batch
         while True:
+            if len(self.policy_map) != 1:  # policies were added: hand over (see _hand_over)
+                self._hand_over()
+                ready, self.ready = self.ready, []
+                yield from ready
+                return
             policy = self.policy_map[pid]
             t0 = now()
             vp = env.poll_arrays()
@@ -303,6 +308,18 @@ class VectorEnvRunner(RunnerCore):
             value[:2] = value[shift:t + 1]
         self._seg_start -= shift
         self._t = 1
+
+    def _hand_over(self) -> None:
+        """Moves every recorded step into the output, for the generic loop to continue
+        the fragment (its episodes start anew at its first poll)."""
+        if self._buf is None:
+            return
+        for i in range(self._n):
+            if self._episodes[i] is not None and self._seg_start[i] <= self._t:
+                chunk = self._chunk(i, self._t)
+                postprocess_episode_chunks({_AGENT: (self._pid, chunk)}, self._episodes[i],
+                                           self.policy_map, self.callbacks, self.worker,
+                                           self.output)
 
     def _chunk(self, i: int, end: int, end_of_episode: bool = False,
                soft: bool = False) -> Optional[SampleBatch]:
