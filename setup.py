@@ -20,6 +20,8 @@ INSTALL_REQUIRES = [
     "absl-py>=2.1",
     # TF 2.21 no longer pulls in tensorboard.
     "tensorboard==2.21.*",
+    # Config files of the command line (`tfrl train --config=file.yaml`).
+    "pyyaml>=6",
 ]
 
 EXTRAS_REQUIRE = {
@@ -41,5 +43,6 @@ setup(
     packages=find_packages(include=["tfrl", "tfrl.*"]),
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS_REQUIRE,
+    entry_points={"console_scripts": ["tfrl=tfrl.cli.main:run"]},
     license="Apache-2.0",
 )
