@@ -54,6 +54,17 @@ def test_base_defaults():
         policy.export_checkpoint("/tmp/x")
 
 
+def test_default_value_is_the_deterministic_vf_preds():
+    policy = EchoPolicy(OBS, ACT, None)
+    policy.global_timestep = 7
+    obs = np.array([[1.0, 2.0, 3.0], [0.0, -1.0, 0.5]])
+    np.testing.assert_array_equal(policy.value(obs), [6.0, -0.5])
+    assert policy.last_call["explore"] is False and policy.global_timestep == 7
+    with pytest.raises(NotImplementedError, match=r"RandomPolicy has no value function: "
+                                                  r"compute_actions\(\) returns no 'vf_preds'"):
+        RandomPolicy(OBS, ACT, {}).value(obs)
+
+
 def test_policy_is_abstract():
     with pytest.raises(TypeError, match="abstract"):
         Policy(OBS, ACT, {})

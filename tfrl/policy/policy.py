@@ -138,6 +138,24 @@ class Policy(abc.ABC):
             **kwargs,
         )
 
+    def value(self, obs_batch: Any, state_batches: Optional[List[Any]] = None,
+              prev_action_batch: Any = None, prev_reward_batch: Any = None) -> np.ndarray:
+        """Value estimates `[B]` of a batch of observations (to bootstrap truncated
+        trajectories); default: the `vf_preds` of a deterministic `compute_actions`.
+
+        Raises:
+            NotImplementedError: If `compute_actions` returns no `vf_preds`.
+        """
+        _, _, extras = self.compute_actions(
+            obs_batch, state_batches, prev_action_batch=prev_action_batch,
+            prev_reward_batch=prev_reward_batch, explore=False, timestep=self.global_timestep)
+        if Columns.VF_PREDS not in extras:
+            raise NotImplementedError(
+                f"{type(self).__name__} has no value function: compute_actions() returns no "
+                f"'{Columns.VF_PREDS}' (it returns {sorted(extras)}). Override value()."
+            )
+        return np.asarray(extras[Columns.VF_PREDS])
+
     def compute_single_action(
         self,
         obs: Any = None,
