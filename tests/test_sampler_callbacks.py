@@ -78,3 +78,28 @@ def test_extra_batches_are_returned_with_the_next_fragment():
     assert sampler.get_extra_batches() == []
     sampler.get_data()
     assert [b.count for b in sampler.get_extra_batches()] == [3]
+
+
+class HorizonRecorder(DefaultCallbacks):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.events = []
+
+    def on_episode_start(self, *, episode, **kwargs):
+        self.events.append(("start", episode.length, episode.last_done_for()))
+
+    def on_episode_end(self, *, episode, **kwargs):
+        self.events.append(("end", episode.length, episode.last_truncated_for(),
+                            episode.last_terminated_for()))
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_soft_horizon_episode_flags_in_callbacks(path):
+    callbacks = HorizonRecorder()
+    env = counter_vector_env(1, lengths=[5])
+    env = env if path == "vector" else DictOnlyBaseEnv(env)
+    sampler = make_sampler(counter_worker(callbacks=callbacks), env, horizon=3,
+                           soft_horizon=True, rollout_fragment_length=5)
+    sampler.next()
+    assert callbacks.events == [("start", 0, False), ("end", 3, True, False),
+                                ("start", 0, False), ("end", 2, False, True)]

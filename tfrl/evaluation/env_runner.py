@@ -196,8 +196,9 @@ class EnvRunner(RunnerCore):
         self.episode_finished(episode, env_id)
         if hit_horizon and self.soft_horizon:
             episode.soft_reset()
-            for coll in state.collectors.values():
+            for agent_id, coll in state.collectors.items():
                 coll.t, coll.last_action, coll.last_reward = 0, None, 0.0
+                episode._set_last_done(agent_id, False, False)
             self.episode_started(episode, env_id)
             return
         del self._active[env_id]

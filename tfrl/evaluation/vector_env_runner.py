@@ -281,11 +281,12 @@ class VectorEnvRunner(RunnerCore):
         if chunk is not None:
             postprocess_episode_chunks({_AGENT: (self._pid, chunk)}, episode, self.policy_map,
                                        self.callbacks, self.worker, self.output)
-        self._sync(i, t)
+        self._sync(i, t, horizon=soft)
         self.episode_finished(episode, i)
         self._seg_start[i] = t + 1
         if soft:
             episode.soft_reset()
+            episode._set_last_done(_AGENT, False, False)
             self._restart(i)
             self.episode_started(episode, i)
 
@@ -372,7 +373,7 @@ class VectorEnvRunner(RunnerCore):
         self._chunk_t[i] += n
         return sample_batch_from_columns(data, n)
 
-    def _sync(self, i: int, t: int, first: bool = False) -> None:
+    def _sync(self, i: int, t: int, first: bool = False, horizon: bool = False) -> None:
         """Brings sub-env `i`'s Episode up to date with the arrays."""
         episode = self._episodes[i]
         buf = self._buf
@@ -389,7 +390,7 @@ class VectorEnvRunner(RunnerCore):
         episode._set_last_raw_obs(_AGENT, _row(self._raw_obs, i))
         episode._set_last_info(_AGENT, buf[Columns.INFOS][t, i])
         episode._set_last_done(_AGENT, bool(buf[Columns.TERMINATEDS][t, i]) and not first,
-                               bool(buf[Columns.TRUNCATEDS][t, i]) and not first)
+                               (bool(buf[Columns.TRUNCATEDS][t, i]) or horizon) and not first)
         if not first and Columns.ACTIONS in buf and t >= 1:
             episode._agent_to_last_action[_AGENT] = np.array(buf[Columns.ACTIONS][t - 1, i])
 
