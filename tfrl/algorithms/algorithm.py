@@ -174,6 +174,15 @@ class Algorithm:
         self.callbacks.on_train_result(algorithm=self, result=result)
         return result
 
+    def fit(self, total_timesteps: Optional[int] = None, iterations: Optional[int] = None,
+            callbacks: Optional[List[Any]] = None, verbose: Any = "auto") -> Any:
+        """Keras-style training loop with Keras callbacks (one epoch = one `train()`);
+        returns a `keras.callbacks.History`. See `tfrl.algorithms.fit_loop.fit`."""
+        from tfrl.algorithms.fit_loop import fit
+
+        return fit(self, total_timesteps=total_timesteps, iterations=iterations,
+                   callbacks=callbacks, verbose=verbose)
+
     def evaluate(self) -> Dict[str, Any]:
         """Runs `evaluation_duration` episodes (or timesteps) with the evaluation workers
         (`explore=False` unless `evaluation_config` says otherwise).

@@ -1,0 +1,182 @@
+"""Callbacks for `Algorithm.fit()`: the RL-hook base class, progress display, hook routing.
+
+`Algorithm.fit()` drives any `keras.callbacks.Callback` (one epoch = one `train()`
+iteration). Callbacks that also want RL events subclass `tfrl.algorithms.fit_callbacks
+.Callback` (a `keras.callbacks.Callback`) and override any of:
+
+- `on_episode_end(episode, logs)`: an episode finished on an in-process worker (the
+  local worker, or thread-backend remote workers; Ray workers live in other processes
+  and do not report here). `episode` is the tfrl `Episode`; `logs` holds
+  `episode_reward`, `episode_length` and `env_index`.
+- `on_sample_end(samples, logs)`: an in-process worker finished `sample()`; `logs` holds
+  `env_steps` and `agent_steps` of `samples`.
+- `on_learn_end(policy_id, logs)`: once per trained policy per iteration, after the
+  learning step, with that policy's flattened learner stats of the iteration.
+
+Any callback object with methods of these names receives them (duck typing), so a plain
+`keras.callbacks.Callback` subclass may define them too.
+
+Example:
+    >>> class CountEpisodes(Callback):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.rewards = []
+    ...     def on_episode_end(self, episode, logs=None):
+    ...         self.rewards.append(logs["episode_reward"])
+    >>> wants_rl_hooks(CountEpisodes(), "on_episode_end"), wants_rl_hooks(Callback(), "on_episode_end")
+    (True, False)
+"""
+
+import threading
+from typing import Any, Dict, List, Optional, Sequence
+
+import keras
+
+RL_HOOKS = ("on_episode_end", "on_sample_end", "on_learn_end")
+# What the default progress display shows of each iteration's logs, when present.
+PROGRESS_KEYS = ("episode_reward_mean", "episode_len_mean", "episodes_total",
+                 "timesteps_total")
+
+
+class Callback(keras.callbacks.Callback):
+    """A Keras callback that may also receive `Algorithm.fit()`'s RL hooks (no-ops here)."""
+
+    def on_episode_end(self, episode: Any, logs: Optional[Dict[str, Any]] = None) -> None:
+        """An episode ended on an in-process worker."""
+
+    def on_sample_end(self, samples: Any, logs: Optional[Dict[str, Any]] = None) -> None:
+        """An in-process worker finished `sample()`."""
+
+    def on_learn_end(self, policy_id: str, logs: Optional[Dict[str, Any]] = None) -> None:
+        """A policy's learning step of the iteration ended; `logs` are its learner stats."""
+
+
+def wants_rl_hooks(callback: Any, hook: str) -> bool:
+    """Whether `callback` has a method `hook` that is not `Callback`'s no-op."""
+    method = getattr(type(callback), hook, None)
+    return callable(method) and method is not getattr(Callback, hook)
+
+
+class RLProgbarLogger(keras.callbacks.Callback):
+    """The progress display `fit(verbose=1|2)` adds: one bar over the whole run.
+
+    The bar counts iterations (`fit(iterations=N)`) or environment steps
+    (`fit(total_timesteps=T)`), with the ETA, and shows `PROGRESS_KEYS` of the latest
+    iteration. `verbose=2` prints one line per iteration instead.
+    """
+
+    def __init__(self, unit: str = "iterations"):
+        super().__init__()
+        if unit not in ("iterations", "timesteps"):
+            raise ValueError(f"RLProgbarLogger(unit={unit!r}); expected 'iterations' or "
+                             "'timesteps'.")
+        self.unit = unit
+        self.progbar: Optional[keras.utils.Progbar] = None
+        self._start = 0
+
+    def on_train_begin(self, logs=None):
+        params = self.params or {}
+        target = params.get("target_timesteps" if self.unit == "timesteps" else "epochs")
+        self._start = params.get("start_timesteps" if self.unit == "timesteps"
+                                 else "initial_epoch", 0) or 0
+        self.verbose = verbose = params.get("verbose", 1)
+        target = None if target is None else max(int(target) - int(self._start), 1)
+        self.progbar = keras.utils.Progbar(target, verbose=verbose,
+                                           stateful_metrics=PROGRESS_KEYS,
+                                           unit_name="step" if self.unit == "timesteps"
+                                           else "iteration")
+
+    def on_epoch_end(self, epoch, logs=None):
+        logs = logs or {}
+        if self.unit == "timesteps":
+            current = int(logs.get("timesteps_total", 0)) - self._start
+        else:
+            current = epoch + 1 - self._start
+        values = [(k, logs[k]) for k in PROGRESS_KEYS if k in logs]
+        if self.verbose == 2:
+            shown = " - ".join(f"{k}: {v:.4g}" for k, v in values)
+            print(f"Iteration {epoch + 1}: {shown}", flush=True)
+            return
+        target = self.progbar.target
+        self.progbar.update(min(current, target) if target else current, values,
+                            finalize=bool(target and current >= target))
+
+
+class HookRouter:
+    """Delivers the sampler's `on_episode_end`/`on_sample_end` to fit callbacks.
+
+    `install(workers)` swaps the class of each in-process worker's `DefaultCallbacks`
+    instance for a subclass that calls the original hook, then the fit callbacks;
+    `uninstall()` restores the original classes.
+    """
+
+    def __init__(self, callbacks: Sequence[Any]):
+        self._lock = threading.Lock()
+        self.targets = {hook: [cb for cb in callbacks if wants_rl_hooks(cb, hook)]
+                        for hook in RL_HOOKS}
+        self._patched: List[Any] = []
+
+    def needed(self) -> bool:
+        return bool(self.targets["on_episode_end"] or self.targets["on_sample_end"])
+
+    def episode_end(self, episode: Any, env_index: Any) -> None:
+        logs = {"episode_reward": float(episode.total_reward),
+                "episode_length": int(episode.length), "env_index": env_index}
+        with self._lock:
+            for cb in self.targets["on_episode_end"]:
+                cb.on_episode_end(episode, logs=dict(logs))
+
+    def sample_end(self, samples: Any) -> None:
+        logs = {"env_steps": int(samples.env_steps()), "agent_steps": int(samples.agent_steps())}
+        with self._lock:
+            for cb in self.targets["on_sample_end"]:
+                cb.on_sample_end(samples, logs=dict(logs))
+
+    def learn_end(self, result: Dict[str, Any]) -> None:
+        """Calls `on_learn_end(policy_id, stats)` for each policy in the result's learner info."""
+        if not self.targets["on_learn_end"]:
+            return
+        from tfrl.algorithms.fit_loop import flatten_result
+
+        learner = (result.get("info") or {}).get("learner") or {}
+        for policy_id, info in learner.items():
+            if not isinstance(info, dict):
+                continue
+            stats = flatten_result(info.get("learner_stats", info))
+            for cb in self.targets["on_learn_end"]:
+                cb.on_learn_end(policy_id, logs=dict(stats))
+
+    def _patch(self, worker: Any) -> None:
+        callbacks = worker.callbacks
+        original = type(callbacks)
+        router = self
+
+        class Routed(original):
+            def on_episode_end(self, **kwargs):
+                original.on_episode_end(self, **kwargs)
+                router.episode_end(kwargs["episode"], kwargs.get("env_index"))
+
+            def on_sample_end(self, **kwargs):
+                original.on_sample_end(self, **kwargs)
+                router.sample_end(kwargs["samples"])
+
+        Routed.__name__ = Routed.__qualname__ = original.__name__
+        callbacks.__class__ = Routed
+        self._patched.append((callbacks, original))
+
+    def install(self, workers: Any) -> None:
+        """Routes the hooks of the local worker and of thread-backend remote workers."""
+        if not self.needed():
+            return
+        from tfrl.evaluation.worker_handle import ThreadWorkerHandle
+
+        self._patch(workers.local_worker())
+        for handle in workers.remote_workers():
+            if isinstance(handle, ThreadWorkerHandle):
+                handle.apply(lambda w: self._patch(w)).result(timeout=60)
+
+    def uninstall(self) -> None:
+        with self._lock:
+            for callbacks, original in self._patched:
+                callbacks.__class__ = original
+            self._patched = []

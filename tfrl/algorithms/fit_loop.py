@@ -1,0 +1,174 @@
+"""`Algorithm.fit()`: a Keras-style training loop over `train()` iterations.
+
+One epoch is one `Algorithm.train()` call; each epoch's `logs` are the iteration's result
+dict flattened to its numeric leaves (nested keys joined with "/", e.g.
+`"info/learner/default_policy/learner_stats/kl"`, `"timers/learn_time_ms"`). Epochs are
+numbered by the algorithm's iteration (`epoch = training_iteration - 1`), so a second
+`fit()` call, or one resumed by `BackupAndRestore`, continues the numbering.
+
+Stock Keras callbacks receive an `AlgorithmModel` as `callback.model` (see
+`tfrl.algorithms.fit_model`) and work unchanged: `History` (returned), `EarlyStopping`,
+`CSVLogger`, `BackupAndRestore`, `ModelCheckpoint`, `ProgbarLogger`, `LambdaCallback`,
+`TerminateOnNaN`, `TensorBoard`. `callback.params` holds `verbose`, `epochs` (the last
+epoch of this fit; an estimate when `total_timesteps` is given), `steps` (1: each epoch
+is one "batch", so batch-level hooks and `save_freq=<int>` count iterations),
+`initial_epoch`, `start_timesteps` and `target_timesteps`.
+
+Example:
+    >>> flatten_result({"episode_reward_mean": 9.5, "done": False, "hist_stats": {"r": [1]},
+    ...                 "timers": {"learn_time_ms": 2.0}, "info": {"learner": {}}})
+    {'episode_reward_mean': 9.5, 'timers/learn_time_ms': 2.0}
+"""
+
+import math
+import numbers
+from typing import Any, Dict, List, Optional, Sequence
+
+import keras
+import numpy as np
+
+from tfrl.algorithms.fit_callbacks import HookRouter, RLProgbarLogger
+from tfrl.algorithms.fit_model import AlgorithmModel
+
+__all__ = ["fit", "flatten_result"]
+
+
+def flatten_result(result: Dict[str, Any], prefix: str = "") -> Dict[str, float]:
+    """The numeric leaves of a (nested) result dict as `{"a/b/c": float}`.
+
+    Booleans, strings, lists (e.g. `hist_stats`) and None are left out; numpy scalars
+    and 0-d arrays become floats; non-string dict keys are converted with `str()`.
+    """
+    flat: Dict[str, float] = {}
+    for key, value in result.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten_result(value, prefix=f"{name}/"))
+        elif isinstance(value, (bool, np.bool_)):
+            continue
+        elif isinstance(value, numbers.Number):
+            flat[name] = float(value)
+        elif isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+            flat[name] = float(value)
+    return flat
+
+
+def _check_budget(total_timesteps: Any, iterations: Any) -> None:
+    if (total_timesteps is None) == (iterations is None):
+        raise ValueError(
+            "fit() needs exactly one budget: total_timesteps=<env steps to sample> or "
+            f"iterations=<train() calls>. Received total_timesteps={total_timesteps!r}, "
+            f"iterations={iterations!r}.")
+    for name, value in (("total_timesteps", total_timesteps), ("iterations", iterations)):
+        if value is not None and (isinstance(value, bool) or not isinstance(
+                value, numbers.Integral) or value <= 0):
+            raise ValueError(f"fit({name}=...) must be a positive integer; received {value!r}.")
+
+
+def _callback_list(callbacks: Optional[Sequence[Any]]) -> List[Any]:
+    if callbacks is None:
+        return []
+    if isinstance(callbacks, keras.callbacks.Callback):
+        callbacks = [callbacks]
+    callbacks = list(callbacks)
+    for cb in callbacks:
+        if not isinstance(cb, keras.callbacks.Callback):
+            raise TypeError(
+                f"fit(callbacks=...) takes keras.callbacks.Callback instances; received "
+                f"{cb!r} ({type(cb).__name__}). Wrap functions in keras.callbacks."
+                "LambdaCallback, or subclass tfrl.algorithms.fit_callbacks.Callback.")
+    return callbacks
+
+
+def fit(algorithm: Any, total_timesteps: Optional[int] = None,
+        iterations: Optional[int] = None, callbacks: Optional[Sequence[Any]] = None,
+        verbose: Any = "auto") -> keras.callbacks.History:
+    """Trains `algorithm` for a budget, driving Keras callbacks; see the module docstring.
+
+    Args:
+        algorithm: An `Algorithm`.
+        total_timesteps: Train until this many more env steps were sampled (counted from
+            the algorithm's `timesteps_total` when `fit()` is called).
+        iterations: Train this many more `train()` iterations.
+        callbacks: `keras.callbacks.Callback` instances (tfrl `Callback`s may also take
+            the RL hooks).
+        verbose: 0 silent, 1 (or "auto") one progress bar, 2 one line per iteration. A
+            `keras.callbacks.ProgbarLogger` in `callbacks` replaces the default display.
+
+    Returns:
+        The `keras.callbacks.History`; `history.history[key]` lists each iteration's
+        value of every numeric result key (a key missing in an iteration is skipped
+        for that iteration) and `history.epoch` the epoch numbers.
+
+    Raises:
+        ValueError: Not exactly one of `total_timesteps`/`iterations`, or not positive.
+        TypeError: A callback is not a `keras.callbacks.Callback`.
+    """
+    _check_budget(total_timesteps, iterations)
+    if verbose == "auto":
+        verbose = 1
+    callbacks = _callback_list(callbacks)
+    start_epoch = int(algorithm.iteration)
+    start_timesteps = _timesteps(algorithm)
+    if iterations is not None:
+        epochs = start_epoch + int(iterations)
+        target_timesteps = None
+    else:
+        target_timesteps = start_timesteps + int(total_timesteps)
+        per_iter = max(int(algorithm.config.get("train_batch_size") or 0),
+                       int(algorithm.config.get("timesteps_per_iteration") or 0), 1)
+        epochs = start_epoch + math.ceil(int(total_timesteps) / per_iter)
+    if verbose and not any(isinstance(cb, (keras.callbacks.ProgbarLogger, RLProgbarLogger))
+                           for cb in callbacks):
+        callbacks.append(RLProgbarLogger("iterations" if iterations is not None
+                                         else "timesteps"))
+    model = AlgorithmModel(algorithm)
+    callback_list = keras.callbacks.CallbackList(
+        callbacks, add_history=True, add_progbar=False, model=model, verbose=verbose,
+        epochs=epochs, steps=1, initial_epoch=start_epoch, start_timesteps=start_timesteps,
+        target_timesteps=target_timesteps)
+    router = HookRouter(callbacks)
+    router.install(algorithm.workers)
+    try:
+        callback_list.on_train_begin()
+        epoch = _resume_epoch(algorithm, model)
+        logs: Dict[str, float] = {}
+        while not model.stop_training and _budget_left(algorithm, epoch, epochs,
+                                                        target_timesteps):
+            callback_list.on_epoch_begin(epoch)
+            callback_list.on_train_batch_begin(0)
+            result = algorithm.train()
+            logs = flatten_result(result)
+            callback_list.on_train_batch_end(0, logs)
+            router.learn_end(result)
+            callback_list.on_epoch_end(epoch, logs)
+            epoch = int(algorithm.iteration)
+        callback_list.on_train_end(logs)
+    finally:
+        router.uninstall()
+    return model.history
+
+
+def _timesteps(algorithm: Any) -> int:
+    counters = algorithm._metrics.counters
+    return int(counters.get("num_env_steps_sampled", 0))
+
+
+def _resume_epoch(algorithm: Any, model: AlgorithmModel) -> int:
+    """The first epoch to run: the algorithm's iteration after the callbacks'
+    `on_train_begin` (BackupAndRestore may have restored a checkpoint)."""
+    epoch = int(algorithm.iteration)
+    initial = model._initial_epoch
+    if initial is not None and int(initial) != epoch:
+        raise RuntimeError(
+            f"A callback set the initial epoch to {initial} but the algorithm is at iteration "
+            f"{epoch}: the restored checkpoint does not match the callback's metadata. "
+            "Delete the backup directory to start over.")
+    return epoch
+
+
+def _budget_left(algorithm: Any, epoch: int, epochs: int,
+                 target_timesteps: Optional[int]) -> bool:
+    if target_timesteps is not None:
+        return _timesteps(algorithm) < target_timesteps
+    return epoch < epochs
