@@ -12,7 +12,8 @@ Stock Keras callbacks receive an `AlgorithmModel` as `callback.model` (see
 `TerminateOnNaN`, `TensorBoard`. `callback.params` holds `verbose`, `epochs` (the last
 epoch of this fit; an estimate when `total_timesteps` is given), `steps` (1: each epoch
 is one "batch", so batch-level hooks and `save_freq=<int>` count iterations),
-`initial_epoch`, `start_timesteps` and `target_timesteps`.
+`initial_epoch`, `start_timesteps` and `target_timesteps`; `callback.model.last_result`
+is the latest full (unflattened) result dict.
 
 Example:
     >>> flatten_result({"episode_reward_mean": 9.5, "done": False, "hist_stats": {"r": [1]},
@@ -138,6 +139,7 @@ def fit(algorithm: Any, total_timesteps: Optional[int] = None,
             callback_list.on_epoch_begin(epoch)
             callback_list.on_train_batch_begin(0)
             result = algorithm.train()
+            model.last_result = result
             logs = flatten_result(result)
             callback_list.on_train_batch_end(0, logs)
             router.learn_end(result)

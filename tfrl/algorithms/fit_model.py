@@ -17,6 +17,7 @@ unchanged:
   policies' weights, `{policy_id: weights}` (`Algorithm.get_weights`).
 - `_initial_epoch` (BackupAndRestore): the iteration a restored checkpoint reached; the
   fit loop resumes there.
+- `last_result`: the latest full result dict of `train()` (set by the fit loop).
 - `built = True`, `optimizer = None`, `train_function = None`, `layers` (the default
   policy model's layers), `metrics = []`: what keras.callbacks.TensorBoard and the
   monitor callbacks probe.
@@ -50,6 +51,7 @@ class AlgorithmModel:
         self.stop_training = False
         self._initial_epoch = None
         self.history = None
+        self.last_result = None
         self.metrics: List[Any] = []
 
     @property

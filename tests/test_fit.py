@@ -1,0 +1,246 @@
+"""Algorithm.fit(): History, stock Keras callbacks, RL hooks, budgets and errors.
+
+One tiny PPO run (3 iterations of 64 env steps) with many callbacks at once is shared by
+the tests that inspect its outputs; later tests continue training the same algorithm and
+assert relative to its iteration.
+"""
+
+import csv
+import os
+
+import keras
+import numpy as np
+import pytest
+
+from tfrl.algorithms.fit_callbacks import Callback, RLProgbarLogger, wants_rl_hooks
+from tfrl.algorithms.fit_loop import _resume_epoch, fit, flatten_result
+from tfrl.algorithms.fit_model import AlgorithmModel
+from tfrl.utils.tensorboard import TensorBoard
+
+TINY_PPO = dict(env="CartPole-v1", train_batch_size=64, rollout_fragment_length=8,
+                num_envs_per_worker=2, sgd_minibatch_size=32, num_sgd_iter=2,
+                model={"fcnet_hiddens": [16]}, seed=0, num_workers=0)
+STEPS_PER_ITER = 64
+LOSS_KEY = "info/learner/default_policy/learner_stats/total_loss"
+
+
+def make_ppo(**overrides):
+    from tfrl.algorithms.ppo import PPO
+
+    return PPO(config={**TINY_PPO, **overrides})
+
+
+class Recorder(Callback):
+    """Records every hook call (Keras and RL) and the algorithm state after each epoch."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls, self.episodes, self.samples, self.learns, self.weights = [], [], [], [], []
+        self.counters = []
+
+    def on_train_begin(self, logs=None):
+        self.calls.append(("train_begin",))
+
+    def on_epoch_begin(self, epoch, logs=None):
+        self.calls.append(("epoch_begin", epoch))
+
+    def on_train_batch_end(self, batch, logs=None):
+        self.calls.append(("batch_end", batch))
+
+    def on_epoch_end(self, epoch, logs=None):
+        self.calls.append(("epoch_end", epoch))
+        self.weights.append(self.model.get_weights())
+        self.counters.append(dict(self.model.algorithm._metrics.counters))
+
+    def on_train_end(self, logs=None):
+        self.calls.append(("train_end",))
+
+    def on_episode_end(self, episode, logs=None):
+        self.episodes.append(logs)
+
+    def on_sample_end(self, samples, logs=None):
+        self.samples.append(logs)
+
+    def on_learn_end(self, policy_id, logs=None):
+        self.learns.append((policy_id, logs))
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    out = tmp_path_factory.mktemp("fit")
+    algo = make_ppo()
+    original_callbacks_class = type(algo.workers.local_worker().callbacks)
+    recorder = Recorder()
+    lambda_logs = []
+    callbacks = [
+        keras.callbacks.CSVLogger(str(out / "log.csv")),
+        recorder,
+        keras.callbacks.LambdaCallback(on_epoch_end=lambda e, logs: lambda_logs.append(
+            (e, dict(logs)))),
+        keras.callbacks.TensorBoard(str(out / "keras_tb")),
+        TensorBoard(str(out / "tb")),
+        keras.callbacks.ModelCheckpoint(str(out / "ckpt_{epoch}.keras")),
+        keras.callbacks.ProgbarLogger(),
+    ]
+    history = algo.fit(iterations=3, callbacks=callbacks, verbose=1)
+    yield dict(algo=algo, out=out, history=history, recorder=recorder,
+               lambda_logs=lambda_logs, original_callbacks_class=original_callbacks_class)
+    algo.stop()
+
+
+def test_history_has_each_numeric_key_per_iteration(run):
+    history = run["history"]
+    assert isinstance(history, keras.callbacks.History)
+    assert history.epoch == [0, 1, 2]
+    assert history.history["training_iteration"] == [1.0, 2.0, 3.0]
+    assert history.history["timesteps_total"] == [64.0, 128.0, 192.0]
+    assert history.history["counters/num_env_steps_trained"] == [64.0, 128.0, 192.0]
+    assert len(history.history[LOSS_KEY]) == 3
+    assert all(np.isfinite(history.history[LOSS_KEY]))
+    assert not any(k.startswith("hist_stats") or k == "done" for k in history.history)
+    assert run["algo"].iteration == 3
+
+
+def test_callbacks_see_the_keras_protocol(run):
+    recorder = run["recorder"]
+    assert recorder.calls == [("train_begin",),
+                              ("epoch_begin", 0), ("batch_end", 0), ("epoch_end", 0),
+                              ("epoch_begin", 1), ("batch_end", 0), ("epoch_end", 1),
+                              ("epoch_begin", 2), ("batch_end", 0), ("epoch_end", 2),
+                              ("train_end",)]
+    assert recorder.params["epochs"] == 3 and recorder.params["steps"] == 1
+    assert isinstance(recorder.model, AlgorithmModel)
+    assert recorder.model.algorithm is run["algo"]
+
+
+def test_lambda_callback_gets_the_flattened_logs(run):
+    logs = run["lambda_logs"]
+    assert [e for e, _ in logs] == [0, 1, 2]
+    for e, entry in logs:
+        assert entry["timesteps_total"] == run["history"].history["timesteps_total"][e]
+        assert entry[LOSS_KEY] == run["history"].history[LOSS_KEY][e]
+
+
+def test_csv_logger_writes_one_row_per_iteration(run):
+    with open(run["out"] / "log.csv") as f:
+        rows = list(csv.DictReader(f))
+    assert [int(r["epoch"]) for r in rows] == [0, 1, 2]
+    assert [float(r["timesteps_total"]) for r in rows] == [64.0, 128.0, 192.0]
+    assert [float(r[LOSS_KEY]) for r in rows] == pytest.approx(run["history"].history[LOSS_KEY])
+
+
+def test_rl_hooks_reach_callbacks_and_are_removed_after_fit(run):
+    recorder, history = run["recorder"], run["history"].history
+    assert len(recorder.episodes) == history["episodes_total"][-1]
+    assert all(e["episode_length"] >= 1 and e["episode_reward"] == e["episode_length"]
+               for e in recorder.episodes)  # CartPole: reward 1 per step.
+    assert sum(s["env_steps"] for s in recorder.samples) == 3 * STEPS_PER_ITER
+    assert [pid for pid, _ in recorder.learns] == ["default_policy"] * 3
+    assert [stats["total_loss"] for _, stats in recorder.learns] == history[LOSS_KEY]
+    assert type(run["algo"].workers.local_worker().callbacks) is run["original_callbacks_class"]
+
+
+def test_model_checkpoint_files_restore_the_algorithm(run):
+    for epoch in (1, 2, 3):
+        assert os.path.isfile(run["out"] / f"ckpt_{epoch}.keras")
+    algo, recorder = run["algo"], run["recorder"]
+    AlgorithmModel(algo).load_weights(str(run["out"] / "ckpt_2.keras"))
+    assert algo.iteration == 2
+    assert dict(algo._metrics.counters) == recorder.counters[1]
+    restored = algo.get_weights()["default_policy"]
+    for got, want in zip(restored, recorder.weights[1]["default_policy"]):
+        np.testing.assert_array_equal(got, want)
+    history = algo.fit(iterations=1, verbose=0)  # Continues at iteration 3 again.
+    assert history.epoch == [2]
+    assert history.history["timesteps_total"] == [192.0]
+
+
+def test_early_stopping_stops_when_the_monitored_metric_stalls(run):
+    algo = run["algo"]
+    start = algo.iteration
+    stall = keras.callbacks.LambdaCallback(
+        on_epoch_end=lambda e, logs: logs.update(episode_reward_mean=10.0))
+    stopper = keras.callbacks.EarlyStopping(monitor="episode_reward_mean", mode="max",
+                                            patience=2)
+    history = algo.fit(iterations=20, callbacks=[stall, stopper], verbose=0)
+    # Epoch 1 sets the best value; 2 epochs without improvement exhaust the patience.
+    assert history.epoch == [start, start + 1, start + 2]
+    assert stopper.stopped_epoch == start + 2
+    assert algo.iteration == start + 3
+
+
+def test_early_stopping_on_a_constant_result_key(run):
+    algo = run["algo"]
+    start = algo.iteration
+    stopper = keras.callbacks.EarlyStopping(monitor="num_healthy_workers", mode="max",
+                                            patience=1)
+    history = algo.fit(iterations=20, callbacks=[stopper], verbose=0)
+    assert history.epoch == [start, start + 1]
+
+
+def test_total_timesteps_budget_and_one_line_per_iteration(run, capsys):
+    algo = run["algo"]
+    before = int(algo._metrics.counters["num_env_steps_sampled"])
+    history = algo.fit(total_timesteps=100, verbose=2)
+    assert history.history["timesteps_total"] == [before + 64.0, before + 128.0]
+    lines = [l for l in capsys.readouterr().out.splitlines() if l.startswith("Iteration")]
+    assert len(lines) == 2 and "episode_reward_mean" in lines[0]
+
+
+def test_flatten_result_keeps_numeric_leaves():
+    result = {"a": 1, "b": {"c": np.float32(2.5), "d": [1, 2], "e": {"f": np.array(3)}},
+              "done": True, "s": "x", "n": None, 7: 1.5}
+    assert flatten_result(result) == {"a": 1.0, "b/c": 2.5, "b/e/f": 3.0, "7": 1.5}
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(), "exactly one budget"),
+    (dict(total_timesteps=10, iterations=1), "exactly one budget"),
+    (dict(iterations=0), "positive integer"),
+    (dict(total_timesteps=2.5), "positive integer"),
+    (dict(iterations=True), "positive integer"),
+])
+def test_fit_budget_errors(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        fit(object(), **kwargs)
+
+
+def test_fit_rejects_non_keras_callbacks():
+    with pytest.raises(TypeError, match="LambdaCallback"):
+        fit(object(), iterations=1, callbacks=[lambda epoch, logs: None])
+
+
+def test_resume_epoch_mismatch_is_an_error():
+    class Stub:
+        iteration = 3
+
+    model = AlgorithmModel(Stub())
+    model._initial_epoch = 5
+    with pytest.raises(RuntimeError, match="initial epoch to 5 but the algorithm is at "
+                                           "iteration 3"):
+        _resume_epoch(Stub(), model)
+
+
+def test_algorithm_model_file_errors(tmp_path):
+    model = AlgorithmModel(algorithm=None)
+    with pytest.raises(FileNotFoundError, match="No fit checkpoint file"):
+        model.load_weights(str(tmp_path / "missing.weights.h5"))
+    bogus = tmp_path / "bogus.keras"
+    bogus.write_bytes(b"not a zip")
+    with pytest.raises(ValueError, match="not a tfrl fit checkpoint"):
+        model.load_weights(str(bogus))
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        model.save_weights(str(bogus), overwrite=False)
+
+
+def test_progbar_unit_error_and_hook_detection():
+    with pytest.raises(ValueError, match="expected 'iterations' or 'timesteps'"):
+        RLProgbarLogger(unit="episodes")
+
+    class Duck(keras.callbacks.Callback):
+        def on_sample_end(self, samples, logs=None):
+            pass
+
+    assert wants_rl_hooks(Duck(), "on_sample_end")
+    assert not wants_rl_hooks(Duck(), "on_episode_end")
+    assert not wants_rl_hooks(keras.callbacks.History(), "on_learn_end")
