@@ -82,9 +82,10 @@ class ActionFunctions:
         prev = self.check_prev(prev_action_batch, prev_reward_batch, num_rows, what)
         if explore is None:
             explore = self._policy.config["explore"]
-        return (tree.map_structure(tf.constant, obs), [tf.constant(s) for s in states],
+        obs = tf.constant(obs) if self._flat_obs else tree.map_structure(tf.constant, obs)
+        return (obs, [tf.constant(s) for s in states] if states else [],
                 self._explore_tensors[bool(explore)],
-                {k: tf.constant(v) for k, v in prev.items()})
+                {k: tf.constant(v) for k, v in prev.items()} if prev else {})
 
     def check_obs(self, obs_batch: Any) -> Any:
         """The observation batch as numpy of the observation spec (or a clear error)."""
@@ -160,8 +161,9 @@ class ActionFunctions:
                 self._actions_graph,
                 input_signature=self._flat_signature() + [tf.TensorSpec((), tf.bool)],
             ).get_concrete_function()
-        outputs = self._actions_fn(*tree.flatten(obs), *states, *prev.values(), explore_t)
-        return self.outputs(outputs), len(tree.flatten(obs)[0])
+        flat_obs = [obs] if self._flat_obs else tree.flatten(obs)
+        outputs = self._actions_fn(*flat_obs, *states, *prev.values(), explore_t)
+        return self.outputs(outputs), int(flat_obs[0].shape[0])
 
     def value(self, obs_batch: Any, state_batches: Optional[List[Any]] = None,
               prev_action_batch: Any = None, prev_reward_batch: Any = None) -> np.ndarray:
