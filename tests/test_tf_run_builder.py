@@ -57,3 +57,19 @@ def test_errors():
     assert builder.get(handle)[0].shape == (2,)
     with pytest.raises(RuntimeError, match="add_fetches\\(\\) after get\\(\\)"):
         builder.add_fetches(a, np.zeros((1, 4), np.float32))
+
+
+def test_recurrent_policy_with_prev_inputs():
+    from policy_helpers import recurrent_policy
+
+    policy = recurrent_policy(model={"lstm_use_prev_action": True, "lstm_use_prev_reward": True})
+    obs = np.random.default_rng(0).uniform(-1, 1, (2, 3)).astype(np.float32)
+    state = [np.full((2, 4), 0.5, np.float32), np.zeros((2, 4), np.float32)]
+    prev = dict(prev_action_batch=np.array([1, 0]), prev_reward_batch=np.array([0.5, -1.0]))
+    builder = TFRunBuilder()
+    handle = builder.add_fetches(policy, obs, state, explore=False, **prev)
+    actions, state_out, extras = builder.get(handle)
+    want = policy.compute_actions(obs, state, explore=False, **prev)
+    np.testing.assert_array_equal(actions, want[0])
+    np.testing.assert_array_equal(state_out[0], want[1][0])
+    np.testing.assert_array_equal(extras["vf_preds"], want[2]["vf_preds"])
