@@ -33,6 +33,8 @@ Example:
     >>> actions, _, extras = policy.compute_actions(np.zeros((3, 4), np.float32))
     >>> actions.shape, sorted(extras)
     ((3,), ['action_dist_inputs', 'action_logp', 'action_prob', 'vf_preds'])
+    >>> policy.inference, policy.value(np.zeros((3, 4), np.float32)).shape
+    ('numpy', (3,))
     >>> batch = {"obs": np.zeros((8, 4), np.float32), "actions": np.zeros(8, np.int64),
     ...          "advantages": np.ones(8, np.float32)}
     >>> info = policy.learn_on_batch(batch)
