@@ -1,0 +1,212 @@
+"""The CLI commands as plain functions: `train`, `evaluate`, `export`, `dry_run`.
+
+They take an `Experiment` (see `tfrl.cli.experiment`) and plain arguments, never flags,
+and report user mistakes as `CliError`. `train` writes into its logdir:
+
+- `experiment.json`: the experiment (algo, env, stop, the config keys set), which
+  `evaluate` and `export` read to rebuild the algorithm a checkpoint belongs to;
+- `result.json`: one JSON line per training iteration (the result dict);
+- `checkpoint_<iteration>/`: checkpoints (`Algorithm.save`), every `checkpoint_every`
+  iterations and at the end.
+"""
+
+import datetime
+import json
+import os
+import sys
+from typing import Any, Dict, Optional, TextIO, Tuple
+
+import numpy as np
+
+from tfrl.cli.experiment import CliError, Experiment, build_config
+from tfrl.cli.progress import Progress, stop_reason
+
+EXPERIMENT_FILE = "experiment.json"
+RESULT_FILE = "result.json"
+FORMATS = ("saved_model", "checkpoint")
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    return repr(value)
+
+
+def default_logdir(exp: Experiment) -> str:
+    """`~/tfrl_results/<ALGO>_<env>_<timestamp>`."""
+    stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
+    env = "".join(c if c.isalnum() or c in "-_" else "_" for c in str(exp.env))
+    return os.path.join(os.path.expanduser("~"), "tfrl_results", f"{exp.algo}_{env}_{stamp}")
+
+
+def check_checkpoint(path: str, flag: str = "--checkpoint") -> str:
+    """The absolute path of a checkpoint directory written by `tfrl train` / `save()`.
+
+    Raises:
+        CliError: If there is no checkpoint at `path`.
+    """
+    from tfrl.algorithms.checkpoints import STATE_FILE
+
+    if not path:
+        raise CliError(f"{flag} is required; pass {flag}=<logdir>/checkpoint_NNNNNN as "
+                       "printed by `tfrl train`.")
+    if not os.path.isfile(os.path.join(path, STATE_FILE)):
+        what = "is not a tfrl checkpoint" if os.path.isdir(path) else "does not exist"
+        raise CliError(f"{flag}={path!r} {what}; pass the checkpoint_NNNNNN directory "
+                       "printed by `tfrl train` (or returned by Algorithm.save()).")
+    return os.path.abspath(path)
+
+
+def experiment_of_checkpoint(path: str) -> Experiment:
+    """The experiment saved with a checkpoint (its `experiment.json`, in the checkpoint
+    directory or its parent); else one naming only the algorithm from its metadata."""
+    for directory in (path, os.path.dirname(os.path.abspath(path))):
+        file = os.path.join(directory, EXPERIMENT_FILE)
+        if os.path.isfile(file):
+            with open(file) as f:
+                doc = json.load(f)
+            return Experiment(algo=doc.get("algo"), env=doc.get("env"),
+                              config=doc.get("config") or {}, stop=doc.get("stop") or {})
+    from tfrl.algorithms.checkpoints import STATE_FILE
+
+    with open(os.path.join(path, STATE_FILE)) as f:
+        algo = json.load(f).get("metadata", {}).get("algorithm")
+    return Experiment(algo=algo)
+
+
+def dry_run(exp: Experiment, stream: Optional[TextIO] = None) -> Dict[str, Any]:
+    """Checks `exp` and prints it with the full resolved config as JSON; returns it."""
+    algo_config = build_config(exp)
+    resolved = {**exp.to_json(), "resolved_config": algo_config.to_dict()}
+    (stream or sys.stdout).write(json.dumps(resolved, indent=2, sort_keys=True,
+                                            default=_jsonable) + "\n")
+    return resolved
+
+
+def _build(exp: Experiment, extra: Optional[Dict[str, Any]] = None) -> Any:
+    from tfrl.algorithms.registry import get_algorithm_class
+
+    config = build_config(exp, extra)
+    return get_algorithm_class(exp.algo)(config=config)
+
+
+def _restore(algo: Any, checkpoint: str) -> None:
+    from tfrl.algorithms.checkpoints import CheckpointError
+
+    try:
+        algo.restore(checkpoint)
+    except (CheckpointError, FileNotFoundError) as e:
+        raise CliError(" ".join(str(e).split())) from None
+    except ValueError as e:  # another algorithm's checkpoint
+        raise CliError(f"{' '.join(str(e).split())} Pass --algo to match it.") from None
+    except KeyError as e:  # different policies or model layout
+        raise CliError(f"{checkpoint!r} does not match the configured model or policies "
+                       f"(missing {e}); restore with the config it was trained with.") from None
+
+
+def train(exp: Experiment, logdir: Optional[str] = None, checkpoint_every: int = 0,
+          restore: Optional[str] = None, progress: Optional[Progress] = None
+          ) -> Tuple[Dict[str, Any], str]:
+    """Trains until a stop criterion is met (or Ctrl-C); returns the last result and the
+    final checkpoint's path.
+
+    Raises:
+        CliError: For a bad experiment or `restore` path.
+    """
+    build_config(exp)  # fail fast, before any directory is made
+    if restore:
+        restore = check_checkpoint(restore, "--restore")
+    logdir = os.path.abspath(logdir or default_logdir(exp))
+    os.makedirs(logdir, exist_ok=True)
+    with open(os.path.join(logdir, EXPERIMENT_FILE), "w") as f:
+        json.dump(exp.to_json(), f, indent=2, default=_jsonable)
+    progress = progress or Progress(stop=exp.stop)
+    if not exp.stop:
+        progress.stream.write("No stop criteria (--stop): training until interrupted; Ctrl-C "
+                              "writes a final checkpoint.\n")
+    algo = _build(exp)
+    result: Dict[str, Any] = {}
+    try:
+        if restore:
+            _restore(algo, restore)
+        counters = algo.train_exec_impl.shared_metrics.counters
+        progress.begin(steps=counters.get("num_env_steps_sampled", 0), iteration=algo.iteration)
+        reason = None
+        with open(os.path.join(logdir, RESULT_FILE), "a") as results:
+            try:
+                while reason is None:
+                    result = algo.train()
+                    results.write(json.dumps(result, default=_jsonable) + "\n")
+                    results.flush()
+                    progress.update(result)
+                    reason = stop_reason(result, exp.stop)
+                    if (reason is None and checkpoint_every
+                            and algo.iteration % checkpoint_every == 0):
+                        algo.save(logdir)
+            except KeyboardInterrupt:
+                reason = "interrupted"
+        checkpoint = algo.save(logdir)
+        progress.summary(reason, checkpoint)
+        return result, checkpoint
+    finally:
+        algo.stop()
+
+
+def evaluate(exp: Experiment, checkpoint: str, episodes: int = 10, explore: bool = False,
+             render: bool = False, stream: Optional[TextIO] = None) -> Dict[str, Any]:
+    """Restores `checkpoint` and runs `episodes` episodes (deterministic actions unless
+    `explore`); prints and returns the evaluation metrics."""
+    if episodes < 1:
+        raise CliError(f"--episodes={episodes} must be >= 1.")
+    checkpoint = check_checkpoint(checkpoint)
+    eval_config = {"explore": explore, "render_env": render, "num_envs_per_worker": 1}
+    from tfrl.env.registry import _ENV_CREATORS
+
+    if render and isinstance(exp.env, str) and exp.env not in _ENV_CREATORS:
+        eval_config["env_config"] = {**exp.config.get("env_config", {}), "render_mode": "human"}
+    algo = _build(exp, {"num_workers": 0, "evaluation_num_workers": 0,
+                        "evaluation_interval": None, "evaluation_duration": int(episodes),
+                        "evaluation_duration_unit": "episodes",
+                        "evaluation_config": eval_config})
+    try:
+        _restore(algo, checkpoint)
+        metrics = algo.evaluate()["evaluation"]
+    finally:
+        algo.stop()
+    returns = metrics.get("hist_stats", {}).get("episode_reward", [])
+    (stream or sys.stdout).write(
+        f"Evaluated {len(returns)} episodes of {exp.env} "
+        f"({'stochastic' if explore else 'deterministic'} actions): return mean "
+        f"{metrics['episode_reward_mean']:.2f}, min {metrics['episode_reward_min']:.2f}, "
+        f"max {metrics['episode_reward_max']:.2f}; length mean "
+        f"{metrics['episode_len_mean']:.1f}\n")
+    return metrics
+
+
+def export(exp: Experiment, checkpoint: str, export_dir: Optional[str] = None,
+           fmt: str = "saved_model", policy_id: str = "default_policy",
+           stream: Optional[TextIO] = None) -> str:
+    """Restores `checkpoint` and writes policy `policy_id` as a SavedModel (`fmt=
+    "saved_model"`) or a TF policy checkpoint (`"checkpoint"`); returns the directory."""
+    if fmt not in FORMATS:
+        raise CliError(f"--format={fmt!r} is not supported; pass --format=saved_model or "
+                       "--format=checkpoint.")
+    checkpoint = check_checkpoint(checkpoint)
+    export_dir = os.path.abspath(export_dir or f"{checkpoint.rstrip(os.sep)}_{fmt}")
+    algo = _build(exp, {"num_workers": 0, "evaluation_interval": None})
+    try:
+        _restore(algo, checkpoint)
+        policies = sorted(algo.workers.local_worker().policy_map)
+        if policy_id not in policies:
+            raise CliError(f"--policy_id={policy_id!r} is not a policy of this checkpoint; "
+                           f"pass one of {policies}.")
+        if fmt == "saved_model":
+            algo.export_policy_model(export_dir, policy_id)
+        else:
+            algo.export_policy_checkpoint(export_dir, policy_id)
+    finally:
+        algo.stop()
+    (stream or sys.stdout).write(f"Exported {policy_id} ({fmt}) to {export_dir}\n")
+    return export_dir

@@ -1,0 +1,306 @@
+"""Experiments for the CLI: files, `key=value` overrides and stop criteria → a config.
+
+An `Experiment` is what `tfrl train` runs: an algorithm name, an env, a plain config
+dict (only YAML/JSON values, so it can be written next to the checkpoints and read back
+by `tfrl evaluate` / `tfrl export`) and stop criteria. `load_experiment_file` reads the
+file format described in `tfrl.cli.main`; `apply_overrides` applies
+`--config_override` strings; `build_config` turns an experiment into the algorithm's
+config object, reporting every user mistake as a one-line `CliError`.
+
+Example:
+    >>> apply_overrides({"model": {"fcnet_hiddens": [32]}},
+    ...                 ["lr=1e-3", "model.fcnet_hiddens=[64, 64]"])
+    {'model': {'fcnet_hiddens': [64, 64]}, 'lr': 0.001}
+    >>> parse_stop("timesteps_total=100000,episode_reward_mean=475")
+    {'timesteps_total': 100000, 'episode_reward_mean': 475}
+"""
+
+import copy
+import dataclasses
+import difflib
+import importlib
+import json
+import os
+import re
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+import yaml
+
+# Top-level keys of an experiment file (`run` is RLlib's name for `algo`).
+FILE_KEYS = ("algo", "run", "env", "stop", "config")
+# Result keys `--stop` accepts (a key with "/" addresses a nested result, e.g.
+# "evaluation/episode_reward_mean").
+STOP_KEYS = ("timesteps_total", "episode_reward_mean", "episode_reward_min",
+             "episode_reward_max", "episode_len_mean", "training_iteration", "time_total_s",
+             "episodes_total", "agent_timesteps_total", "num_env_steps_sampled",
+             "num_env_steps_trained")
+
+
+class CliError(Exception):
+    """A user mistake on the command line or in a file; the message says how to fix it."""
+
+
+@dataclasses.dataclass
+class Experiment:
+    """What `tfrl train` runs.
+
+    Attributes:
+        algo: Registered algorithm name ("PPO", ...), or None if not given yet.
+        env: Env name (registered or gymnasium id), or None.
+        config: The algorithm config keys the user set (plain YAML/JSON values).
+        stop: Result key -> threshold; training stops when any is reached.
+    """
+
+    algo: Optional[str] = None
+    env: Optional[str] = None
+    config: Dict[str, Any] = dataclasses.field(default_factory=dict)
+    stop: Dict[str, float] = dataclasses.field(default_factory=dict)
+
+    def to_json(self) -> Dict[str, Any]:
+        """The experiment as a JSON-serializable dict (the file format)."""
+        return {"algo": self.algo, "env": self.env, "stop": dict(self.stop),
+                "config": copy.deepcopy(self.config)}
+
+
+class _Loader(yaml.SafeLoader):
+    """SafeLoader that also reads `1e-3` and `1e5` as floats (YAML 1.2; PyYAML's YAML
+    1.1 resolver wants a dot in the mantissa)."""
+
+
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+                  |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+                  |\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+                  |[-+]?\.(?:inf|Inf|INF)
+                  |\.(?:nan|NaN|NAN))$""", re.X),
+    list("-+0123456789."))
+
+
+def yaml_value(text: str) -> Any:
+    """Parses `text` as a YAML value (scalar, `[list]` or `{dict}`).
+
+    Example:
+        >>> yaml_value("1e-3"), yaml_value("[64, 64]"), yaml_value("relu"), yaml_value("null")
+        (0.001, [64, 64], 'relu', None)
+    """
+    return yaml.load(text, Loader=_Loader)
+
+
+def _closest(key: str, valid: Iterable[str]) -> str:
+    match = difflib.get_close_matches(str(key), list(valid), n=1, cutoff=0.5)
+    return f" Did you mean {match[0]!r}?" if match else ""
+
+
+def load_experiment_file(path: str) -> Experiment:
+    """Reads a YAML (`.yaml`, `.yml`) or JSON (`.json`) experiment file.
+
+    The file holds a mapping with the keys `algo` (or `run`), `env`, `stop`, `config`
+    (all optional), or RLlib's tuned-example form: one experiment name mapping to such a
+    mapping.
+
+    Raises:
+        CliError: If the file is missing, unparsable or has unknown top-level keys.
+    """
+    if not os.path.isfile(path):
+        raise CliError(f"Config file {path!r} does not exist. Pass --config=<path to a "
+                       ".yaml or .json file>, e.g. examples/tuned/ppo_cartpole.yaml.")
+    with open(path) as f:
+        text = f.read()
+    try:
+        doc = json.loads(text) if path.endswith(".json") else yaml.load(text, Loader=_Loader)
+    except (yaml.YAMLError, json.JSONDecodeError) as e:
+        reason = " ".join(str(e).split())
+        raise CliError(f"Config file {path!r} is not valid "
+                       f"{'JSON' if path.endswith('.json') else 'YAML'} ({reason}); fix the "
+                       "syntax.") from None
+    doc = {} if doc is None else doc
+    if not isinstance(doc, dict):
+        raise CliError(f"Config file {path!r} holds a {type(doc).__name__}; it must hold a "
+                       "mapping with the keys algo, env, stop, config.")
+    if (len(doc) == 1 and not set(doc) & set(FILE_KEYS)
+            and isinstance(next(iter(doc.values())), dict)):
+        doc = next(iter(doc.values()))  # RLlib's form: {experiment_name: {run: ..., ...}}
+    for key in doc:
+        if key not in FILE_KEYS:
+            raise CliError(f"Config file {path!r} has the unknown top-level key {key!r}."
+                           f"{_closest(key, FILE_KEYS)} Top-level keys are algo, env, stop "
+                           "and config (algorithm settings go under config:).")
+    if "algo" in doc and "run" in doc and doc["algo"] != doc["run"]:
+        raise CliError(f"Config file {path!r} sets both algo ({doc['algo']!r}) and run "
+                       f"({doc['run']!r}); keep one.")
+    config = doc.get("config") or {}
+    stop = doc.get("stop") or {}
+    for name, value in (("config", config), ("stop", stop)):
+        if not isinstance(value, dict):
+            raise CliError(f"In config file {path!r}, {name} must be a mapping; it is a "
+                           f"{type(value).__name__}.")
+    return Experiment(algo=doc.get("algo", doc.get("run")), env=doc.get("env"),
+                      config=dict(config), stop=_check_stop(dict(stop), f"file {path!r}"))
+
+
+def parse_override(text: str) -> Tuple[List[str], Any]:
+    """`"model.fcnet_hiddens=[64,64]"` -> `(["model", "fcnet_hiddens"], [64, 64])`.
+
+    Raises:
+        CliError: If `text` has no `=` or an empty key.
+    """
+    key, sep, value = text.partition("=")
+    path = key.strip().split(".")
+    if not sep or not all(path):
+        raise CliError(f"--config_override={text!r} is not KEY=VALUE; write e.g. "
+                       "--config_override=lr=0.001 or "
+                       "--config_override=model.fcnet_hiddens=[64,64].")
+    try:
+        return path, yaml_value(value)
+    except yaml.YAMLError as e:
+        raise CliError(f"--config_override={text!r}: the value is not a YAML value "
+                       f"({' '.join(str(e).split())}); quote strings, write lists as "
+                       "[1,2] and dicts as {a: 1}.") from None
+
+
+def apply_overrides(config: Dict[str, Any], overrides: Sequence[str]) -> Dict[str, Any]:
+    """A copy of `config` with each `KEY=VALUE` override applied in order (dotted keys
+    set entries of nested dicts, creating them).
+
+    Raises:
+        CliError: For a malformed override or a dotted key through a non-dict value.
+    """
+    config = copy.deepcopy(config)
+    for text in overrides:
+        path, value = parse_override(text)
+        node = config
+        for i, part in enumerate(path[:-1]):
+            node = node.setdefault(part, {})
+            if node is None:
+                node = {}
+            if not isinstance(node, dict):
+                where = ".".join(path[:i + 1])
+                raise CliError(f"--config_override={text!r}: {where} is a "
+                               f"{type(node).__name__}, not a dict, so it has no key "
+                               f"{path[i + 1]!r}; set {where}=<value> instead.")
+        node[path[-1]] = value
+    return config
+
+
+def _check_stop(stop: Dict[str, Any], where: str) -> Dict[str, Any]:
+    for key, value in stop.items():
+        if key not in STOP_KEYS and "/" not in key:
+            raise CliError(f"Unknown stop criterion {key!r} in {where}.{_closest(key, STOP_KEYS)}"
+                           f" Use result keys such as {', '.join(STOP_KEYS[:3])}, "
+                           "training_iteration, time_total_s.")
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise CliError(f"Stop criterion {key}={value!r} in {where} is not a number; write "
+                           f"e.g. {key}=100000.")
+    return stop
+
+
+def parse_stop(text: str) -> Dict[str, Any]:
+    """`"timesteps_total=1e5,training_iteration=10"` -> `{key: number}`.
+
+    Raises:
+        CliError: For an item without `=`, an unknown key or a non-numeric value.
+    """
+    stop = {}
+    for item in filter(None, (s.strip() for s in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise CliError(f"--stop item {item!r} is not KEY=NUMBER; write e.g. "
+                           "--stop=timesteps_total=100000,episode_reward_mean=475.")
+        stop[key.strip()] = yaml_value(value)
+    return _check_stop(stop, "--stop")
+
+
+def resolve_experiment(config_file: Optional[str] = None, algo: Optional[str] = None,
+                       env: Optional[str] = None, settings: Optional[Dict[str, Any]] = None,
+                       overrides: Sequence[str] = (), stop: Optional[str] = None,
+                       base: Optional[Experiment] = None) -> Experiment:
+    """Combines a file (or `base`) with flags; later sources win.
+
+    Order: `base`, the file, `algo`/`env` flags, `settings` (flags such as
+    `--num_workers`, None values skipped), `overrides`, then `stop` (merged into the
+    file's stop criteria).
+    """
+    exp = copy.deepcopy(base) if base is not None else Experiment()
+    if config_file:
+        loaded = load_experiment_file(config_file)
+        exp.algo = loaded.algo or exp.algo
+        exp.env = loaded.env or exp.env
+        exp.config.update(loaded.config)
+        exp.stop.update(loaded.stop)
+    exp.algo = algo or exp.algo
+    exp.config.update({k: v for k, v in (settings or {}).items() if v is not None})
+    exp.config = apply_overrides(exp.config, overrides)
+    exp.env = env or exp.env or exp.config.get("env")
+    exp.config.pop("env", None)
+    if stop:
+        exp.stop.update(parse_stop(stop))
+    return exp
+
+
+def _import(spec: str, what: str) -> Any:
+    module_name, sep, name = spec.rpartition(":") if ":" in spec else spec.rpartition(".")
+    try:
+        return getattr(importlib.import_module(module_name), name)
+    except (ImportError, AttributeError, ValueError) as e:
+        raise CliError(f"{what}={spec!r} cannot be imported ({type(e).__name__}: {e}); give "
+                       "'package.module:ClassName' of a class on PYTHONPATH.") from None
+
+
+def _one_line(error: Exception) -> str:
+    text = " ".join(str(error).split())
+    return text.split(" Valid keys are:")[0]
+
+
+def check_names(exp: Experiment) -> None:
+    """Checks that `exp` names a registered algorithm and a known env (cheap: imports
+    neither TensorFlow nor the algorithm).
+
+    Raises:
+        CliError: For a missing or unknown algorithm or env.
+    """
+    if not exp.algo:
+        raise CliError("No algorithm given; pass --algo=PPO (or PG, A2C) or set algo: in "
+                       "the --config file.")
+    from tfrl.algorithms.registry import ALGORITHMS
+
+    if exp.algo not in ALGORITHMS:
+        raise CliError(f"Unknown algorithm {exp.algo!r}.{_closest(exp.algo, ALGORITHMS)} "
+                       f"Pass --algo with one of {', '.join(sorted(ALGORITHMS))}.")
+    if not exp.env:
+        raise CliError("No env given; pass --env=CartPole-v1 (a gymnasium id or a name "
+                       "registered with tfrl.env.registry.register_env) or set env: in the "
+                       "--config file.")
+    from tfrl.env.registry import get_env_creator
+
+    try:
+        get_env_creator(exp.env)
+    except (ValueError, TypeError) as e:
+        raise CliError(_one_line(e).replace(" Register a creator", " Pass --env=<gymnasium "
+                                            "id>, or register a creator")) from None
+
+
+def build_config(exp: Experiment, extra: Optional[Dict[str, Any]] = None) -> Any:
+    """The algorithm's config object for `exp` (plus `extra` keys, e.g. evaluation
+    settings), after checking the algorithm, env, keys and model keys.
+
+    Raises:
+        CliError: For an unknown algorithm or env, an unknown key (naming the closest
+            valid one) or an invalid value.
+    """
+    check_names(exp)
+    from tfrl.algorithms.registry import get_algorithm_class
+
+    config = {**copy.deepcopy(exp.config), **(extra or {}), "env": exp.env}
+    if isinstance(config.get("callbacks"), str):
+        config["callbacks"] = _import(config["callbacks"], "callbacks")
+    config_class = get_algorithm_class(exp.algo, return_config=True)[1]
+    try:
+        algo_config = config_class.from_dict(config)
+        from tfrl.models.catalog import merge_model_config
+
+        merge_model_config(algo_config.model)
+    except (ValueError, TypeError) as e:
+        raise CliError(f"{_one_line(e)} Fix it in --config or --config_override (run with "
+                       "--dry_run to see every key).") from None
+    return algo_config

@@ -1,0 +1,246 @@
+"""tfrl: train, evaluate and export RL algorithms from the command line.
+
+Usage:
+
+    tfrl train --algo=PPO --env=CartPole-v1 --stop=timesteps_total=100000
+    tfrl train --config=examples/tuned/ppo_cartpole.yaml [--dry_run]
+    tfrl train ... --config_override=lr=1e-3 --config_override=model.fcnet_hiddens=[64,64]
+    tfrl train ... --logdir=runs/ppo --checkpoint_every=10 [--restore=CHECKPOINT]
+    tfrl evaluate --checkpoint=runs/ppo/checkpoint_000050 --episodes=10 [--explore] [--render]
+    tfrl export --checkpoint=runs/ppo/checkpoint_000050 [--format=saved_model] [--export_dir=D]
+
+(`python -m tfrl ...` is the same.) `tfrl <command> --help` lists the flags.
+
+Experiment files (`--config=FILE`, YAML if the name ends in .yaml/.yml, else JSON) hold
+a mapping with four optional keys:
+
+    algo: PPO                  # a registered algorithm (`run:` is accepted, as in RLlib)
+    env: CartPole-v1           # a gymnasium id or a name given to register_env
+    stop:                      # result key -> threshold; stops when ANY is reached
+      timesteps_total: 100000
+      episode_reward_mean: 475
+    config:                    # the algorithm's RLlib-style config dict
+      lr: 1.0e-3               # (1e-3 works too: numbers are read as in YAML 1.2)
+      model: {fcnet_hiddens: [64, 64]}
+
+RLlib's tuned-example files (`name: {run: PPO, env: ..., stop: ..., config: ...}`) load
+unchanged. Flags override the file, in this order: `--algo`/`--env`; `--num_workers`,
+`--num_gpus`, `--seed`; then each `--config_override=KEY=VALUE` in turn (VALUE parsed as
+YAML: `0.5`, `[64,64]`, `{a: 1}`, `null`; dotted keys set nested entries). `--stop`
+criteria are merged into the file's. `callbacks` may be a "package.module:ClassName"
+string. Stop keys: `timesteps_total`, `episode_reward_mean`, `training_iteration`,
+`time_total_s`, `episodes_total`, ... or a nested key such as
+`evaluation/episode_reward_mean`.
+
+`tfrl train` writes `experiment.json` (the resolved algo, env, stop and config),
+`result.json` (one result per line) and `checkpoint_NNNNNN/` directories into
+`--logdir` (default `~/tfrl_results/<ALGO>_<env>_<time>`); `evaluate` and `export`
+rebuild the algorithm from the `experiment.json` next to the checkpoint (flags such as
+`--config_override` still apply on top). Mistakes exit with status 2 and one line on
+stderr saying what to fix.
+"""
+
+import importlib
+import os
+import sys
+from typing import List, Optional, Sequence
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+
+from absl import app, flags  # noqa: E402
+
+from tfrl.cli import commands  # noqa: E402
+from tfrl.cli.experiment import CliError, check_names, resolve_experiment  # noqa: E402
+from tfrl.cli.progress import Progress  # noqa: E402
+
+FLAGS = flags.FLAGS
+
+# Experiment (all commands).
+flags.DEFINE_string("algo", None, "Algorithm name: PPO, PG, A2C.")
+flags.DEFINE_string("env", None, "Env: a gymnasium id (CartPole-v1) or a registered name.")
+flags.DEFINE_string("config", None, "Experiment file (.yaml/.yml or .json); see tfrl --help.")
+flags.DEFINE_multi_string("config_override", [], "KEY=VALUE config setting (repeatable; "
+                          "VALUE is YAML; dotted keys for nested dicts: model.fcnet_hiddens=[64]).")
+flags.DEFINE_integer("seed", None, "Random seed (config key seed).")
+flags.DEFINE_integer("tf_threads", 0, "TensorFlow intra/inter-op threads (0: TF's default; "
+                     "1 is fastest for small models).")
+# train.
+flags.DEFINE_string("stop", None, "Stop criteria KEY=NUMBER,...; stops when any is reached, "
+                    "e.g. timesteps_total=100000,episode_reward_mean=475.")
+flags.DEFINE_integer("num_workers", None, "Remote rollout workers (config key num_workers).")
+flags.DEFINE_float("num_gpus", None, "GPUs for the learner (config key num_gpus).")
+flags.DEFINE_string("logdir", None, "Output directory (default ~/tfrl_results/<ALGO>_<env>_<time>).")
+flags.DEFINE_integer("checkpoint_every", 0, "Write a checkpoint every N iterations (0: only "
+                     "at the end).")
+flags.DEFINE_string("restore", None, "Checkpoint directory to continue training from.")
+flags.DEFINE_bool("dry_run", False, "Print the resolved experiment and config; do not train.")
+flags.DEFINE_bool("quiet", False, "No per-iteration progress lines.")
+# evaluate / export.
+flags.DEFINE_string("checkpoint", None, "Checkpoint directory (printed by tfrl train).")
+flags.DEFINE_integer("episodes", 10, "Episodes to evaluate.")
+flags.DEFINE_bool("render", False, "Render the env while evaluating.")
+flags.DEFINE_bool("explore", False, "Evaluate with stochastic (exploring) actions.")
+flags.DEFINE_enum("format", "saved_model", list(commands.FORMATS), "Export format.")
+flags.DEFINE_string("export_dir", None, "Export directory (default <checkpoint>_<format>).")
+flags.DEFINE_string("policy_id", "default_policy", "Policy to export.")
+
+_COMMON = ("algo", "env", "config", "config_override", "seed", "tf_threads")
+COMMANDS = {
+    "train": _COMMON + ("stop", "num_workers", "num_gpus", "logdir", "checkpoint_every",
+                        "restore", "dry_run", "quiet"),
+    "evaluate": _COMMON + ("checkpoint", "episodes", "render", "explore"),
+    "export": _COMMON + ("checkpoint", "format", "export_dir", "policy_id"),
+}
+_OUR_FLAGS = {name for names in COMMANDS.values() for name in names}
+
+
+def _fail(message: str, command: Optional[str] = None) -> None:
+    prefix = f"tfrl {command}" if command else "tfrl"
+    sys.stderr.write(f"{prefix}: error: {' '.join(message.split())}\n")
+    sys.stderr.flush()
+    sys.exit(2)
+
+
+def _help(command: Optional[str]) -> int:
+    sys.stdout.write(__doc__.strip() + "\n\n")
+    names = COMMANDS.get(command, sorted(_OUR_FLAGS))
+    sys.stdout.write(f"Flags{' of tfrl ' + command if command in COMMANDS else ''}:\n")
+    for name in names:
+        flag = FLAGS[name]
+        sys.stdout.write(f"  --{name}: {flag.help} (default: {flag.default!r})\n")
+    return 0
+
+
+def parse_argv(argv: Sequence[str]) -> List[str]:
+    """Parses `argv` (program name first) into FLAGS; returns the positional arguments.
+
+    Flag errors exit with status 2 and one line on stderr.
+    """
+    argv = list(argv)
+    for name in _OUR_FLAGS:  # each call starts from the defaults (in-process reuse)
+        FLAGS[name].unparse()
+    try:
+        return FLAGS(argv)
+    except flags.Error as e:
+        _fail(f"{e}. Run `tfrl --help` for the flags.")
+    return []  # unreachable
+
+
+def _command(positional: Sequence[str]) -> str:
+    import difflib
+
+    if len(positional) != 1:
+        got = "no command" if not positional else f"{list(positional)!r}"
+        _fail(f"expected one command (train, evaluate or export); received {got}. Run e.g. "
+              "`tfrl train --algo=PPO --env=CartPole-v1`.")
+    command = positional[0]
+    if command not in COMMANDS:
+        close = difflib.get_close_matches(command, list(COMMANDS), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        _fail(f"unknown command {command!r}.{hint} Commands: train, evaluate, export.")
+    for name in sorted(_OUR_FLAGS - set(COMMANDS[command])):
+        if FLAGS[name].present:
+            users = [c for c, names in COMMANDS.items() if name in names]
+            _fail(f"--{name} is not a flag of `tfrl {command}` (it belongs to "
+                  f"{' and '.join('tfrl ' + u for u in users)}); remove it.", command)
+    return command
+
+
+def import_tensorflow_quietly() -> None:
+    """Imports TensorFlow with stderr (fd 2) silenced, unless TF_CPP_MIN_LOG_LEVEL < 2.
+
+    TensorFlow's C++ runtime logs informational lines (oneDNN, CUDA drivers) while it
+    loads, before `TF_CPP_MIN_LOG_LEVEL` takes effect; the CLI hides them so that its own
+    messages (and its one-line errors) stand alone. Python errors still show.
+    """
+    if "tensorflow" in sys.modules or os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0") < "2":
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        importlib.import_module("tensorflow")
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def _quiet_python_logs() -> None:
+    import logging
+
+    from absl import logging as absl_logging
+
+    if not FLAGS["verbosity"].present:  # absl's --verbosity / -v still turns logs on
+        absl_logging.set_verbosity(absl_logging.WARNING)
+        logging.getLogger("tensorflow").setLevel(logging.WARNING)
+
+
+def _set_threads(n: int) -> None:
+    if n > 0:
+        import tensorflow as tf
+
+        tf.config.threading.set_intra_op_parallelism_threads(n)
+        tf.config.threading.set_inter_op_parallelism_threads(n)
+
+
+def dispatch(positional: Sequence[str]) -> int:
+    """Runs the command named in `positional` with the parsed FLAGS; returns 0."""
+    command = _command(positional[1:])
+    try:
+        settings = {"seed": FLAGS.seed}
+        if command == "train":
+            settings.update(num_workers=FLAGS.num_workers, num_gpus=FLAGS.num_gpus)
+            base = None
+        else:
+            base = commands.experiment_of_checkpoint(
+                commands.check_checkpoint(FLAGS.checkpoint))
+        exp = resolve_experiment(FLAGS.config, FLAGS.algo, FLAGS.env, settings,
+                                 FLAGS.config_override, FLAGS["stop"].value
+                                 if command == "train" else None, base=base)
+        check_names(exp)
+        import_tensorflow_quietly()
+        _quiet_python_logs()
+        if command == "train" and FLAGS.dry_run:
+            commands.dry_run(exp)
+            return 0
+        _set_threads(FLAGS.tf_threads)
+        if command == "train":
+            commands.train(exp, logdir=FLAGS.logdir, checkpoint_every=FLAGS.checkpoint_every,
+                           restore=FLAGS.restore,
+                           progress=Progress(stop=exp.stop, quiet=FLAGS.quiet))
+        elif command == "evaluate":
+            commands.evaluate(exp, FLAGS.checkpoint, episodes=FLAGS.episodes,
+                              explore=FLAGS.explore, render=FLAGS.render)
+        else:
+            commands.export(exp, FLAGS.checkpoint, export_dir=FLAGS.export_dir,
+                            fmt=FLAGS.format, policy_id=FLAGS.policy_id)
+    except CliError as e:
+        _fail(str(e), command)
+    return 0
+
+
+def main(argv: Sequence[str]) -> int:
+    """Runs the CLI in-process: `main(["tfrl", "train", "--algo=PPO", ...])`.
+
+    Flags are parsed explicitly from `argv` into `absl.flags.FLAGS` (call
+    `FLAGS.unparse_flags()` before parsing another argv). Returns 0; user mistakes raise
+    `SystemExit(2)` after printing one line on stderr.
+    """
+    argv = list(argv)
+    if any(a in ("-h", "--help", "help", "-help") for a in argv[1:]):
+        return _help(next((a for a in argv[1:] if a in COMMANDS), None))
+    return dispatch(parse_argv(argv))
+
+
+def run() -> None:
+    """The `tfrl` console script (absl `app.run`)."""
+    argv = sys.argv
+    if any(a in ("-h", "--help", "help", "-help") for a in argv[1:]):
+        sys.exit(_help(next((a for a in argv[1:] if a in COMMANDS), None)))
+    app.run(dispatch, argv=argv, flags_parser=parse_argv)
+
+
+if __name__ == "__main__":
+    run()
