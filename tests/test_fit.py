@@ -36,7 +36,7 @@ class Recorder(Callback):
     def __init__(self):
         super().__init__()
         self.calls, self.episodes, self.samples, self.learns, self.weights = [], [], [], [], []
-        self.counters = []
+        self.counters, self.hist_rewards = [], []
 
     def on_train_begin(self, logs=None):
         self.calls.append(("train_begin",))
@@ -51,6 +51,7 @@ class Recorder(Callback):
         self.calls.append(("epoch_end", epoch))
         self.weights.append(self.model.get_weights())
         self.counters.append(dict(self.model.algorithm._metrics.counters))
+        self.hist_rewards.append(list(self.model.last_result["hist_stats"]["episode_reward"]))
 
     def on_train_end(self, logs=None):
         self.calls.append(("train_end",))
@@ -244,3 +245,60 @@ def test_progbar_unit_error_and_hook_detection():
     assert wants_rl_hooks(Duck(), "on_sample_end")
     assert not wants_rl_hooks(Duck(), "on_episode_end")
     assert not wants_rl_hooks(keras.callbacks.History(), "on_learn_end")
+
+
+def _tensors(logdir):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(logdir), size_guidance={"tensors": 0})
+    acc.Reload()
+    return {tag: [(e.step, _value(e.tensor_proto)) for e in acc.Tensors(tag)]
+            for tag in acc.Tags()["tensors"]}
+
+
+def _value(proto):
+    import tensorflow as tf
+
+    array = tf.make_ndarray(proto)
+    return float(array) if array.ndim == 0 else array
+
+
+def test_tfrl_tensorboard_events_have_grouped_tags_and_values(run):
+    tensors = _tensors(run["out"] / "tb")
+    history = run["history"].history
+    steps = [64, 128, 192]
+    assert tensors["sampler/episode_reward_mean"] == list(zip(steps,
+                                                              history["episode_reward_mean"]))
+    assert [v for _, v in tensors["learner/default_policy/total_loss"]] == pytest.approx(
+        history[LOSS_KEY])
+    assert [v for _, v in tensors["learner/default_policy/num_traces/learn_on_batch"]] == [
+        1.0, 1.0, 1.0]  # The retrace counter: one trace, never retraced.
+    assert [v for _, v in tensors["counters/num_env_steps_trained"]] == [64.0, 128.0, 192.0]
+    assert "timers/learn_time_ms" in tensors and "timers/time_this_iter_s" in tensors
+    # Histogram buckets ([left, right, count] rows): the counts sum to the number of
+    # episodes in each iteration's metrics window, the edges span their rewards.
+    hist = tensors["hist_stats/episode_reward"]
+    assert [s for s, _ in hist] == steps
+    for (_, buckets), rewards in zip(hist, run["recorder"].hist_rewards):
+        assert buckets[:, 2].sum() == len(rewards)
+        assert (buckets[0, 0], buckets[-1, 1]) == (min(rewards), max(rewards))
+    assert all(k.split("/")[0] in {"sampler", "learner", "timers", "counters", "misc",
+                                   "hist_stats"} for k in tensors)
+
+
+def test_tfrl_tensorboard_writes_the_policy_graph(run):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    acc = EventAccumulator(str(run["out"] / "tb" / "graphs" / "default_policy"))
+    acc.Reload()
+    names = [node.name for node in acc.Graph().node]
+    assert any(n.endswith("MatMul") for n in names)
+
+
+def test_stock_keras_tensorboard_works_with_the_adapter(run):
+    tensors = _tensors(run["out"] / "keras_tb" / "train")
+    history = run["history"].history
+    assert tensors["epoch_episode_reward_mean"] == list(enumerate(history["episode_reward_mean"]))
+    loss = tensors["epoch_" + LOSS_KEY]
+    assert [step for step, _ in loss] == [0, 1, 2]
+    assert [v for _, v in loss] == pytest.approx(history[LOSS_KEY], rel=1e-6)
