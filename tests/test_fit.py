@@ -179,6 +179,25 @@ def test_early_stopping_on_a_constant_result_key(run):
     assert history.epoch == [start, start + 1]
 
 
+def test_early_stopping_restores_the_best_weights_through_the_adapter(run):
+    algo = run["algo"]
+    start = algo.iteration
+    snapshots = []
+    falling = keras.callbacks.LambdaCallback(on_epoch_end=lambda e, logs: (
+        logs.update(score=float(start - e)), snapshots.append(algo.get_weights())))
+    stopper = keras.callbacks.EarlyStopping(monitor="score", mode="max", patience=2,
+                                            restore_best_weights=True)
+    history = algo.fit(iterations=20, callbacks=[falling, stopper], verbose=0)
+    assert history.epoch == [start, start + 1, start + 2]
+    assert stopper.best_epoch == start
+    restored = algo.get_weights()["default_policy"]
+    for got, best, last in zip(restored, snapshots[0]["default_policy"],
+                               snapshots[-1]["default_policy"]):
+        np.testing.assert_array_equal(got, best)
+    assert any(not np.array_equal(b, l) for b, l in zip(snapshots[0]["default_policy"],
+                                                        snapshots[-1]["default_policy"]))
+
+
 def test_total_timesteps_budget_and_one_line_per_iteration(run, capsys):
     algo = run["algo"]
     before = int(algo._metrics.counters["num_env_steps_sampled"])
