@@ -181,8 +181,12 @@ def _set_threads(n: int) -> None:
     if n > 0:
         import tensorflow as tf
 
-        tf.config.threading.set_intra_op_parallelism_threads(n)
-        tf.config.threading.set_inter_op_parallelism_threads(n)
+        try:
+            tf.config.threading.set_intra_op_parallelism_threads(n)
+            tf.config.threading.set_inter_op_parallelism_threads(n)
+        except RuntimeError:  # in-process use after TensorFlow started
+            sys.stderr.write(f"tfrl: warning: --tf_threads={n} ignored: TensorFlow is "
+                             "already initialized in this process.\n")
 
 
 def dispatch(positional: Sequence[str]) -> int:

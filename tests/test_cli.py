@@ -1,0 +1,267 @@
+"""The `tfrl` CLI in-process: `main(argv)` with flags parsed explicitly (reset after each
+test). Trains PPO a few tiny iterations, restores, evaluates, exports; every user mistake
+exits 2 with one line on stderr."""
+
+import contextlib
+import io
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from absl import flags
+
+from tfrl.algorithms.callbacks import DefaultCallbacks
+from tfrl.cli import commands
+from tfrl.cli.main import main
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TINY = ["--algo=PPO", "--env=CartPole-v1", "--seed=0",
+        "--config_override=train_batch_size=64", "--config_override=rollout_fragment_length=8",
+        "--config_override=num_envs_per_worker=2", "--config_override=sgd_minibatch_size=32",
+        "--config_override=num_sgd_iter=2", "--config_override=model.fcnet_hiddens=[16]"]
+
+
+@pytest.fixture(autouse=True)
+def _reset_flags():
+    yield
+    flags.FLAGS.unparse_flags()
+
+
+def _main(*args):
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["tfrl", *args]) == 0
+    flags.FLAGS.unparse_flags()
+    return out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    """`tfrl train` of 2 tiny PPO iterations with a checkpoint after each."""
+    logdir = str(tmp_path_factory.mktemp("cli") / "run")
+    out = _main("train", *TINY, "--stop=training_iteration=2", f"--logdir={logdir}",
+                "--checkpoint_every=1")
+    return logdir, out
+
+
+def _fails(capsys, *args):
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as exit_info:
+        main(["tfrl", *args])
+    assert exit_info.value.code == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1, captured.err
+    return lines[0]
+
+
+# -------------------------------------------------------------------------- train
+
+@pytest.mark.slow  # trains (or reuses the module's 20 s training run)
+def test_train_prints_progress_and_writes_checkpoints_and_results(trained):
+    logdir, out = trained
+    lines = out.splitlines()
+    assert re.match(r"iter 1 \| steps 64 \| episodes \d+ \| reward_mean \d+\.\d\d \| \d+ steps/s "
+                    r"\| elapsed \d:\d\d:\d\d \| ETA \d:\d\d:\d\d$", lines[0]), lines[0]
+    assert lines[1].startswith("iter 2 | steps 128 |")
+    assert lines[2].startswith("Finished (training_iteration=2 >= 2): 2 iterations, 128 env "
+                               "steps, ")
+    assert lines[3] == f"Checkpoint: {logdir}/checkpoint_000002"
+    assert len(lines) == 4
+    assert sorted(os.listdir(logdir)) == ["checkpoint_000001", "checkpoint_000002",
+                                          "experiment.json", "result.json"]
+    with open(os.path.join(logdir, "result.json")) as f:
+        results = [json.loads(line) for line in f]
+    assert [(r["training_iteration"], r["timesteps_total"]) for r in results] == [(1, 64),
+                                                                                 (2, 128)]
+    with open(os.path.join(logdir, "experiment.json")) as f:
+        experiment = json.load(f)
+    assert experiment == {"algo": "PPO", "env": "CartPole-v1",
+                          "stop": {"training_iteration": 2}, "config": {
+                              "seed": 0, "train_batch_size": 64, "rollout_fragment_length": 8,
+                              "num_envs_per_worker": 2, "sgd_minibatch_size": 32,
+                              "num_sgd_iter": 2, "model": {"fcnet_hiddens": [16]}}}
+
+
+@pytest.mark.slow  # trains (or reuses the module's 20 s training run)
+def test_restore_continues_from_the_checkpoint(trained, tmp_path):
+    logdir, _ = trained
+    out = _main("train", *TINY, "--stop=training_iteration=3", f"--logdir={tmp_path}",
+                f"--restore={logdir}/checkpoint_000002", "--quiet")
+    assert out.splitlines() == [
+        out.splitlines()[0], f"Checkpoint: {tmp_path}/checkpoint_000003"]
+    assert out.startswith("Finished (training_iteration=3 >= 3): 3 iterations, 192 env steps")
+    with open(tmp_path / "result.json") as f:
+        (result,) = [json.loads(line) for line in f]
+    assert (result["training_iteration"], result["timesteps_total"]) == (3, 192)
+
+
+@pytest.mark.slow  # trains (or reuses the module's 20 s training run)
+def test_ctrl_c_ends_training_with_a_checkpoint(tmp_path):
+    out = _main("train", *TINY, f"--logdir={tmp_path}", "--quiet",
+                "--config_override=callbacks=test_cli:InterruptOnSecondResult")
+    assert out.splitlines() == [
+        "No stop criteria (--stop): training until interrupted; Ctrl-C writes a final "
+        "checkpoint.",
+        out.splitlines()[1], f"Checkpoint: {tmp_path}/checkpoint_000002"]
+    # The summary shows the last completed iteration; the checkpoint holds the state at
+    # the interruption (during iteration 2, after its result was computed).
+    assert out.splitlines()[1].startswith("Finished (interrupted): 1 iterations, 64 env steps")
+
+
+class InterruptOnSecondResult(DefaultCallbacks):
+    """Imported by name through --config_override=callbacks=test_cli:...; acts as Ctrl-C."""
+
+    def on_train_result(self, *, algorithm, result, **kwargs):
+        if result["training_iteration"] == 2:
+            raise KeyboardInterrupt
+
+
+def test_dry_run_prints_the_learning_test_config():
+    from test_ppo_learning import cartpole_config
+
+    out = _main("train", f"--config={REPO_ROOT}/examples/tuned/ppo_cartpole.yaml", "--dry_run")
+    resolved = json.loads(out)
+    expected = json.loads(json.dumps(cartpole_config(0).to_dict(),
+                                     default=commands._jsonable))
+    assert resolved["resolved_config"] == expected
+    assert (resolved["algo"], resolved["env"]) == ("PPO", "CartPole-v1")
+    assert resolved["stop"] == {"episode_reward_mean": 475, "timesteps_total": 100000}
+
+
+def test_help_lists_the_flags_of_a_command(capsys):
+    assert main(["tfrl", "train", "--help"]) == 0
+    out = capsys.readouterr().out
+    assert "tfrl train --algo=PPO --env=CartPole-v1" in out and "--stop:" in out
+    assert "--checkpoint_every:" in out and "--episodes:" not in out
+
+
+def test_each_call_starts_from_default_flags():
+    _main("train", "--algo=PG", "--env=CartPole-v1", "--seed=3", "--dry_run")
+    out = _main("train", "--algo=PG", "--env=CartPole-v1", "--dry_run")
+    assert json.loads(out)["resolved_config"]["seed"] is None
+
+
+# ---------------------------------------------------------------- evaluate, export
+
+@pytest.mark.slow  # trains (or reuses the module's 20 s training run)
+def test_evaluate_runs_deterministic_episodes(trained, capsys):
+    logdir, _ = trained
+    out = _main("evaluate", f"--checkpoint={logdir}/checkpoint_000002", "--episodes=3")
+    match = re.fullmatch(r"Evaluated 3 episodes of CartPole-v1 \(deterministic actions\): "
+                         r"return mean (\S+), min (\S+), max (\S+); length mean (\S+)\n", out)
+    assert match, out
+    mean, low, high, length = map(float, match.groups())
+    assert 8 <= low <= mean <= high <= 500
+    assert length == pytest.approx(mean, abs=0.06)  # CartPole: reward 1 per step
+
+
+@pytest.mark.slow  # trains (or reuses the module's 20 s training run)
+def test_export_writes_a_saved_model_that_serves_the_policy_actions(trained, tmp_path):
+    logdir, _ = trained
+    checkpoint = f"{logdir}/checkpoint_000002"
+    out = _main("export", f"--checkpoint={checkpoint}", f"--export_dir={tmp_path}/model",
+                "--tf_threads=1")
+    assert out == f"Exported default_policy (saved_model) to {tmp_path}/model\n"
+    obs = np.random.RandomState(0).uniform(-0.2, 0.2, size=(6, 4)).astype(np.float32)
+    script = (
+        "import sys, json, numpy as np, tensorflow as tf\n"
+        "m = tf.saved_model.load(sys.argv[1])\n"
+        "obs = tf.constant(json.loads(sys.argv[2]), tf.float32)\n"
+        "out = m.signatures['deterministic_action'](obs=obs)\n"
+        "out2 = m.signatures['serving_default'](obs=obs)\n"
+        "print(json.dumps({'actions': out['actions'].numpy().tolist(),\n"
+        "                  'same': bool(np.array_equal(out['actions'], out2['actions'])),\n"
+        "                  'keys': sorted(out)}))\n")
+    proc = subprocess.run([sys.executable, "-c", script, f"{tmp_path}/model",
+                           json.dumps(obs.tolist())], capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    served = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert served["same"] and served["keys"] == ["action_dist_inputs", "actions", "vf_preds"]
+    algo = commands._build(commands.experiment_of_checkpoint(checkpoint), {"num_workers": 0})
+    algo.restore(checkpoint)
+    expected = [int(algo.compute_single_action(o, explore=False)) for o in obs]
+    algo.stop()
+    assert served["actions"] == expected
+
+
+@pytest.mark.slow  # trains (or reuses the module's 20 s training run)
+def test_export_policy_checkpoint_format(trained):
+    logdir, _ = trained
+    checkpoint = f"{logdir}/checkpoint_000001"
+    out = _main("export", f"--checkpoint={checkpoint}", "--format=checkpoint")
+    assert out == f"Exported default_policy (checkpoint) to {checkpoint}_checkpoint\n"
+    assert os.path.isfile(f"{checkpoint}_checkpoint/policy.index")
+
+
+# --------------------------------------------------------------------------- errors
+
+@pytest.mark.parametrize("args,message", [
+    (["train", "--algo=PPX", "--env=CartPole-v1"],
+     "tfrl train: error: Unknown algorithm 'PPX'. Did you mean 'PPO'? Pass --algo with one of "
+     "A2C, PG, PPO."),
+    (["train", "--algo=PPO", "--env=CartPol-v1"],
+     "tfrl train: error: Unknown env 'CartPol-v1': it is neither registered with "
+     "tfrl.env.registry.register_env nor a gymnasium id. Did you mean 'CartPole-v1'"),
+    (["train", "--algo=PPO", "--env=CartPole-v1", "--config_override=foo"],
+     "tfrl train: error: --config_override='foo' is not KEY=VALUE; write e.g. "
+     "--config_override=lr=0.001 or --config_override=model.fcnet_hiddens=[64,64]."),
+    (["train", "--algo=PPO", "--env=CartPole-v1", "--config_override=rollout_fragment_lenght=8"],
+     "tfrl train: error: Unknown PPOConfig key 'rollout_fragment_lenght'. Did you mean "
+     "'rollout_fragment_length'? Fix it in --config or --config_override (run with --dry_run "
+     "to see every key)."),
+    (["evaluate", "--checkpoint=/no/such/checkpoint_000001"],
+     "tfrl evaluate: error: --checkpoint='/no/such/checkpoint_000001' does not exist; pass the "
+     "checkpoint_NNNNNN directory printed by `tfrl train` (or returned by Algorithm.save())."),
+    (["export"], "tfrl export: error: --checkpoint is required; pass "
+                 "--checkpoint=<logdir>/checkpoint_NNNNNN as printed by `tfrl train`."),
+    (["train", "--algo=PPO", "--env=CartPole-v1", "--restore=/no/such/dir"],
+     "tfrl train: error: --restore='/no/such/dir' does not exist; pass the checkpoint_NNNNNN"),
+    (["train", "--algo=PPO", "--env=CartPole-v1", "--stop=reward=1"],
+     "tfrl train: error: Unknown stop criterion 'reward' in --stop."),
+    (["train", "--config=no_such.yaml"],
+     "tfrl train: error: Config file 'no_such.yaml' does not exist."),
+    (["train", "--env=CartPole-v1"], "tfrl train: error: No algorithm given; pass --algo=PPO"),
+    (["trian", "--algo=PPO"], "tfrl: error: unknown command 'trian'. Did you mean 'train'? "
+                              "Commands: train, evaluate, export."),
+    ([], "tfrl: error: expected one command (train, evaluate or export); received no command."),
+    (["train", "--episodes=3"], "tfrl train: error: --episodes is not a flag of `tfrl train` "
+                                "(it belongs to tfrl evaluate); remove it."),
+    (["train", "--algo=PPO", "--num_wrkers=2"],
+     "tfrl: error: Unknown command line flag 'num_wrkers'. Did you mean: num_workers ?"),
+    (["export", "--format=onnx"], "tfrl: error: flag --format=onnx: value should be one of "
+                                  "<saved_model|checkpoint>. Run `tfrl --help` for the flags."),
+])
+def test_mistakes_exit_2_with_one_line(capsys, args, message):
+    line = _fails(capsys, *args)
+    assert line.startswith(message), line
+
+
+@pytest.mark.slow  # trains (or reuses the module's 20 s training run)
+def test_checkpoint_errors(trained, tmp_path, capsys):
+    logdir, _ = trained
+    checkpoint = f"{logdir}/checkpoint_000001"
+    assert _fails(capsys, "evaluate", f"--checkpoint={tmp_path}") == (
+        f"tfrl evaluate: error: --checkpoint='{tmp_path}' is not a tfrl checkpoint; pass the "
+        "checkpoint_NNNNNN directory printed by `tfrl train` (or returned by Algorithm.save()).")
+    assert _fails(capsys, "evaluate", f"--checkpoint={checkpoint}", "--episodes=0") == (
+        "tfrl evaluate: error: --episodes=0 must be >= 1.")
+    assert _fails(capsys, "export", f"--checkpoint={checkpoint}", "--policy_id=p1") == (
+        "tfrl export: error: --policy_id='p1' is not a policy of this checkpoint; pass one of "
+        "['default_policy'].")
+    # A checkpoint without experiment.json: the algorithm comes from its metadata, the env
+    # and config from flags.
+    bare = tmp_path / "bare"
+    shutil.copytree(checkpoint, bare)
+    assert _fails(capsys, "evaluate", f"--checkpoint={bare}").startswith(
+        "tfrl evaluate: error: No env given; pass --env=CartPole-v1")
+    line = _fails(capsys, "evaluate", f"--checkpoint={bare}", "--algo=PG", "--env=CartPole-v1")
+    assert line.startswith("tfrl evaluate: error: restore(): ") and line.endswith(
+        "holds a PPO checkpoint; this is a PG. Restore it into a PPO. Pass --algo to match it.")
