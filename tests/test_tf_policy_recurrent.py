@@ -36,6 +36,7 @@ def test_acting_carries_state_like_the_model_on_a_sequence():
         policy.compute_actions(obs[:, 0], [state[0], state[1][:1]])
 
 
+@pytest.mark.slow
 def test_sequence_learning_matches_across_strategies_and_traces_once():
     default, single, mirrored = _policy("default"), _policy(), _policy("mirrored")
     for policy in (default, single, mirrored):
@@ -69,6 +70,7 @@ def test_tf_data_sequence_learning_equals_in_graph(strategy):
     assert got["num_grad_updates"] == 3 * 2 * 4
 
 
+@pytest.mark.slow
 def test_padded_and_unpadded_batches_learn_the_same():
     batch = _sequence_batch()
     padded = SampleBatch({k: v for k, v in batch.items()}, _max_seq_len=4)
@@ -174,6 +176,7 @@ def test_prev_inputs_errors():
         policy.learn_on_batch(batch)
 
 
+@pytest.mark.slow
 def test_prev_inputs_learning_matches_across_strategies_and_uses_the_columns():
     single, mirrored, shifted = _prev_policy(), _prev_policy("mirrored"), _prev_policy()
     for seed in range(2):
