@@ -94,7 +94,7 @@ class RolloutWorker(WorkerArgs):
         self.env = None
         if not (self.worker_index == 0 and self.num_workers > 0 and not pc.get("create_env_on_driver")):
             env = a["env_creator"](self.env_context.copy_with_overrides())
-            self.env = self.make_sub_env_fn.prepare(env, self.env_context)
+            self.env = None if env is None else self.make_sub_env_fn.prepare(env, self.env_context)
             if worker_env.is_atari(self.env) and a["preprocessor_pref"] == "deepmind":
                 logger.warning("preprocessor_pref='deepmind': tfrl does not apply DeepMind Atari "
                                "wrappers itself; wrap the env (gymnasium.wrappers.AtariPreprocessing"
