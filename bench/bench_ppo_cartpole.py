@@ -8,8 +8,8 @@ minibatch 256, 20 epochs, gamma 0.98, GAE lambda 0.8, lr 1e-3 decayed linearly t
 clip 0.2, value coefficient 0.5, no entropy bonus, grad clip 0.5, 64x64 tanh policy and
 value networks; one intra/inter-op thread for TF and one torch thread.
 
-Every run is its own subprocess (so peak RSS is the run's own) and trains the whole
-budget. Reported per run: wall seconds for the budget, env steps/s, env steps and
+Every run is its own subprocess (so peak RSS is the run's own), runs alternate between
+the frameworks, and each trains the whole budget. Reported per run: wall seconds for the budget, env steps/s, env steps and
 seconds (from process start) until the mean return of the last 100 episodes first
 reaches 475, peak RSS, and the time from process start to the end of the first
 learning step. SB3 runs are skipped with a message when stable-baselines3 (and torch)
@@ -157,8 +157,10 @@ def main() -> int:
     header = (f"{'run':10s} {'wall s':>8s} {'steps/s':>8s} {'steps@475':>10s} {'s@475':>7s} "
               f"{'RSS MB':>7s} {'1st learn s':>11s} {'final R':>8s}")
     print(header)
-    for fw in frameworks:
-        for seed in args.seeds:
+    # Interleaved (tfrl s0, sb3 s0, tfrl s1, ...) so that a change in the machine's load
+    # hits both frameworks alike.
+    for seed in args.seeds:
+        for fw in frameworks:
             r = launch(fw, seed, args.steps)
             rows[fw].append(r)
             print(f"{fw + ' s' + str(seed):10s} {r['wall_s']:8.1f} {r['steps_per_s']:8.0f} "

@@ -92,7 +92,7 @@ class Algorithm:
         self._episodes_total = 0
         self._start_time = time.time()
         self._first_train_time: Optional[float] = None
-        self.logdir = tempfile.mkdtemp(prefix=f"{type(self).__name__}_")
+        self._logdir: Optional[str] = None
         if algo_config.seed is not None:
             keras.utils.set_random_seed(int(algo_config.seed))
         self.callbacks = algo_config.callbacks_class()
@@ -125,13 +125,20 @@ class Algorithm:
         from tfrl.evaluation.worker_set import WorkerSet
 
         return WorkerSet(policy_class=self.default_policy_class, trainer_config=config,
-                         num_workers=num_workers, logdir=self.logdir)
+                         num_workers=num_workers, logdir=self._logdir)
 
     def _make_evaluation_workers(self) -> Any:
         overrides = {"explore": False, "in_evaluation": True,
                      **self.algo_config.evaluation_config}
         eval_config = self.algo_config.replace(**overrides).to_dict()
         return self._make_workers(eval_config, self.algo_config.evaluation_num_workers)
+
+    @property
+    def logdir(self) -> str:
+        """Where `save()` writes by default: a new temporary directory, made on first use."""
+        if self._logdir is None:
+            self._logdir = tempfile.mkdtemp(prefix=f"{type(self).__name__}_")
+        return self._logdir
 
     @staticmethod
     def execution_plan(workers: Any, config: Dict[str, Any]) -> Any:

@@ -79,3 +79,6 @@ class A2C(Algorithm):
 
 
 A2CConfig.algo_class = A2C
+
+# RLlib 1.x name: the default config as a flat dict.
+DEFAULT_CONFIG = A2CConfig().to_dict()

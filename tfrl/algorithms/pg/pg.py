@@ -50,3 +50,6 @@ class PG(Algorithm):
 
 
 PGConfig.algo_class = PG
+
+# RLlib 1.x name: the default config as a flat dict.
+DEFAULT_CONFIG = PGConfig().to_dict()

@@ -138,3 +138,6 @@ class PPO(Algorithm):
 
 
 PPOConfig.algo_class = PPO
+
+# RLlib 1.x name: the default config as a flat dict.
+DEFAULT_CONFIG = PPOConfig().to_dict()
