@@ -1,0 +1,73 @@
+"""The `tfrl` CLI as users run it: `python -m tfrl` and the installed `tfrl` script, in
+fresh processes (exit codes, stdout, and stderr holding exactly the one error line)."""
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SCRIPT = shutil.which("tfrl", path=os.path.dirname(sys.executable))
+TINY = ["--algo=PPO", "--env=CartPole-v1", "--seed=0", "--tf_threads=1",
+        "--config_override=train_batch_size=64", "--config_override=rollout_fragment_length=8",
+        "--config_override=num_envs_per_worker=2", "--config_override=sgd_minibatch_size=32",
+        "--config_override=num_sgd_iter=2", "--config_override=model.fcnet_hiddens=[16]"]
+
+
+def _run(*args, script=False, timeout=240):
+    command = [SCRIPT] if script else [sys.executable, "-m", "tfrl"]
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    env["PYTHONPATH"] = REPO_ROOT
+    return subprocess.run(command + list(args), capture_output=True, text=True,
+                          timeout=timeout, env=env, cwd=REPO_ROOT)
+
+
+def _one_error_line(proc):
+    assert proc.returncode == 2, (proc.returncode, proc.stderr[-2000:])
+    assert proc.stdout == ""
+    lines = proc.stderr.splitlines()
+    assert len(lines) == 1, proc.stderr
+    return lines[0]
+
+
+@pytest.mark.slow
+def test_train_then_evaluate_in_fresh_processes(tmp_path):
+    logdir = tmp_path / "run"
+    proc = _run("train", *TINY, "--stop=training_iteration=2", f"--logdir={logdir}")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.splitlines()
+    assert [line.split(" |")[0] for line in lines[:2]] == ["iter 1", "iter 2"]
+    assert lines[2].startswith("Finished (training_iteration=2 >= 2): 2 iterations, 128 env")
+    assert lines[3] == f"Checkpoint: {logdir}/checkpoint_000002" and len(lines) == 4
+    assert proc.stderr == ""  # TensorFlow's C++ start-up messages are hidden too
+    proc = _run("evaluate", f"--checkpoint={logdir}/checkpoint_000002", "--episodes=2",
+                script=SCRIPT is not None)
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr[-3000:]
+    assert re.fullmatch(r"Evaluated 2 episodes of CartPole-v1 \(deterministic actions\): return "
+                        r"mean \d+\.\d\d, min \d+\.\d\d, max \d+\.\d\d; length mean \d+\.\d\n",
+                        proc.stdout), proc.stdout
+
+
+@pytest.mark.parametrize("args,message", [
+    (["train", "--algo=PPX", "--env=CartPole-v1"],
+     "tfrl train: error: Unknown algorithm 'PPX'. Did you mean 'PPO'?"),
+    (["train", "--algo=PPO", "--env=NoSuchEnv-v0"], "tfrl train: error: Unknown env 'NoSuchEnv-v0'"),
+    (["train", "--algo=PPO", "--env=CartPole-v1", "--config_override=foo"],
+     "tfrl train: error: --config_override='foo' is not KEY=VALUE"),
+    (["evaluate", "--checkpoint=/no/such/dir"],
+     "tfrl evaluate: error: --checkpoint='/no/such/dir' does not exist"),
+    (["train", "--bogus"], "tfrl: error: Unknown command line flag 'bogus'"),
+])
+def test_fast_mistakes_exit_2_with_one_line_from_python_m(args, message):
+    assert _one_error_line(_run(*args)).startswith(message)
+
+
+@pytest.mark.skipif(SCRIPT is None, reason="the tfrl console script is not installed")
+def test_console_script_reports_mistakes_and_help():
+    line = _one_error_line(_run("export", "--checkpoint=/nope", script=True))
+    assert line.startswith("tfrl export: error: --checkpoint='/nope' does not exist")
+    proc = _run("--help", script=True)
+    assert proc.returncode == 0 and "Experiment files (`--config=FILE`" in proc.stdout
