@@ -198,6 +198,25 @@ def test_early_stopping_restores_the_best_weights_through_the_adapter(run):
                                                         snapshots[-1]["default_policy"]))
 
 
+def test_backup_and_restore_with_batch_level_saves(run, tmp_path):
+    algo = run["algo"]
+    start = algo.iteration
+    backup_dir = str(tmp_path / "backup")
+    algo.fit(iterations=2, verbose=0, callbacks=[keras.callbacks.BackupAndRestore(
+        backup_dir, save_freq=1, delete_checkpoint=False)])
+    counters = dict(algo._metrics.counters)
+    assert algo.iteration == start + 2
+    algo.train()  # Past the backup; the next fit goes back to it.
+    restored = []
+    history = algo.fit(iterations=1, verbose=0, callbacks=[
+        keras.callbacks.BackupAndRestore(backup_dir),
+        keras.callbacks.LambdaCallback(on_train_begin=lambda logs: restored.append(
+            dict(algo._metrics.counters)))])
+    assert restored == [counters]
+    # The budget is "until iteration start + 3 + 1": the rewound iteration runs again.
+    assert history.epoch == [start + 2, start + 3]
+
+
 def test_total_timesteps_budget_and_one_line_per_iteration(run, capsys):
     algo = run["algo"]
     before = int(algo._metrics.counters["num_env_steps_sampled"])
@@ -239,6 +258,8 @@ def test_resume_epoch_mismatch_is_an_error():
     with pytest.raises(RuntimeError, match="initial epoch to 5 but the algorithm is at "
                                            "iteration 3"):
         _resume_epoch(Stub(), model)
+    model._initial_epoch = 2  # A batch-level backup's metadata lags by one epoch.
+    assert _resume_epoch(Stub(), model) == 3
 
 
 def test_algorithm_model_file_errors(tmp_path):

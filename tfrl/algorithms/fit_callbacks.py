@@ -162,7 +162,13 @@ class HookRouter:
 
         Routed.__name__ = Routed.__qualname__ = original.__name__
         callbacks.__class__ = Routed
-        self._patched.append((callbacks, original))
+        # A sampler caches whether on_episode_end is overridden when it is built: tell
+        # the running one that it now is (and put its flag back in `uninstall`).
+        runner = getattr(getattr(worker, "sampler", None), "runner", None)
+        flag = getattr(runner, "callbacks_end", None) if runner is not None else None
+        if flag is not None:
+            runner.callbacks_end = True
+        self._patched.append((callbacks, original, runner, flag))
 
     def install(self, workers: Any) -> None:
         """Routes the hooks of the local worker and of thread-backend remote workers."""
@@ -177,6 +183,8 @@ class HookRouter:
 
     def uninstall(self) -> None:
         with self._lock:
-            for callbacks, original in self._patched:
+            for callbacks, original, runner, flag in self._patched:
                 callbacks.__class__ = original
+                if flag is not None:
+                    runner.callbacks_end = flag
             self._patched = []

@@ -88,9 +88,12 @@ def fit(algorithm: Any, total_timesteps: Optional[int] = None,
 
     Args:
         algorithm: An `Algorithm`.
-        total_timesteps: Train until this many more env steps were sampled (counted from
-            the algorithm's `timesteps_total` when `fit()` is called).
-        iterations: Train this many more `train()` iterations.
+        total_timesteps: Train until this many more env steps were sampled than when
+            `fit()` was called.
+        iterations: Train until the algorithm's iteration is this many more than when
+            `fit()` was called. Both budgets are targets: when a callback's
+            `on_train_begin` restores an earlier checkpoint (BackupAndRestore), the
+            rewound iterations run again.
         callbacks: `keras.callbacks.Callback` instances (tfrl `Callback`s may also take
             the RL hooks).
         verbose: 0 silent, 1 (or "auto") one progress bar, 2 one line per iteration. A
@@ -158,13 +161,18 @@ def _timesteps(algorithm: Any) -> int:
 
 def _resume_epoch(algorithm: Any, model: AlgorithmModel) -> int:
     """The first epoch to run: the algorithm's iteration after the callbacks'
-    `on_train_begin` (BackupAndRestore may have restored a checkpoint)."""
+    `on_train_begin` (BackupAndRestore may have restored a checkpoint).
+
+    The restored checkpoint knows its iteration; BackupAndRestore's metadata epoch
+    (`model._initial_epoch`) lags it by one after a batch-level save (`save_freq=<int>`
+    saves at the end of an iteration's only batch, before the epoch ends), which is fine.
+    """
     epoch = int(algorithm.iteration)
     initial = model._initial_epoch
-    if initial is not None and int(initial) != epoch:
+    if initial is not None and int(initial) > epoch:
         raise RuntimeError(
             f"A callback set the initial epoch to {initial} but the algorithm is at iteration "
-            f"{epoch}: the restored checkpoint does not match the callback's metadata. "
+            f"{epoch}: the restored checkpoint is older than the callback's metadata. "
             "Delete the backup directory to start over.")
     return epoch
 
