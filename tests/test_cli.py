@@ -3,6 +3,7 @@ test). Trains PPO a few tiny iterations, restores, evaluates, exports; every use
 exits 2 with one line on stderr."""
 
 import contextlib
+import importlib.util
 import io
 import json
 import os
@@ -142,6 +143,13 @@ def test_help_lists_the_flags_of_a_command(capsys):
     assert "--checkpoint_every:" in out and "--episodes:" not in out
 
 
+def test_resource_flags_and_seed_go_into_the_config():
+    out = _main("train", "--algo=A2C", "--env=CartPole-v1", "--num_workers=2",
+                "--num_gpus=0.5", "--seed=4", "--config_override=num_workers=3", "--dry_run")
+    config = json.loads(out)["resolved_config"]
+    assert (config["num_workers"], config["num_gpus"], config["seed"]) == (3, 0.5, 4)
+
+
 def test_each_call_starts_from_default_flags():
     _main("train", "--algo=PG", "--env=CartPole-v1", "--seed=3", "--dry_run")
     out = _main("train", "--algo=PG", "--env=CartPole-v1", "--dry_run")
@@ -256,6 +264,11 @@ def test_checkpoint_errors(trained, tmp_path, capsys):
     assert _fails(capsys, "export", f"--checkpoint={checkpoint}", "--policy_id=p1") == (
         "tfrl export: error: --policy_id='p1' is not a policy of this checkpoint; pass one of "
         "['default_policy'].")
+    if importlib.util.find_spec("pygame") is None:  # render_mode="human" reaches the env
+        assert _fails(capsys, "evaluate", f"--checkpoint={checkpoint}", "--render") == (
+            "tfrl evaluate: error: pygame is not installed, run `pip install "
+            "\"gymnasium[classic-control]\"` (needed by --render), or evaluate without "
+            "--render.")
     # A checkpoint without experiment.json: the algorithm comes from its metadata, the env
     # and config from flags.
     bare = tmp_path / "bare"

@@ -170,9 +170,14 @@ def evaluate(exp: Experiment, checkpoint: str, episodes: int = 10, explore: bool
                         "evaluation_interval": None, "evaluation_duration": int(episodes),
                         "evaluation_duration_unit": "episodes",
                         "evaluation_config": eval_config})
+    from gymnasium.error import DependencyNotInstalled
+
     try:
         _restore(algo, checkpoint)
         metrics = algo.evaluate()["evaluation"]
+    except DependencyNotInstalled as e:  # e.g. pygame, for render_mode="human"
+        raise CliError(f"{' '.join(str(e).split())} (needed by --render), or evaluate "
+                       "without --render.") from None
     finally:
         algo.stop()
     returns = metrics.get("hist_stats", {}).get("episode_reward", [])
