@@ -219,6 +219,25 @@ def postprocess_episode_chunks(batches: Dict[Any, tuple], episode: Any, policy_m
         output.add(pid, post[agent_id])
 
 
+def postprocess_single_chunk(agent_id: Any, policy_id: str, batch: SampleBatch, episode: Any,
+                             policy_map: Any, callbacks: Any, worker: Any,
+                             output: "FragmentOutput", call_callback: bool = True) -> None:
+    """`postprocess_episode_chunks` for an episode with one agent (no other agents'
+    batches), skipping `on_postprocess_trajectory` if `call_callback` is False (the
+    callbacks do not override it)."""
+    policy = policy_map[policy_id]
+    exploration = getattr(policy, "exploration", None)
+    if exploration is not None and hasattr(exploration, "postprocess_trajectory"):
+        exploration.postprocess_trajectory(policy, batch, None)
+    post = policy.postprocess_trajectory(batch, {}, episode)
+    if call_callback:
+        callbacks.on_postprocess_trajectory(
+            worker=worker, episode=episode, agent_id=agent_id, policy_id=policy_id,
+            policies=policy_map, postprocessed_batch=post,
+            original_batches={agent_id: (policy, batch)})
+    output.batches.setdefault(policy_id, []).append(post)
+
+
 class FragmentOutput:
     """Postprocessed chunks per policy, and the step counts of the fragment.
 

@@ -70,6 +70,8 @@ class RunnerCore:
         self.explore = explore
         self.callbacks_step = _overrides(callbacks, "on_episode_step")
         self.callbacks_start = _overrides(callbacks, "on_episode_start")
+        self.callbacks_end = _overrides(callbacks, "on_episode_end")
+        self.callbacks_postprocess = _overrides(callbacks, "on_postprocess_trajectory")
         self.output = FragmentOutput(multiagent=False)
         self.ready: List[Any] = []
         self._cache: Dict[tuple, Any] = {}
@@ -88,9 +90,10 @@ class RunnerCore:
             self.extra_batch_callback, env_id, worker=worker)
 
     def episode_started(self, episode: Episode, env_id: Any) -> None:
-        self.callbacks.on_episode_start(worker=self.worker, base_env=self.base_env,
-                                        policies=self.policy_map, episode=episode,
-                                        env_index=env_id)
+        if self.callbacks_start:  # (the default hook does nothing)
+            self.callbacks.on_episode_start(worker=self.worker, base_env=self.base_env,
+                                            policies=self.policy_map, episode=episode,
+                                            env_index=env_id)
 
     def episode_step(self, episode: Episode, env_id: Any) -> None:
         self.callbacks.on_episode_step(worker=self.worker, base_env=self.base_env,
@@ -99,9 +102,10 @@ class RunnerCore:
 
     def episode_finished(self, episode: Episode, env_id: Any) -> None:
         """on_episode_end, the episode's RolloutMetrics, and (complete mode) its batch."""
-        self.callbacks.on_episode_end(worker=self.worker, base_env=self.base_env,
-                                      policies=self.policy_map, episode=episode,
-                                      env_index=env_id)
+        if self.callbacks_end:  # (the default hook does nothing)
+            self.callbacks.on_episode_end(worker=self.worker, base_env=self.base_env,
+                                          policies=self.policy_map, episode=episode,
+                                          env_index=env_id)
         self.ready.append(RolloutMetrics(
             episode_length=episode.length, episode_reward=episode.total_reward,
             agent_rewards=dict(episode.agent_rewards), custom_metrics=episode.custom_metrics,

@@ -21,8 +21,8 @@ import gymnasium as gym
 import numpy as np
 
 from tfrl.core.columns import Columns
-from tfrl.evaluation.collectors import (postprocess_episode_chunks, sample_batch_from_columns,
-                                       shifted)
+from tfrl.evaluation.collectors import (next_unroll_id, postprocess_single_chunk,
+                                       sample_batch_from_columns, shifted)
 from tfrl.evaluation.runner_core import RunnerCore
 from tfrl.evaluation.sampling_ops import check_rewards_array, clip_rewards_array, now
 from tfrl.policy.sample_batch import SampleBatch
@@ -74,17 +74,35 @@ class VectorEnvRunner(RunnerCore):
         self._t = -1
         self._prev_flags = self.prev_columns(pid)
         perf = self.perf_stats
+        worker = self.worker
+        output = self.output
         no_hits = np.zeros(n, bool)
         truncate_mode = self.multiple_episodes_in_batch
+        fragment = self.rollout_fragment_length
+        by_agent_steps = self.count_by_agent_steps
+        tools_of = None  # the policy the per-policy tools below belong to
+        # Envs of tfrl's vector bridge can leave empty infos to us (None in the buffers,
+        # new dicts only for the rows of the batches and episodes).
+        poll_arrays = getattr(env, "_poll_arrays", None)
+        lazy_infos = callable(poll_arrays)
+        if not lazy_infos:
+            poll_arrays = env.poll_arrays
         while True:
-            if len(self.policy_map) != 1:  # policies were added: hand over (see _hand_over)
+            policy_map = self.policy_map
+            if len(policy_map) != 1:  # policies were added: hand over (see _hand_over)
                 self._hand_over()
                 ready, self.ready = self.ready, []
                 yield from ready
                 return
-            policy = self.policy_map[pid]
+            policy = policy_map[pid]
+            if policy is not tools_of:  # looked up once per policy object
+                tools_of = policy
+                checker = self.policy_tools(pid)[0]
+                prev_a, prev_r = self._prev_flags = self.prev_columns(pid)
+                process_actions = self.action_processor(pid)
+                process_actions = process_actions if process_actions.active else None
             t0 = now()
-            vp = env.poll_arrays()
+            vp = poll_arrays(False) if lazy_infos else poll_arrays()
             t1 = now()
             perf.env_wait_time += t1 - t0
             if len(vp.env_ids) != n:
@@ -92,19 +110,23 @@ class VectorEnvRunner(RunnerCore):
                     f"poll_arrays() reported {len(vp.env_ids)} of {n} sub-envs; the array-based "
                     "sampler needs every sub-env on every poll.")
             raw = self._raw_obs = vp.obs
-            checker, prep, obs_filter = self.policy_tools(pid)
-            checker.check(raw, lambda i: (f"env {i}, agent 'agent0'", _row(raw, i)))
+            checker.check(raw, self._describe_row)
+            preps = getattr(worker, "preprocessors", None)
+            prep = preps.get(pid) if preps else None
             obs = prep.transform_batch(raw) if prep is not None else raw
+            filters = getattr(worker, "filters", None)
+            obs_filter = filters.get(pid) if filters else None
             if obs_filter is not None:
                 obs = obs_filter.apply_batch(obs)
             rewards = vp.rewards  # 0.0 where is_first
-            if not math.isfinite(rewards.sum()):
+            if not math.isfinite(np.add.reduce(rewards)):
                 check_rewards_array(rewards, np.arange(n), self._lengths + 1)
             first = vp.is_first
-            t = self._write_slot(obs, vp)
+            self._write_slot(obs, vp)
             self._lengths += 1  # restarted at 0 for new episodes (is_first) in _restart
             self._returns += rewards
-            events = first | vp.terminateds | vp.truncateds  # flags are False where is_first
+            events = first | vp.terminateds  # flags are False where is_first
+            events |= vp.truncateds
             hit = no_hits
             if self.horizon:
                 hit = ~events & (self._lengths >= self.horizon)
@@ -114,13 +136,14 @@ class VectorEnvRunner(RunnerCore):
             if np.count_nonzero(events):
                 self._process_events(first, hit, events)
             else:
-                self.count_steps(n, n)
-                if truncate_mode and self.fragment_full():
+                output.env_steps += n
+                output.agent_steps += n
+                if truncate_mode and (output.agent_steps if by_agent_steps
+                                      else output.env_steps) >= fragment:
                     self._process_events(first, hit, events, counted=True)
             t = self._t
             t2 = now()
             perf.raw_obs_processing_time += t2 - t1
-            prev_a, prev_r = self._prev_flags = self.prev_columns(pid)
             kwargs = {}
             if prev_a or prev_r:
                 reset = first | hit
@@ -135,7 +158,8 @@ class VectorEnvRunner(RunnerCore):
             t3 = now()
             perf.inference_time += t3 - t2
             self._write_actions(t, actions, extras)
-            env.send_action_array(self.action_processor(pid)(actions))
+            env.send_action_array(actions if process_actions is None
+                                  else process_actions(actions))
             if self.render:
                 env.try_render()
             perf.action_processing_time += now() - t3
@@ -143,6 +167,9 @@ class VectorEnvRunner(RunnerCore):
             if self.ready:
                 ready, self.ready = self.ready, []
                 yield from ready
+
+    def _describe_row(self, i: int) -> tuple:
+        return f"env {i}, agent 'agent0'", _row(self._raw_obs, i)
 
     # ------------------------------------------------------------- buffers
     def _write_slot(self, obs: np.ndarray, vp: Any) -> int:
@@ -279,8 +306,7 @@ class VectorEnvRunner(RunnerCore):
         episode = self._episodes[i]
         chunk = self._chunk(i, t, end_of_episode=True, soft=soft)
         if chunk is not None:
-            postprocess_episode_chunks({_AGENT: (self._pid, chunk)}, episode, self.policy_map,
-                                       self.callbacks, self.worker, self.output)
+            self._postprocess(chunk, episode)
         self._sync(i, t, horizon=soft)
         self.episode_finished(episode, i)
         self._seg_start[i] = t + 1
@@ -297,9 +323,7 @@ class VectorEnvRunner(RunnerCore):
             end = t if i <= k else t - 1
             if self._episodes[i] is not None and self._seg_start[i] <= end:
                 chunk = self._chunk(i, end)
-                postprocess_episode_chunks({_AGENT: (self._pid, chunk)}, self._episodes[i],
-                                           self.policy_map, self.callbacks, self.worker,
-                                           self.output)
+                self._postprocess(chunk, self._episodes[i])
                 self._seg_start[i] = end + 1
         self.emit_fragment()
         # Chunks hold copies: keep only the last two slots (the current slot's
@@ -318,9 +342,12 @@ class VectorEnvRunner(RunnerCore):
         for i in range(self._n):
             if self._episodes[i] is not None and self._seg_start[i] <= self._t:
                 chunk = self._chunk(i, self._t)
-                postprocess_episode_chunks({_AGENT: (self._pid, chunk)}, self._episodes[i],
-                                           self.policy_map, self.callbacks, self.worker,
-                                           self.output)
+                self._postprocess(chunk, self._episodes[i])
+
+    def _postprocess(self, chunk: SampleBatch, episode: Any) -> None:
+        postprocess_single_chunk(_AGENT, self._pid, chunk, episode, self.policy_map,
+                                 self.callbacks, self.worker, self.output,
+                                 self.callbacks_postprocess)
 
     def _chunk(self, i: int, end: int, end_of_episode: bool = False,
                soft: bool = False) -> Optional[SampleBatch]:
@@ -329,34 +356,38 @@ class VectorEnvRunner(RunnerCore):
         if a > end:
             return None
         buf = self._buf
-        rows, prev = slice(a, end + 1), slice(a - 1, end)
         n = end + 1 - a
-        actions = buf[Columns.ACTIONS][prev, i].copy()
-        rewards = clip_rewards_array(buf[Columns.REWARDS][rows, i], self.clip_rewards)
-        terms = buf[Columns.TERMINATEDS][rows, i].copy()
-        truncs = buf[Columns.TRUNCATEDS][rows, i].copy()
+        obs = buf[Columns.OBS]
+        actions = buf[Columns.ACTIONS][a - 1:end, i].copy()
+        rewards = buf[Columns.REWARDS][a:end + 1, i]
+        clip = self.clip_rewards
+        rewards = (clip_rewards_array(rewards, clip) if clip
+                   else rewards.astype(np.float32))  # a copy, also for float32 rewards
+        terms = buf[Columns.TERMINATEDS][a:end + 1, i].copy()
+        truncs = buf[Columns.TRUNCATEDS][a:end + 1, i].copy()
         if soft:
             truncs[-1] = True
         if end_of_episode and self.no_done_at_end:
             terms[-1] = truncs[-1] = False
-        infos = buf[Columns.INFOS][rows, i].copy()
-        ids = np.empty((3, n), np.int64)  # eps_id, unroll_id, env_id
+        ids = np.empty((4, n), np.int64)  # eps_id, unroll_id, env_id, agent_index
         ids[0] = self._episodes[i].episode_id
-        ids[1] = self.unroll_id()
+        ids[1] = next_unroll_id()
         ids[2] = i
+        ids[3] = 0
+        t0 = int(self._chunk_t[i])
         data = {
-            Columns.OBS: buf[Columns.OBS][prev, i].copy(),
-            Columns.NEXT_OBS: buf[Columns.OBS][rows, i].copy(),
+            Columns.OBS: obs[a - 1:end, i].copy(),
+            Columns.NEXT_OBS: obs[a:end + 1, i].copy(),
             Columns.ACTIONS: actions,
             Columns.REWARDS: rewards,
             Columns.TERMINATEDS: terms,
             Columns.TRUNCATEDS: truncs,
             Columns.DONES: terms | truncs,
-            Columns.INFOS: infos,
+            Columns.INFOS: _infos(buf[Columns.INFOS][a:end + 1, i]),
             Columns.EPS_ID: ids[0],
             Columns.UNROLL_ID: ids[1],
-            Columns.AGENT_INDEX: np.zeros(n, np.int64),
-            Columns.T: np.arange(self._chunk_t[i], self._chunk_t[i] + n, dtype=np.int64),
+            Columns.AGENT_INDEX: ids[3],
+            Columns.T: np.arange(t0, t0 + n, dtype=np.int64),
             Columns.ENV_ID: ids[2],
         }
         prev_a, prev_r = self._prev_flags
@@ -369,30 +400,45 @@ class VectorEnvRunner(RunnerCore):
         self._last_action[i] = actions[-1]
         self._last_reward[i] = rewards[-1]
         for key in self._extra_keys:
-            data[key] = buf["x_" + key][prev, i].copy()
-        self._chunk_t[i] += n
+            data[key] = buf["x_" + key][a - 1:end, i].copy()
+        self._chunk_t[i] = t0 + n
         return sample_batch_from_columns(data, n)
 
     def _sync(self, i: int, t: int, first: bool = False, horizon: bool = False) -> None:
         """Brings sub-env `i`'s Episode up to date with the arrays."""
         episode = self._episodes[i]
         buf = self._buf
-        episode.length = int(self._lengths[i])
-        episode.total_reward = float(self._returns[i])
+        length = episode.length = int(self._lengths[i])
+        total = episode.total_reward = float(self._returns[i])
         episode.agent_rewards.clear()
-        if episode.length:
-            episode.agent_rewards[_AGENT, self._pid] = float(self._returns[i])
-        rewards = buf[Columns.REWARDS]
-        history = [float(rewards[s, i]) for s in (t - 1, t) if s >= 0]
-        episode._agent_reward_history[_AGENT] = history[-min(episode.length, 2):] \
-            if episode.length else []
-        episode._set_last_observation(_AGENT, buf[Columns.OBS][t, i].copy())
-        episode._set_last_raw_obs(_AGENT, _row(self._raw_obs, i))
-        episode._set_last_info(_AGENT, buf[Columns.INFOS][t, i])
-        episode._set_last_done(_AGENT, bool(buf[Columns.TERMINATEDS][t, i]) and not first,
-                               (bool(buf[Columns.TRUNCATEDS][t, i]) or horizon) and not first)
+        history = episode._agent_reward_history
+        if length:
+            episode.agent_rewards[_AGENT, self._pid] = total
+            rewards = buf[Columns.REWARDS]
+            history[_AGENT] = ([float(rewards[t - 1, i])] if length >= 2 and t >= 1 else []) + [
+                float(rewards[t, i])]
+        else:
+            history[_AGENT] = []
+        episode._agent_to_last_obs[_AGENT] = buf[Columns.OBS][t, i].copy()
+        episode._agent_to_last_raw_obs[_AGENT] = _row(self._raw_obs, i)
+        info = buf[Columns.INFOS][t, i]
+        if info is None:  # an empty info (see run()): the dict the batch will hold
+            info = buf[Columns.INFOS][t, i] = {}
+        episode._agent_to_last_info[_AGENT] = info
+        episode._agent_to_last_terminated[_AGENT] = (not first) and bool(
+            buf[Columns.TERMINATEDS][t, i])
+        episode._agent_to_last_truncated[_AGENT] = (not first) and (
+            horizon or bool(buf[Columns.TRUNCATEDS][t, i]))
         if not first and Columns.ACTIONS in buf and t >= 1:
             episode._agent_to_last_action[_AGENT] = np.array(buf[Columns.ACTIONS][t - 1, i])
+
+
+def _infos(column: np.ndarray) -> np.ndarray:
+    """A copy of an infos column, with a new empty dict for each None (an empty info)."""
+    infos = column.copy()
+    for k in np.flatnonzero(np.equal(infos, None)).tolist():
+        infos[k] = {}
+    return infos
 
 
 def _row(obs: Any, i: int) -> Any:
