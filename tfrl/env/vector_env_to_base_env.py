@@ -180,6 +180,12 @@ class _VectorEnvToBaseEnv(BaseEnv):
     # ---------------------------------------------------------- batched access
     def poll_arrays(self) -> VectorPoll:
         """Like `poll()`, but returns stacked arrays (see `VectorPoll`), no dicts."""
+        return self._poll_arrays(True)
+
+    def _poll_arrays(self, materialize_infos: bool) -> VectorPoll:
+        """`poll_arrays()`; with `materialize_infos=False`, `infos` is None (instead of
+        a list of new empty dicts) when the env returned no infos (samplers create the
+        dicts only for the rows they keep)."""
         if self._step_all is not None and not self._awaiting and self._started and (
                 self._actions or self._action_batch is not None or self._ended):
             obs, rewards, terms, truncs, infos, first, _ = self._advance_all()
@@ -188,7 +194,8 @@ class _VectorEnvToBaseEnv(BaseEnv):
                 is_first[first] = True
                 rewards = np.where(is_first, 0.0, rewards).astype(rewards.dtype)
             self._last_ids = self._all_ids
-            infos = [{} for _ in self._all_ids] if infos is None else infos
+            if infos is None and materialize_infos:
+                infos = [{} for _ in self._all_ids]
             return VectorPoll(self._arange, obs, rewards, terms, truncs, is_first, infos)
         tr = self._poll()
         n = len(tr.env_ids)
@@ -208,7 +215,9 @@ class _VectorEnvToBaseEnv(BaseEnv):
                 rewards = np.array(rewards)
             rewards[is_first] = 0.0
         self._last_ids = tr.env_ids
-        infos = [{} for _ in range(n)] if tr.infos is None else tr.infos
+        infos = tr.infos
+        if infos is None and materialize_infos:
+            infos = [{} for _ in range(n)]
         return VectorPoll(env_ids, obs, rewards, terms, truncs, is_first, infos)
 
     def send_action_array(self, actions: Any) -> None:
