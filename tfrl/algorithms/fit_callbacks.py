@@ -136,7 +136,7 @@ class HookRouter:
         """Calls `on_learn_end(policy_id, stats)` for each policy in the result's learner info."""
         if not self.targets["on_learn_end"]:
             return
-        from tfrl.algorithms.fit_loop import flatten_result
+        from tfrl.utils.tensorboard import flatten_result
 
         learner = (result.get("info") or {}).get("learner") or {}
         for policy_id, info in learner.items():

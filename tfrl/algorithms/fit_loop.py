@@ -26,32 +26,12 @@ import numbers
 from typing import Any, Dict, List, Optional, Sequence
 
 import keras
-import numpy as np
 
 from tfrl.algorithms.fit_callbacks import HookRouter, RLProgbarLogger
 from tfrl.algorithms.fit_model import AlgorithmModel
+from tfrl.utils.tensorboard import flatten_result
 
 __all__ = ["fit", "flatten_result"]
-
-
-def flatten_result(result: Dict[str, Any], prefix: str = "") -> Dict[str, float]:
-    """The numeric leaves of a (nested) result dict as `{"a/b/c": float}`.
-
-    Booleans, strings, lists (e.g. `hist_stats`) and None are left out; numpy scalars
-    and 0-d arrays become floats; non-string dict keys are converted with `str()`.
-    """
-    flat: Dict[str, float] = {}
-    for key, value in result.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict):
-            flat.update(flatten_result(value, prefix=f"{name}/"))
-        elif isinstance(value, (bool, np.bool_)):
-            continue
-        elif isinstance(value, numbers.Number):
-            flat[name] = float(value)
-        elif isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
-            flat[name] = float(value)
-    return flat
 
 
 def _check_budget(total_timesteps: Any, iterations: Any) -> None:

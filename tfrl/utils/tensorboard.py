@@ -1,6 +1,8 @@
 """TensorBoard logging of training results with `tf.summary`.
 
-`TensorBoardLogger(logdir)` writes a result dict of `Algorithm.train()` as:
+`flatten_result(result)` turns a result dict into `{"a/b/c": float}` (its numeric
+leaves; also the `logs` of `Algorithm.fit()`). `TensorBoardLogger(logdir)` writes a
+result dict of `Algorithm.train()` as:
 
 - one scalar per numeric metric, its tag grouped by prefix (`result_tag`):
   `sampler/...` (episode returns and lengths, episode counts, `sampler_perf/...`,
@@ -33,16 +35,15 @@ Example:
     ('timers/learn_time_ms', 'sampler/episode_reward_mean')
 """
 
+import numbers
 import os
 from typing import Any, Dict, Optional
 
+import keras
 import numpy as np
 import tensorflow as tf
 
-from tfrl.algorithms.fit_callbacks import Callback
-from tfrl.algorithms.fit_loop import flatten_result
-
-__all__ = ["TensorBoard", "TensorBoardLogger", "result_tag"]
+__all__ = ["TensorBoard", "TensorBoardLogger", "flatten_result", "result_tag"]
 
 _COUNTER_KEYS = {"training_iteration", "iterations_since_restore", "timesteps_total",
                  "agent_timesteps_total", "episodes_total", "num_healthy_workers"}
@@ -50,6 +51,26 @@ _TIMER_KEYS = {"time_this_iter_s", "time_total_s"}
 _SAMPLER_PREFIXES = ("episode_", "episodes_this_iter", "num_episodes", "num_faulty_episodes",
                      "sampler_perf/", "policy_reward_", "custom_metrics/",
                      "off_policy_estimator/")
+
+
+def flatten_result(result: Dict[str, Any], prefix: str = "") -> Dict[str, float]:
+    """The numeric leaves of a (nested) result dict as `{"a/b/c": float}`.
+
+    Booleans, strings, lists (e.g. `hist_stats`) and None are left out; numpy scalars
+    and 0-d arrays become floats; non-string dict keys are converted with `str()`.
+    """
+    flat: Dict[str, float] = {}
+    for key, value in result.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten_result(value, prefix=f"{name}/"))
+        elif isinstance(value, (bool, np.bool_)):
+            continue
+        elif isinstance(value, numbers.Number):
+            flat[name] = float(value)
+        elif isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iuf":
+            flat[name] = float(value)
+    return flat
 
 
 def result_tag(key: str) -> Optional[str]:
@@ -159,7 +180,7 @@ def _policy_graph(policy: Any) -> Optional[tf.Graph]:
         return None
 
 
-class TensorBoard(Callback):
+class TensorBoard(keras.callbacks.Callback):
     """`Algorithm.fit()` callback writing every iteration with a `TensorBoardLogger`.
 
     Args:
