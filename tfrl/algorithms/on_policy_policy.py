@@ -19,6 +19,7 @@ import gymnasium as gym
 import numpy as np
 import tensorflow as tf
 
+from tfrl.algorithms.sequencing import add_sequences
 from tfrl.core.columns import Columns
 from tfrl.evaluation.postprocessing import compute_advantages
 from tfrl.policy.tf_policy import TFPolicy
@@ -126,6 +127,21 @@ class OnPolicyTFPolicy(TFPolicy):
         return compute_advantages(sample_batch, last_r, self.config["gamma"],
                                   self.config["lambda"], use_gae=self.config["use_gae"],
                                   use_critic=self.config["use_critic"])
+
+    def _as_train_batch(self, samples: Any) -> Any:
+        # Recurrent models learn on sequences; sampled batches hold rows.
+        if (self.is_recurrent() and isinstance(samples, dict)
+                and Columns.SEQ_LENS not in samples):
+            return add_sequences(samples, int(self.config["model"].get("max_seq_len", 20)))
+        return samples
+
+    def learn_on_batch(self, samples: Any) -> Dict[str, Any]:
+        """TFPolicy.learn_on_batch, cutting row batches into sequences for RNN models."""
+        return super().learn_on_batch(self._as_train_batch(samples))
+
+    def compute_gradients(self, postprocessed_batch: Any):
+        """TFPolicy.compute_gradients, cutting row batches into sequences for RNN models."""
+        return super().compute_gradients(self._as_train_batch(postprocessed_batch))
 
     def get_state(self) -> Dict[str, Any]:
         """TFPolicy's state plus the current entropy coefficient."""
