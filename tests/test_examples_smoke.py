@@ -1,0 +1,171 @@
+"""Every example in examples/ runs at its tiny budget (`--smoke`) in a fresh interpreter.
+
+Each test checks what the example prints (numbers in its progress and final lines),
+not only its exit code. The quick examples of the selected tests start together, at
+most two at a time (one per core), as soon as the first of them needs its output: most
+of each run is TensorFlow's start-up, which a second process overlaps. The slow ones
+(multi-device learning, Ray workers) run on their own.
+"""
+
+import concurrent.futures
+import os
+import re
+import subprocess
+import sys
+import time
+
+import pytest
+
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TIMEOUT_S = 600  # per example; generous for a loaded shared machine
+PARALLEL = 2
+
+# test name -> (script, arguments) of the examples run in the shared pool.
+QUICK = {
+    "test_custom_keras_model": ("custom_keras_model.py", ["--smoke"]),
+    "test_multi_agent": ("multi_agent.py", ["--smoke"]),
+    "test_custom_callbacks_metrics": ("custom_callbacks_metrics.py", ["--smoke"]),
+    "test_rollout_worker_basics": ("rollout_worker_basics.py", ["--smoke"]),
+    "test_saved_model_serving": ("saved_model_serving.py", ["--smoke"]),
+    "test_external_env_http": ("external_env_http.py", ["--smoke"]),
+    "test_ppo_cartpole": ("ppo_cartpole.py", ["--steps", "512"]),
+}
+
+
+def run_example(script, args):
+    """Runs examples/<script>; returns (stdout, seconds). Fails the test on exit != 0."""
+    # One TF thread pool thread each: two examples share two cores without oversubscribing.
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=REPO_ROOT,
+               CUDA_VISIBLE_DEVICES="", TF_NUM_INTRAOP_THREADS="1", TF_NUM_INTEROP_THREADS="1",
+               OMP_NUM_THREADS="1")
+    env.pop("TFRL_EXAMPLE_SMOKE", None)
+    env.pop("TFRL_EXAMPLE_STEPS", None)
+    start = time.monotonic()
+    proc = subprocess.run([sys.executable, os.path.join(REPO_ROOT, "examples", script), *args],
+                          capture_output=True, text=True, timeout=TIMEOUT_S, env=env,
+                          cwd=REPO_ROOT)
+    took = time.monotonic() - start
+    if proc.returncode != 0:
+        pytest.fail(f"examples/{script} {' '.join(args)} exited with {proc.returncode}:\n"
+                    f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+    return proc.stdout, took
+
+
+@pytest.fixture(scope="module")
+def quick_runs(request):
+    """Futures of the quick examples whose tests are selected in this session."""
+    selected = {item.originalname or item.name for item in request.session.items}
+    pool = concurrent.futures.ThreadPoolExecutor(PARALLEL)
+    futures = {name: pool.submit(run_example, *QUICK[name]) for name in QUICK
+               if name in selected}
+    yield futures
+    pool.shutdown(wait=True, cancel_futures=True)
+
+
+def output_of(quick_runs, name):
+    out, took = quick_runs[name].result()
+    print(f"{QUICK[name][0]}: {took:.1f} s")
+    return out
+
+
+def line(out, pattern):
+    """The match of the first line of `out` matching `pattern` (fails if none)."""
+    for text in out.splitlines():
+        match = re.search(pattern, text)
+        if match:
+            return match
+    pytest.fail(f"No line matches {pattern!r} in:\n{out}")
+
+
+NUMBER = r"(nan|-?\d+(?:\.\d+)?)"
+
+
+def test_custom_keras_model(quick_runs):
+    out = output_of(quick_runs, "test_custom_keras_model")
+    # custom_model_config={"hidden": 32}: 2 towers of Dense(32) + LayerNorm + heads = 483.
+    line(out, r"^policy model: \w+, 483 trainable parameters$")
+    assert len(re.findall(rf"^iter +\d+ +steps +\d+ +reward +{NUMBER}$", out, re.M)) == 2
+    line(out, r"^done: 2 iterations, 256 steps, reward " + NUMBER
+         + r", greedy action for a sample obs: [01], ")
+
+
+def test_multi_agent(quick_runs):
+    out = output_of(quick_runs, "test_multi_agent")
+    rows = re.findall(r"^iter +(\d+) +steps +(\d+) +learner reward +(\S+) +frozen reward +(\S+)$",
+                      out, re.M)
+    assert [(int(i), int(s)) for i, s, _, _ in rows] == [(1, 128), (2, 256)]
+    assert all(float(r) > 0 for _, _, a, b in rows for r in (a, b))  # both policies act
+    line(out, r"^done: trained policies \['learner'\], learner weights changed: True, "
+              r"frozen weights changed: False$")
+
+
+def test_custom_callbacks_metrics(quick_runs):
+    out = output_of(quick_runs, "test_custom_callbacks_metrics")
+    rows = re.findall(r"pole_angle_mean (\S+)  pole_angle_max (\S+)  mean_reward_in_batch (\S+)"
+                      r"  sampled_batches (\d+)$", out, re.M)
+    assert len(rows) == 2
+    for i, (mean, high, batch_reward, batches) in enumerate(rows):
+        assert 0 < float(mean) <= float(high) < 0.21  # CartPole ends at 0.2095 rad
+        assert float(batch_reward) == 1.0  # CartPole pays 1 per step
+        assert int(batches) == i + 1
+    match = line(out, r"^done: custom_metrics keys \['pole_angle_max', 'pole_angle_mean', "
+                      r"'pole_angle_min'\], (\d+) pole angles in hist_stats")
+    assert int(match.group(1)) > 0
+
+
+def test_rollout_worker_basics(quick_runs):
+    out = output_of(quick_runs, "test_rollout_worker_basics")
+    columns = line(out, r"^sampled 128 steps; columns: (.*)$").group(1)
+    for column in ("'advantages'", "'value_targets'", "'vf_preds'", "'action_logp'"):
+        assert column in columns
+    rows = re.findall(r"^iter +\d+ +steps +128 +episodes +(\d+) +reward +(\S+) +total_loss +(\S+)",
+                      out, re.M)
+    assert len(rows) == 2 and all(int(n) > 0 and float(r) > 0 for n, r, _ in rows)
+    line(out, r"^done: 2 iterations; greedy action [01], value estimate -?\d+\.\d+ ")
+
+
+def test_saved_model_serving(quick_runs):
+    out = output_of(quick_runs, "test_saved_model_serving")
+    line(out, r"^signatures: \['action_dist_inputs', 'deterministic_action', 'serving_default', "
+              r"'stochastic_action', 'value'\]$")
+    line(out, r"^served actions equal the algorithm's greedy actions: True ")
+    match = line(out, r"^done: served episode return (\d+\.\d), value of a probe observation")
+    assert 8 <= float(match.group(1)) <= 500
+
+
+def test_external_env_http(quick_runs):
+    out = output_of(quick_runs, "test_external_env_http")
+    line(out, r"^policy server listening on 127\.0\.0\.1:\d+$")
+    first = line(out, r"^iter +1 +steps +(\d+) +client episodes +(\d+) +reward")
+    assert int(first.group(1)) >= 128 and int(first.group(2)) > 0
+    match = line(out, r"^done: trained on (\d+) steps sent by HTTP clients in 2 iterations$")
+    assert int(match.group(1)) >= 256
+
+
+def test_ppo_cartpole(quick_runs):
+    out = output_of(quick_runs, "test_ppo_cartpole")
+    match = line(out, rf"^Step budget of 512 spent; mean return {NUMBER} \(solved at 475\)")
+    assert float(match.group(1)) > 0
+
+
+@pytest.mark.slow
+def test_multi_device_learning():
+    out, took = run_example("multi_device_learning.py", ["--smoke"])
+    print(f"multi_device_learning.py: {took:.1f} s")
+    line(out, r"^policy strategy: MirroredStrategy with 2 replicas on \[.*CPU:0', .*CPU:1'\]$")
+    diff = float(line(out, r"max weight difference (\S+)$").group(1))
+    assert diff < 1e-5  # the same update on one device and on two replicas
+    line(out, r"^iter +1 +steps +128 +reward")
+    line(out, r"^done: 1 iterations on 2 replicas")
+
+
+@pytest.mark.slow
+@pytest.mark.ray
+def test_ray_workers():
+    pytest.importorskip("ray")
+    out, took = run_example("ray_workers.py", ["--smoke"])
+    print(f"ray_workers.py: {took:.1f} s")
+    pids = line(out, r"driver pid (\d+), remote worker pids \[(\d+), (\d+)\]").groups()
+    assert len(set(pids)) == 3  # three processes
+    line(out, r"^iter +1 +steps +128 +reward +\S+ +healthy workers 2$")
+    line(out, r"^done: 1 iterations with 2 Ray workers, weights in sync: True$")
