@@ -78,7 +78,7 @@ def run(tmp_path_factory):
         recorder,
         keras.callbacks.LambdaCallback(on_epoch_end=lambda e, logs: lambda_logs.append(
             (e, dict(logs)))),
-        keras.callbacks.TensorBoard(str(out / "keras_tb")),
+        keras.callbacks.TensorBoard(str(out / "keras_tb"), histogram_freq=1),
         TensorBoard(str(out / "tb")),
         keras.callbacks.ModelCheckpoint(str(out / "ckpt_{epoch}.keras")),
         keras.callbacks.ProgbarLogger(),
@@ -342,3 +342,6 @@ def test_stock_keras_tensorboard_works_with_the_adapter(run):
     loss = tensors["epoch_" + LOSS_KEY]
     assert [step for step, _ in loss] == [0, 1, 2]
     assert [v for _, v in loss] == pytest.approx(history[LOSS_KEY], rel=1e-6)
+    # histogram_freq=1: the default policy model's weights (AlgorithmModel.layers).
+    weight_hists = [t for t in tensors if t.endswith("/histogram")]
+    assert weight_hists and all(len(tensors[t]) == 3 for t in weight_hists)
