@@ -22,7 +22,7 @@ RESULT = {
              "num_env_steps_sampled": 64},
     "counters": {"num_env_steps_sampled": 64},
     "timers": {"learn_time_ms": 3.0}, "time_this_iter_s": 0.5,
-    "evaluation": {"episode_reward_mean": 20.0},
+    "evaluation": {"episode_reward_mean": 20.0, "hist_stats": {"episode_reward": [20.0]}},
 }
 
 EXPECTED_SCALARS = {
@@ -67,8 +67,9 @@ def test_log_result_writes_grouped_scalars_read_back_as_tensors(tmp_path):
     logger.close()
     assert written == EXPECTED_SCALARS
     tensors = read_tensors(tmp_path)
-    assert set(tensors) == set(EXPECTED_SCALARS) | {"hist_stats/episode_reward",
-                                                    "hist_stats/episode_lengths"}
+    assert set(tensors) == set(EXPECTED_SCALARS) | {
+        "hist_stats/episode_reward", "hist_stats/episode_lengths",
+        "evaluation/hist_stats/episode_reward"}
     assert [(s, float(v)) for s, v in tensors["sampler/episode_reward_mean"]] == [
         (64, 9.5), (128, 11.0)]
     assert float(tensors["learner/p0/num_traces/compute_actions"][0][1]) == 2.0

@@ -13,7 +13,7 @@ result dict of `Algorithm.train()` as:
   `training_iteration`, `timesteps_total`, `episodes_total`, ...),
   `evaluation/...`, and `misc/...` for anything else;
 - one histogram per `hist_stats` list (`hist_stats/episode_reward`,
-  `hist_stats/episode_lengths`, ...);
+  `hist_stats/episode_lengths`, ...; `evaluation/hist_stats/...` for evaluation rounds);
 - the graph of each policy's model (`log_policy_graphs`), traced with a
   `tf.function` on a zero observation batch and written with `tf.summary.graph` into
   `<logdir>/graphs/<policy_id>` (one graph per TensorBoard run).
@@ -133,10 +133,13 @@ class TensorBoardLogger:
         with self.writer.as_default(step=int(step)):
             for tag, value in scalars.items():
                 tf.summary.scalar(tag, value)
-            for name, values in (result.get("hist_stats") or {}).items():
-                data = np.asarray(values, dtype=np.float64).ravel()
-                if data.size:
-                    tf.summary.histogram(f"hist_stats/{name}", data)
+            evaluation = result.get("evaluation") or {}
+            for prefix, hists in (("", result.get("hist_stats")),
+                                  ("evaluation/", evaluation.get("hist_stats"))):
+                for name, values in (hists or {}).items():
+                    data = np.asarray(values, dtype=np.float64).ravel()
+                    if data.size:
+                        tf.summary.histogram(f"{prefix}hist_stats/{name}", data)
         self.writer.flush()
         return scalars
 
