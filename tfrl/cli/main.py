@@ -56,8 +56,10 @@ from tfrl.cli.progress import Progress  # noqa: E402
 FLAGS = flags.FLAGS
 
 # Experiment (all commands).
-flags.DEFINE_string("algo", None, "Algorithm name: PPO, PG, A2C.")
-flags.DEFINE_string("env", None, "Env: a gymnasium id (CartPole-v1) or a registered name.")
+flags.DEFINE_string("algo", None, "Algorithm name: PPO, PG, A2C (evaluate/export: default "
+                    "from the experiment.json next to the checkpoint).")
+flags.DEFINE_string("env", None, "Env: a gymnasium id (CartPole-v1) or a registered name "
+                    "(evaluate/export: default from the checkpoint's experiment.json).")
 flags.DEFINE_string("config", None, "Experiment file (.yaml/.yml or .json); see tfrl --help.")
 flags.DEFINE_multi_string("config_override", [], "KEY=VALUE config setting (repeatable; "
                           "VALUE is YAML; dotted keys for nested dicts: model.fcnet_hiddens=[64]).")
