@@ -158,3 +158,32 @@ def test_export_policy_model_serves_actions(algo, tmp_path):
     algo.export_policy_model(str(tmp_path / "model"))
     loaded = tf.saved_model.load(str(tmp_path / "model"))
     assert "serving_default" in loaded.signatures
+
+
+def test_multi_agent_trains_only_policies_to_train(tmp_path):
+    from tfrl.env.multi_agent_env import make_multi_agent
+    from tfrl.policy.policy import PolicySpec
+
+    two_cartpoles = make_multi_agent("CartPole-v1")
+    register_env("two_cartpoles", lambda ctx: two_cartpoles({"num_agents": 2}))
+    config = {**SMALL, "env": "two_cartpoles", "num_envs_per_worker": 1,
+              "multiagent": {"policies": {"p0": PolicySpec(), "p1": PolicySpec()},
+                             "policy_mapping_fn": lambda aid, episode, worker=None, **kw: f"p{aid}",
+                             "policies_to_train": ["p0"]}}
+    algo = PPO(config=config)
+    before = algo.get_weights()
+    result = algo.train()
+    after = algo.get_weights()
+    assert sorted(result["info"]["learner"]) == ["p0"]
+    assert set(result["policy_reward_mean"]) == {"p0", "p1"}
+    assert not all(np.array_equal(a, b) for a, b in zip(before["p0"], after["p0"]))
+    assert all(np.array_equal(a, b) for a, b in zip(before["p1"], after["p1"]))
+    path = algo.save(str(tmp_path))
+    restored = PPO(config=config)
+    restored.restore(path)
+    for pid in ("p0", "p1"):
+        for a, b in zip(after[pid], restored.get_weights()[pid]):
+            np.testing.assert_array_equal(a, b)
+    assert restored.compute_single_action(np.zeros(4, np.float32), policy_id="p1") in (0, 1)
+    algo.stop()
+    restored.stop()
