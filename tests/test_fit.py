@@ -89,6 +89,7 @@ def run(tmp_path_factory):
     algo.stop()
 
 
+@pytest.mark.slow  # trains (or reuses) the module\'s tiny PPO run
 def test_history_has_each_numeric_key_per_iteration(run):
     history = run["history"]
     assert isinstance(history, keras.callbacks.History)
@@ -102,6 +103,7 @@ def test_history_has_each_numeric_key_per_iteration(run):
     assert run["algo"].iteration == 3
 
 
+@pytest.mark.slow  # trains (or reuses) the module\'s tiny PPO run
 def test_callbacks_see_the_keras_protocol(run):
     recorder = run["recorder"]
     assert recorder.calls == [("train_begin",),
@@ -114,6 +116,7 @@ def test_callbacks_see_the_keras_protocol(run):
     assert recorder.model.algorithm is run["algo"]
 
 
+@pytest.mark.slow  # trains (or reuses) the module\'s tiny PPO run
 def test_lambda_callback_gets_the_flattened_logs(run):
     logs = run["lambda_logs"]
     assert [e for e, _ in logs] == [0, 1, 2]
@@ -122,6 +125,7 @@ def test_lambda_callback_gets_the_flattened_logs(run):
         assert entry[LOSS_KEY] == run["history"].history[LOSS_KEY][e]
 
 
+@pytest.mark.slow  # trains (or reuses) the module\'s tiny PPO run
 def test_csv_logger_writes_one_row_per_iteration(run):
     with open(run["out"] / "log.csv") as f:
         rows = list(csv.DictReader(f))
@@ -130,6 +134,7 @@ def test_csv_logger_writes_one_row_per_iteration(run):
     assert [float(r[LOSS_KEY]) for r in rows] == pytest.approx(run["history"].history[LOSS_KEY])
 
 
+@pytest.mark.slow  # trains (or reuses) the module\'s tiny PPO run
 def test_rl_hooks_reach_callbacks_and_are_removed_after_fit(run):
     recorder, history = run["recorder"], run["history"].history
     assert len(recorder.episodes) == history["episodes_total"][-1]
@@ -141,6 +146,7 @@ def test_rl_hooks_reach_callbacks_and_are_removed_after_fit(run):
     assert type(run["algo"].workers.local_worker().callbacks) is run["original_callbacks_class"]
 
 
+@pytest.mark.slow  # trains (or reuses) the module\'s tiny PPO run
 def test_model_checkpoint_files_restore_the_algorithm(run):
     for epoch in (1, 2, 3):
         assert os.path.isfile(run["out"] / f"ckpt_{epoch}.keras")
@@ -156,6 +162,7 @@ def test_model_checkpoint_files_restore_the_algorithm(run):
     assert history.history["timesteps_total"] == [192.0]
 
 
+@pytest.mark.slow  # trains (or reuses) the module\'s tiny PPO run
 def test_early_stopping_stops_when_the_monitored_metric_stalls(run):
     algo = run["algo"]
     start = algo.iteration
@@ -170,6 +177,7 @@ def test_early_stopping_stops_when_the_monitored_metric_stalls(run):
     assert algo.iteration == start + 3
 
 
+@pytest.mark.slow  # trains (or reuses) the module\'s tiny PPO run
 def test_early_stopping_on_a_constant_result_key(run):
     algo = run["algo"]
     start = algo.iteration
@@ -179,6 +187,7 @@ def test_early_stopping_on_a_constant_result_key(run):
     assert history.epoch == [start, start + 1]
 
 
+@pytest.mark.slow  # trains (or reuses) the module\'s tiny PPO run
 def test_early_stopping_restores_the_best_weights_through_the_adapter(run):
     algo = run["algo"]
     start = algo.iteration
@@ -198,6 +207,7 @@ def test_early_stopping_restores_the_best_weights_through_the_adapter(run):
                                                         snapshots[-1]["default_policy"]))
 
 
+@pytest.mark.slow  # trains (or reuses) the module\'s tiny PPO run
 def test_backup_and_restore_with_batch_level_saves(run, tmp_path):
     algo = run["algo"]
     start = algo.iteration
@@ -217,6 +227,7 @@ def test_backup_and_restore_with_batch_level_saves(run, tmp_path):
     assert history.epoch == [start + 2, start + 3]
 
 
+@pytest.mark.slow  # trains (or reuses) the module\'s tiny PPO run
 def test_total_timesteps_budget_and_one_line_per_iteration(run, capsys):
     algo = run["algo"]
     before = int(algo._metrics.counters["num_env_steps_sampled"])
@@ -303,6 +314,7 @@ def _value(proto):
     return float(array) if array.ndim == 0 else array
 
 
+@pytest.mark.slow  # trains (or reuses) the module\'s tiny PPO run
 def test_tfrl_tensorboard_events_have_grouped_tags_and_values(run):
     tensors = _tensors(run["out"] / "tb")
     history = run["history"].history
@@ -326,6 +338,7 @@ def test_tfrl_tensorboard_events_have_grouped_tags_and_values(run):
                                    "hist_stats"} for k in tensors)
 
 
+@pytest.mark.slow  # trains (or reuses) the module\'s tiny PPO run
 def test_tfrl_tensorboard_writes_the_policy_graph(run):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -335,6 +348,7 @@ def test_tfrl_tensorboard_writes_the_policy_graph(run):
     assert any(n.endswith("MatMul") for n in names)
 
 
+@pytest.mark.slow  # trains (or reuses) the module\'s tiny PPO run
 def test_stock_keras_tensorboard_works_with_the_adapter(run):
     tensors = _tensors(run["out"] / "keras_tb" / "train")
     history = run["history"].history
