@@ -168,6 +168,9 @@ def test_evaluate_runs_deterministic_episodes(trained, capsys):
     mean, low, high, length = map(float, match.groups())
     assert 8 <= low <= mean <= high <= 500
     assert length == pytest.approx(mean, abs=0.06)  # CartPole: reward 1 per step
+    out = _main("evaluate", f"--checkpoint={logdir}/checkpoint_000002", "--episodes=2",
+                "--explore")
+    assert out.startswith("Evaluated 2 episodes of CartPole-v1 (stochastic actions): return")
 
 
 @pytest.mark.slow  # trains (or reuses the module's 20 s training run)
