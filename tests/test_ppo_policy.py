@@ -167,3 +167,18 @@ def test_without_critic_loss_reads_no_value_columns():
     del batch["value_targets"], batch["vf_preds"]
     info = policy.learn_on_batch(batch)
     assert "vf_loss" not in info["learner_stats"]
+
+
+def test_loss_and_gradients_equal_under_two_replica_mirrored_strategy():
+    config = {"clip_param": 0.2, "vf_clip_param": 0.1, "kl_coeff": 0.3, "entropy_coeff": 0.01}
+    one = make_policy(**config)
+    two = make_policy(**config, num_gpus=2, _fake_gpus=True)
+    assert len(two.devices) == 2
+    two.set_weights(one.get_weights())
+    batch = fixed_batch(np.random.default_rng(6))
+    grads_one, info_one = one.compute_gradients(batch)
+    grads_two, info_two = two.compute_gradients(batch)
+    assert info_two["learner_stats"]["total_loss"] == pytest.approx(
+        info_one["learner_stats"]["total_loss"], rel=1e-5)
+    for a, b in zip(grads_one, grads_two):
+        np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
