@@ -56,6 +56,9 @@ class _VectorEnvToBaseEnv(BaseEnv):
         self._all_ids = range(self.num_envs)
         self._all_set = set(self._all_ids)
         self._arange = np.arange(self.num_envs)
+        self._no_firsts = np.zeros(self.num_envs, dtype=bool)
+        self._no_firsts.setflags(write=False)
+        self._last_poll_quiet = False
         self._simple_obs = isinstance(self.observation_space, SIMPLE_SPACES)
         self._simple_actions = isinstance(self.action_space, SIMPLE_SPACES)
         self._batched_obs_space = gym.vector.utils.batch_space(self.observation_space, self.num_envs)
@@ -185,14 +188,21 @@ class _VectorEnvToBaseEnv(BaseEnv):
     def _poll_arrays(self, materialize_infos: bool) -> VectorPoll:
         """`poll_arrays()`; with `materialize_infos=False`, `infos` is None (instead of
         a list of new empty dicts) when the env returned no infos (samplers create the
-        dicts only for the rows they keep)."""
+        dicts only for the rows they keep), and a poll in which no sub-env was reset or
+        ended sets `_last_poll_quiet` (else False) and shares one read-only `is_first`."""
+        self._last_poll_quiet = False
         if self._step_all is not None and not self._awaiting and self._started and (
                 self._actions or self._action_batch is not None or self._ended):
-            obs, rewards, terms, truncs, infos, first, _ = self._advance_all()
-            is_first = np.zeros(self.num_envs, dtype=bool)
+            obs, rewards, terms, truncs, infos, first, done = self._advance_all()
             if first:
+                is_first = np.zeros(self.num_envs, dtype=bool)
                 is_first[first] = True
                 rewards = np.where(is_first, 0.0, rewards).astype(rewards.dtype)
+            elif materialize_infos:
+                is_first = np.zeros(self.num_envs, dtype=bool)
+            else:
+                is_first = self._no_firsts
+                self._last_poll_quiet = not done
             self._last_ids = self._all_ids
             if infos is None and materialize_infos:
                 infos = [{} for _ in self._all_ids]

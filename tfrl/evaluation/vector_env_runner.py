@@ -25,7 +25,9 @@ from tfrl.evaluation.collectors import (next_unroll_id, postprocess_single_chunk
                                        sample_batch_from_columns, shifted)
 from tfrl.evaluation.runner_core import RunnerCore
 from tfrl.evaluation.sampling_ops import check_rewards_array, clip_rewards_array, now
+from tfrl.models.preprocessors import NoPreprocessor
 from tfrl.policy.sample_batch import SampleBatch
+from tfrl.utils.filter import NoFilter
 
 _SIMPLE = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
 _AGENT = "agent0"
@@ -72,6 +74,8 @@ class VectorEnvRunner(RunnerCore):
         self._last_reward = np.zeros(n, np.float32)
         self._buf = None
         self._t = -1
+        self._infos_seen = False  # an env info was written to the buffers
+        self._vp = None  # the current poll
         self._prev_flags = self.prev_columns(pid)
         perf = self.perf_stats
         worker = self.worker
@@ -102,7 +106,7 @@ class VectorEnvRunner(RunnerCore):
                 process_actions = self.action_processor(pid)
                 process_actions = process_actions if process_actions.active else None
             t0 = now()
-            vp = poll_arrays(False) if lazy_infos else poll_arrays()
+            vp = self._vp = poll_arrays(False) if lazy_infos else poll_arrays()
             t1 = now()
             perf.env_wait_time += t1 - t0
             if len(vp.env_ids) != n:
@@ -113,10 +117,14 @@ class VectorEnvRunner(RunnerCore):
             checker.check(raw, self._describe_row)
             preps = getattr(worker, "preprocessors", None)
             prep = preps.get(pid) if preps else None
-            obs = prep.transform_batch(raw) if prep is not None else raw
+            obs = raw
+            if prep is not None and not (  # NoPreprocessor: the checked batch as it is
+                    type(prep) is NoPreprocessor and type(raw) is np.ndarray
+                    and raw.dtype == prep.observation_space.dtype and raw.shape[1:] == prep.shape):
+                obs = prep.transform_batch(raw)
             filters = getattr(worker, "filters", None)
             obs_filter = filters.get(pid) if filters else None
-            if obs_filter is not None:
+            if obs_filter is not None and type(obs_filter) is not NoFilter:
                 obs = obs_filter.apply_batch(obs)
             rewards = vp.rewards  # 0.0 where is_first
             if not math.isfinite(np.add.reduce(rewards)):
@@ -125,22 +133,25 @@ class VectorEnvRunner(RunnerCore):
             self._write_slot(obs, vp)
             self._lengths += 1  # restarted at 0 for new episodes (is_first) in _restart
             self._returns += rewards
-            events = first | vp.terminateds  # flags are False where is_first
-            events |= vp.truncateds
             hit = no_hits
-            if self.horizon:
-                hit = ~events & (self._lengths >= self.horizon)
-                events |= hit
+            if lazy_infos and env._last_poll_quiet and not self.horizon:
+                events = None  # no sub-env was reset or ended
+            else:
+                events = first | vp.terminateds  # flags are False where is_first
+                events |= vp.truncateds
+                if self.horizon:
+                    hit = ~events & (self._lengths >= self.horizon)
+                    events |= hit
             if self.callbacks_step:
                 events = np.ones(n, bool)
-            if np.count_nonzero(events):
+            if events is not None and np.count_nonzero(events):
                 self._process_events(first, hit, events)
             else:
                 output.env_steps += n
                 output.agent_steps += n
                 if truncate_mode and (output.agent_steps if by_agent_steps
                                       else output.env_steps) >= fragment:
-                    self._process_events(first, hit, events, counted=True)
+                    self._process_events(first, hit, np.zeros(n, bool), counted=True)
             t = self._t
             t2 = now()
             perf.raw_obs_processing_time += t2 - t1
@@ -182,18 +193,18 @@ class VectorEnvRunner(RunnerCore):
             buf = self._buf = {
                 Columns.OBS: np.empty((cap,) + obs.shape, obs.dtype),
                 Columns.REWARDS: np.empty((cap, self._n), vp.rewards.dtype),
-                Columns.TERMINATEDS: np.empty((cap, self._n), bool),
-                Columns.TRUNCATEDS: np.empty((cap, self._n), bool),
-                Columns.INFOS: np.empty((cap, self._n), object),
+                Columns.INFOS: np.empty((cap, self._n), object),  # None: an empty info
             }
         elif t >= len(buf[Columns.OBS]):
             t = self._make_room()
         buf = self._buf
         buf[Columns.OBS][t] = obs
         buf[Columns.REWARDS][t] = vp.rewards
-        buf[Columns.TERMINATEDS][t] = vp.terminateds
-        buf[Columns.TRUNCATEDS][t] = vp.truncateds
-        buf[Columns.INFOS][t] = vp.infos
+        if vp.infos is not None:
+            buf[Columns.INFOS][t] = vp.infos
+            self._infos_seen = True
+        elif self._infos_seen:  # (rows never written hold None already)
+            buf[Columns.INFOS][t] = None
         return t
 
     def _make_room(self) -> int:
@@ -290,8 +301,8 @@ class VectorEnvRunner(RunnerCore):
         if self.callbacks_step:
             self._sync(i, t)
             self.episode_step(episode, i)
-        buf = self._buf
-        if buf[Columns.TERMINATEDS][t, i] or buf[Columns.TRUNCATEDS][t, i] or hit:
+        vp = self._vp
+        if vp.terminateds[i] or vp.truncateds[i] or hit:
             self._end_episode(i, hit)
 
     def _restart(self, i: int) -> None:
@@ -363,8 +374,13 @@ class VectorEnvRunner(RunnerCore):
         clip = self.clip_rewards
         rewards = (clip_rewards_array(rewards, clip) if clip
                    else rewards.astype(np.float32))  # a copy, also for float32 rewards
-        terms = buf[Columns.TERMINATEDS][a:end + 1, i].copy()
-        truncs = buf[Columns.TRUNCATEDS][a:end + 1, i].copy()
+        # Only an episode's last row can have a flag set (a fragment cut never holds
+        # the slot where a sub-env's episode ended; see _process_events).
+        flags = np.zeros((3, n), bool)  # terminateds, truncateds, dones
+        terms, truncs = flags[0], flags[1]
+        if end_of_episode:
+            terms[-1] = self._vp.terminateds[i]
+            truncs[-1] = self._vp.truncateds[i]
         if soft:
             truncs[-1] = True
         if end_of_episode and self.no_done_at_end:
@@ -382,7 +398,7 @@ class VectorEnvRunner(RunnerCore):
             Columns.REWARDS: rewards,
             Columns.TERMINATEDS: terms,
             Columns.TRUNCATEDS: truncs,
-            Columns.DONES: terms | truncs,
+            Columns.DONES: np.logical_or(terms, truncs, out=flags[2]),
             Columns.INFOS: _infos(buf[Columns.INFOS][a:end + 1, i]),
             Columns.EPS_ID: ids[0],
             Columns.UNROLL_ID: ids[1],
@@ -425,10 +441,10 @@ class VectorEnvRunner(RunnerCore):
         if info is None:  # an empty info (see run()): the dict the batch will hold
             info = buf[Columns.INFOS][t, i] = {}
         episode._agent_to_last_info[_AGENT] = info
-        episode._agent_to_last_terminated[_AGENT] = (not first) and bool(
-            buf[Columns.TERMINATEDS][t, i])
+        vp = self._vp  # the poll of slot t (the current one)
+        episode._agent_to_last_terminated[_AGENT] = (not first) and bool(vp.terminateds[i])
         episode._agent_to_last_truncated[_AGENT] = (not first) and (
-            horizon or bool(buf[Columns.TRUNCATEDS][t, i]))
+            horizon or bool(vp.truncateds[i]))
         if not first and Columns.ACTIONS in buf and t >= 1:
             episode._agent_to_last_action[_AGENT] = np.array(buf[Columns.ACTIONS][t - 1, i])
 
