@@ -137,3 +137,15 @@ def test_module_key_sets_for_worker_set():
     assert "train_batch_size" in algorithm_config.COMMON_CONFIG
     keys = algorithm_config.DEFAULT_CONFIG
     assert {"microbatch_size", "kl_coeff", "lambda"} <= set(keys)
+
+
+def test_every_worker_set_and_policy_key_is_accepted():
+    from tfrl.evaluation import worker_set_config as wsc
+    from tfrl.policy.tf_policy import DEFAULT_CONFIG as policy_defaults
+
+    worker_keys = (set(wsc.SAME_NAME_KEYS) | set(wsc.RENAMED_KEYS)
+                   | set(wsc.WORKER_SET_DEFAULTS) | set(wsc._OTHER_WORKER_KEYS))
+    assert worker_keys <= AlgorithmConfig.valid_keys()
+    assert set(policy_defaults) <= PPOConfig.valid_keys()
+    wsc.check_trainer_config(PPOConfig().to_dict())  # WorkerSet accepts what we produce
+    wsc.check_trainer_config(A2CConfig().to_dict())

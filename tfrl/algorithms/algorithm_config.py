@@ -94,6 +94,17 @@ class AlgorithmConfig:
     remote_backend: str = "ray"
     sample_timeout_s: float = 180.0
     metrics_episode_collection_timeout_s: float = 180.0
+    worker_restore_timeout_s: float = 600.0
+    worker_health_probe_timeout_s: float = 60.0
+    custom_vector_env: Any = None
+    sample_collector: Any = None
+    fake_sampler: bool = False
+    extra_python_environs_for_driver: dict = _field({})
+    extra_python_environs_for_worker: dict = _field({})
+    # Offline input/output (only "sampler" input is implemented by the workers).
+    input: Any = "sampler"
+    input_evaluation: list = _field([])
+    output: Any = None
     # Training.
     train_batch_size: int = 200
     gamma: float = 0.99
@@ -103,6 +114,8 @@ class AlgorithmConfig:
     model: dict = _field({})
     optimizer: dict = _field({})
     learn_input: str = "in_graph"
+    inference: str = "auto"
+    _disable_preprocessor_api: bool = False
     # Resources.
     framework_str: str = "tf2"
     num_gpus: float = 0
@@ -110,6 +123,8 @@ class AlgorithmConfig:
     num_cpus_per_worker: float = 1
     num_gpus_per_worker: float = 0
     num_cpus_for_driver: float = 1
+    memory_per_worker: int = 0
+    custom_resources_per_worker: dict = _field({})
     # Evaluation.
     evaluation_interval: Optional[int] = None
     evaluation_duration: int = 10
@@ -125,6 +140,8 @@ class AlgorithmConfig:
     # Debugging, callbacks, multi-agent.
     seed: Optional[int] = None
     log_level: str = "WARN"
+    log_sys_usage: bool = True
+    logger_config: Optional[dict] = None
     callbacks_class: type = DefaultCallbacks
     multiagent: dict = _field({"policies": {}, "policy_mapping_fn": None,
                                "policies_to_train": None, "observation_fn": None,
