@@ -1,4 +1,7 @@
-"""Every example runs, at a tiny budget, in a fresh interpreter."""
+"""examples/data_layer_demo.py runs, at a tiny budget, in a fresh interpreter.
+
+The other examples are run by tests/test_examples_smoke.py.
+"""
 
 import os
 import subprocess
