@@ -15,7 +15,7 @@ The classic RLlib programming model, piece by piece:
 This is what `PPO.train()` does for you (plus bookkeeping); see
 `examples/ppo_cartpole.py` for the one-liner version.
 
-    python examples/rollout_worker_basics.py            # 25 iterations, return rises to ~100+
+    python examples/rollout_worker_basics.py            # 25 iterations (10k steps): mean return ~20 -> ~100
     python examples/rollout_worker_basics.py --smoke    # 2 tiny ones (or TFRL_EXAMPLE_SMOKE=1)
 """
 
@@ -60,6 +60,7 @@ def main() -> int:
     print(f"policy {type(policy).__name__}: obs {policy.observation_space.shape}, "
           f"actions {policy.action_space}")
 
+    window = []  # the last 100 finished episodes
     for i in range(1, iterations + 1):
         # Broadcast the learner's weights, then sample with every worker.
         weights = learner.get_weights()          # {policy_id: weights}
@@ -73,10 +74,13 @@ def main() -> int:
         batch["advantages"] = (adv - adv.mean()) / max(1e-4, adv.std())
         info = learner.learn_on_batch(batch)     # {policy_id: {"learner_stats": {...}}}
         stats = info["default_policy"]["learner_stats"]
-        # One RolloutMetrics per episode finished since the last call, from every worker.
-        metrics = summarize_episodes([m for w in samplers for m in w.get_metrics()])
+        # One RolloutMetrics per episode finished since the last call, from every worker;
+        # like an Algorithm, report the mean over a window of the last 100 episodes.
+        episodes = [m for w in samplers for m in w.get_metrics()]
+        window = (window + episodes)[-100:]
+        metrics = summarize_episodes(window)
         print(f"iter {i:3d}  steps {batch.count:5d}  "
-              f"episodes {metrics['episodes_this_iter']:3d}  "
+              f"episodes {len(episodes):3d}  "
               f"reward {metrics['episode_reward_mean']:7.2f}  "
               f"total_loss {stats['total_loss']:8.3f}  entropy {stats['entropy']:.3f}",
               flush=True)
