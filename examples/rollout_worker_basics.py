@@ -15,8 +15,8 @@ The classic RLlib programming model, piece by piece:
 This is what `PPO.train()` does for you (plus bookkeeping); see
 `examples/ppo_cartpole.py` for the one-liner version.
 
-    python examples/rollout_worker_basics.py            # 25 iterations (10k steps): mean return ~20 -> ~100
-    python examples/rollout_worker_basics.py --smoke    # 2 tiny ones (or TFRL_EXAMPLE_SMOKE=1)
+    python examples/rollout_worker_basics.py          # 10k steps: mean return ~20 -> ~100
+    python examples/rollout_worker_basics.py --smoke  # 2 tiny iterations (or TFRL_EXAMPLE_SMOKE=1)
 """
 
 import argparse
