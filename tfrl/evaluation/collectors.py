@@ -43,6 +43,7 @@ def shifted(values: np.ndarray, first: Any) -> np.ndarray:
 
 _SHORTCUT_OK: Optional[bool] = None  # does `sample_batch_from_columns`' shortcut hold?
 _EMPTY_STATE: Dict[str, Any] = {}  # the attributes of a new, empty SampleBatch
+_MUTABLE_STATE: List[str] = []  # those of them that hold a set, dict or list
 
 
 def sample_batch_from_columns(data: Dict[str, Any], count: int) -> SampleBatch:
@@ -57,9 +58,13 @@ def sample_batch_from_columns(data: Dict[str, Any], count: int) -> SampleBatch:
         return SampleBatch(data)
     if not _EMPTY_STATE:
         _EMPTY_STATE.update(vars(SampleBatch()))
+        _MUTABLE_STATE.extend(k for k, v in _EMPTY_STATE.items()
+                              if isinstance(v, (set, dict, list)))
     fast = SampleBatch.__new__(SampleBatch)
-    fast.__dict__.update({k: v.copy() if isinstance(v, (set, dict, list)) else v
-                          for k, v in _EMPTY_STATE.items()})
+    state = fast.__dict__
+    state.update(_EMPTY_STATE)
+    for key in _MUTABLE_STATE:  # new empty containers, not the shared ones
+        state[key] = _EMPTY_STATE[key].copy()
     dict.update(fast, data)
     fast.count = count
     if _SHORTCUT_OK is None:

@@ -75,6 +75,7 @@ class VectorEnvRunner(RunnerCore):
         self._buf = None
         self._t = -1
         self._infos_seen = False  # an env info was written to the buffers
+        self._steps = np.arange(64, dtype=np.int64)  # 0, 1, ... (the `t` column)
         self._vp = None  # the current poll
         self._prev_flags = self.prev_columns(pid)
         perf = self.perf_stats
@@ -377,33 +378,35 @@ class VectorEnvRunner(RunnerCore):
         # Only an episode's last row can have a flag set (a fragment cut never holds
         # the slot where a sub-env's episode ended; see _process_events).
         flags = np.zeros((3, n), bool)  # terminateds, truncateds, dones
-        terms, truncs = flags[0], flags[1]
         if end_of_episode:
-            terms[-1] = self._vp.terminateds[i]
-            truncs[-1] = self._vp.truncateds[i]
-        if soft:
-            truncs[-1] = True
-        if end_of_episode and self.no_done_at_end:
-            terms[-1] = truncs[-1] = False
-        ids = np.empty((4, n), np.int64)  # eps_id, unroll_id, env_id, agent_index
-        ids[0] = self._episodes[i].episode_id
-        ids[1] = next_unroll_id()
-        ids[2] = i
-        ids[3] = 0
+            if not self.no_done_at_end:
+                term = bool(self._vp.terminateds[i])
+                trunc = soft or bool(self._vp.truncateds[i])
+                flags[:, -1] = term, trunc, term or trunc
+        elif soft:
+            flags[1:, -1] = True
         t0 = int(self._chunk_t[i])
+        if len(self._steps) < n:
+            self._steps = np.arange(2 * n, dtype=np.int64)
+        # eps_id, unroll_id, env_id, agent_index, t: one int64 block.
+        ids = np.empty((5, n), np.int64)
+        ids[:, :] = np.array([[self._episodes[i].episode_id], [next_unroll_id()], [i], [0],
+                              [t0]], np.int64)
+        ids[4] += self._steps[:n]
         data = {
             Columns.OBS: obs[a - 1:end, i].copy(),
             Columns.NEXT_OBS: obs[a:end + 1, i].copy(),
             Columns.ACTIONS: actions,
             Columns.REWARDS: rewards,
-            Columns.TERMINATEDS: terms,
-            Columns.TRUNCATEDS: truncs,
-            Columns.DONES: np.logical_or(terms, truncs, out=flags[2]),
-            Columns.INFOS: _infos(buf[Columns.INFOS][a:end + 1, i]),
+            Columns.TERMINATEDS: flags[0],
+            Columns.TRUNCATEDS: flags[1],
+            Columns.DONES: flags[2],
+            Columns.INFOS: (_infos(buf[Columns.INFOS][a:end + 1, i]) if self._infos_seen
+                            else _empty_infos(n)),
             Columns.EPS_ID: ids[0],
             Columns.UNROLL_ID: ids[1],
             Columns.AGENT_INDEX: ids[3],
-            Columns.T: np.arange(t0, t0 + n, dtype=np.int64),
+            Columns.T: ids[4],
             Columns.ENV_ID: ids[2],
         }
         prev_a, prev_r = self._prev_flags
@@ -453,6 +456,13 @@ def _infos(column: np.ndarray) -> np.ndarray:
     """A copy of an infos column, with a new empty dict for each None (an empty info)."""
     infos = column.copy()
     for k in np.flatnonzero(np.equal(infos, None)).tolist():
+        infos[k] = {}
+    return infos
+
+
+def _empty_infos(n: int) -> np.ndarray:
+    infos = np.empty(n, object)
+    for k in range(n):
         infos[k] = {}
     return infos
 
