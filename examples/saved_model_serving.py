@@ -10,7 +10,7 @@ deterministic one, so TF Serving and `saved_model_cli` work out of the box:
     saved_model_cli show --dir <export_dir> --all
 
 Run:
-    python examples/saved_model_serving.py                  # 10 iterations, then serve
+    python examples/saved_model_serving.py                  # 40 iterations (10k steps), then serve
     python examples/saved_model_serving.py --smoke          # 1 tiny one (or TFRL_EXAMPLE_SMOKE=1)
     python examples/saved_model_serving.py --export_dir /tmp/cartpole_policy
 """
@@ -30,11 +30,13 @@ def train_and_export(export_dir: str, iterations: int, smoke: bool):
     """Trains briefly, exports; returns probe observations and the algorithm's actions."""
     config = (PPOConfig()
               .environment("CartPole-v1")
-              .rollouts(num_rollout_workers=0, num_envs_per_worker=4,
-                        rollout_fragment_length=32 if smoke else 64)
-              .training(train_batch_size=128 if smoke else 256, sgd_minibatch_size=64,
-                        num_sgd_iter=2 if smoke else 10, lr=1e-3, gamma=0.98, lambda_=0.8,
-                        kl_coeff=0.0, model={"fcnet_hiddens": [32, 32]})
+              .rollouts(num_rollout_workers=0, num_envs_per_worker=8,
+                        rollout_fragment_length=16 if smoke else 32)
+              .training(train_batch_size=128 if smoke else 256,
+                        sgd_minibatch_size=128 if smoke else 256,
+                        num_sgd_iter=2 if smoke else 20, lr=1e-3, gamma=0.98, lambda_=0.8,
+                        kl_coeff=0.0, grad_clip=0.5, vf_loss_coeff=0.5, vf_clip_param=1e6,
+                        model={"fcnet_hiddens": [64, 64]})
               .debugging(seed=0))
     algo = config.build()
     try:
@@ -87,7 +89,7 @@ def main() -> int:
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         export_dir = args.export_dir or os.path.join(tmp, "cartpole_policy")
-        probe_obs, expected = train_and_export(export_dir, 1 if args.smoke else 10, args.smoke)
+        probe_obs, expected = train_and_export(export_dir, 1 if args.smoke else 40, args.smoke)
         print(f"exported SavedModel to {export_dir}: {sorted(os.listdir(export_dir))}")
         serve(export_dir, probe_obs, expected)
     return 0
