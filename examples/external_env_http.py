@@ -25,6 +25,7 @@ in a background thread. Run them as two processes instead:
 """
 
 import argparse
+import itertools
 import os
 import threading
 
@@ -36,16 +37,15 @@ from tfrl.env.policy_server_input import PolicyServerInput
 from tfrl.evaluation.rollout_worker import RolloutWorker
 from tfrl.policy.sample_batch import concat_samples
 
-ADDRESS = "127.0.0.1"
+ADDRESS = "127.0.0.1"  # the server binds this; "0.0.0.0" accepts clients on other hosts
 
 
-def run_client(port: int, inference_mode: str, stop: threading.Event,
-               max_episodes: int = 10**9) -> None:
+def run_client(port: int, inference_mode: str, stop: threading.Event) -> None:
     """The external simulator: plays CartPole episodes, asking the server for actions."""
     env = gym.make("CartPole-v1")
     with PolicyClient(f"{ADDRESS}:{port}", inference_mode=inference_mode,
                       update_interval=1.0) as client:
-        for episode in range(max_episodes):
+        for episode in itertools.count():
             if stop.is_set():
                 return
             obs, _ = env.reset(seed=episode)
