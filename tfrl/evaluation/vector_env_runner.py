@@ -201,8 +201,9 @@ class VectorEnvRunner(RunnerCore):
         buf = self._buf
         buf[Columns.OBS][t] = obs
         buf[Columns.REWARDS][t] = vp.rewards
-        if vp.infos is not None:
-            buf[Columns.INFOS][t] = vp.infos
+        infos = vp.infos
+        if infos is not None and any(infos):  # (all empty: like None)
+            buf[Columns.INFOS][t] = infos
             self._infos_seen = True
         elif self._infos_seen:  # (rows never written hold None already)
             buf[Columns.INFOS][t] = None
@@ -382,16 +383,20 @@ class VectorEnvRunner(RunnerCore):
             if not self.no_done_at_end:
                 term = bool(self._vp.terminateds[i])
                 trunc = soft or bool(self._vp.truncateds[i])
-                flags[:, -1] = term, trunc, term or trunc
+                if term:
+                    flags[0, -1] = True
+                if trunc:
+                    flags[1, -1] = True
+                if term or trunc:
+                    flags[2, -1] = True
         elif soft:
-            flags[1:, -1] = True
+            flags[1, -1] = flags[2, -1] = True
         t0 = int(self._chunk_t[i])
         if len(self._steps) < n:
             self._steps = np.arange(2 * n, dtype=np.int64)
         # eps_id, unroll_id, env_id, agent_index, t: one int64 block.
         ids = np.empty((5, n), np.int64)
-        ids[:, :] = np.array([[self._episodes[i].episode_id], [next_unroll_id()], [i], [0],
-                              [t0]], np.int64)
+        ids.T[:] = self._episodes[i].episode_id, next_unroll_id(), i, 0, t0
         ids[4] += self._steps[:n]
         data = {
             Columns.OBS: obs[a - 1:end, i].copy(),
