@@ -75,9 +75,11 @@ def main() -> int:
               .debugging(seed=0))
     algo = config.build()
 
-    # 3. The policy's model is (a wrapper of) your Keras model: inspect it as usual.
+    # 3. The policy's model is your Keras model, in a thin wrapper (`base_model`) when it
+    #    lacks tfrl's optional attributes (num_outputs, get_initial_state).
     model = algo.get_policy().model
-    print(f"policy model: {type(model).__name__}, "
+    mine = getattr(model, "base_model", model)
+    print(f"policy model: {type(mine).__name__} (in a {type(model).__name__}), "
           f"{sum(int(tf.size(v)) for v in model.trainable_variables)} trainable parameters")
 
     start = time.time()

@@ -84,7 +84,7 @@ def test_custom_keras_model(quick_runs):
     out = output_of(quick_runs, "test_custom_keras_model")
     # custom_model_config={"hidden": 32}: two towers of 2 x Dense(32) plus heads
     # (4*32+32 + 32*32+32) * 2 + (32*2+2) + (32+1) = 2531; the default 64 would differ.
-    line(out, r"^policy model: \w+, 2531 trainable parameters$")
+    line(out, r"^policy model: TwoTowerModel \(in a \w+\), 2531 trainable parameters$")
     assert len(re.findall(rf"^iter +\d+ +steps +\d+ +reward +{NUMBER}$", out, re.M)) == 2
     line(out, r"^done: 2 iterations, 256 steps, reward " + NUMBER
          + r", greedy action for a sample obs: [01], ")
