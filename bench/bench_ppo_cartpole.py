@@ -127,7 +127,8 @@ def launch(framework: str, seed: int, steps: int) -> dict:
 
 
 def _fmt(value, spec):
-    return "-" if value is None else format(value, spec)
+    width = int("".join(c for c in spec.split(".")[0] if c.isdigit()) or 0)
+    return "-".rjust(width) if value is None else format(value, spec)
 
 
 def _mean(rows, key):

@@ -182,3 +182,10 @@ def test_loss_and_gradients_equal_under_two_replica_mirrored_strategy():
         info_one["learner_stats"]["total_loss"], rel=1e-5)
     for a, b in zip(grads_one, grads_two):
         np.testing.assert_allclose(a, b, rtol=1e-4, atol=1e-6)
+
+
+def test_optimizer_config_reaches_adam():
+    policy = make_policy(optimizer={"epsilon": 1e-5, "beta_1": 0.8})
+    assert policy.optimizer.epsilon == 1e-5 and policy.optimizer.beta_1 == 0.8
+    with pytest.raises(ValueError, match="Adam rejects"):
+        make_policy(optimizer={"epsilonn": 1e-5})

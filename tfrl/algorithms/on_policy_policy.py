@@ -16,6 +16,7 @@ Subclasses override `loss` (and `stats`).
 from typing import Any, Dict, Optional
 
 import gymnasium as gym
+import keras
 import numpy as np
 import tensorflow as tf
 
@@ -34,6 +35,7 @@ ON_POLICY_DEFAULTS = {
     "entropy_coeff": 0.0,
     "entropy_coeff_schedule": None,
     "no_done_at_end": False,
+    "optimizer": {},
 }
 
 
@@ -75,7 +77,8 @@ class OnPolicyTFPolicy(TFPolicy):
         action_space: Action space of one agent.
         config: The algorithm config dict; adds to `TFPolicy`'s keys `gamma`,
             `lambda`, `use_gae`, `use_critic`, `lr_schedule`, `entropy_coeff`,
-            `entropy_coeff_schedule`, `no_done_at_end`.
+            `entropy_coeff_schedule`, `no_done_at_end`, `optimizer` (Adam's keyword
+            arguments).
         strategy: See `TFPolicy`.
     """
 
@@ -99,6 +102,17 @@ class OnPolicyTFPolicy(TFPolicy):
             self.entropy_coeff = tf.Variable(self._entropy_schedule.value(0), dtype=tf.float32,
                                              trainable=False, name="entropy_coeff")
         self._set_schedules(0)
+
+    def make_optimizer(self) -> keras.optimizers.Optimizer:
+        """Adam(`lr`) with the keyword arguments of config `optimizer` (e.g.
+        `{"epsilon": 1e-5}`)."""
+        kwargs = dict(self.config.get("optimizer") or {})
+        try:
+            return keras.optimizers.Adam(learning_rate=self.config["lr"], **kwargs)
+        except (TypeError, ValueError) as e:
+            raise ValueError(
+                f"config['optimizer'] holds keyword arguments for keras.optimizers.Adam; "
+                f"received {kwargs!r}, which Adam rejects: {e}") from None
 
     def _set_schedules(self, timestep: int) -> None:
         self.optimizer.learning_rate = self._lr_schedule.value(timestep)
