@@ -27,7 +27,7 @@ import tree
 
 from tfrl.core.columns import Columns
 from tfrl.policy.dataset import to_dataset
-from tfrl.policy.train_columns import TrainBatch, TrainColumns
+from tfrl.policy.train_columns import TrainBatch, TrainColumns, autograph_converted
 
 
 def global_mean(values: tf.Tensor, mask: Optional[tf.Tensor] = None) -> tf.Tensor:
@@ -46,6 +46,18 @@ def global_mean(values: tf.Tensor, mask: Optional[tf.Tensor] = None) -> tf.Tenso
     return total / tf.maximum(count, 1.0)
 
 
+def _sum_loop(num_steps: tf.Tensor, step_fn, totals: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+    """`totals` plus `step_fn(i)` for i in [0, num_steps), as one `tf.while_loop`."""
+
+    def body(i, acc):
+        stats = step_fn(i)
+        return i + 1, {k: acc[k] + stats[k] for k in acc}
+
+    _, totals = tf.while_loop(lambda i, _: i < num_steps, body,
+                              (tf.zeros_like(num_steps), totals))
+    return totals
+
+
 class TrainStep:
     """The compiled learning functions of one policy (see the module docstring).
 
@@ -61,13 +73,17 @@ class TrainStep:
         self._train_columns = TrainColumns(policy)
         for name in ("learn_on_batch", "compute_gradients", "apply_gradients"):
             policy.num_traces[name] = 0
-        self._learn_dataset_fn = tf.function(self._learn_from_iterator)
+        # autograph=False throughout: the bodies use explicit tf.while_loop/tf.cond, and
+        # converting them (and `tree`) cost ~5 s at start-up; the user's loss and stats
+        # are still converted (`autograph_converted`).
+        self._learn_dataset_fn = tf.function(self._learn_from_iterator, autograph=False)
         self._learn_graph_fn = None
         self._grads_fn = None
         variables = policy.model.trainable_variables
         self._apply_fn = tf.function(
             self._apply_graph,
             input_signature=[[tf.TensorSpec(v.shape, v.dtype) for v in variables]],
+            autograph=False,
         )
 
     # ------------------------------------------------------------- host side
@@ -107,7 +123,7 @@ class TrainStep:
             if self._learn_graph_fn is None:
                 self._learn_graph_fn = tf.function(self._learn_in_graph, input_signature=[
                     self._train_columns.specs, tf.TensorSpec((2,), tf.int64), tf.TensorSpec((), tf.int32),
-                    tf.TensorSpec((), tf.int32), tf.TensorSpec((), tf.bool)])
+                    tf.TensorSpec((), tf.int32), tf.TensorSpec((), tf.bool)], autograph=False)
             stats = self._learn_graph_fn(columns, tf.constant([seed, 0], tf.int64),
                                          tf.constant(num_epochs, tf.int32),
                                          tf.constant(minibatch, tf.int32), tf.constant(shuffle))
@@ -141,7 +157,8 @@ class TrainStep:
         columns, num_rows = self._train_columns.prepare(samples)
         self._check_divisible(num_rows, "the batch size")
         if self._grads_fn is None:
-            self._grads_fn = tf.function(self._grads_graph, input_signature=[self._train_columns.specs])
+            self._grads_fn = tf.function(self._grads_graph, input_signature=[self._train_columns.specs],
+                                        autograph=False)
         grads, stats = self._grads_fn(columns)
         return [g.numpy() for g in grads], {k: float(v) for k, v in stats.items()}
 
@@ -177,10 +194,9 @@ class TrainStep:
 
     def _learn_from_iterator(self, iterator, num_steps):
         self._policy.num_traces["learn_on_batch"] += 1
+        # The first step runs outside the loop: it creates the optimizer's slot variables.
         totals = self._minibatch_step(next(iterator))
-        for _ in tf.range(num_steps - 1):
-            stats = self._minibatch_step(next(iterator))
-            totals = tree.map_structure(tf.add, totals, stats)
+        totals = _sum_loop(num_steps - 1, lambda _: self._minibatch_step(next(iterator)), totals)
         return {k: v / tf.cast(num_steps, v.dtype) for k, v in totals.items()}
 
     def _learn_in_graph(self, columns, seed, num_epochs, minibatch, shuffle):
@@ -208,9 +224,8 @@ class TrainStep:
             self._policy.num_grad_updates.assign_add(1)
             return self._reduce_stats(per_replica)
 
-        totals = step_fn(0)
-        for step in tf.range(1, num_steps):
-            totals = tree.map_structure(tf.add, totals, step_fn(step))
+        # The first step runs outside the loop: it creates the optimizer's slot variables.
+        totals = _sum_loop(num_steps - 1, lambda i: step_fn(i + 1), step_fn(tf.constant(0)))
         return {k: v / tf.cast(num_steps, v.dtype) for k, v in totals.items()}
 
     def _local_rows(self, batch):
@@ -241,9 +256,9 @@ class TrainStep:
         policy.tower_stats.clear()
         variables = policy.model.trainable_variables
         with tf.GradientTape() as tape:
-            loss = policy.loss(policy.model, policy.dist_class, train_batch)
+            loss = autograph_converted(policy.loss)(policy.model, policy.dist_class, train_batch)
         grads = tape.gradient(loss, variables)
-        stats = {"total_loss": loss, **policy.stats(train_batch)}
+        stats = {"total_loss": loss, **autograph_converted(policy.stats)(train_batch)}
         return grads, variables, stats
 
     def _clip(self, grads: List[Any]) -> List[Any]:

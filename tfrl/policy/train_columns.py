@@ -13,7 +13,9 @@ to `T`, the batch's `max_seq_len` or the longest sequence), `state_in_*` `[num_s
 ...]`, `seq_lens` `[num_seqs]` int32.
 """
 
-from typing import Any, Dict, Tuple
+import functools
+import inspect
+from typing import Any, Callable, Dict, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -55,6 +57,25 @@ class TrainBatch(dict):
             f"batch lacks; it has {sorted(self)}. Add the column (e.g. in "
             "postprocess_trajectory) before learn_on_batch."
         )
+
+
+def autograph_converted(fn: Callable) -> Callable:
+    """`fn` as a `tf.function` with autograph would call it: converted, unless marked.
+
+    The compiled train functions trace with `autograph=False` (their own code uses
+    explicit `tf.while_loop`/`tf.cond`; converting it and `tree` costs seconds at start-up),
+    but a user's `loss`/`stats` may use Python control flow on tensors, so those are still
+    converted unless decorated with `tf.autograph.experimental.do_not_convert` (which
+    marks them with `autograph_info__`), as the built-in PG/A2C/PPO losses are.
+    """
+    if hasattr(fn, "autograph_info__"):
+        return fn
+    try:
+        if inspect.ismethod(fn):  # to_graph returns the converted function, unbound
+            return functools.partial(tf.autograph.to_graph(fn.__func__), fn.__self__)
+        return tf.autograph.to_graph(fn)
+    except Exception:  # noqa: BLE001 - tf.function also falls back to the plain function
+        return fn
 
 
 def _is_numeric(leaf: Any) -> bool:
@@ -237,14 +258,15 @@ class TrainColumns:
             train_batch = TrainBatch(batch, self._name, accessed)
             policy.tower_stats.clear()
             try:
-                loss = policy.loss(policy.model, policy.dist_class, train_batch)
-                policy.stats(train_batch)
+                loss = autograph_converted(policy.loss)(policy.model, policy.dist_class,
+                                                        train_batch)
+                autograph_converted(policy.stats)(train_batch)
             except MissingColumnError as e:  # re-raised below, without autograph's wrapping
                 missing.append(e)
                 return tf.constant(0.0)
             return loss
 
-        tf.function(probe).get_concrete_function(
+        tf.function(probe, autograph=False).get_concrete_function(
             {c: self._unit_spec(c, s) for c, s in row_specs.items()})
         policy.tower_stats.clear()
         if missing:
