@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 import pytest
+import tensorflow as tf
 from absl import flags
 
 from tfrl.algorithms.callbacks import DefaultCallbacks
@@ -75,8 +76,20 @@ def test_train_prints_progress_and_writes_checkpoints_and_results(trained):
                                "steps, ")
     assert lines[3] == f"Checkpoint: {logdir}/checkpoint_000002"
     assert len(lines) == 4
-    assert sorted(os.listdir(logdir)) == ["checkpoint_000001", "checkpoint_000002",
-                                          "experiment.json", "result.json"]
+    files = sorted(os.listdir(logdir))
+    events = [f for f in files if f.startswith("events.out.tfevents.")]
+    assert len(events) == 1, files
+    assert sorted(set(files) - set(events)) == [
+        "checkpoint_000001", "checkpoint_000002", "experiment.json", "graphs", "result.json"]
+    # TensorBoard: scalars per iteration at the env-step count, and the policy graph.
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    accumulator = EventAccumulator(logdir)
+    accumulator.Reload()
+    rewards = accumulator.Tensors("sampler/episode_reward_mean")
+    assert [event.step for event in rewards] == [64, 128]
+    iterations = accumulator.Tensors("counters/training_iteration")
+    assert [float(tf.make_ndarray(e.tensor_proto)) for e in iterations] == [1.0, 2.0]
+    assert os.listdir(os.path.join(logdir, "graphs")) == ["default_policy"]
     with open(os.path.join(logdir, "result.json")) as f:
         results = [json.loads(line) for line in f]
     assert [(r["training_iteration"], r["timesteps_total"]) for r in results] == [(1, 64),

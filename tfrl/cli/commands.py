@@ -7,7 +7,10 @@ and report user mistakes as `CliError`. `train` writes into its logdir:
   `evaluate` and `export` read to rebuild the algorithm a checkpoint belongs to;
 - `result.json`: one JSON line per training iteration (the result dict);
 - `checkpoint_<iteration>/`: checkpoints (`Algorithm.save`), every `checkpoint_every`
-  iterations and at the end.
+  iterations and at the end;
+- TensorBoard event files (`tensorboard --logdir <logdir>`): every numeric result metric
+  grouped by prefix, `hist_stats` histograms, and the policy graphs under `graphs/`
+  (see `tfrl.utils.tensorboard.TensorBoardLogger`).
 """
 
 import datetime
@@ -128,9 +131,14 @@ def train(exp: Experiment, logdir: Optional[str] = None, checkpoint_every: int =
                               "writes a final checkpoint.\n")
     algo = _build(exp)
     result: Dict[str, Any] = {}
+    tensorboard = None
     try:
         if restore:
             _restore(algo, restore)
+        from tfrl.utils.tensorboard import TensorBoardLogger
+        tensorboard = TensorBoardLogger(logdir)
+        worker = algo.workers.local_worker()
+        tensorboard.log_policy_graphs({pid: worker.policy_map[pid] for pid in worker.policy_map})
         counters = algo.train_exec_impl.shared_metrics.counters
         progress.begin(steps=counters.get("num_env_steps_sampled", 0), iteration=algo.iteration)
         reason = None
@@ -140,6 +148,7 @@ def train(exp: Experiment, logdir: Optional[str] = None, checkpoint_every: int =
                     result = algo.train()
                     results.write(json.dumps(result, default=_jsonable) + "\n")
                     results.flush()
+                    tensorboard.log_result(result)
                     progress.update(result)
                     reason = stop_reason(result, exp.stop)
                     if (reason is None and checkpoint_every
@@ -151,6 +160,8 @@ def train(exp: Experiment, logdir: Optional[str] = None, checkpoint_every: int =
         progress.summary(reason, checkpoint)
         return result, checkpoint
     finally:
+        if tensorboard is not None:
+            tensorboard.close()
         algo.stop()
 
 
