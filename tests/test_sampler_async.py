@@ -2,10 +2,12 @@
 
 import time
 
+import numpy as np
 import pytest
 
 from tfrl.evaluation.sampler import AsyncSampler
 
+from toy_envs import CounterEnv
 from sampler_helpers import counter_vector_env, counter_worker, scripted_env, scripted_worker
 
 
@@ -63,7 +65,11 @@ def test_filters_must_support_concurrent_updates():
         sampler.stop()
 
 
-def test_blackhole_outputs_keeps_metrics_only():
+def test_blackhole_outputs_keeps_metrics_only(monkeypatch):
+    # The thread keeps sampling until stop(): keep the episode counter inside the
+    # observation space's [0, 1000] however many episodes it runs before the checks.
+    monkeypatch.setattr(CounterEnv, "_obs", lambda self: np.array(
+        [self.index, self.episode % 1000, self.t], np.float32))
     sampler = _async(counter_worker(), counter_vector_env(1, lengths=[3]), blackhole_outputs=True)
     sampler.start()
     try:
