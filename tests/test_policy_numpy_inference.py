@@ -23,6 +23,11 @@ CASES = {  # name -> (action space, dist_type, model config)
                                   {"fcnet_activation": "elu", "free_log_std": True}),
     "squashed_linear": (BOUNDED, dists.SquashedGaussian, {"fcnet_activation": "linear"}),
     "deterministic": (gym.spaces.Box(-1.0, 1.0, (2,), np.float32), "deterministic", {}),
+    # The policy and value networks evaluated together with one hidden layer (no deeper
+    # stacked layers), and no hidden layer at all (evaluated apart).
+    "categorical_one_hidden": (gym.spaces.Discrete(4), None, {"fcnet_hiddens": [16]}),
+    "gaussian_no_hidden": (gym.spaces.Box(-1.0, 1.0, (2,), np.float32), None,
+                           {"fcnet_hiddens": []}),
 }
 
 
@@ -209,6 +214,9 @@ def test_numpy_path_checks_its_input():
     with pytest.raises(ValueError, match=r"obs_batch must have shape \[B, 5\] .*received shape "
                                          r"\(2, 4\)"):
         policy.compute_actions(np.zeros((2, 4), np.float32))
+    with pytest.raises(ValueError, match=r"obs_batch must have shape \[B, 5\] .*received shape "
+                                         r"\(2, 5, 1\)"):
+        policy.compute_actions(np.zeros((2, 5, 1), np.float32))
     with pytest.raises(ValueError, match=r"value\(\): CatalogPolicy has 0 state tensor\(s\); "
                                          r"received 1"):
         policy.value(np.zeros((2, 5), np.float32), [np.zeros((2, 3))])

@@ -32,9 +32,18 @@ def _sigmoid(x):
     return 0.5 * (1.0 + np.tanh(0.5 * x))
 
 
+def _tanh(x):
+    return np.tanh(x, out=x)
+
+
+def _relu(x):
+    return np.maximum(x, 0.0, out=x)
+
+
+# Activations applied to a fresh float32 temporary: in place where numpy can.
 _ACTIVATIONS: Dict[Any, Callable[[np.ndarray], np.ndarray]] = {
-    keras.activations.tanh: np.tanh,
-    keras.activations.relu: lambda x: np.maximum(x, 0.0),
+    keras.activations.tanh: _tanh,
+    keras.activations.relu: _relu,
     keras.activations.elu: lambda x: np.where(x > 0.0, x, np.expm1(np.minimum(x, 0.0))),
     keras.activations.silu: lambda x: x * _sigmoid(x),
     keras.activations.linear: None,
@@ -128,7 +137,13 @@ class NumpyInference:
                 gym.spaces.Discrete, gym.spaces.MultiDiscrete)) else np.int64)
 
     def refresh(self) -> None:
-        """Copies the model's weights (called when the policy's weights changed)."""
+        """Copies the model's weights (called when the policy's weights changed).
+
+        A separate value network with the policy network's layer sizes (the catalog's
+        default) is laid out for paired evaluation: the first layers of both as one
+        matmul `[obs_dim, 2 * H1]`, deeper layers and the output layers as stacked
+        `[2, ...]` matmuls (the value column padded to the number of logits).
+        """
         version = self._policy.weights_version
         model = self._policy.model
 
@@ -144,22 +159,44 @@ class NumpyInference:
         self._value_layers = [dense(layer) for layer in model.value_layers]
         kernel, bias, _ = dense(model.value_out, activation=False)
         self._value_out = (kernel[:, 0], bias[0])
+        self._paired = self._pair_layers()
         self._version = version
+
+    def _pair_layers(self) -> Optional[Tuple[Any, ...]]:
+        """Stacked weights for evaluating the policy and value networks together."""
+        pi, vf = self._layers, self._value_layers
+        if (self._share or not pi or len(pi) != len(vf)
+                or any(p[0].shape != v[0].shape or p[2] is not v[2] for p, v in zip(pi, vf))):
+            return None
+        first = (np.concatenate([pi[0][0], vf[0][0]], axis=1),  # [obs_dim, 2 * H1]
+                 np.concatenate([pi[0][1], vf[0][1]]), pi[0][2])
+        deeper = [(np.stack([p[0], v[0]]), np.stack([p[1], v[1]])[:, None, :], p[2])
+                  for p, v in zip(pi[1:], vf[1:])]  # [2, H, H'], [2, 1, H']
+        kernel, bias, _ = self._logits
+        out = np.zeros((2,) + kernel.shape, np.float32)  # [2, H_last, n]
+        out[0] = kernel
+        out[1, :, 0] = self._value_out[0]
+        return first, deeper, out, bias, self._value_out[1], pi[0][0].shape[1]
 
     def _forward(self, obs: np.ndarray, with_dist: bool = True):
         if self._version != self._policy.weights_version:
             self.refresh()
-        x = obs.reshape(len(obs), -1).astype(np.float32, copy=False)  # [B, obs_dim]
+        x = obs if obs.ndim == 2 else obs.reshape(len(obs), -1)
+        x = x.astype(np.float32, copy=False)  # [B, obs_dim]
+        if self._paired is not None:
+            return self._forward_paired(x, with_dist)
         h = x
         if with_dist or self._share:
             for kernel, bias, fn in self._layers:
-                h = h @ kernel + bias
+                h = np.dot(h, kernel)
+                h += bias
                 if fn is not None:
                     h = fn(h)
         dist_inputs = None
         if with_dist:
             kernel, bias, _ = self._logits
-            dist_inputs = h @ kernel + bias  # [B, n]
+            dist_inputs = np.dot(h, kernel)  # [B, n]
+            dist_inputs += bias
             if self._log_std is not None:
                 log_std = np.broadcast_to(self._log_std, dist_inputs.shape)
                 dist_inputs = np.concatenate([dist_inputs, log_std], axis=-1)
@@ -167,11 +204,39 @@ class NumpyInference:
         if not self._share:
             v = x
             for kernel, bias, fn in self._value_layers:
-                v = v @ kernel + bias
+                v = np.dot(v, kernel)
+                v += bias
                 if fn is not None:
                     v = fn(v)
-        value = v @ self._value_out[0] + self._value_out[1]  # [B]
-        return dist_inputs, value.astype(np.float32, copy=False)
+        value = np.dot(v, self._value_out[0])  # [B]
+        value += self._value_out[1]
+        return dist_inputs, value
+
+    def _forward_paired(self, x: np.ndarray, with_dist: bool = True):
+        # Without dist, the value halves only: the same BLAS calls on the same rows as
+        # with it, so value() equals compute_actions' vf_preds bit for bit.
+        (kernel, bias, fn), deeper, out_kernel, logits_bias, value_bias, width = self._paired
+        branches = slice(0, 2) if with_dist else slice(1, 2)
+        h = np.dot(x, kernel)  # [B, 2 * H1]: policy | value
+        h += bias
+        if fn is not None:
+            h = fn(h)
+        h = h.reshape(len(x), 2, width).transpose(1, 0, 2)[branches]  # [2 or 1, B, H1], a view
+        for kernel, bias, fn in deeper:
+            h = np.matmul(h, kernel[branches])  # [2 or 1, B, H]
+            h += bias[branches]
+            if fn is not None:
+                h = fn(h)
+        out = np.matmul(h, out_kernel[branches])  # [2 or 1, B, n]
+        value = out[-1, :, 0] + value_bias  # [B]
+        if not with_dist:
+            return None, value
+        dist_inputs = out[0]  # [B, n]
+        dist_inputs += logits_bias
+        if self._log_std is not None:
+            log_std = np.broadcast_to(self._log_std, dist_inputs.shape)
+            dist_inputs = np.concatenate([dist_inputs, log_std], axis=-1)
+        return dist_inputs, value
 
     def value(self, obs: np.ndarray) -> np.ndarray:
         """Value estimates `[B]` (float32)."""
@@ -183,13 +248,17 @@ class NumpyInference:
         dist_inputs, value = self._forward(obs)
         if explore:
             actions, logp = self._sample(dist_inputs, self._policy.sampling_rng, self._params)
+            prob = np.exp(logp)
         else:
             actions = self._greedy(dist_inputs, self._params)
             logp = np.zeros(len(dist_inputs), np.float32)
-        return actions.astype(self._action_dtype, copy=False), [], {
+            prob = np.ones(len(dist_inputs), np.float32)  # exp(0)
+        if actions.dtype != self._action_dtype:
+            actions = actions.astype(self._action_dtype)
+        return actions, [], {
             Columns.ACTION_DIST_INPUTS: dist_inputs,
             Columns.ACTION_LOGP: logp,
-            Columns.ACTION_PROB: np.exp(logp),
+            Columns.ACTION_PROB: prob,
             Columns.VF_PREDS: value,
         }
 
@@ -200,15 +269,34 @@ class NumpyInference:
 
 
 def _categorical_sample(logits, rng, params):
-    # Inverse CDF on the unnormalized probabilities: few numpy calls on small arrays.
-    top = logits.max(axis=-1)  # [B]
-    weights = np.exp(logits - top[:, None])  # [B, n]
-    total = weights.sum(axis=-1)  # [B]
-    u = rng.random(len(logits)) * total  # [B]
-    actions = (np.cumsum(weights, axis=-1) < u[:, None]).sum(axis=-1)
+    # Inverse CDF on the unnormalized probabilities, one uniform draw per row; ufuncs
+    # called directly (their Python wrappers cost as much as the work on [B, n]).
+    top = np.maximum.reduce(logits, axis=-1, keepdims=True)  # [B, 1]
+    shifted = logits - top  # [B, n]
+    cdf = np.exp(shifted)
+    np.add.accumulate(cdf, axis=-1, out=cdf)  # [B, n], unnormalized
+    total = cdf[:, -1]  # [B]
+    u = rng.random(len(logits))
+    u *= total
+    actions = np.add.reduce(cdf < u[:, None], axis=-1, dtype=np.int64)
     np.minimum(actions, logits.shape[-1] - 1, out=actions)
-    logp = logits[np.arange(len(logits)), actions] - top - np.log(total)
+    logp = shifted[_rows(len(logits)), actions]
+    logp -= np.log(total)
     return actions, logp
+
+
+_ROWS: Dict[int, np.ndarray] = {}
+
+
+def _rows(n: int) -> np.ndarray:
+    """`np.arange(n)`, cached (read-only) for the few batch sizes a sampler uses."""
+    rows = _ROWS.get(n)
+    if rows is None:
+        rows = np.arange(n)
+        rows.flags.writeable = False
+        if len(_ROWS) < 64:
+            _ROWS[n] = rows
+    return rows
 
 
 def _categorical_greedy(logits, params):

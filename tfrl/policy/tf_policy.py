@@ -229,12 +229,16 @@ class TFPolicy(Policy):
         """Actions, state-outs and extra fetches (`action_dist_inputs`, `action_logp`,
         `action_prob`, `vf_preds`, ...) for a batch: in numpy for dense policies (see
         `numpy_inference`), else in one compiled call."""
-        if self._numpy is not None:
-            obs = self._acting.check_obs(obs_batch)
+        numpy = self._numpy
+        if numpy is not None:
+            obs, flat = obs_batch, self._acting.flat_obs
+            if not (flat is not None and isinstance(obs, np.ndarray) and obs.dtype == flat[1]
+                    and obs.ndim == len(flat[0]) + 1 and obs.shape[1:] == flat[0]):
+                obs = self._acting.check_obs(obs_batch)  # converts, or a clear error
             if state_batches:
                 self._acting.check_states(state_batches, len(obs), "compute_actions")
-            explore = self.config["explore"] if explore is None else explore
-            result = self._numpy.compute_actions(obs, explore)
+            result = numpy.compute_actions(obs, self.config["explore"] if explore is None
+                                           else explore)
             num_rows = len(obs)
         else:
             result, num_rows = self._acting.compute(obs_batch, state_batches, explore,

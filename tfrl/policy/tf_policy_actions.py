@@ -46,6 +46,10 @@ class ActionFunctions:
         self.obs_spec = space_specs.batch_spec(policy.observation_space)
         self._flat_obs = isinstance(self.obs_spec, tf.TensorSpec)
         self._num_obs = len(tree.flatten(self.obs_spec))
+        # `(shape[1:], numpy dtype)` of a flat observation batch, as plain Python values:
+        # comparing them is the whole check of the common case (no TensorShape).
+        self.flat_obs = ((tuple(self.obs_spec.shape[1:]), self.obs_spec.dtype.as_numpy_dtype)
+                         if self._flat_obs else None)
         self.prev_specs = {}
         if Columns.PREV_ACTIONS in self.prev_columns:
             self.prev_specs[Columns.PREV_ACTIONS] = space_specs.batch_spec(policy.action_space)
@@ -89,10 +93,10 @@ class ActionFunctions:
 
     def check_obs(self, obs_batch: Any) -> Any:
         """The observation batch as numpy of the observation spec (or a clear error)."""
-        spec = self.obs_spec
-        if (self._flat_obs and isinstance(obs_batch, np.ndarray)
-                and obs_batch.dtype == spec.dtype.as_numpy_dtype
-                and obs_batch.shape[1:] == tuple(spec.shape[1:])):
+        flat = self.flat_obs
+        if (flat is not None and isinstance(obs_batch, np.ndarray)
+                and obs_batch.dtype == flat[1] and obs_batch.ndim == len(flat[0]) + 1
+                and obs_batch.shape[1:] == flat[0]):
             return obs_batch  # the common case, already in shape
         return space_specs.to_batch(self._policy.observation_space, obs_batch, "obs_batch")
 
