@@ -118,9 +118,11 @@ class TrainStep:
             dataset = self._dataset(columns, minibatch, num_epochs, seed, shuffle)
             iterator = iter(self._strategy.experimental_distribute_dataset(dataset))
             num_steps = num_epochs * (num_rows // minibatch)
+            self._build_optimizer()
             stats = self._learn_dataset_fn(iterator, tf.constant(num_steps, tf.int64))
         elif policy.config["learn_input"] == "in_graph":
             if self._learn_graph_fn is None:
+                self._build_optimizer()
                 self._learn_graph_fn = tf.function(self._learn_in_graph, input_signature=[
                     self._train_columns.specs, tf.TensorSpec((2,), tf.int64), tf.TensorSpec((), tf.int32),
                     tf.TensorSpec((), tf.int32), tf.TensorSpec((), tf.bool)], autograph=False)
@@ -194,9 +196,7 @@ class TrainStep:
 
     def _learn_from_iterator(self, iterator, num_steps):
         self._policy.num_traces["learn_on_batch"] += 1
-        # The first step runs outside the loop: it creates the optimizer's slot variables.
-        totals = self._minibatch_step(next(iterator))
-        totals = _sum_loop(num_steps - 1, lambda _: self._minibatch_step(next(iterator)), totals)
+        totals = self._run_steps(num_steps, lambda _: self._minibatch_step(next(iterator)))
         return {k: v / tf.cast(num_steps, v.dtype) for k, v in totals.items()}
 
     def _learn_in_graph(self, columns, seed, num_epochs, minibatch, shuffle):
@@ -224,9 +224,40 @@ class TrainStep:
             self._policy.num_grad_updates.assign_add(1)
             return self._reduce_stats(per_replica)
 
-        # The first step runs outside the loop: it creates the optimizer's slot variables.
-        totals = _sum_loop(num_steps - 1, lambda i: step_fn(i + 1), step_fn(tf.constant(0)))
+        totals = self._run_steps(num_steps, step_fn)
         return {k: v / tf.cast(num_steps, v.dtype) for k, v in totals.items()}
+
+    def _run_steps(self, num_steps: tf.Tensor, step_fn) -> Dict[str, tf.Tensor]:
+        """Sum of `step_fn(i)`'s stats for i in [0, num_steps), in one `tf.while_loop`.
+
+        The step is traced once when the optimizer's variables exist and the stats'
+        shapes are known (from `TrainColumns`' trace); otherwise step 0 runs (and is
+        traced) before the loop, creating the optimizer's variables there.
+        """
+        shapes = self._train_columns.stat_shapes
+        if shapes is not None and getattr(self._policy.optimizer, "built", False):
+            zeros = {k: tf.zeros(shape, tf.float32) for k, shape in shapes.items()}
+
+            def checked_step(i):
+                stats = step_fn(i)
+                if set(stats) != set(zeros):
+                    raise ValueError(
+                        f"{type(self._policy).__name__}: the loss and stats returned "
+                        f"{sorted(stats)} in the train step but {sorted(zeros)} when first "
+                        "traced; stats must return the same keys on every call."
+                    )
+                return stats
+
+            return _sum_loop(num_steps, checked_step, zeros)
+        return _sum_loop(num_steps - 1, lambda i: step_fn(i + 1), step_fn(tf.zeros_like(num_steps)))
+
+    def _build_optimizer(self) -> None:
+        """Creates the optimizer's variables eagerly (under the strategy) before tracing."""
+        optimizer = self._policy.optimizer
+        if getattr(optimizer, "built", True) or not hasattr(optimizer, "build"):
+            return
+        with self._strategy.scope():
+            optimizer.build(self._policy.model.trainable_variables)
 
     def _local_rows(self, batch):
         """This replica's contiguous share of a batch that every replica received whole."""

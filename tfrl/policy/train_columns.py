@@ -96,6 +96,9 @@ class TrainColumns:
     Attributes:
         specs: Column -> (nested) `tf.TensorSpec` the compiled functions take; None
             before the first batch.
+        stat_shapes: `{"total_loss": shape, **{stat: shape}}` of one replica's loss and
+            `stats` as the first batch's symbolic trace gave them (None before it, or if
+            a shape was not fully known); lets the train step start its loop from zeros.
     """
 
     def __init__(self, policy):
@@ -103,6 +106,7 @@ class TrainColumns:
         self._name = type(policy).__name__
         self._row_specs = None  # column -> spec of one row's data, [None, ...]
         self.specs = None
+        self.stat_shapes = None
 
     @property
     def sequences(self) -> bool:
@@ -260,7 +264,11 @@ class TrainColumns:
             try:
                 loss = autograph_converted(policy.loss)(policy.model, policy.dist_class,
                                                         train_batch)
-                autograph_converted(policy.stats)(train_batch)
+                stats = autograph_converted(policy.stats)(train_batch)
+                shapes = {"total_loss": tf.convert_to_tensor(loss).shape,
+                          **{k: tf.convert_to_tensor(v).shape for k, v in stats.items()}}
+                if all(shape.is_fully_defined() for shape in shapes.values()):
+                    self.stat_shapes = shapes
             except MissingColumnError as e:  # re-raised below, without autograph's wrapping
                 missing.append(e)
                 return tf.constant(0.0)
