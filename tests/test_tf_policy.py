@@ -119,12 +119,35 @@ def test_explore_samples_and_config_default():
     assert abs(sampled.mean() - p1) < 0.05
 
 
+@pytest.mark.parametrize("inference", ["numpy", "tf"])
+def test_sampler_style_calls_advance_the_global_timestep_by_their_rows(inference):
+    policy = TFPolicy(OBS_SPACE, ACT_SPACE, {"seed": 0, "inference": inference,
+                                             "model": {"fcnet_hiddens": [8]}})
+    assert policy.inference == inference
+    obs = make_batch(3)["obs"]
+    for expected in (3, 6, 9):  # a sampler passes the policy's own counter (RLlib's convention)
+        policy.compute_actions(obs, timestep=policy.global_timestep)
+        assert policy.global_timestep == expected
+    policy.compute_actions(obs, timestep=1000)  # this call's step, not the counter's value
+    assert policy.global_timestep == 12
+    policy.compute_actions(obs)
+    assert policy.global_timestep == 15
+    policy.on_global_var_update({"timestep": 500})
+    assert policy.global_timestep == 500
+    policy.compute_single_action(obs[0], timestep=policy.global_timestep)
+    policy.compute_actions_from_input_dict({"obs": obs[:2]}, timestep=policy.global_timestep)
+    assert policy.global_timestep == 503
+    policy.value(obs)  # not acting
+    assert policy.global_timestep == 503
+    assert policy.get_state()["global_timestep"] == 503
+
+
 def test_compute_single_action_and_timestep():
     policy = make_policy()
     action, state, extras = policy.compute_single_action(np.zeros(4, np.float32), explore=False,
                                                          timestep=100)
     assert ACT_SPACE.contains(int(action)) and state == [] and extras["vf_preds"].shape == ()
-    assert policy.global_timestep == 100
+    assert policy.global_timestep == 1  # counts the row; timestep=100 was for that call only
     assert policy.get_initial_state() == [] and not policy.is_recurrent()
     assert policy.get_session() is None
 

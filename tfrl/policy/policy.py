@@ -102,7 +102,11 @@ class Policy(abc.ABC):
             episodes: The episodes the observations belong to.
             explore: Sample (True) or act deterministically (False); None means the
                 config's `explore` setting.
-            timestep: The current global timestep (for exploration schedules).
+            timestep: The step to act at (for exploration schedules); None means
+                `global_timestep`. It does not set the counter: as in RLlib, an
+                implementation advances `global_timestep` by the number of rows it acted
+                on, so a sampler passing `timestep=policy.global_timestep` sees it grow
+                between `on_global_var_update` calls.
             **kwargs: Ignored by the base class.
 
         Returns:
@@ -141,14 +145,19 @@ class Policy(abc.ABC):
     def value(self, obs_batch: Any, state_batches: Optional[List[Any]] = None,
               prev_action_batch: Any = None, prev_reward_batch: Any = None) -> np.ndarray:
         """Value estimates `[B]` of a batch of observations (to bootstrap truncated
-        trajectories); default: the `vf_preds` of a deterministic `compute_actions`.
+        trajectories); default: the `vf_preds` of a deterministic `compute_actions`
+        (which does not count as acting: `global_timestep` is left unchanged).
 
         Raises:
             NotImplementedError: If `compute_actions` returns no `vf_preds`.
         """
-        _, _, extras = self.compute_actions(
-            obs_batch, state_batches, prev_action_batch=prev_action_batch,
-            prev_reward_batch=prev_reward_batch, explore=False, timestep=self.global_timestep)
+        timestep = self.global_timestep
+        try:
+            _, _, extras = self.compute_actions(
+                obs_batch, state_batches, prev_action_batch=prev_action_batch,
+                prev_reward_batch=prev_reward_batch, explore=False, timestep=timestep)
+        finally:
+            self.global_timestep = timestep
         if Columns.VF_PREDS not in extras:
             raise NotImplementedError(
                 f"{type(self).__name__} has no value function: compute_actions() returns no "

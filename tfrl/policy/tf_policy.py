@@ -228,7 +228,8 @@ class TFPolicy(Policy):
                         **kwargs) -> Tuple[Any, List[np.ndarray], Dict[str, np.ndarray]]:
         """Actions, state-outs and extra fetches (`action_dist_inputs`, `action_logp`,
         `action_prob`, `vf_preds`, ...) for a batch: in numpy for dense policies (see
-        `numpy_inference`), else in one compiled call."""
+        `numpy_inference`), else in one compiled call. `global_timestep` advances by the
+        batch size; `timestep` (default: `global_timestep`) is this call's step only."""
         numpy = self._numpy
         if numpy is not None:
             obs, flat = obs_batch, self._acting.flat_obs
@@ -243,8 +244,9 @@ class TFPolicy(Policy):
         else:
             result, num_rows = self._acting.compute(obs_batch, state_batches, explore,
                                                     prev_action_batch, prev_reward_batch)
-        self.global_timestep = (int(timestep) if timestep is not None
-                                else self.global_timestep + num_rows)
+        # RLlib's convention: `timestep` is this call's step (exploration schedules); the
+        # counter always advances by the rows acted on (samplers pass global_timestep).
+        self.global_timestep += num_rows
         return result
 
     def value(self, obs_batch: Any, state_batches: Optional[List[Any]] = None,
