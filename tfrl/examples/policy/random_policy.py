@@ -49,6 +49,7 @@ class RandomPolicy(Policy):
         """Returns `(actions, [], {})`, one random action per row of `obs_batch`."""
         n = len(tree.flatten(obs_batch)[0])
         actions = [self._sampling_space.sample() for _ in range(n)]
+        self.global_timestep += n  # every policy counts the rows it acted on
         return batch(actions) if actions else np.zeros((0,)), [], {}
 
     def get_initial_state(self) -> List[Any]:
