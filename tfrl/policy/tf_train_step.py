@@ -159,8 +159,8 @@ class TrainStep:
         columns, num_rows = self._train_columns.prepare(samples)
         self._check_divisible(num_rows, "the batch size")
         if self._grads_fn is None:
-            self._grads_fn = tf.function(self._grads_graph, input_signature=[self._train_columns.specs],
-                                        autograph=False)
+            self._grads_fn = tf.function(
+                self._grads_graph, input_signature=[self._train_columns.specs], autograph=False)
         grads, stats = self._grads_fn(columns)
         return [g.numpy() for g in grads], {k: float(v) for k, v in stats.items()}
 
