@@ -1,1 +1,1 @@
-"""Keras 3 models (fully connected, conv, LSTM) and action distributions (plain TF ops)."""
+"""Keras 3 models (fully connected, conv, LSTM) and TFP action distributions."""

@@ -1,14 +1,10 @@
-"""Action distributions from a model's outputs, in plain TF ops.
+"""Action distributions built on tensorflow-probability from a model's outputs.
 
 A distribution takes the model's `dist_inputs` (`[B, num_outputs]`, or `[B, T,
 num_outputs]` for recurrent models) and answers `sample()`, `deterministic_sample()`,
 `logp(x)`, `entropy()` and `kl(other)`; results have the inputs' leading axes (`[B]`
 or `[B, T]`). Every method works eagerly and inside `tf.function`.
 `ModelCatalog.get_action_dist(action_space)` picks the class for a space.
-
-The closed forms (log-softmax, Gaussian log-density, entropy and KL) are written with
-TF ops, so this module does not import tensorflow-probability (which costs ~45 MB and
-~0.5 s at start-up).
 
 Example:
     >>> import tensorflow as tf
@@ -24,6 +20,7 @@ from typing import Any, Optional, Sequence
 import gymnasium as gym
 import numpy as np
 import tensorflow as tf
+import tensorflow_probability as tfp
 
 from tfrl.models.tf.action_dist_base import TFActionDistribution
 from tfrl.models.tf.action_dist_base import check_same_type as _check_other
@@ -34,19 +31,13 @@ __all__ = [
     "SquashedGaussian", "Deterministic", "MultiActionDistribution", "flat_action_size",
 ]
 
-_HALF_LOG_2PI = 0.5 * float(np.log(2.0 * np.pi))
+tfd = tfp.distributions
 
 # Bounds for the log-std of squashed Gaussians (RLlib's classic-stack constants).
 MIN_LOG_NN_OUTPUT = -5.0
 MAX_LOG_NN_OUTPUT = 2.0
 # How far (in the normalized [-1, 1] action range) logp keeps away from the bounds.
 SQUASH_EPSILON = 1e-6
-
-
-def _normal_logp(x, mean, log_std, std):
-    """Log-density of a diagonal Gaussian, summed over the last axis."""
-    z = (x - mean) / std
-    return tf.reduce_sum(-0.5 * tf.square(z) - log_std - _HALF_LOG_2PI, axis=-1)
 
 
 class Categorical(TFActionDistribution):
@@ -56,31 +47,23 @@ class Categorical(TFActionDistribution):
         if temperature <= 0.0:
             raise ValueError(f"Categorical needs temperature > 0. Received: {temperature}.")
         super().__init__(inputs, model)
-        self.logits = self.inputs / temperature
-        self._log_probs = tf.nn.log_softmax(self.logits, axis=-1)
+        self.dist = tfd.Categorical(logits=self.inputs / temperature, dtype=tf.int64)
 
     def _sample(self):
-        logits = self.logits
-        flat = tf.reshape(logits, [-1, tf.shape(logits)[-1]])
-        samples = tf.random.categorical(flat, 1, dtype=tf.int64)[:, 0]
-        return tf.reshape(samples, tf.shape(logits)[:-1])
+        return self.dist.sample()
 
     def deterministic_sample(self):
         return tf.argmax(self.inputs, axis=-1)
 
     def logp(self, x):
-        return -tf.nn.sparse_softmax_cross_entropy_with_logits(
-            labels=tf.cast(x, tf.int64), logits=self.logits)
+        return self.dist.log_prob(tf.cast(x, tf.int64))
 
     def entropy(self):
-        probs = tf.exp(self._log_probs)
-        return -tf.reduce_sum(tf.math.multiply_no_nan(self._log_probs, probs), axis=-1)
+        return self.dist.entropy()
 
     def kl(self, other):
         _check_other(self, other)
-        probs = tf.exp(self._log_probs)
-        return tf.reduce_sum(
-            tf.math.multiply_no_nan(self._log_probs - other._log_probs, probs), axis=-1)
+        return tfd.kl_divergence(self.dist, other.dist)
 
     @staticmethod
     def required_model_output_shape(action_space, model_config):
@@ -149,26 +132,23 @@ class DiagGaussian(TFActionDistribution):
         super().__init__(inputs, model)
         self.mean, self.log_std = tf.split(self.inputs, 2, axis=-1)  # [..., A] each
         self.std = tf.exp(self.log_std)
+        self.dist = tfd.Independent(tfd.Normal(self.mean, self.std), reinterpreted_batch_ndims=1)
 
     def _sample(self):
-        return self.mean + self.std * tf.random.normal(tf.shape(self.mean), dtype=self.mean.dtype)
+        return self.dist.sample()
 
     def deterministic_sample(self):
         return self.mean
 
     def logp(self, x):
-        return _normal_logp(tf.cast(x, self.mean.dtype), self.mean, self.log_std, self.std)
+        return self.dist.log_prob(tf.cast(x, self.mean.dtype))
 
     def entropy(self):
-        return tf.reduce_sum(self.log_std + (0.5 + _HALF_LOG_2PI), axis=-1)
+        return self.dist.entropy()
 
     def kl(self, other):
         _check_other(self, other)
-        return tf.reduce_sum(
-            other.log_std - self.log_std
-            + (tf.square(self.std) + tf.square(self.mean - other.mean))
-            / (2.0 * tf.square(other.std)) - 0.5,
-            axis=-1)
+        return tfd.kl_divergence(self.dist, other.dist)
 
     @staticmethod
     def required_model_output_shape(action_space, model_config):
@@ -205,7 +185,9 @@ class SquashedGaussian(TFActionDistribution):
         mean, log_std = tf.split(self.inputs, 2, axis=-1)  # [..., A] each
         self.mean = mean
         self.log_std = tf.clip_by_value(log_std, MIN_LOG_NN_OUTPUT, MAX_LOG_NN_OUTPUT)
-        self.std = tf.exp(self.log_std)
+        self.normal = tfd.Independent(
+            tfd.Normal(self.mean, tf.exp(self.log_std)), reinterpreted_batch_ndims=1
+        )
 
     def _squash(self, u):
         return self.low + (tf.tanh(u) + 1.0) / 2.0 * (self.high - self.low)
@@ -220,17 +202,14 @@ class SquashedGaussian(TFActionDistribution):
         log_dtanh = 2.0 * (np.log(2.0) - u - tf.nn.softplus(-2.0 * u))  # [..., A]
         log_scale = tf.math.log((self.high - self.low) / 2.0)  # [A] or []
         log_jacobian = tf.reduce_sum(log_dtanh + log_scale * tf.ones_like(u), axis=-1)
-        return _normal_logp(u, self.mean, self.log_std, self.std) - log_jacobian
-
-    def _normal_sample(self):
-        return self.mean + self.std * tf.random.normal(tf.shape(self.mean), dtype=self.mean.dtype)
+        return self.normal.log_prob(u) - log_jacobian
 
     def _sample_with_logp(self):
-        u = self._normal_sample()
+        u = self.normal.sample()
         return self._squash(u), self._logp_from_u(u)
 
     def _sample(self):
-        return self._squash(self._normal_sample())
+        return self._squash(self.normal.sample())
 
     def deterministic_sample(self):
         return self._squash(self.mean)
