@@ -398,9 +398,43 @@ def test_rllib_style_recurrent_network():
 
 
 def test_rllib_keys_tfrl_does_not_implement_are_named():
-    merge_model_config({"attention_dim": 32, "fcnet_weights_initializer": None})
-    with pytest.raises(ValueError, match="'fcnet_weights_initializer'.*not supported by tfrl yet"):
-        merge_model_config({"fcnet_weights_initializer": "xavier_uniform"})
+    merge_model_config({"attention_dim": 32, "conv_kernel_initializer": None})
+    with pytest.raises(ValueError, match="'conv_kernel_initializer'.*not supported by tfrl yet"):
+        merge_model_config({"conv_kernel_initializer": "xavier_uniform"})
+
+
+def test_fcnet_weights_initializer_sets_the_hidden_kernels():
+    space, actions = gym.spaces.Box(-1.0, 1.0, (8,)), gym.spaces.Discrete(2)
+    config = merge_model_config({"fcnet_hiddens": [16, 16], "fcnet_weights_initializer":
+                                 "orthogonal", "fcnet_weights_initializer_config": {"gain": 2.0}})
+    keras.utils.set_random_seed(0)
+    model = ModelCatalog.get_model(space, actions, 2, config)
+    model(np.zeros((1, 8), np.float32))
+    hidden = [layer for layer in model.hidden_layers + model.value_layers]
+    assert len(hidden) == 4
+    for layer in hidden:
+        w = np.asarray(layer.kernel)  # orthogonal with gain 2: W^T W = 4 I (or W W^T)
+        gram = w.T @ w if w.shape[0] >= w.shape[1] else w @ w.T
+        np.testing.assert_allclose(gram, 4.0 * np.eye(len(gram)), atol=1e-4)
+    # The default (normc) gives unit-norm columns, not orthogonal ones.
+    keras.utils.set_random_seed(0)
+    default = ModelCatalog.get_model(space, actions, 2, merge_model_config({"fcnet_hiddens": [16]}))
+    default(np.zeros((1, 8), np.float32))
+    w = np.asarray(default.hidden_layers[0].kernel)
+    np.testing.assert_allclose(np.linalg.norm(w, axis=0), 1.0, rtol=1e-5)
+
+
+def test_fcnet_weights_initializer_errors():
+    space, actions = gym.spaces.Box(-1.0, 1.0, (8,)), gym.spaces.Discrete(2)
+    with pytest.raises(ValueError, match="Unknown or misconfigured weights initializer 'nope'"):
+        ModelCatalog.get_model(space, actions, 2, merge_model_config(
+            {"fcnet_weights_initializer": "nope"}))
+    with pytest.raises(ValueError, match="needs an initializer"):
+        ModelCatalog.get_model(space, actions, 2, merge_model_config(
+            {"fcnet_weights_initializer_config": {"gain": 2.0}}))
+    with pytest.raises(TypeError, match="must be a Keras initializer name"):
+        ModelCatalog.get_model(space, actions, 2, merge_model_config(
+            {"fcnet_weights_initializer": 3}))
 
 
 def test_custom_model_classes_get_the_preprocessed_obs_space():

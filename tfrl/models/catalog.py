@@ -83,11 +83,16 @@ _INITIALIZER_KEYS = tuple(
 )
 MODEL_DEFAULTS.update({key: None for key in _INITIALIZER_KEYS})
 
+# Implemented: the hidden layers of the fully connected net take any Keras initializer
+# (name or identifier dict), e.g. "orthogonal" with {"gain": 1.41} as in SB3/cleanrl.
+_IMPLEMENTED_INITIALIZER_KEYS = ("fcnet_weights_initializer",
+                                 "fcnet_weights_initializer_config")
+
 # Keys tfrl accepts but does not implement yet: only their default value is allowed.
 _NOT_IMPLEMENTED = (
     "no_final_linear", "_time_major", "use_attention", "custom_preprocessor",
     "encoder_latent_dim", "_disable_preprocessor_api", "_disable_action_flattening",
-) + _INITIALIZER_KEYS
+) + tuple(k for k in _INITIALIZER_KEYS if k not in _IMPLEMENTED_INITIALIZER_KEYS)
 
 _CUSTOM_MODELS: Dict[str, Any] = {}
 _CUSTOM_ACTION_DISTS: Dict[str, Any] = {}

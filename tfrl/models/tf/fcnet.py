@@ -38,11 +38,13 @@ class FullyConnectedNetwork(TFModel):
         hiddens = list(model_config["fcnet_hiddens"]) + list(model_config["post_fcnet_hiddens"])
         activation = model_config["fcnet_activation"]
         self.flatten = keras.layers.Flatten()
-        self.hidden_layers = dense_stack(hiddens, activation, "fc")
+        init = (model_config.get("fcnet_weights_initializer"),
+                model_config.get("fcnet_weights_initializer_config"))
+        self.hidden_layers = dense_stack(hiddens, activation, "fc", *init)
         self.policy_head = PolicyHead(num_outputs, bool(model_config["free_log_std"]), name="pi")
         self.vf_share_layers = bool(model_config["vf_share_layers"])
         self.value_layers = (
-            [] if self.vf_share_layers else dense_stack(hiddens, activation, "fc_value")
+            [] if self.vf_share_layers else dense_stack(hiddens, activation, "fc_value", *init)
         )
         self.value_out = value_head()
 

@@ -121,7 +121,9 @@ class LSTMWrapper(TFModel):
             self.encoder = conv_stack(model_config, self.obs_shape, "enc")
         else:
             self.encoder = [keras.layers.Flatten()] + dense_stack(
-                model_config["fcnet_hiddens"], model_config["fcnet_activation"], "enc"
+                model_config["fcnet_hiddens"], model_config["fcnet_activation"], "enc",
+                model_config.get("fcnet_weights_initializer"),
+                model_config.get("fcnet_weights_initializer_config"),
             )
         self.lstm = keras.layers.LSTM(
             self.cell_size, return_sequences=True, return_state=True, name="lstm"

@@ -53,16 +53,43 @@ class TFModel(keras.Model):
         return []
 
 
-def dense_stack(hiddens: Sequence[int], activation: Any, prefix: str) -> List[keras.layers.Layer]:
-    """Dense layers with normc(1.0) kernels, one per entry of `hiddens`."""
+def dense_stack(hiddens: Sequence[int], activation: Any, prefix: str,
+                initializer: Any = None, initializer_config: Optional[dict] = None
+                ) -> List[keras.layers.Layer]:
+    """Dense layers, one per entry of `hiddens`, with normc(1.0) kernels (RLlib's default)
+    or, given `initializer` (a Keras initializer name, e.g. "orthogonal") and its
+    `initializer_config` kwargs (e.g. `{"gain": 1.41}`), that initializer."""
     act = get_activation_fn(activation)
     return [
         keras.layers.Dense(
-            int(size), activation=act, kernel_initializer=normc_initializer(1.0),
+            int(size), activation=act,
+            kernel_initializer=make_initializer(initializer, initializer_config),
             name=f"{prefix}_{i + 1}",
         )
         for i, size in enumerate(hiddens)
     ]
+
+
+def make_initializer(initializer: Any = None, config: Optional[dict] = None) -> Any:
+    """normc(1.0) for None, else `keras.initializers.get` of the name with `config`."""
+    if initializer is None:
+        if config:
+            raise ValueError(
+                "A weights initializer config needs an initializer. Received: "
+                f"initializer=None, config={config!r}. Set fcnet_weights_initializer too "
+                "(e.g. 'orthogonal').")
+        return normc_initializer(1.0)
+    if not isinstance(initializer, str):
+        raise TypeError(
+            "fcnet_weights_initializer must be a Keras initializer name such as "
+            f"'orthogonal' or 'glorot_uniform'. Received: {initializer!r}.")
+    try:
+        return keras.initializers.get({"class_name": initializer, "config": dict(config or {})})
+    except (ValueError, TypeError) as e:
+        raise ValueError(
+            f"Unknown or misconfigured weights initializer {initializer!r} with config "
+            f"{config!r}: {e}. Use a keras.initializers name (e.g. 'orthogonal', "
+            "'glorot_uniform', 'he_normal') and its constructor arguments.") from None
 
 
 def apply(layers: Sequence[keras.layers.Layer], x: tf.Tensor) -> tf.Tensor:
