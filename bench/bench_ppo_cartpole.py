@@ -47,7 +47,8 @@ def run_tfrl(seed: int, steps: int, t0: float) -> dict:
         "num_sgd_iter": 20, "gamma": 0.98, "lambda": 0.8, "clip_param": 0.2,
         "vf_clip_param": 1e6, "vf_loss_coeff": 0.5, "entropy_coeff": 0.0, "kl_coeff": 0.0,
         "grad_clip": 0.5, "lr": 1e-3, "lr_schedule": [[0, 1e-3], [steps, 0.0]],
-        "model": {"fcnet_hiddens": [64, 64]}, "seed": seed})
+        "model": {"fcnet_hiddens": [64, 64], "fcnet_weights_initializer": "orthogonal",
+                  "fcnet_weights_initializer_config": {"gain": 1.41421356}}, "seed": seed})
     algo = config.build()
     start = time.time()
     first_learn = solved_steps = solved_s = None

@@ -36,7 +36,10 @@ def make_config(seed: int = 0, total_steps: int = 100_000) -> PPOConfig:
                       gamma=0.98, lambda_=0.8, clip_param=0.2, vf_clip_param=1e6,
                       vf_loss_coeff=0.5, entropy_coeff=0.0, kl_coeff=0.0, grad_clip=0.5,
                       lr=1e-3, lr_schedule=[[0, 1e-3], [total_steps, 0.0]],
-                      model={"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"})
+                      model={"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh",
+                             # SB3's orthogonal init of the hidden layers (gain sqrt 2).
+                             "fcnet_weights_initializer": "orthogonal",
+                             "fcnet_weights_initializer_config": {"gain": 1.41421356}})
             .debugging(seed=seed))
 
 

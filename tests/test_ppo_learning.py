@@ -10,14 +10,16 @@ CARTPOLE_STEPS = 100_000
 
 
 def cartpole_config(seed):
-    # RL Baselines3 Zoo's tuned CartPole PPO (the bench's settings).
+    # RL Baselines3 Zoo's tuned CartPole PPO (the bench's settings), with SB3's
+    # orthogonal initialization of the hidden layers (gain sqrt(2)).
     return PPOConfig.from_dict({
         "env": "CartPole-v1", "num_workers": 0, "num_envs_per_worker": 8,
         "rollout_fragment_length": 32, "train_batch_size": 256, "sgd_minibatch_size": 256,
         "num_sgd_iter": 20, "gamma": 0.98, "lambda": 0.8, "clip_param": 0.2,
         "vf_clip_param": 1e6, "vf_loss_coeff": 0.5, "entropy_coeff": 0.0, "kl_coeff": 0.0,
         "grad_clip": 0.5, "lr": 1e-3, "lr_schedule": [[0, 1e-3], [CARTPOLE_STEPS, 0.0]],
-        "model": {"fcnet_hiddens": [64, 64]}, "seed": seed})
+        "model": {"fcnet_hiddens": [64, 64], "fcnet_weights_initializer": "orthogonal",
+                  "fcnet_weights_initializer_config": {"gain": 1.41421356}}, "seed": seed})
 
 
 def train_until(algo, target, max_steps):
@@ -30,15 +32,7 @@ def train_until(algo, target, max_steps):
     return result
 
 
-@pytest.mark.parametrize("seed", [
-    0,
-    # Known gap (issue 6): with RLlib's normc init, seed 1 ends at 417-423 at 100k steps
-    # (seeds 0, 2, 3, 4 solve at 55-90k). SB3-style orthogonal init (hidden gain sqrt(2),
-    # value head 1.0) solved seeds 0-8 at 58-91k in a one-off experiment; not adopted yet.
-    # strict: the day seed 1 solves, this must be turned back into a plain case.
-    pytest.param(1, marks=pytest.mark.xfail(strict=True, reason="seed 1 reaches ~420 at 100k")),
-    2,
-])
+@pytest.mark.parametrize("seed", [0, 1, 2])
 def test_ppo_solves_cartpole(seed):
     result = train_until(PPO(config=cartpole_config(seed)), 475.0, CARTPOLE_STEPS)
     # episode_reward_mean: the mean over the last 100 episodes.

@@ -136,7 +136,9 @@ class PolicyHead(keras.layers.Layer):
 
 
 def value_head() -> keras.layers.Dense:
-    return keras.layers.Dense(1, kernel_initializer=normc_initializer(0.01), name="value_out")
+    """The value output: normc(1.0) (SB3's and cleanrl's gain 1; RLlib uses 0.01, which
+    leaves value estimates near 0 for many updates while returns are O(10-100))."""
+    return keras.layers.Dense(1, kernel_initializer=normc_initializer(1.0), name="value_out")
 
 
 def to_float(obs: Any) -> tf.Tensor:
