@@ -152,6 +152,26 @@ def test_thread_backend_remote_workers_get_weights_and_kl_coeff():
     algo.stop()
 
 
+def test_observation_filters_of_remote_workers_are_merged_and_synced_every_iteration():
+    algo = PPO(config={**SMALL, "num_workers": 2, "remote_backend": "thread",
+                       "observation_filter": "MeanStdFilter"})
+    for iteration in (1, 2):
+        result = algo.train()
+        local = algo.workers.local_worker().filters["default_policy"].running_stats
+        # The local worker samples nothing: its statistics are all the remotes'
+        # observations (every sampled row's, plus the first ones of new episodes), while
+        # each remote saw only about half of them.
+        assert result["timesteps_total"] == 64 * iteration
+        assert 64 * iteration <= local.n < 64 * iteration + 40
+        for remote in algo.workers.remote_workers():
+            stats = remote.apply(
+                lambda w: w.filters["default_policy"].running_stats.get_state()
+            ).result(timeout=60)
+            assert stats["n"] == local.n
+            np.testing.assert_allclose(stats["mean"], local.mean)
+    algo.stop()
+
+
 def test_export_policy_model_serves_actions(algo, tmp_path):
     import tensorflow as tf
 

@@ -157,6 +157,7 @@ class Algorithm:
         if self._first_train_time is None:
             self._first_train_time = start
         result = dict(next(self.train_exec_impl))
+        self._sync_filters_if_needed()
         self.iteration += 1
         interval = self.algo_config.evaluation_interval
         if interval and self.iteration % interval == 0:
@@ -180,6 +181,16 @@ class Algorithm:
         )
         self.callbacks.on_train_result(algorithm=self, result=result)
         return result
+
+    def _sync_filters_if_needed(self) -> None:
+        """Merges the remote workers' observation-filter statistics into the local
+        worker's filters and sends the merged filters back (as RLlib does after each
+        training step), so every worker normalises with the statistics of all data."""
+        workers = self.workers
+        if self.algo_config.observation_filter == "NoFilter" or not workers.remote_workers():
+            return
+        from tfrl.utils.filter_manager import FilterManager
+        FilterManager.synchronize(workers.local_worker().filters, workers.remote_workers())
 
     def fit(self, total_timesteps: Optional[int] = None, iterations: Optional[int] = None,
             callbacks: Optional[List[Any]] = None, verbose: Any = "auto") -> Any:
