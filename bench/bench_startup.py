@@ -25,6 +25,7 @@ import time
 START = time.time()
 import resource, json, sys
 marks = {}
+import tfrl  # before TensorFlow, as examples/ppo_cartpole.py does (see tfrl/__init__.py)
 import tensorflow as tf
 tf.config.threading.set_intra_op_parallelism_threads(1)
 tf.config.threading.set_inter_op_parallelism_threads(1)

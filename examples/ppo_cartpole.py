@@ -16,6 +16,7 @@ import time
 
 START = time.time()
 
+import tfrl  # noqa: E402,F401  (before TensorFlow: TFP then loads lazily, see tfrl/__init__.py)
 import tensorflow as tf  # noqa: E402
 
 # Small models run fastest on one thread (and the budget ends sooner on a shared CPU).

@@ -5,6 +5,7 @@ import re
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import tfrl
@@ -31,6 +32,22 @@ def test_import_is_light():
         cwd=REPO_ROOT,
     ).stdout
     assert out.strip() == "[]"
+
+
+def test_tfp_loads_lazily_when_tfrl_comes_first():
+    # Imported before TensorFlow, tfrl lets tensorflow_probability defer its heavy
+    # `experimental`/`layers` subpackages (start-up time and memory, bench_startup.py);
+    # the distributions still work. Imported after TensorFlow, TFP loads everything.
+    code = (
+        "import sys, tfrl, tensorflow as tf\n"
+        "from tfrl.models.tf.tf_action_dist import Categorical\n"
+        "logp = Categorical(tf.zeros([1, 4]), None).logp(tf.constant([2]))\n"
+        "print(round(float(logp[0]), 4),"
+        " 'tensorflow_probability.python.experimental' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                         text=True, cwd=REPO_ROOT).stdout.split()
+    assert out == [str(round(-np.log(4.0), 4)), "False"]
 
 
 def test_version_is_pep440():

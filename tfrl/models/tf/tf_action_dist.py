@@ -20,7 +20,7 @@ from typing import Any, Optional, Sequence
 import gymnasium as gym
 import numpy as np
 import tensorflow as tf
-import tensorflow_probability as tfp
+from tensorflow_probability.python import distributions as tfd
 
 from tfrl.models.tf.action_dist_base import TFActionDistribution
 from tfrl.models.tf.action_dist_base import check_same_type as _check_other
@@ -30,8 +30,6 @@ __all__ = [
     "TFActionDistribution", "Categorical", "MultiCategorical", "DiagGaussian",
     "SquashedGaussian", "Deterministic", "MultiActionDistribution", "flat_action_size",
 ]
-
-tfd = tfp.distributions
 
 # Bounds for the log-std of squashed Gaussians (RLlib's classic-stack constants).
 MIN_LOG_NN_OUTPUT = -5.0
