@@ -79,6 +79,19 @@ def make_env_failing_at_1(index):
     return make_counter_env(index)
 
 
+def make_slow_starting_env(index):
+    """Sub-env 1 takes 1 s to build (a slow simulator start); length-5 episodes."""
+    if index == 1:
+        time.sleep(1.0)
+    return CounterEnv(length=5, seed=100 + index)
+
+
+def make_env_hanging_at_1(index):
+    if index == 1:
+        time.sleep(30.0)
+    return make_counter_env(index)
+
+
 class TwoAgentEnv(MultiAgentEnv):
     """Agent "a" always acts; "b" joins at t=1 (no reward yet), gets rewards while it
     acts and is terminated at t=3; the episode ends at t == length."""
@@ -223,6 +236,37 @@ def test_batch_wait_zero_returns_the_fast_env_alone_and_a_long_wait_both(shared_
         assert 0.3 < time.monotonic() - start < 5.0  # All answered: no need to wait 10 s.
     finally:
         shared_env.poll_timeout = 0.0
+
+
+def test_with_wait_zero_a_slow_starting_sub_env_still_fills_the_first_fragment():
+    from sampler_helpers import FakePolicy, FakeWorker
+    from tfrl.evaluation.sampler import SyncSampler
+
+    env = RemoteVectorEnv(make_slow_starting_env, 2, multiagent=False,
+                          remote_env_batch_wait_ms=0)
+    worker = FakeWorker({"default_policy": (FakePolicy, CounterEnv.observation_space,
+                                            CounterEnv.action_space, {})})
+    sampler = SyncSampler(worker=worker, env=env, clip_rewards=False,
+                          rollout_fragment_length=20, callbacks=worker.callbacks,
+                          multiple_episodes_in_batch=True)
+    try:
+        # Without the start-up wait, sub-env 0 ran all 20 steps before sub-env 1 was up.
+        for _ in range(3):
+            rows = np.bincount(sampler.next()["env_id"], minlength=2)
+            assert rows.sum() == 20 and rows.min() >= 5, rows
+    finally:
+        env.stop()
+
+
+def test_the_first_poll_goes_on_without_a_sub_env_late_beyond_timeout_s():
+    env = RemoteVectorEnv(make_env_hanging_at_1, 2, multiagent=False,
+                          remote_env_batch_wait_ms=0)
+    try:
+        env.timeout_s = 0.5  # (after sub-env 0 answered `spaces`: its process is up)
+        obs, rewards, *_ = env.poll()
+        assert list(obs) == [0] and rewards == {0: {"agent0": None}}
+    finally:
+        env.stop()
 
 
 def test_try_reset_is_asynchronous_and_reports_reward_none(shared_env):

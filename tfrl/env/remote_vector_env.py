@@ -19,6 +19,7 @@ script must guard its entry point with `if __name__ == "__main__":`. With
 """
 
 import logging
+import math
 import numbers
 import time
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
@@ -45,7 +46,10 @@ class RemoteVectorEnv(BaseEnv):
             results keyed by agent id) rather than single-agent gymnasium envs.
         remote_env_batch_wait_ms: How long `poll()` waits for all pending sub-envs to
             answer before returning those that have; 0 returns as soon as at least one
-            has. `poll()` always waits until at least one has answered.
+            has. `poll()` always waits until at least one has answered. The first
+            `poll()` waits for every sub-env's first reset, whatever this value: the
+            sub-env processes (or actors) start at different speeds, and with a short
+            wait the first ones up would otherwise fill the first fragments alone.
         existing_envs: Already created sub-envs. Ray actor handles (`backend="ray"`)
             are used as sub-envs `0..len(existing_envs)-1`. Local env objects cannot be
             moved into another process: all sub-envs are then made by `make_env(i)`,
@@ -96,6 +100,7 @@ class RemoteVectorEnv(BaseEnv):
 
             self._pool = ProcessEnvPool(make_env, self.num_envs, self.multiagent, timeout_s)
         self._stopped = False
+        self._started = False  # every sub-env has answered once
         # Per env id: requests in flight, oldest first, as [kind, keep]; replies of
         # requests with keep=False (superseded by a try_reset) are dropped.
         self._requests: Dict[int, List[list]] = {i: [] for i in range(self.num_envs)}
@@ -156,7 +161,9 @@ class RemoteVectorEnv(BaseEnv):
                 f"Call send_actions() for env ids {sorted(self._awaiting)} first."
             )
         out = ({}, {}, {}, {}, {})
-        for env_id, (kind, result) in sorted(self._gather().items()):
+        results = self._gather(wait_for_all=not self._started)
+        self._started = True
+        for env_id, (kind, result) in sorted(results.items()):
             if kind == "reset":
                 self._seen[env_id] = set()
                 obs, infos = result
@@ -285,10 +292,12 @@ class RemoteVectorEnv(BaseEnv):
         for values, value in zip(out, (obs, rewards, terminateds, truncateds, infos)):
             values[env_id] = value
 
-    def _gather(self) -> Dict[int, Tuple[str, Any]]:
-        """Waits as `remote_env_batch_wait_ms` says; returns {env_id: (kind, result)}."""
+    def _gather(self, wait_for_all: bool = False) -> Dict[int, Tuple[str, Any]]:
+        """Waits as `remote_env_batch_wait_ms` says (or, with `wait_for_all`, for every
+        sub-env with a request in flight, up to `timeout_s`); returns
+        {env_id: (kind, result)}."""
         start = time.monotonic()
-        batch_deadline = start + self.poll_timeout
+        batch_deadline = start + (math.inf if wait_for_all else self.poll_timeout)
         hard_deadline = None if self.timeout_s is None else start + self.timeout_s
         results: Dict[int, Tuple[str, Any]] = {}
         while True:
@@ -296,12 +305,14 @@ class RemoteVectorEnv(BaseEnv):
             now = time.monotonic()
             if not waiting or (results and now >= batch_deadline):
                 return results
-            if now < batch_deadline:
+            if now < batch_deadline and not wait_for_all:
                 timeout = batch_deadline - now
             elif hard_deadline is None:
                 timeout = None
             elif now < hard_deadline:
                 timeout = hard_deadline - now
+            elif results:  # (wait_for_all) the others are late: go on without them
+                return results
             else:
                 raise TimeoutError(
                     f"No sub-environment answered within timeout_s={self.timeout_s} s; "
