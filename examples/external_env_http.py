@@ -92,9 +92,9 @@ def run_server(port: int, iterations: int, smoke: bool, on_started=None,
             adv = batch["advantages"]  # postprocessed by the server's policy
             batch["advantages"] = (adv - adv.mean()) / max(1e-4, adv.std())
             stats = worker.learn_on_batch(batch)["default_policy"]["learner_stats"]
-            # The clients' finished episodes: dicts with episode_reward, episode_length.
-            episodes = server.get_metrics()
-            reward = (sum(m["episode_reward"] for m in episodes) / len(episodes)
+            # The clients' finished episodes (RolloutMetrics), as the worker reports them.
+            episodes = worker.get_metrics()
+            reward = (sum(m.episode_reward for m in episodes) / len(episodes)
                       if episodes else float("nan"))
             print(f"iter {i:3d}  steps {steps:6d}  "
                   f"client episodes {len(episodes):3d}  "

@@ -108,7 +108,7 @@ def test_remote_inference_round_trip(server):
     assert_rows_equal(batch, rows)
     assert "advantages" in batch and "vf_preds" in batch  # postprocessed by the server policy
     metrics = server.get_metrics()
-    assert sorted(m["episode_length"] for m in metrics) == [3, 5, 6]
+    assert sorted(m.episode_length for m in metrics) == [3, 5, 6]
     client.close()
 
 
@@ -130,7 +130,7 @@ def test_local_inference_round_trip(server):
         while len(metrics) < 3 and time.monotonic() < deadline:
             metrics += server.get_metrics()
             time.sleep(0.01)
-        assert sorted(m["episode_length"] for m in metrics) == [3, 5, 6]
+        assert sorted(m.episode_length for m in metrics) == [3, 5, 6]
 
 
 def test_local_weights_refresh(server):
@@ -179,7 +179,7 @@ def test_multi_agent_local():
             batch = srv.next()
         assert isinstance(batch, MultiAgentBatch) and batch.env_steps() == 1
         assert batch.policy_batches["p1"]["rewards"].tolist() == [2.0]
-        assert srv.get_metrics()[0]["agent_rewards"] == {(0, "p0"): 1.0, (1, "p1"): 2.0}
+        assert srv.get_metrics()[0].agent_rewards == {(0, "p0"): 1.0, (1, "p1"): 2.0}
 
 
 @pytest.mark.parametrize("mode", ["remote", "local"])
@@ -198,7 +198,7 @@ def test_training_disabled_episodes_are_not_sampled(server):
     metrics = []
     while not metrics and time.monotonic() < deadline:
         metrics = server.get_metrics()
-    assert metrics[0]["episode_length"] == 3
+    assert metrics[0].episode_length == 3
     assert len(collect(server, 0)) == 0
 
 
@@ -507,7 +507,7 @@ def test_worker_policy_and_metrics_hook():
         metrics = []
         while not metrics and time.monotonic() < deadline:
             metrics = worker.sampler.get_metrics()
-        assert metrics[0]["episode_length"] == 2
+        assert metrics[0].episode_length == 2
         assert worker.policy.calls
 
 

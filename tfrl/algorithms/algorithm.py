@@ -80,11 +80,13 @@ class Algorithm:
         algo_config = self._to_config(config)
         if env is not None:
             algo_config = algo_config.replace(env=env)
-        if algo_config.env is None:
+        if algo_config.env is None and algo_config.input == "sampler":
             raise ValueError(
                 f"{type(self).__name__} needs an env: pass env='CartPole-v1' (a gymnasium id, "
                 "a name given to tfrl.env.registry.register_env, or a creator function), or "
-                "set it in the config.")
+                "set it in the config; or, without an env, read experiences from another "
+                "input (config.offline_data(input_=lambda ioctx: PolicyServerInput(ioctx, "
+                "address, port)) with .environment(observation_space=..., action_space=...)).")
         self.algo_config = algo_config
         self.config = algo_config.to_dict()
         self.iteration = 0

@@ -66,6 +66,9 @@ class AlgorithmConfig:
     # Environment.
     env: Any = None
     env_config: dict = _field({})
+    # Spaces of the policies when there is no env (e.g. input from a policy server).
+    observation_space: Any = None
+    action_space: Any = None
     horizon: Optional[int] = None
     soft_horizon: bool = False
     no_done_at_end: bool = False
@@ -101,7 +104,8 @@ class AlgorithmConfig:
     fake_sampler: bool = False
     extra_python_environs_for_driver: dict = _field({})
     extra_python_environs_for_worker: dict = _field({})
-    # Offline input/output (only "sampler" input is implemented by the workers).
+    # Offline input/output: `input` is "sampler", a callable `IOContext -> InputReader`
+    # (e.g. a PolicyServerInput) or a name given to `tfrl.offline.input_creators.register_input`.
     input: Any = "sampler"
     input_evaluation: list = _field([])
     output: Any = None
@@ -179,6 +183,12 @@ class AlgorithmConfig:
             fail(f"callbacks must be a DefaultCallbacks subclass; received {callbacks!r}.")
         if self.remote_backend not in ("ray", "thread"):
             fail(f"remote_backend must be 'ray' or 'thread'; received {self.remote_backend!r}.")
+        from tfrl.offline.input_creators import check_input_config
+
+        try:
+            check_input_config(self.input)
+        except ValueError as e:
+            fail(str(e))
 
     # ----------------------------------------------------- dict boundary
 
@@ -249,6 +259,14 @@ class AlgorithmConfig:
         return self.replace(**kwargs)
 
     env_runners = rollouts
+
+    def offline_data(self, *, input_: Any = None, **kwargs) -> "AlgorithmConfig":
+        """Sets `input` (RLlib's `input_`: "sampler", a callable `IOContext -> InputReader`
+        or a registered name) and the other offline keys (`input_evaluation`, `output`)."""
+        updates = dict(kwargs)
+        if input_ is not None:
+            updates["input"] = input_
+        return self.replace(**updates)
 
     def training(self, **kwargs) -> "AlgorithmConfig":
         """Sets training keys (`lr`, `gamma`, `train_batch_size`, `model`, algorithm keys)."""

@@ -5,19 +5,65 @@ computes the actions); local-inference clients fetch the policies' classes, spac
 config and weights, and upload finished batches and episode metrics.
 """
 
+import numbers
 import queue
 import threading
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Mapping, Optional
 
 import tree
 
 from tfrl.env import policy_protocol as P
 from tfrl.env.space_checks import observation_error
 from tfrl.env.wire_format import encodable_subset
+from tfrl.evaluation.rollout_metrics import RolloutMetrics
 from tfrl.policy.multi_agent_batch import MultiAgentBatch
 from tfrl.policy.sample_batch import SampleBatch
 
 _REQUIRED_COLUMNS = (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.REWARDS)
+_METRICS_FIELDS = frozenset(RolloutMetrics._fields)
+_METRICS_DICTS = ("agent_rewards", "custom_metrics", "perf_stats", "hist_data", "media")
+
+
+def to_rollout_metrics(metrics: Any) -> RolloutMetrics:
+    """A `RolloutMetrics` from an episode-metrics dict (as clients upload them).
+
+    Args:
+        metrics: A RolloutMetrics (returned as is) or a dict with its field names;
+            `episode_length` and `episode_reward` are required.
+
+    Raises:
+        ValueError: If a field is unknown, missing, or of the wrong type (names it).
+
+    Example:
+        >>> to_rollout_metrics({"episode_length": 3, "episode_reward": 2.5})
+        RolloutMetrics(episode_length=3, episode_reward=2.5, agent_rewards={}, custom_metrics={}, perf_stats={}, hist_data={}, media={}, episode_faulty=False)
+    """
+    if isinstance(metrics, RolloutMetrics):
+        return metrics
+    if not isinstance(metrics, Mapping):
+        raise ValueError(f"Episode metrics must be a dict with RolloutMetrics fields; received "
+                         f"{type(metrics).__name__}: {metrics!r:.200}.")
+    unknown = sorted(set(metrics) - _METRICS_FIELDS, key=str)
+    missing = [k for k in ("episode_length", "episode_reward") if k not in metrics]
+    if unknown or missing:
+        raise ValueError(f"Episode metrics: unknown fields {unknown}, missing fields {missing}; "
+                         f"the fields are {list(RolloutMetrics._fields)}.")
+    length, reward = metrics["episode_length"], metrics["episode_reward"]
+    if isinstance(length, bool) or not isinstance(length, numbers.Integral) or length < 0:
+        raise ValueError(f"Episode metrics: episode_length must be an int >= 0; received "
+                         f"{length!r}.")
+    if isinstance(reward, bool) or not isinstance(reward, numbers.Real):
+        raise ValueError(f"Episode metrics: episode_reward must be a number; received {reward!r}.")
+    fields = {k: metrics.get(k) or {} for k in _METRICS_DICTS}
+    for key, value in fields.items():
+        if not isinstance(value, Mapping):
+            raise ValueError(f"Episode metrics: {key} must be a dict; received {value!r:.200}.")
+    for key in fields["agent_rewards"]:
+        if not (isinstance(key, tuple) and len(key) == 2):
+            raise ValueError("Episode metrics: agent_rewards keys must be (agent_id, policy_id) "
+                             f"tuples; received {key!r}.")
+    return RolloutMetrics(int(length), float(reward), episode_faulty=bool(
+        metrics.get("episode_faulty", False)), **{k: dict(v) for k, v in fields.items()})
 
 
 def policy_class_path(cls: type) -> str:
@@ -137,9 +183,15 @@ class PolicyServerCommands:
                                f"{type(metrics).__name__}.")
         for i, batch in enumerate(samples):
             self._check_batch(batch, i)
+        records = []
+        for i, m in enumerate(metrics):
+            try:
+                records.append(to_rollout_metrics(m))
+            except ValueError as e:
+                raise P.BadRequest(f"REPORT_SAMPLES: metrics[{i}]: {e}") from None
         for batch in samples:
             self.samples_queue.put(batch)
-        for m in metrics:
+        for m in records:
             self.metrics_queue.put(m)
         return {}
 

@@ -36,7 +36,7 @@ from typing import Any, Callable, Dict, Optional
 
 from tfrl.env import policy_protocol as P
 from tfrl.env.external_env_runner import ExternalEnvRunner, fragment_length, make_serving_env
-from tfrl.env.policy_server_commands import PolicyServerCommands
+from tfrl.env.policy_server_commands import PolicyServerCommands, to_rollout_metrics
 from tfrl.env.wire_format import dumps, loads
 from tfrl.offline.input_reader import InputReader
 from tfrl.policy.sample_batch import DEFAULT_POLICY_ID, SampleBatch
@@ -107,10 +107,7 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
             raise OSError(e.errno, f"Creating a PolicyServer on {address}:{port} failed: "
                                    f"{e.strerror or e}. Use another address/port (port=0 picks a "
                                    "free one) or stop the process using it.") from e
-        sampler = getattr(self.rollout_worker, "sampler", None)
-        if sampler is not None:
-            # Client-reported episode metrics surface in worker.get_metrics().
-            sampler.get_metrics = self.get_metrics
+        _forward_metrics(self.rollout_worker, self)
         policy_lock = threading.Lock()
         single = None if multiagent else next(iter(policies.values()))
         env = make_serving_env(multiagent, getattr(single, "action_space", None),
@@ -138,7 +135,8 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
         return self.samples_queue.get()
 
     def get_metrics(self) -> list:
-        """Returns (and removes) the metrics dicts of episodes finished since the last call."""
+        """Returns (and removes) the `RolloutMetrics` of the client episodes finished since
+        the last call (the rollout worker's `get_metrics()` returns them too)."""
         completed = []
         while True:
             try:
@@ -201,7 +199,7 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
         if batch is not None and batch.count > 0:
             self.samples_queue.put(batch)
         for m in metrics:
-            self.metrics_queue.put(m)
+            self.metrics_queue.put(to_rollout_metrics(m))
 
     def _heartbeat(self) -> None:
         while not self._stop_event.wait(self.idle_timeout):
@@ -291,6 +289,40 @@ class _PolicyRequestHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format, *args) -> None:  # pylint: disable=redefined-builtin
         logger.debug("%s - %s", self.address_string(), format % args)
+
+
+class _MetricsSampler:
+    """Stands in for the sampler of a worker without an env: `worker.get_metrics()` then
+    returns the client episodes' metrics, and `worker.stop()` stops the server."""
+
+    def __init__(self, server: PolicyServerInput):
+        self.server = server
+
+    def get_metrics(self) -> list:
+        return self.server.get_metrics()
+
+    def get_data(self) -> Any:
+        return self.server.next()
+
+    def get_extra_batches(self) -> list:
+        return []
+
+    def stop(self) -> None:
+        self.server.stop()
+
+
+def _forward_metrics(worker: Any, server: PolicyServerInput) -> None:
+    """Makes the client-reported episode metrics surface in `worker.get_metrics()`."""
+    if worker is None:
+        return
+    sampler = getattr(worker, "sampler", None)
+    if sampler is not None:
+        sampler.get_metrics = server.get_metrics
+    else:
+        try:
+            worker.sampler = _MetricsSampler(server)
+        except AttributeError:  # a worker-like object with a read-only attribute
+            logger.warning("Cannot attach the policy server's metrics to %r.", worker)
 
 
 class _HTTPError(Exception):

@@ -19,6 +19,14 @@ How tfrl treats each argument (all others work as RLlib documents them):
   PolicySpec has no `model` of its own).
 * `policy_config["framework"]`: "tf2"/"tfe" (and "tf", with a warning) run as TF2; other
   frameworks are rejected.
+* `input_creator`: when left at its default, `policy_config["input"]` (RLlib's `input`
+  key: "sampler", a callable `IOContext -> InputReader`, or a registered name; see
+  `tfrl.offline.input_creators`) decides it. A creator returning something other than an
+  InputReader raises a TypeError.
+* `spaces`: when not given and the worker has no env (`policy_config["env"]` is None),
+  `policy_config["observation_space"]`/`["action_space"]` (RLlib's
+  `.environment(observation_space=..., action_space=...)`) give the spaces of the
+  policies whose PolicySpec has none.
 """
 
 import logging
@@ -114,6 +122,7 @@ class WorkerArgs:
                           "without sessions.", UserWarning, stacklevel=3)
         args["policy_config"] = self._check_policy_config(policy_config)
         self._check_values(args)
+        self._resolve_input(args)
         self._sample_async = args["sample_async"]
         self._setup(args)
 
@@ -164,6 +173,19 @@ class WorkerArgs:
             if not isinstance(a["callbacks"], DefaultCallbacks):
                 raise TypeError("`callbacks` must be a DefaultCallbacks subclass (the class, not "
                                 f"an instance); received {a['callbacks']!r}.")
+
+    def _resolve_input(self, a: dict) -> None:
+        from tfrl.offline.input_creators import checked_input_creator, input_creator_from_config
+
+        config = a["policy_config"]
+        if a["input_creator"] is _default_input:
+            a["input_creator"] = input_creator_from_config(config.get("input", "sampler"))
+        else:
+            a["input_creator"] = checked_input_creator(a["input_creator"])
+        obs_space, act_space = config.get("observation_space"), config.get("action_space")
+        if (a["spaces"] is None and config.get("env") is None and obs_space is not None
+                and act_space is not None):
+            a["spaces"] = {pid: (obs_space, act_space) for pid in self._specs}
 
     def _setup(self, args: dict) -> None:  # pragma: no cover - RolloutWorker overrides it
         raise NotImplementedError

@@ -1,0 +1,145 @@
+"""From the `input` config key to a rollout worker's `input_creator`.
+
+RLlib's `config["input"]` (`AlgorithmConfig.offline_data(input_=...)`) says where a
+worker's experiences come from. tfrl accepts:
+
+- `"sampler"` (the default): the worker samples its own envs
+  (`ioctx.default_sampler_input()`);
+- a callable `fn(ioctx: IOContext) -> InputReader`, e.g.
+  `lambda ioctx: PolicyServerInput(ioctx, "localhost", 9900)`;
+- a name given to `register_input(name, fn)`.
+
+RLlib's other forms (JSON file paths, `"dataset"`, `"d4rl..."`, dicts of mixed inputs)
+are not available; they raise a `ValueError` that says what is accepted.
+
+Example:
+    >>> from tfrl.offline.input_reader import InputReader
+    >>> class Empty(InputReader):
+    ...     def next(self):
+    ...         return None
+    >>> register_input("empty_example", lambda ioctx: Empty())
+    >>> creator = input_creator_from_config("empty_example")
+    >>> type(creator(IOContext())).__name__
+    'Empty'
+    >>> input_creator_from_config("/data/*.json")
+    Traceback (most recent call last):
+    ...
+    ValueError: Unsupported `input` config value: '/data/*.json' (str). ...
+"""
+
+import difflib
+from typing import Any, Callable, Dict
+
+from tfrl.offline.input_reader import InputReader
+from tfrl.offline.io_context import IOContext
+
+__all__ = ["register_input", "registry_contains_input", "registry_get_input",
+           "input_creator_from_config", "check_input_config"]
+
+InputCreator = Callable[[IOContext], Any]
+
+# name -> creator, for the whole process (like RLlib's tune registry).
+_INPUT_CREATORS: Dict[str, InputCreator] = {}
+
+_ACCEPTED = ("Accepted: \"sampler\" (sample the worker's envs), a callable "
+             "`fn(ioctx: IOContext) -> InputReader` (e.g. `lambda ioctx: PolicyServerInput(ioctx, "
+             "'localhost', 9900)`), or a name registered with "
+             "tfrl.offline.input_creators.register_input")
+
+
+def register_input(name: str, input_creator: InputCreator) -> None:
+    """Registers `input_creator` (`IOContext -> InputReader`) under `name`.
+
+    Raises:
+        TypeError: If `name` is not a str or `input_creator` is not callable.
+        ValueError: If `name` is "sampler" (reserved for the default input).
+    """
+    if not isinstance(name, str):
+        raise TypeError(f"register_input needs a str name; received {type(name).__name__}: "
+                        f"{name!r}.")
+    if name == "sampler":
+        raise ValueError("register_input: 'sampler' is the default input and cannot be "
+                         "registered; pick another name.")
+    if not callable(input_creator):
+        raise TypeError(f"register_input({name!r}, ...) needs a callable taking an IOContext; "
+                        f"received {type(input_creator).__name__}: {input_creator!r}.")
+    _INPUT_CREATORS[name] = input_creator
+
+
+def registry_contains_input(name: str) -> bool:
+    """Whether `name` was given to `register_input`."""
+    return name in _INPUT_CREATORS
+
+
+def registry_get_input(name: str) -> InputCreator:
+    """The creator registered under `name` (KeyError if there is none)."""
+    return _INPUT_CREATORS[name]
+
+
+def check_input_config(value: Any) -> None:
+    """Raises a `ValueError` unless `value` is an accepted `input` config value.
+
+    Registered names are looked up when the worker is built (so a name registered after
+    the config was made still works); here any str other than "sampler" must be
+    registered already or a ValueError names the closest registered one.
+    """
+    if _is_sampler(value) or callable(value):
+        return
+    if isinstance(value, str):
+        if registry_contains_input(value):
+            return
+        close = difflib.get_close_matches(value, ["sampler", *_INPUT_CREATORS], n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ValueError(
+            f"Unsupported `input` config value: {value!r} (str).{hint} {_ACCEPTED}. "
+            "Reading JSON files, 'dataset' or 'd4rl' inputs is not available in tfrl.")
+    raise ValueError(f"Unsupported `input` config value: {value!r} ({type(value).__name__}). "
+                     f"{_ACCEPTED}.")
+
+
+def _default_sampler_input(ioctx: IOContext) -> Any:
+    return ioctx.default_sampler_input()
+
+
+def input_creator_from_config(value: Any) -> InputCreator:
+    """The worker's `input_creator` for a config `input` value.
+
+    The returned function checks what a user creator returns: a TypeError names the
+    object when it is not an InputReader (an object with a `next()` method).
+
+    Raises:
+        ValueError: If `value` is not accepted (see the module docstring).
+    """
+    check_input_config(value)
+    if _is_sampler(value):
+        return _default_sampler_input
+    creator = registry_get_input(value) if isinstance(value, str) else value
+    return checked_input_creator(creator)
+
+
+def checked_input_creator(creator: InputCreator) -> InputCreator:
+    """Wraps `creator` so that a result other than an InputReader raises a TypeError."""
+    if getattr(creator, "_tfrl_checked_input", False) or creator is _default_sampler_input:
+        return creator
+
+    def create(ioctx: IOContext) -> Any:
+        reader = creator(ioctx)
+        if reader is None and ioctx.default_sampler_input() is None:
+            return None  # e.g. the default creator of a worker without an env
+        if not (isinstance(reader, InputReader) or callable(getattr(reader, "next", None))):
+            raise TypeError(
+                f"The `input` creator {_name(creator)} returned {type(reader).__name__}: "
+                f"{reader!r:.200}. It must return an InputReader (an object with a next() "
+                "method returning a SampleBatch), e.g. PolicyServerInput(ioctx, address, port).")
+        return reader
+
+    create._tfrl_checked_input = True  # type: ignore[attr-defined]
+    return create
+
+
+def _is_sampler(value: Any) -> bool:
+    return isinstance(value, str) and value == "sampler"
+
+
+def _name(fn: Any) -> str:
+    return getattr(fn, "__qualname__", None) or repr(fn)
