@@ -5,8 +5,9 @@
 
 Settings (RL Baselines3 Zoo's tuned CartPole PPO): 8 envs, n_steps 32 (batch 256),
 minibatch 256, 20 epochs, gamma 0.98, GAE lambda 0.8, lr 1e-3 decayed linearly to 0,
-clip 0.2, value coefficient 0.5, no entropy bonus, grad clip 0.5, 64x64 tanh policy and
-value networks; one intra/inter-op thread for TF and one torch thread.
+clip 0.2, value coefficient 0.5, no entropy bonus, grad clip 0.5, Adam epsilon 1e-5, 64x64
+tanh policy and value networks with orthogonal hidden layers; one intra/inter-op thread for
+TF and one torch thread. tfrl runs `examples/tuned/ppo_cartpole.yaml`.
 
 Every run is its own subprocess (so peak RSS is the run's own), runs alternate between
 the frameworks, and each trains the whole budget. Reported per run: wall seconds for the budget, env steps/s, env steps and
@@ -28,6 +29,9 @@ import sys
 import time
 
 SOLVED = 475.0
+# tfrl's side of the comparison: the tuned example (also the learning test's config).
+TUNED_CARTPOLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                              "examples", "tuned", "ppo_cartpole.yaml")
 
 
 def _rss_mb() -> float:
@@ -40,16 +44,10 @@ def run_tfrl(seed: int, steps: int, t0: float) -> dict:
 
     tf.config.threading.set_intra_op_parallelism_threads(1)
     tf.config.threading.set_inter_op_parallelism_threads(1)
-    from tfrl.algorithms.ppo import PPOConfig
+    from tfrl.cli.experiment import build_config, resolve_experiment
 
-    config = PPOConfig.from_dict({
-        "env": "CartPole-v1", "num_workers": 0, "num_envs_per_worker": 8,
-        "rollout_fragment_length": 32, "train_batch_size": 256, "sgd_minibatch_size": 256,
-        "num_sgd_iter": 20, "gamma": 0.98, "lambda": 0.8, "clip_param": 0.2,
-        "vf_clip_param": 1e6, "vf_loss_coeff": 0.5, "entropy_coeff": 0.0, "kl_coeff": 0.0,
-        "grad_clip": 0.5, "lr": 1e-3, "lr_schedule": [[0, 1e-3], [steps, 0.0]],
-        "model": {"fcnet_hiddens": [64, 64], "fcnet_weights_initializer": "orthogonal",
-                  "fcnet_weights_initializer_config": {"gain": 1.41421356}}, "seed": seed})
+    overrides = [f"seed={seed}", f"lr_schedule=[[0, 1.0e-3], [{steps}, 0.0]]"]
+    config = build_config(resolve_experiment(TUNED_CARTPOLE, overrides=overrides))
     algo = config.build()
     start = time.time()
     first_learn = solved_steps = solved_s = None

@@ -5,12 +5,12 @@
 
 Each run is a fresh subprocess that times, from its own start (before any import):
 `import tensorflow` (plus the one-thread settings of examples/ppo_cartpole.py), the
-`tfrl.algorithms.ppo` import, `PPOConfig(...).build()` and the end of the first `train()`
+`tfrl.algorithms.ppo` import, `build()` and the end of the first `train()`
 (the first learning step: sampling 256 steps, tracing and running the compiled update),
 the process's CPU seconds at that point (less sensitive to a loaded machine than wall
 time), and its peak RSS (`resource.getrusage(RUSAGE_SELF).ru_maxrss`). The config is
-`examples/ppo_cartpole.py`'s `make_config` (copied here so the bench does not depend on
-the example's argument parsing). The parent prints every run and the medians.
+`examples/tuned/ppo_cartpole.yaml` (= `examples/ppo_cartpole.py`'s). The parent prints
+every run and the medians.
 """
 
 import argparse
@@ -30,18 +30,10 @@ import tensorflow as tf
 tf.config.threading.set_intra_op_parallelism_threads(1)
 tf.config.threading.set_inter_op_parallelism_threads(1)
 marks["import_tf"] = time.time() - START
-from tfrl.algorithms.ppo import PPOConfig
+import tfrl.algorithms.ppo
+from tfrl.cli.experiment import build_config, resolve_experiment
 marks["import_tfrl"] = time.time() - START
-total_steps = 100_000
-config = (PPOConfig()
-          .environment("CartPole-v1")
-          .rollouts(num_rollout_workers=0, num_envs_per_worker=8, rollout_fragment_length=32)
-          .training(train_batch_size=256, sgd_minibatch_size=256, num_sgd_iter=20,
-                    gamma=0.98, lambda_=0.8, clip_param=0.2, vf_clip_param=1e6,
-                    vf_loss_coeff=0.5, entropy_coeff=0.0, kl_coeff=0.0, grad_clip=0.5,
-                    lr=1e-3, lr_schedule=[[0, 1e-3], [total_steps, 0.0]],
-                    model={"fcnet_hiddens": [64, 64], "fcnet_activation": "tanh"})
-          .debugging(seed=0))
+config = build_config(resolve_experiment("examples/tuned/ppo_cartpole.yaml"))
 algo = config.build()
 marks["built"] = time.time() - START
 result = algo.train()

@@ -2,6 +2,7 @@
 
 import io
 import json
+import importlib.util
 import os
 
 import pytest
@@ -159,14 +160,19 @@ def test_flags_override_the_file_in_order(tmp_path):
 
 # ------------------------------------------------------------- config building
 
-def test_tuned_ppo_cartpole_is_the_learning_test_config():
-    from test_ppo_learning import cartpole_config
-
-    exp = resolve_experiment(os.path.join(TUNED, "ppo_cartpole.yaml"))
+def test_tuned_ppo_cartpole_is_the_main_example_config():
+    # tests/test_ppo_learning.py and the benches load the yaml; the README's main job
+    # (examples/ppo_cartpole.py) spells the same config with the builder API.
+    spec = importlib.util.spec_from_file_location(
+        "ppo_cartpole_example", os.path.join(REPO_ROOT, "examples", "ppo_cartpole.py"))
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    path = os.path.join(TUNED, "ppo_cartpole.yaml")
+    exp = resolve_experiment(path)
     assert exp.stop == {"episode_reward_mean": 475, "timesteps_total": 100_000}
-    assert build_config(exp) == cartpole_config(0)
-    assert build_config(resolve_experiment(os.path.join(TUNED, "ppo_cartpole.yaml"),
-                                           overrides=["seed=2"])) == cartpole_config(2)
+    assert build_config(exp) == example.make_config(0)
+    assert build_config(resolve_experiment(path, overrides=["seed=2"])) == example.make_config(2)
+    assert build_config(exp) != example.make_config(1)
 
 
 def test_tuned_pg_a2c_pendulum_are_their_learning_test_configs():

@@ -1,25 +1,22 @@
 """PPO learns: CartPole-v1 solved within 100k env steps for 3 seeds; Pendulum improves."""
 
+import os
+
 import pytest
 
 from tfrl.algorithms.ppo import PPO, PPOConfig
+from tfrl.cli.experiment import build_config, resolve_experiment
 
 pytestmark = pytest.mark.learning
 
 CARTPOLE_STEPS = 100_000
+TUNED_CARTPOLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                              "examples", "tuned", "ppo_cartpole.yaml")
 
 
 def cartpole_config(seed):
-    # RL Baselines3 Zoo's tuned CartPole PPO (the bench's settings), with SB3's
-    # orthogonal initialization of the hidden layers (gain sqrt(2)).
-    return PPOConfig.from_dict({
-        "env": "CartPole-v1", "num_workers": 0, "num_envs_per_worker": 8,
-        "rollout_fragment_length": 32, "train_batch_size": 256, "sgd_minibatch_size": 256,
-        "num_sgd_iter": 20, "gamma": 0.98, "lambda": 0.8, "clip_param": 0.2,
-        "vf_clip_param": 1e6, "vf_loss_coeff": 0.5, "entropy_coeff": 0.0, "kl_coeff": 0.0,
-        "grad_clip": 0.5, "lr": 1e-3, "lr_schedule": [[0, 1e-3], [CARTPOLE_STEPS, 0.0]],
-        "model": {"fcnet_hiddens": [64, 64], "fcnet_weights_initializer": "orthogonal",
-                  "fcnet_weights_initializer_config": {"gain": 1.41421356}}, "seed": seed})
+    # The tuned example (RL Baselines3 Zoo's CartPole PPO, the bench's settings).
+    return build_config(resolve_experiment(TUNED_CARTPOLE, overrides=[f"seed={seed}"]))
 
 
 def train_until(algo, target, max_steps):
