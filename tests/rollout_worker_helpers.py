@@ -1,8 +1,5 @@
 """Numpy fake policies, toy multi-agent envs and a recording sampler stub for the RolloutWorker tests."""
 
-import sys
-import types
-
 import gymnasium as gym
 import numpy as np
 
@@ -104,10 +101,9 @@ def install_stub_sampler(monkeypatch):
         def start(self):
             self.started = True
 
-    module = types.ModuleType("tfrl.evaluation.sampler")
-    module.SyncSampler, module.AsyncSampler = SyncSampler, AsyncSampler
-    monkeypatch.setitem(sys.modules, "tfrl.evaluation.sampler", module)
-    import tfrl.evaluation
+    from tfrl.evaluation import sampler
 
-    monkeypatch.setattr(tfrl.evaluation, "sampler", module, raising=False)
+    # `sampler_for_worker` (what RolloutWorker calls) looks these up when called.
+    monkeypatch.setattr(sampler, "SyncSampler", SyncSampler)
+    monkeypatch.setattr(sampler, "AsyncSampler", AsyncSampler)
     return created

@@ -162,13 +162,8 @@ class HookRouter:
 
         Routed.__name__ = Routed.__qualname__ = original.__name__
         callbacks.__class__ = Routed
-        # A sampler caches whether on_episode_end is overridden when it is built: tell
-        # the running one that it now is (and put its flag back in `uninstall`).
-        runner = getattr(getattr(worker, "sampler", None), "runner", None)
-        flag = getattr(runner, "callbacks_end", None) if runner is not None else None
-        if flag is not None:
-            runner.callbacks_end = True
-        self._patched.append((callbacks, original, runner, flag))
+        _refresh(worker)  # the sampler now fires on_episode_end (it checks overrides)
+        self._patched.append((worker, callbacks, original))
 
     def install(self, workers: Any) -> None:
         """Routes the hooks of the local worker and of thread-backend remote workers."""
@@ -183,8 +178,14 @@ class HookRouter:
 
     def uninstall(self) -> None:
         with self._lock:
-            for callbacks, original, runner, flag in self._patched:
+            for worker, callbacks, original in self._patched:
                 callbacks.__class__ = original
-                if flag is not None:
-                    runner.callbacks_end = flag
+                _refresh(worker)
             self._patched = []
+
+
+def _refresh(worker: Any) -> None:
+    """Makes the worker's sampler re-read which hooks its callbacks override."""
+    set_callbacks = getattr(worker, "set_callbacks", None)
+    if callable(set_callbacks):
+        set_callbacks()

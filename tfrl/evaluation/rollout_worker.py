@@ -122,31 +122,13 @@ class RolloutWorker(WorkerArgs):
             self.async_env = worker_env.vectorize(
                 self.env, self.make_sub_env_fn, self.num_envs, a["remote_worker_envs"],
                 a["remote_env_batch_wait_ms"], pc)
-        pack = self.batch_mode == "truncate_episodes"
-        # One sampler fragment holds the whole batch: fragment length x num_envs env steps.
-        fragment = self.rollout_fragment_length if pack else float("inf")
         self.io_context = IOContext(a["log_dir"], pc, self.worker_index, self)
         self.reward_estimators: List[Any] = []
-        render = pc.get("render_env") is True and (self.num_workers == 0 or self.worker_index == 1)
         self.sampler = None
         if self.async_env is not None:
-            from tfrl.evaluation.sampler import AsyncSampler, SyncSampler
+            from tfrl.evaluation.sampler import sampler_for_worker
 
-            kwargs = dict(
-                worker=self, env=self.async_env, clip_rewards=a["clip_rewards"],
-                rollout_fragment_length=fragment, count_steps_by=self.count_steps_by,
-                callbacks=self.callbacks, horizon=a["episode_horizon"],
-                multiple_episodes_in_batch=pack, normalize_actions=a["normalize_actions"],
-                clip_actions=a["clip_actions"], soft_horizon=a["soft_horizon"],
-                no_done_at_end=a["no_done_at_end"], observation_fn=a["observation_fn"],
-                render=render)
-            if pc.get("sample_collector") is not None:  # the sampler warns: not supported
-                kwargs["sample_collector_class"] = pc["sample_collector"]
-            if a["sample_async"]:
-                self.sampler = AsyncSampler(blackhole_outputs=a["_blackhole"], **kwargs)
-                self.sampler.start()
-            else:
-                self.sampler = SyncSampler(**kwargs)
+            self.sampler = sampler_for_worker(self, a)
         self.input_reader = a["input_creator"](self.io_context)
         self.output_writer = a["output_creator"](self.io_context) or NoopOutput()
 
@@ -216,14 +198,8 @@ class RolloutWorker(WorkerArgs):
         Raises:
             ValueError: If the batch does not have `expected_batch_size` steps.
         """
-        batch = self.sample()
-        if batch.count != expected_batch_size:
-            raise ValueError(
-                f"Batch size possibly out of sync between workers: expected {expected_batch_size} "
-                f"steps, sampled {batch.count}. Check rollout_fragment_length * num_envs.")
-        info = worker_learning.minibatch_sgd(self, batch, num_sgd_iter, sgd_minibatch_size,
-                                             standardize_fields, seed=self._seed)
-        return info, batch.count
+        return worker_learning.sample_and_learn(self, expected_batch_size, num_sgd_iter,
+                                                sgd_minibatch_size, standardize_fields)
 
     # ------------------------------------------------------------------ learning
     def learn_on_batch(self, samples: Any) -> dict:
@@ -318,10 +294,7 @@ class RolloutWorker(WorkerArgs):
             ValueError: If it is not callable.
         """
         if policy_mapping_fn is not None:
-            if not callable(policy_mapping_fn):
-                raise ValueError(f"`policy_mapping_fn` must be a callable! Received "
-                                 f"{type(policy_mapping_fn).__name__}: {policy_mapping_fn!r}.")
-            self.policy_mapping_fn = policy_mapping_fn
+            self.policy_mapping_fn = worker_policies.checked_mapping_fn(policy_mapping_fn)
 
     def set_policies_to_train(self, policies_to_train: Optional[List[Any]] = None) -> None:
         """Sets the trainable policy ids (None keeps the current list).
@@ -329,16 +302,28 @@ class RolloutWorker(WorkerArgs):
         Raises:
             TypeError: If not a list/tuple/set. ValueError: For unknown policy ids.
         """
-        if policies_to_train is None:
-            return
-        if not isinstance(policies_to_train, (list, tuple, set, frozenset)):
-            raise TypeError("`policies_to_train` must be a list of policy ids; received "
-                            f"{type(policies_to_train).__name__}: {policies_to_train!r}.")
-        unknown = [p for p in policies_to_train if p not in self._spec_ids]
-        if unknown:
-            raise ValueError(f"`policies_to_train` names unknown policies {unknown!r}; this worker's "
-                             f"policies are {self._spec_ids!r}.")
-        self.policies_to_train = list(policies_to_train)
+        if policies_to_train is not None:
+            self.policies_to_train = worker_policies.checked_policies_to_train(
+                policies_to_train, self._spec_ids)
+
+    def set_callbacks(self, callbacks: Any = None) -> None:
+        """Replaces the callbacks (a `DefaultCallbacks` instance, or a subclass to
+        instantiate; None: keep the instance, e.g. after changing its class). The
+        sampler fires the new episode hooks from its next step on (running episodes too).
+
+        Raises:
+            TypeError: If `callbacks` is neither a DefaultCallbacks instance nor subclass.
+        """
+        if callbacks is not None:
+            if isinstance(callbacks, type) and issubclass(callbacks, DefaultCallbacks):
+                callbacks = callbacks()
+            if not isinstance(callbacks, DefaultCallbacks):
+                raise TypeError(
+                    "set_callbacks() takes a DefaultCallbacks subclass or instance; received "
+                    f"{type(callbacks).__name__}: {callbacks!r}.")
+            self.callbacks = callbacks
+        if self.sampler is not None:
+            self.sampler.refresh_callbacks(self.callbacks)
 
     def for_policy(self, func: Callable, policy_id: Any = DEFAULT_POLICY_ID, **kwargs: Any) -> Any:
         """`func(policy, **kwargs)` for one policy."""

@@ -68,13 +68,25 @@ class RunnerCore:
         self.observation_fn = observation_fn
         self.render = render
         self.explore = explore
+        self.refresh_callbacks(callbacks)
+        self.output = FragmentOutput(multiagent=False)
+        self.ready: List[Any] = []
+        self._cache: Dict[tuple, Any] = {}
+
+    def refresh_callbacks(self, callbacks: Any = None) -> None:
+        """Uses `callbacks` (None: the current instance) from the next step on.
+
+        The loops skip the episode hooks that the callbacks' class does not override;
+        call this after replacing the callbacks or changing their class so that the
+        new hooks fire.
+        """
+        if callbacks is not None:
+            self.callbacks = callbacks
+        callbacks = self.callbacks
         self.callbacks_step = _overrides(callbacks, "on_episode_step")
         self.callbacks_start = _overrides(callbacks, "on_episode_start")
         self.callbacks_end = _overrides(callbacks, "on_episode_end")
         self.callbacks_postprocess = _overrides(callbacks, "on_postprocess_trajectory")
-        self.output = FragmentOutput(multiagent=False)
-        self.ready: List[Any] = []
-        self._cache: Dict[tuple, Any] = {}
 
     @property
     def policy_map(self) -> Any:

@@ -17,7 +17,7 @@ import math
 import numbers
 import queue
 import threading
-from typing import Any, Callable, List, Optional, Union
+from typing import Any, Callable, Dict, List, Optional, Union
 
 from tfrl.env.base_env import BaseEnv
 from tfrl.evaluation.env_runner import EnvRunner
@@ -51,6 +51,16 @@ class SamplerInput(InputReader):
 
     def stop(self) -> None:
         """Releases resources (threads); the env is closed by its owner."""
+
+    def refresh_callbacks(self, callbacks: Any = None) -> None:
+        """Makes the env loop use `callbacks` (None: its current DefaultCallbacks
+        instance) from its next step on.
+
+        The loop skips the episode hooks the callbacks' class does not override (it
+        checks once, when built); call this after replacing the callbacks or changing
+        their class, e.g. through `RolloutWorker.set_callbacks`.
+        """
+        raise NotImplementedError
 
 
 class SyncSampler(SamplerInput):
@@ -140,29 +150,29 @@ class SyncSampler(SamplerInput):
     def get_extra_batches(self) -> List[Any]:
         return _drain(self.extra_batches)
 
+    def refresh_callbacks(self, callbacks: Any = None) -> None:
+        if callbacks is not None:
+            self._settings["callbacks"] = callbacks  # (for a later switch of loops)
+        self.runner.refresh_callbacks(callbacks)
+
 
 class AsyncSampler(threading.Thread, SamplerInput):
     """Collects experience in a daemon thread; `get_data()` takes fragments from a
     queue of at most 5.
 
-    Args: as `SyncSampler`, plus
+    Args:
         blackhole_outputs: Collect (for metrics) but discard the fragments.
+        **sampler_kwargs: The keyword arguments of `SyncSampler` (same names, defaults
+            and checks), which runs the loop.
 
     Raises:
         ValueError: If an observation filter of the worker does not support
-            concurrent updates (see `tfrl.utils.filter`).
+            concurrent updates (see `tfrl.utils.filter`), or as `SyncSampler`.
+        TypeError: For a missing or unknown keyword argument of `SyncSampler`.
     """
 
-    def __init__(self, *, worker: Any, env: Any, clip_rewards: Union[bool, float, None],
-                 rollout_fragment_length: Union[int, float], count_steps_by: str = "env_steps",
-                 callbacks: Any, horizon: Optional[int] = None,
-                 multiple_episodes_in_batch: bool = False, normalize_actions: bool = True,
-                 clip_actions: bool = False, soft_horizon: bool = False,
-                 no_done_at_end: bool = False, observation_fn: Optional[Callable] = None,
-                 sample_collector_class: Any = None, render: bool = False,
-                 blackhole_outputs: bool = False, policies: Any = None,
-                 policy_mapping_fn: Any = None, preprocessors: Any = None,
-                 obs_filters: Any = None, tf_sess: Any = None):
+    def __init__(self, *, blackhole_outputs: bool = False, **sampler_kwargs: Any):
+        worker = sampler_kwargs.get("worker")
         for pid, obs_filter in (getattr(worker, "filters", None) or {}).items():
             if not getattr(obs_filter, "is_concurrent", False):
                 raise ValueError(
@@ -171,19 +181,10 @@ class AsyncSampler(threading.Thread, SamplerInput):
                     "'ConcurrentMeanStdFilter' (or 'NoFilter') with sample_async=True."
                 )
         threading.Thread.__init__(self, daemon=True, name="tfrl-AsyncSampler")
-        self._sync = SyncSampler(
-            worker=worker, env=env, clip_rewards=clip_rewards,
-            rollout_fragment_length=rollout_fragment_length, count_steps_by=count_steps_by,
-            callbacks=callbacks, horizon=horizon,
-            multiple_episodes_in_batch=multiple_episodes_in_batch,
-            normalize_actions=normalize_actions, clip_actions=clip_actions,
-            soft_horizon=soft_horizon, no_done_at_end=no_done_at_end,
-            observation_fn=observation_fn, sample_collector_class=sample_collector_class,
-            render=render, policies=policies, policy_mapping_fn=policy_mapping_fn,
-            preprocessors=preprocessors, obs_filters=obs_filters, tf_sess=tf_sess)
+        self._sync = SyncSampler(**sampler_kwargs)
         self.base_env = self._sync.base_env
-        self.rollout_fragment_length = rollout_fragment_length
-        self.horizon = horizon
+        self.rollout_fragment_length = self._sync.rollout_fragment_length
+        self.horizon = self._sync.horizon
         self.perf_stats = self._sync.perf_stats
         self.queue: "queue.Queue" = queue.Queue(maxsize=5)
         self.extra_batches = self._sync.extra_batches
@@ -242,11 +243,40 @@ class AsyncSampler(threading.Thread, SamplerInput):
     def get_extra_batches(self) -> List[Any]:
         return _drain(self.extra_batches)
 
+    def refresh_callbacks(self, callbacks: Any = None) -> None:
+        self._sync.refresh_callbacks(callbacks)
+
     def stop(self, timeout: float = 10.0) -> None:
         """Stops the thread (after its current step) and waits up to `timeout` s."""
         self.shutdown = True
         if self.is_alive():
             self.join(timeout)
+
+
+def sampler_for_worker(worker: Any, args: Dict[str, Any]) -> SamplerInput:
+    """The (started) sampler of a RolloutWorker built with the keyword arguments `args`:
+    an `AsyncSampler` if `args["sample_async"]`, else a `SyncSampler`."""
+    pack = worker.batch_mode == "truncate_episodes"
+    config = worker.policy_config
+    kwargs = dict(
+        worker=worker, env=worker.async_env, clip_rewards=args["clip_rewards"],
+        # One fragment holds the whole batch: fragment length x num_envs env steps.
+        rollout_fragment_length=worker.rollout_fragment_length if pack else float("inf"),
+        count_steps_by=worker.count_steps_by, callbacks=worker.callbacks,
+        horizon=args["episode_horizon"], multiple_episodes_in_batch=pack,
+        normalize_actions=args["normalize_actions"], clip_actions=args["clip_actions"],
+        soft_horizon=args["soft_horizon"], no_done_at_end=args["no_done_at_end"],
+        observation_fn=args["observation_fn"],
+        render=config.get("render_env") is True and (worker.num_workers == 0
+                                                     or worker.worker_index == 1))
+    collector = config.get("sample_collector")
+    if collector is not None:  # the sampler warns: not supported
+        kwargs["sample_collector_class"] = collector
+    if not args["sample_async"]:
+        return SyncSampler(**kwargs)
+    sampler = AsyncSampler(blackhole_outputs=args["_blackhole"], **kwargs)
+    sampler.start()
+    return sampler
 
 
 def _drain(q: "queue.Queue") -> list:

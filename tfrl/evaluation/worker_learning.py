@@ -107,3 +107,20 @@ def minibatch_sgd(worker: Any, samples: Any, num_sgd_iter: int, sgd_minibatch_si
                     worker, MultiAgentBatch({pid: batch.slice(start, start + size)},
                                             min(size, batch.count - start)))[pid]
     return info
+
+
+def sample_and_learn(worker: Any, expected_batch_size: int, num_sgd_iter: int,
+                     sgd_minibatch_size: int, standardize_fields: List[str]) -> tuple:
+    """`RolloutWorker.sample_and_learn`: sample, then minibatch SGD; `(info, count)`.
+
+    Raises:
+        ValueError: If the batch does not have `expected_batch_size` steps.
+    """
+    batch = worker.sample()
+    if batch.count != expected_batch_size:
+        raise ValueError(
+            f"Batch size possibly out of sync between workers: expected {expected_batch_size} "
+            f"steps, sampled {batch.count}. Check rollout_fragment_length * num_envs.")
+    info = minibatch_sgd(worker, batch, num_sgd_iter, sgd_minibatch_size, standardize_fields,
+                         seed=worker._seed)
+    return info, batch.count

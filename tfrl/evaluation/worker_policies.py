@@ -11,7 +11,7 @@
 """
 
 import logging
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import gymnasium as gym
 
@@ -185,3 +185,31 @@ def check_gpus(policy_config: dict, worker_index: int) -> None:
             f"{len(found)}: {found}. Set config[{key!r}] to at most {len(found)}, or set "
             "config['_fake_gpus'] = True to simulate GPUs on CPU devices (tests)."
         )
+
+
+def checked_mapping_fn(policy_mapping_fn: Any) -> Callable:
+    """`policy_mapping_fn` if callable.
+
+    Raises:
+        ValueError: If it is not callable.
+    """
+    if not callable(policy_mapping_fn):
+        raise ValueError(f"`policy_mapping_fn` must be a callable! Received "
+                         f"{type(policy_mapping_fn).__name__}: {policy_mapping_fn!r}.")
+    return policy_mapping_fn
+
+
+def checked_policies_to_train(policies_to_train: Any, policy_ids: List[Any]) -> List[Any]:
+    """`policies_to_train` as a list, if a collection of ids in `policy_ids`.
+
+    Raises:
+        TypeError: If not a list/tuple/set. ValueError: For unknown policy ids.
+    """
+    if not isinstance(policies_to_train, (list, tuple, set, frozenset)):
+        raise TypeError("`policies_to_train` must be a list of policy ids; received "
+                        f"{type(policies_to_train).__name__}: {policies_to_train!r}.")
+    unknown = [p for p in policies_to_train if p not in policy_ids]
+    if unknown:
+        raise ValueError(f"`policies_to_train` names unknown policies {unknown!r}; this worker's "
+                         f"policies are {policy_ids!r}.")
+    return list(policies_to_train)
