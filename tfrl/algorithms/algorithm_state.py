@@ -11,6 +11,8 @@ import gymnasium as gym
 import numpy as np
 import tree
 
+from tfrl.policy.space_specs import space_structure
+
 
 def get_worker_state(worker: Any) -> Dict[str, Any]:
     """`{"policies": {pid: state}, "filters": {pid: state}, "global_vars": ...}`."""
@@ -43,7 +45,7 @@ def set_worker_state(worker: Any, state: Dict[str, Any]) -> None:
 def unsquash_and_clip(action: Any, space: gym.Space, unsquash: bool, clip: bool) -> Any:
     """Maps actions of bounded Box spaces from [-1, 1] to the bounds (`unsquash`) and/or
     clips them into the bounds (`clip`), as the sampler does before stepping the env."""
-    spaces = tree.flatten(_space_struct(space))
+    spaces = tree.flatten(space_structure(space))
     actions = tree.flatten(action)
     out = []
     for a, s in zip(actions, spaces):
@@ -57,11 +59,3 @@ def unsquash_and_clip(action: Any, space: gym.Space, unsquash: bool, clip: bool)
             a = a.astype(s.dtype)
         out.append(a)
     return tree.unflatten_as(action, out) if len(out) == len(actions) else action
-
-
-def _space_struct(space: gym.Space) -> Any:
-    if isinstance(space, gym.spaces.Dict):
-        return {k: _space_struct(s) for k, s in space.spaces.items()}
-    if isinstance(space, gym.spaces.Tuple):
-        return tuple(_space_struct(s) for s in space.spaces)
-    return space

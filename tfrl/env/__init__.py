@@ -4,27 +4,18 @@ Names are imported lazily, so `import tfrl.env` stays cheap:
 `from tfrl.env import PolicyClient` works as `from ray.rllib.env import PolicyClient`.
 """
 
-import importlib
+from tfrl.utils.lazy_exports import lazy_exports
 
-_EXPORTS = {
-    "BaseEnv": "tfrl.env.base_env",
-    "EnvContext": "tfrl.env.env_context",
-    "ExternalEnv": "tfrl.env.external_env",
-    "ExternalMultiAgentEnv": "tfrl.env.external_multi_agent_env",
-    "MultiAgentEnv": "tfrl.env.multi_agent_env",
-    "PolicyClient": "tfrl.env.policy_client",
-    "PolicyServerInput": "tfrl.env.policy_server_input",
-    "RemoteVectorEnv": "tfrl.env.remote_vector_env",
-    "SingleAgentEpisode": "tfrl.env.single_agent_episode",
-    "VectorEnv": "tfrl.env.vector_env",
-    "make_multi_agent": "tfrl.env.multi_agent_env",
-    "register_env": "tfrl.env.registry",
-}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'tfrl.env' has no attribute {name!r}")
+__getattr__, __all__ = lazy_exports(__name__, {
+    "tfrl.env.base_env": ["BaseEnv"],
+    "tfrl.env.env_context": ["EnvContext"],
+    "tfrl.env.external_env": ["ExternalEnv"],
+    "tfrl.env.external_multi_agent_env": ["ExternalMultiAgentEnv"],
+    "tfrl.env.multi_agent_env": ["MultiAgentEnv", "make_multi_agent"],
+    "tfrl.env.policy_client": ["PolicyClient"],
+    "tfrl.env.policy_server_input": ["PolicyServerInput"],
+    "tfrl.env.registry": ["register_env"],
+    "tfrl.env.remote_vector_env": ["RemoteVectorEnv"],
+    "tfrl.env.single_agent_episode": ["SingleAgentEpisode"],
+    "tfrl.env.vector_env": ["VectorEnv"],
+})

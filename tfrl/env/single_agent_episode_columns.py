@@ -31,34 +31,26 @@ class EpisodeColumns:
 
     # ---- Getters (index rules: see InfiniteLookbackBuffer) -----------------------
 
-    def get_observations(
-        self,
-        indices: Indices = None,
-        *,
-        neg_index_as_lookback: bool = False,
-        fill: Any = None,
-        one_hot_discrete: bool = False,
-    ) -> Any:
+    def get_observations(self, indices: Indices = None, **options: Any) -> Any:
         """Returns one observation (int index) or a batch of them.
+
+        The observations buffer's `InfiniteLookbackBuffer.get(indices, **options)`.
 
         Args:
             indices: None (all in-episode observations), an int, a list of ints or a
                 slice. Negative ints count from the end, see `neg_index_as_lookback`.
-            neg_index_as_lookback: If True, negative indices count back from ts=0 into
-                the lookback buffer (-1 is the observation just before ts=0).
-            fill: Value for positions outside the stored data (every leaf of nested
-                observations gets it).
-            one_hot_discrete: One-hot encode Discrete/MultiDiscrete (sub-)spaces;
-                filled positions become vectors full of `fill` ("zero-hot" for 0).
+            **options: The keyword-only `neg_index_as_lookback` (negative indices
+                count back from ts=0 into the lookback: -1 is the observation just
+                before ts=0), `fill` (value for positions outside the stored data;
+                every leaf of nested observations gets it) and `one_hot_discrete`
+                (one-hot encode Discrete/MultiDiscrete (sub-)spaces; filled positions
+                become vectors full of `fill`, "zero-hot" for 0).
 
         Returns:
             One item for an int index, else a batch (list before `finalize()`, numpy
             after; numpy struct whenever `one_hot_discrete=True`).
         """
-        return self.observations.get(
-            indices, neg_index_as_lookback=neg_index_as_lookback, fill=fill,
-            one_hot_discrete=one_hot_discrete,
-        )
+        return self.observations.get(indices, **options)
 
     def get_infos(
         self, indices: Indices = None, *, neg_index_as_lookback: bool = False, fill: Any = None
@@ -75,29 +67,18 @@ class EpisodeColumns:
         """
         return self.infos.get(indices, neg_index_as_lookback=neg_index_as_lookback, fill=fill)
 
-    def get_actions(
-        self,
-        indices: Indices = None,
-        *,
-        neg_index_as_lookback: bool = False,
-        fill: Any = None,
-        one_hot_discrete: bool = False,
-    ) -> Any:
+    def get_actions(self, indices: Indices = None, **options: Any) -> Any:
         """Returns one action (int index) or a batch of them.
 
         Args:
             indices: As in `get_observations`.
-            neg_index_as_lookback: As in `get_observations`.
-            fill: As in `get_observations`.
-            one_hot_discrete: As in `get_observations` (needs `action_space`).
+            **options: As in `get_observations` (`one_hot_discrete` needs the
+                episode's `action_space`).
 
         Returns:
             One action for an int index, else a batch.
         """
-        return self.actions.get(
-            indices, neg_index_as_lookback=neg_index_as_lookback, fill=fill,
-            one_hot_discrete=one_hot_discrete,
-        )
+        return self.actions.get(indices, **options)
 
     def get_rewards(
         self,

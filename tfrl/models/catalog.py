@@ -27,6 +27,7 @@ from tfrl.models.tf.custom_model import adopt_custom_model
 from tfrl.models.tf.fcnet import FullyConnectedNetwork
 from tfrl.models.tf.recurrent_net import LSTMWrapper
 from tfrl.models.tf.visionnet import VisionNetwork
+from tfrl.policy.space_specs import space_structure
 
 # The model config keys and their defaults (RLlib's classic-stack MODEL_DEFAULTS).
 # Note: tfrl defaults `vf_share_layers` to False (separate value network).
@@ -213,7 +214,7 @@ class ModelCatalog:
         if isinstance(action_space, (gym.spaces.Box, gym.spaces.MultiDiscrete)):
             return np.dtype(action_space.dtype), (None,) + tuple(action_space.shape)
         if isinstance(action_space, (gym.spaces.Dict, gym.spaces.Tuple)):
-            leaves = tree.flatten(_space_struct(action_space))
+            leaves = tree.flatten(space_structure(action_space))
             has_float = any(isinstance(s, gym.spaces.Box) for s in leaves)
             dtype = np.dtype(np.float32 if has_float else np.int64)
             return dtype, (None, dists.flat_action_size(action_space))
@@ -292,15 +293,9 @@ class ModelCatalog:
         return model
 
     @staticmethod
-    def get_model_v2(
-        obs_space: gym.Space,
-        action_space: gym.Space,
-        num_outputs: int,
-        model_config: Optional[dict] = None,
-        framework: str = "tf",
-        name: str = "default_model",
-        **kwargs,
-    ) -> keras.Model:
+    def get_model_v2(obs_space: gym.Space, action_space: gym.Space, num_outputs: int,
+                     model_config: Optional[dict] = None, framework: str = "tf",
+                     name: str = "default_model", **kwargs: Any) -> keras.Model:
         """RLlib's name for `get_model` (only framework="tf"; extra kwargs ignored)."""
         if framework not in ("tf", "tf2"):
             raise ValueError(f"tfrl builds Keras models only. Received: framework={framework!r}.")
@@ -340,14 +335,6 @@ def _box_dist(space: gym.spaces.Box, config: dict, dist_type: Any):
         f"Unknown dist_type. Received: {dist_type!r}. Expected None, 'deterministic' or a "
         "TFActionDistribution subclass."
     )
-
-
-def _space_struct(space: gym.Space) -> Any:
-    if isinstance(space, gym.spaces.Dict):
-        return {k: _space_struct(s) for k, s in space.spaces.items()}
-    if isinstance(space, gym.spaces.Tuple):
-        return tuple(_space_struct(s) for s in space.spaces)
-    return space
 
 
 def _construct(cls, obs_space, action_space, num_outputs, config, name) -> Any:

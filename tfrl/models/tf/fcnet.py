@@ -1,6 +1,5 @@
 """The fully connected model for flat (or flattened) observations."""
 
-import gymnasium as gym
 import keras
 import tensorflow as tf
 
@@ -13,28 +12,16 @@ class FullyConnectedNetwork(TFModel):
     Hidden layers are `fcnet_hiddens + post_fcnet_hiddens` with `fcnet_activation`.
     With `vf_share_layers=False` the value function has its own MLP of the same sizes;
     otherwise its head sits on the last shared hidden layer. Observations of rank > 1
-    are flattened.
-
-    Args:
-        obs_space: Observation space (the model consumes its preprocessed shape).
-        action_space: Action space.
-        num_outputs: Size of `dist_inputs`.
-        model_config: The model config (merged with `MODEL_DEFAULTS`).
-        name: The Keras model name.
+    are flattened. Constructor arguments: those of `TFModel` (default name "fc").
 
     Call:
         `model(obs, training=False) -> (dist_inputs [B, num_outputs], value [B])`.
     """
 
-    def __init__(
-        self,
-        obs_space: gym.Space,
-        action_space: gym.Space,
-        num_outputs: int,
-        model_config: dict,
-        name: str = "fc",
-    ):
-        super().__init__(obs_space, action_space, num_outputs, model_config, name)
+    default_name = "fc"
+
+    def _build_layers(self) -> None:
+        model_config, num_outputs = self.model_config, self.num_outputs
         hiddens = list(model_config["fcnet_hiddens"]) + list(model_config["post_fcnet_hiddens"])
         activation = model_config["fcnet_activation"]
         self.flatten = keras.layers.Flatten()

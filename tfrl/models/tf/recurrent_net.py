@@ -75,14 +75,8 @@ class LSTMWrapper(TFModel):
     The value head shares the encoder and the LSTM (as RLlib's LSTM wrapper does).
     Steps at or after `seq_lens[b]` are padding: the LSTM state is not updated there,
     so valid outputs never depend on padded inputs and `state_out` is the state after
-    the last valid step. State is `[h, c]`, each `[B, lstm_cell_size]`.
-
-    Args:
-        obs_space: Observation space (the model consumes its preprocessed shape).
-        action_space: Action space.
-        num_outputs: Size of `dist_inputs`.
-        model_config: The model config (merged with `MODEL_DEFAULTS`).
-        name: The Keras model name.
+    the last valid step. State is `[h, c]`, each `[B, lstm_cell_size]`. Constructor
+    arguments: those of `TFModel` (default name "lstm").
 
     With `lstm_use_prev_action` / `lstm_use_prev_reward`, the previous actions
     (one-hot for Discrete/MultiDiscrete, flattened for Box) and rewards are
@@ -96,16 +90,11 @@ class LSTMWrapper(TFModel):
     """
 
     is_recurrent = True
+    default_name = "lstm"
 
-    def __init__(
-        self,
-        obs_space: gym.Space,
-        action_space: gym.Space,
-        num_outputs: int,
-        model_config: dict,
-        name: str = "lstm",
-    ):
-        super().__init__(obs_space, action_space, num_outputs, model_config, name)
+    def _build_layers(self) -> None:
+        obs_space, action_space, model_config = (
+            self.obs_space, self.action_space, self.model_config)
         self.use_prev_action = bool(model_config["lstm_use_prev_action"])
         self.use_prev_reward = bool(model_config["lstm_use_prev_reward"])
         if self.use_prev_action and not isinstance(
@@ -128,7 +117,8 @@ class LSTMWrapper(TFModel):
         self.lstm = keras.layers.LSTM(
             self.cell_size, return_sequences=True, return_state=True, name="lstm"
         )
-        self.policy_head = PolicyHead(num_outputs, bool(model_config["free_log_std"]), name="pi")
+        self.policy_head = PolicyHead(
+            self.num_outputs, bool(model_config["free_log_std"]), name="pi")
         self.value_out = value_head()
 
     def get_initial_state(self, batch_size: int = 1) -> List[np.ndarray]:

@@ -23,16 +23,20 @@ from tfrl.models.utils import get_activation_fn
 class TFModel(keras.Model):
     """A Keras 3 model over preprocessed observations with tfrl's call contract.
 
+    Built-in models take these constructor arguments unchanged and create their layers
+    in `_build_layers()`, which `__init__` calls once the arguments are stored.
+
     Args:
         obs_space: The observation space (raw or preprocessed; the model consumes the
             preprocessed shape).
         action_space: The action space.
         num_outputs: Size of `dist_inputs` (from `ModelCatalog.get_action_dist`).
         model_config: The model config (merged with `MODEL_DEFAULTS`).
-        name: The Keras model name.
+        name: The Keras model name (default: the class's `default_name`).
     """
 
     is_recurrent: bool = False
+    default_name: str = "model"
 
     def __init__(
         self,
@@ -40,13 +44,17 @@ class TFModel(keras.Model):
         action_space: Optional[gym.Space],
         num_outputs: int,
         model_config: dict,
-        name: str,
+        name: Optional[str] = None,
     ):
-        super().__init__(name=name)
+        super().__init__(name=self.default_name if name is None else name)
         self.obs_space = obs_space
         self.action_space = action_space
         self.num_outputs = int(num_outputs)
         self.model_config = dict(model_config)
+        self._build_layers()
+
+    def _build_layers(self) -> None:
+        """Creates the model's layers from the stored arguments (none in the base class)."""
 
     def get_initial_state(self, batch_size: int = 1) -> List[np.ndarray]:
         """The recurrent state at the start of an episode (`[]` if feed-forward)."""

@@ -24,9 +24,8 @@ Example:
     [(4, 2), (4,)]
 """
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Tuple
 
-import gymnasium as gym
 import tensorflow as tf
 
 from tfrl.models.tf.tf_model import TFModel, to_float
@@ -42,16 +41,6 @@ class TFModelV2(TFModel):
         model_config: The model config.
         name: The Keras model name.
     """
-
-    def __init__(
-        self,
-        obs_space: gym.Space,
-        action_space: Optional[gym.Space],
-        num_outputs: int,
-        model_config: dict,
-        name: str,
-    ):
-        super().__init__(obs_space, action_space, num_outputs, model_config, name)
 
     def forward(
         self, input_dict: Dict[str, Any], state: List[Any], seq_lens: Any

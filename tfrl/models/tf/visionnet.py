@@ -2,7 +2,6 @@
 
 from typing import List
 
-import gymnasium as gym
 import keras
 import tensorflow as tf
 
@@ -44,27 +43,20 @@ class VisionNetwork(TFModel):
     The conv stack (`conv_filters`, `conv_activation`; defaults for 84x84 and 42x42
     images) is flattened and followed by `post_fcnet_hiddens` (`post_fcnet_activation`).
     With `vf_share_layers=False` the value function has its own conv stack.
-
-    Args:
-        obs_space: Image observation space `[H, W, C]`.
-        action_space: Action space.
-        num_outputs: Size of `dist_inputs`.
-        model_config: The model config (merged with `MODEL_DEFAULTS`).
-        name: The Keras model name.
+    Constructor arguments: those of `TFModel` (an image `obs_space` `[H, W, C]`;
+    default name "vision").
 
     Call:
         `model(obs, training=False) -> (dist_inputs [B, num_outputs], value [B])`.
+
+    Raises:
+        ValueError: If the observations are not images (rank 3).
     """
 
-    def __init__(
-        self,
-        obs_space: gym.Space,
-        action_space: gym.Space,
-        num_outputs: int,
-        model_config: dict,
-        name: str = "vision",
-    ):
-        super().__init__(obs_space, action_space, num_outputs, model_config, name)
+    default_name = "vision"
+
+    def _build_layers(self) -> None:
+        obs_space, model_config = self.obs_space, self.model_config
         if len(obs_space.shape) != 3:
             raise ValueError(
                 f"VisionNetwork needs image observations [H, W, C]. Received: shape="
@@ -74,7 +66,8 @@ class VisionNetwork(TFModel):
         post_act = model_config["post_fcnet_activation"]
         self.conv_layers = conv_stack(model_config, obs_space.shape, "pi")
         self.post_layers = dense_stack(post, post_act, "post_fc")
-        self.policy_head = PolicyHead(num_outputs, bool(model_config["free_log_std"]), name="pi")
+        self.policy_head = PolicyHead(
+            self.num_outputs, bool(model_config["free_log_std"]), name="pi")
         self.vf_share_layers = bool(model_config["vf_share_layers"])
         self.value_layers = [] if self.vf_share_layers else (
             conv_stack(model_config, obs_space.shape, "vf") + dense_stack(post, post_act, "vf_fc")

@@ -1,0 +1,42 @@
+"""tfrl.utils.lazy_exports and the lazy packages that use it (tfrl.env, tfrl.models)."""
+
+import ast
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tfrl.utils.lazy_exports import lazy_exports
+
+
+def test_lazy_exports_imports_on_first_access_and_lists_all():
+    getattr_, names = lazy_exports("pkg", {"math": ["sqrt", "pi"], "json": ["dumps"]})
+    assert names == ["dumps", "pi", "sqrt"]
+    assert getattr_("sqrt")(9.0) == 3.0 and getattr_("dumps")([1]) == "[1]"
+    with pytest.raises(AttributeError, match="^module 'pkg' has no attribute 'cos'$"):
+        getattr_("cos")
+
+
+def test_lazy_exports_rejects_a_name_under_two_modules():
+    with pytest.raises(ValueError, match="pkg exports 'sqrt' from two modules: 'math' and "
+                                         "'cmath'"):
+        lazy_exports("pkg", {"math": ["sqrt"], "cmath": ["sqrt"]})
+
+
+def test_packages_export_lazily_without_tensorflow():
+    code = ("import sys, tfrl.env, tfrl.models; "
+            "assert 'tensorflow' not in sys.modules; "
+            "print(tfrl.env.__all__); print(tfrl.models.__all__); "
+            "from tfrl.env import PolicyClient, make_multi_agent; "
+            "from tfrl.models import ModelCatalog; print(ModelCatalog.__module__)")
+    repo_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=repo_root).stdout.splitlines()
+    assert ast.literal_eval(out[0]) == sorted([
+        "BaseEnv", "EnvContext", "ExternalEnv", "ExternalMultiAgentEnv", "MultiAgentEnv",
+        "PolicyClient", "PolicyServerInput", "RemoteVectorEnv", "SingleAgentEpisode",
+        "VectorEnv", "make_multi_agent", "register_env"])
+    assert ast.literal_eval(out[1]) == ["MODEL_DEFAULTS", "ModelCatalog", "Preprocessor",
+                                        "get_preprocessor"]
+    assert out[2] == "tfrl.models.catalog"
