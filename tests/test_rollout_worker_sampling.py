@@ -188,3 +188,11 @@ def test_sample_then_learn_with_a_tf_policy():
     assert w.learn_on_batch(w.sample()) == {}
     for a, b in zip(after, w.get_weights()["default_policy"]):
         np.testing.assert_array_equal(a, b)
+
+
+def test_episode_horizon_on_a_native_vector_env_is_refused_at_construction():
+    with pytest.raises(ValueError, match=r"horizon=5 \(a hard horizon\) truncates .* "
+                                         r"max_episode_steps=5\) truncates them"):
+        RolloutWorker(env_creator=lambda ctx: gym.make_vec(
+            "CartPole-v1", 2, vectorization_mode="vector_entry_point"),
+            policy_spec=CountingPolicy, episode_horizon=5)

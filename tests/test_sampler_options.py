@@ -145,16 +145,49 @@ def test_settings_are_validated():
         make_sampler(worker, counter_vector_env(1), horizon=-1)
 
 
-def test_hard_horizon_on_an_env_that_cannot_reset_one_sub_env():
+def _cartpole_sampler(horizon, soft_horizon=False, **make_vec_kwargs):
     import gymnasium as gym
 
-    env = gym.make_vec("CartPole-v1", 2, vectorization_mode="vector_entry_point")
+    make_vec_kwargs.setdefault("vectorization_mode", "vector_entry_point")
+    env = gym.make_vec("CartPole-v1", 2, **make_vec_kwargs)
     worker = FakeWorker({"default_policy": (FakePolicy, env.single_observation_space,
                                             env.single_action_space, {})})
-    sampler = SyncSampler(worker=worker, env=env, clip_rewards=False, rollout_fragment_length=50,
-                          callbacks=worker.callbacks, multiple_episodes_in_batch=True, horizon=2)
-    with pytest.raises(ValueError, match="horizon=2 needs to reset sub-env 0 alone"):
-        sampler.next()
+    return SyncSampler(worker=worker, env=env, clip_rewards=False, rollout_fragment_length=50,
+                       callbacks=worker.callbacks, multiple_episodes_in_batch=True,
+                       horizon=horizon, soft_horizon=soft_horizon)
+
+
+def _episode_lengths(batch):
+    return [len(b) for b in batch.split_by_episode()]
+
+
+def test_hard_horizon_on_an_env_that_cannot_reset_one_sub_env_fails_at_construction():
+    with pytest.raises(ValueError) as err:
+        _cartpole_sampler(horizon=2)
+    message = str(err.value)
+    assert message.startswith("horizon=2 (a hard horizon) truncates an episode after 2 steps "
+                              "and resets that sub-env alone, which CartPoleVectorEnv cannot do")
+    assert "(its own limit is max_episode_steps=500)" in message
+    assert "vectorization_mode='vector_entry_point', max_episode_steps=2)" in message
+    assert "vectorization_mode='sync'" in message and "soft_horizon=True" in message
+
+
+def test_the_alternatives_the_hard_horizon_error_names_cut_episodes_at_the_horizon():
+    # The env's own limit: truncated after 2 steps, no horizon needed.
+    batch = _cartpole_sampler(None, max_episode_steps=2).next()
+    assert max(_episode_lengths(batch)) == 2 and batch["truncateds"].sum() >= 24
+    assert not batch["terminateds"].any()
+    # SyncVectorEnv resets single sub-envs: the hard horizon works there.
+    batch = _cartpole_sampler(2, vectorization_mode="sync").next()
+    assert max(_episode_lengths(batch)) == 2 and batch["truncateds"].sum() >= 24
+    assert not batch["terminateds"].any()
+    # A soft horizon needs no reset.
+    assert _cartpole_sampler(2, soft_horizon=True).next().count == 50
+
+
+def test_a_hard_horizon_beyond_the_env_limit_is_accepted():
+    sampler = _cartpole_sampler(horizon=500)  # CartPole-v1 truncates at 500 itself
+    assert sampler.next().count == 50
 
 
 def test_numpy_integer_settings_are_accepted():

@@ -553,3 +553,13 @@ def test_render_sub_environments_and_stop():
     assert list(subs) == [0, 1] and subs[1].index == 1
     env.stop()
     assert all(e.closed for e in env.get_sub_environments())
+
+
+def test_gymnasium_vector_env_reports_single_resets_and_its_step_limit():
+    from tfrl.env.gymnasium_vector_env import GymnasiumVectorEnv
+
+    native = GymnasiumVectorEnv(gym.make_vec("CartPole-v1", 2, vectorization_mode="vector_entry_point",
+                                             max_episode_steps=7))
+    assert native.can_reset_sub_envs is False and native.max_episode_steps == 7
+    sync = GymnasiumVectorEnv(gym.make_vec("CartPole-v1", 2, vectorization_mode="sync"))
+    assert sync.can_reset_sub_envs is True and sync.max_episode_steps == 500

@@ -98,6 +98,27 @@ class GymnasiumVectorEnv(VectorEnv):
         self._pending_resets: Dict[int, Tuple[Any, dict]] = {}  # SAME_STEP reset obs
 
     # ----------------------------------------------------------------- public API
+    @property
+    def can_reset_sub_envs(self) -> bool:
+        """Whether `reset_at(i)` resets sub-env `i` alone at any time (the wrapped env
+        supports `options["reset_mask"]`, as gymnasium's Sync/AsyncVectorEnv do);
+        False for `vector_entry_point` envs, which reset a sub-env only inside
+        `step()` after its episode ended."""
+        return self._masked_reset
+
+    @property
+    def max_episode_steps(self) -> Optional[int]:
+        """The step limit after which the wrapped env truncates episodes itself (from
+        `gymnasium.make_vec(..., max_episode_steps=...)` or the registered spec), or
+        None if unknown."""
+        spec = getattr(self.env, "spec", None)
+        limit = (getattr(spec, "kwargs", None) or {}).get("max_episode_steps")
+        if limit is None:
+            limit = getattr(self.env.unwrapped, "max_episode_steps", None)
+        if limit is None:
+            limit = getattr(spec, "max_episode_steps", None)
+        return int(limit) if isinstance(limit, (int, np.integer)) and limit > 0 else None
+
     def vector_reset(
         self, *, seeds: Seeds = None, options: Optional[dict] = None
     ) -> Tuple[List[EnvObsType], List[EnvInfoDict]]:

@@ -15,7 +15,7 @@ resets a sub-env explicitly (`try_reset`).
 `RolloutMetrics` per finished episode.
 """
 
-from typing import Any, Dict, Iterator
+from typing import Any, Dict, Iterator, Optional
 
 import numpy as np
 import tree
@@ -25,6 +25,34 @@ from tfrl.evaluation.collectors import AgentCollector, postprocess_episode_chunk
 from tfrl.evaluation.runner_core import RunnerCore
 from tfrl.evaluation.sampling_ops import check_reward, now
 from tfrl.utils.spaces.space_utils import to_numpy_batch
+
+
+def hard_horizon_problem(base_env: Any, horizon: Any, soft_horizon: bool) -> Optional[str]:
+    """Why a hard `horizon` cannot work on `base_env` (None if it can, or may).
+
+    At the horizon the sampler truncates the episode and resets that sub-env alone
+    (RLlib's semantics); a vector env that cannot reset single sub-envs on demand can
+    only do so if its own step limit ends every episode first.
+    """
+    vector_env = getattr(base_env, "vector_env", None)
+    if not horizon or horizon == float("inf") or soft_horizon or getattr(
+            vector_env, "can_reset_sub_envs", True):
+        return None
+    limit = getattr(vector_env, "max_episode_steps", None)
+    if limit is not None and limit <= horizon:
+        return None  # the env truncates its episodes before the horizon
+    env_name = type(getattr(vector_env, "env", vector_env)).__name__
+    return (
+        f"horizon={horizon} (a hard horizon) truncates an episode after {horizon} steps and "
+        f"resets that sub-env alone, which {env_name} cannot do: it resets a sub-env only "
+        "inside step(), after its episode ended"
+        + ("" if limit is None else f" (its own limit is max_episode_steps={limit})")
+        + f". Let the env cut episodes: gymnasium.make_vec(env_id, num_envs, "
+        f"vectorization_mode='vector_entry_point', max_episode_steps={horizon}) truncates "
+        f"them after {horizon} steps as the horizon would; or use "
+        "vectorization_mode='sync' (its sub-envs reset one by one); or set soft_horizon=True "
+        "to end episodes at the horizon without resetting the env."
+    )
 
 
 class _EnvState:

@@ -20,7 +20,7 @@ import threading
 from typing import Any, Callable, Dict, List, Optional, Union
 
 from tfrl.env.base_env import BaseEnv
-from tfrl.evaluation.env_runner import EnvRunner
+from tfrl.evaluation.env_runner import EnvRunner, hard_horizon_problem
 from tfrl.evaluation.rollout_metrics import RolloutMetrics
 from tfrl.evaluation.sampling_ops import PerfStats
 from tfrl.evaluation.vector_env_runner import VectorEnvRunner, vector_path_problem
@@ -92,7 +92,10 @@ class SyncSampler(SamplerInput):
             from `worker`); ignored with a warning.
 
     Raises:
-        ValueError: For an unknown `count_steps_by` or a bad `rollout_fragment_length`.
+        ValueError: For an unknown `count_steps_by` or a bad `rollout_fragment_length`,
+            or a hard `horizon` on a vector env that cannot reset single sub-envs (a
+            gymnasium `vector_entry_point` env without a shorter `max_episode_steps`;
+            the message says what to use instead).
     """
 
     def __init__(self, *, worker: Any, env: Any, clip_rewards: Union[bool, float, None],
@@ -109,6 +112,9 @@ class SyncSampler(SamplerInput):
                          sample_collector_class=sample_collector_class)
         _check_settings(rollout_fragment_length, count_steps_by, horizon)
         self.base_env = BaseEnv.to_base_env(env)
+        problem = hard_horizon_problem(self.base_env, horizon, soft_horizon)
+        if problem:
+            raise ValueError(problem)
         self.rollout_fragment_length = rollout_fragment_length
         self.horizon = horizon
         self.extra_batches: "queue.Queue" = queue.Queue()
