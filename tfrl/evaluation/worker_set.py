@@ -9,7 +9,8 @@ dicts, put in the object store once per broadcast.
 Failures: a remote worker that is gone raises `WorkerCrashedError`. With
 `recreate_failed_workers=True` in the trainer config, `sample_all` recreates it under the
 same index, gives it the local worker's current weights, observation filters and global
-vars, and samples it again in the same call, so an iteration loses no batch.
+vars, and samples it again in the same call, so an iteration loses no batch (that part
+lives in `worker_set_failures`).
 Every wait has a timeout (`sample_timeout_s`, `worker_health_probe_timeout_s`,
 `worker_restore_timeout_s` in the trainer config; see `worker_set_config`).
 
@@ -26,23 +27,20 @@ Every wait has a timeout (`sample_timeout_s`, `worker_health_probe_timeout_s`,
 import concurrent.futures
 import functools
 import logging
-import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from tfrl.evaluation import worker_set_config as wsc
 from tfrl.evaluation import worker_set_state
-from tfrl.evaluation.worker_handle import (ThreadWorkerHandle, WorkerCrashedError,
-                                           WorkerHandle, get_results)
+from tfrl.evaluation.worker_handle import ThreadWorkerHandle, WorkerHandle, get_results
+from tfrl.evaluation.worker_set_failures import MAX_RECREATIONS_PER_CALL, WorkerFailures
 from tfrl.evaluation.worker_set_state import WorkerState
 
 logger = logging.getLogger(__name__)
 
-# How often one `sample_all` call recreates the same worker before giving up.
-MAX_RECREATIONS_PER_CALL = 2
 _STOP_GRACE_S = 5.0
 
 
-class WorkerSet:
+class WorkerSet(WorkerFailures):
     """A local `RolloutWorker` and `num_workers` remote ones.
 
     Args:
@@ -225,149 +223,10 @@ class WorkerSet:
         self._on_all(targets, lambda h, w: h.call("set_weights", w, global_vars=global_vars),
                      "set_weights", shared=weights)
 
-    def _on_all(self, handles: Sequence[WorkerHandle], send: Callable, what: str,
-                shared: Any = None) -> List[Any]:
-        """`send(handle, shared)` on every handle; the results in order.
-
-        A crashed worker raises, or, with `recreate_failed_workers`, is recreated (with
-        the current state) and left out of the results.
-        """
-        if not handles:
-            return []
-        value = type(handles[0]).share(shared) if shared is not None else None
-        futures = [send(h, value) for h in handles]  # A dead one fails its future.
-        concurrent.futures.wait(futures, timeout=self._setting("sample_timeout_s"))
-        results = []
-        for h, f in zip(handles, futures):
-            if not f.done():
-                raise TimeoutError(f"Worker {h.worker_index} did not finish {what}() within "
-                                   f"sample_timeout_s={self._setting('sample_timeout_s')} s.")
-            try:
-                results.append(f.result())
-            except WorkerCrashedError as e:
-                if not self._setting("recreate_failed_workers"):
-                    raise self._crash_error(h.worker_index, what, e) from e
-        if any(not h.is_alive() for h in handles) and self._setting("recreate_failed_workers"):
-            self.recreate_failed_workers()
-        return results
-
     def _current_state(self, exclude: Optional[WorkerHandle] = None) -> WorkerState:
         return worker_set_state.current_state(
             self._local_worker, [h for h in self._remote_workers if h is not exclude],
             self._global_vars, self._setting("worker_health_probe_timeout_s"))
-
-    # ----------------------------------------------------------------------------------
-    # Sampling and failures.
-
-    def sample_all(self, timeout_s: Optional[float] = None) -> List[Any]:
-        """One `sample()` per remote worker, in parallel (or the local worker's, if none).
-
-        Args:
-            timeout_s: Longest wait for the batches (default: `sample_timeout_s`); each
-                recreation adds `worker_restore_timeout_s`.
-
-        Returns:
-            The batches, in worker-index order.
-
-        Raises:
-            WorkerCrashedError: If a worker crashed and `recreate_failed_workers` is off
-                (or it crashed again after `MAX_RECREATIONS_PER_CALL` recreations).
-            TimeoutError: If batches are missing after the timeout.
-        """
-        if not self._remote_workers:
-            if self._local_worker is None:
-                raise ValueError("sample_all() on a WorkerSet without workers.")
-            return [self._local_worker.sample()]
-        recreate = self._setting("recreate_failed_workers")
-        timeout_s = self._setting("sample_timeout_s") if timeout_s is None else timeout_s
-        deadline = time.monotonic() + timeout_s
-        pending: Dict[concurrent.futures.Future, Tuple[int, List]] = {}
-        for pos, handle in enumerate(self._remote_workers):
-            state_futures = []
-            if not handle.is_alive() and recreate:
-                handle, state_futures = self._recreate(pos)
-                deadline += self._setting("worker_restore_timeout_s")
-            pending[handle.call("sample")] = (pos, state_futures)
-        results: Dict[int, Any] = {}
-        recreations: Dict[int, int] = {}
-        while pending:
-            done, _ = concurrent.futures.wait(
-                pending, timeout=max(0.0, deadline - time.monotonic()),
-                return_when=concurrent.futures.FIRST_COMPLETED)
-            if not done:
-                late = sorted(self._remote_workers[p].worker_index for p, _ in pending.values())
-                raise TimeoutError(f"Workers {late} returned no sample within timeout_s="
-                                   f"{timeout_s} s; raise sample_timeout_s if they are slow.")
-            for future in done:
-                pos, state_futures = pending.pop(future)
-                index = self._remote_workers[pos].worker_index
-                try:
-                    results[pos] = future.result()
-                    for f in state_futures:  # Ran before sample(); their callbacks may lag.
-                        f.result(timeout=self._setting("worker_health_probe_timeout_s"))
-                except WorkerCrashedError as e:
-                    if not recreate:
-                        raise self._crash_error(index, "sample", e) from e
-                    recreations[pos] = recreations.get(pos, 0) + 1
-                    if recreations[pos] > MAX_RECREATIONS_PER_CALL:
-                        raise WorkerCrashedError(
-                            index, f"it crashed again after {MAX_RECREATIONS_PER_CALL} "
-                            "recreations in one sample_all() call.") from e
-                    handle, state_futures = self._recreate(pos)
-                    deadline = max(deadline, time.monotonic()
-                                   + self._setting("worker_restore_timeout_s"))
-                    pending[handle.call("sample")] = (pos, state_futures)
-        return [results[pos] for pos in sorted(results)]
-
-    @staticmethod
-    def _crash_error(index: int, what: str, cause: WorkerCrashedError) -> WorkerCrashedError:
-        return WorkerCrashedError(
-            index, f"{cause.reason.rstrip('.')} (during {what}()). Set trainer_config["
-            "'recreate_failed_workers'] = True to recreate crashed workers (with the current "
-            "weights, filters and global vars) and carry on.")
-
-    def _recreate(self, pos: int) -> Tuple[WorkerHandle, List[concurrent.futures.Future]]:
-        """Replaces the worker at list position `pos` by a new one with the same index."""
-        old = self._remote_workers[pos]
-        old.kill()
-        logger.warning("Recreating remote worker %d, which crashed.", old.worker_index)
-        state = self._current_state(exclude=old)
-        new = self._make_remote(old.worker_index)
-        self._remote_workers[pos] = new
-        return new, worker_set_state.send_state(new, state)
-
-    def recreate_failed_workers(self) -> List[int]:
-        """Recreates every dead remote worker (same index, current state); their indices.
-
-        Waits at most `worker_restore_timeout_s` for them to start.
-        """
-        restored, futures = [], []
-        for pos, handle in enumerate(self._remote_workers):
-            if not handle.is_alive():
-                new, state_futures = self._recreate(pos)
-                restored.append(new.worker_index)
-                futures += state_futures + [new.ready()]
-        get_results(futures, self._setting("worker_restore_timeout_s"), "recreated workers")
-        return restored
-
-    def probe_unhealthy_workers(self) -> List[int]:
-        """Pings every remote worker; dead ones are recreated if `recreate_failed_workers`.
-
-        A worker that does not answer within `worker_health_probe_timeout_s` (e.g. busy
-        with a long call) is left alone; one whose handle reports a crash is marked dead.
-
-        Returns:
-            The indices of the workers that were recreated.
-        """
-        pings = [(h, h.ready()) for h in self._remote_workers if h.is_alive()]
-        concurrent.futures.wait([f for _, f in pings],
-                                timeout=self._setting("worker_health_probe_timeout_s"))
-        for handle, ping in pings:
-            if ping.done() and isinstance(ping.exception(), WorkerCrashedError):
-                handle.kill()
-        if self._setting("recreate_failed_workers"):
-            return self.recreate_failed_workers()
-        return []
 
     # ----------------------------------------------------------------------------------
     # Running functions everywhere.
