@@ -6,6 +6,7 @@ import gymnasium as gym
 import pytest
 
 from rollout_worker_helpers import CountingPolicy
+from test_fit_workers import EpisodeRecorder
 from toy_envs import CounterEnv
 from tfrl.algorithms.callbacks import DefaultCallbacks
 from tfrl.algorithms.fit_callbacks import Callback, HookRouter
@@ -82,18 +83,6 @@ def test_set_callbacks_rejects_other_objects():
         worker.stop()
 
 
-class RecordEpisodes(Callback):
-    def __init__(self):
-        super().__init__()
-        self.episodes, self.samples = [], []
-
-    def on_episode_end(self, episode, logs=None):
-        self.episodes.append(logs)
-
-    def on_sample_end(self, samples, logs=None):
-        self.samples.append(logs)
-
-
 class OneWorker:
     def __init__(self, worker):
         self.worker = worker
@@ -108,7 +97,7 @@ class OneWorker:
 @pytest.mark.parametrize("kind", ["vector", "generic"])
 def test_hook_router_counts_equal_the_episodes_and_uninstall_restores(kind):
     worker = make_worker(kind)
-    recorder = RecordEpisodes()
+    recorder = EpisodeRecorder()
     router = HookRouter([recorder])
     try:
         worker.sample()
