@@ -13,6 +13,10 @@ robot, a web service), it drives itself and asks a *policy server* for actions:
   In "local" mode the client computes actions with a copy of the policy (weights
   refreshed every `update_interval` s) and uploads its experiences.
 
+This example shows the worker-level pieces; examples/cartpole_server.py and
+examples/cartpole_client.py do the same with an Algorithm (PPO) configured with
+`offline_data(input_=...)`, as RLlib's serving examples do.
+
 By default both run here: the server in the main thread, the client (playing CartPole)
 in a background thread. Run them as two processes instead:
 

@@ -200,6 +200,17 @@ def test_input_reads_batches_from_the_reader(batch_mode, rows):
     assert worker.sample().count == rows
 
 
+def test_input_creator_may_return_none_for_a_worker_without_sampler():
+    # RLlib's cartpole_server pattern: only the workers that sample host a server.
+    worker = RolloutWorker(env_creator=lambda ctx: None, policy_spec=RandomPolicy,
+                           policy_config={"input": lambda ioctx: None,
+                                          "observation_space": OBS_SPACE,
+                                          "action_space": ACT_SPACE})
+    assert worker.input_reader is None
+    with pytest.raises(ValueError, match="has no input_reader"):
+        worker.sample()
+
+
 def test_algorithm_without_env_needs_another_input():
     from tfrl.algorithms.ppo import PPOConfig
 
