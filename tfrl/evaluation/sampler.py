@@ -243,11 +243,9 @@ class AsyncSampler(threading.Thread, SamplerInput):
                 raise item
             return item
 
-    def get_metrics(self) -> List[RolloutMetrics]:
-        return _drain_metrics(self.metrics_queue, self.perf_stats)
-
-    def get_extra_batches(self) -> List[Any]:
-        return _drain(self.extra_batches)
+    # The queues are the inner SyncSampler's (`metrics_queue`, `extra_batches`).
+    get_metrics = SyncSampler.get_metrics
+    get_extra_batches = SyncSampler.get_extra_batches
 
     def refresh_callbacks(self, callbacks: Any = None) -> None:
         self._sync.refresh_callbacks(callbacks)

@@ -19,7 +19,7 @@ from typing import Any, Dict, Optional
 from tfrl.algorithms.algorithm import Algorithm, metrics_reporting
 from tfrl.algorithms.algorithm_config import AlgorithmConfig
 from tfrl.algorithms.a2c.a2c_tf_policy import A2CTFPolicy
-from tfrl.algorithms.pg.pg import execution_plan as pg_execution_plan
+from tfrl.algorithms.pg.pg import concat_rollouts, execution_plan as pg_execution_plan
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,19 +53,16 @@ def execution_plan(workers: Any, config: Dict[str, Any]) -> Any:
     gradients of microbatches averaged into one update."""
     if not config["microbatch_size"]:
         return pg_execution_plan(workers, config)
-    from tfrl.execution.rollout_ops import ConcatBatches, ParallelRollouts
     from tfrl.execution.train_ops import ApplyGradients, AverageGradients, ComputeGradients
 
-    rollouts = ParallelRollouts(workers, mode="bulk_sync")
-    count_by = config["multiagent"].get("count_steps_by", "env_steps")
     num_microbatches = math.ceil(config["train_batch_size"] / config["microbatch_size"])
-    train_op = (rollouts.combine(ConcatBatches(min_batch_size=config["microbatch_size"],
-                                               count_steps_by=count_by))
+    train_op = (concat_rollouts(workers, config, config["microbatch_size"])
                 .for_each(ComputeGradients(workers))
                 .batch(num_microbatches)
                 .for_each(AverageGradients())
                 .for_each(ApplyGradients(workers)))
     return metrics_reporting(train_op, workers, config)
+
 
 class A2C(Algorithm):
     """Synchronous advantage actor-critic (see `A2CConfig`, `A2CTFPolicy`)."""

@@ -28,16 +28,22 @@ class PGConfig(AlgorithmConfig):
     batch_mode: str = "complete_episodes"
 
 
+def concat_rollouts(workers: Any, config: Dict[str, Any], min_batch_size: int) -> Any:
+    """Bulk-sync `ParallelRollouts` concatenated into batches of at least
+    `min_batch_size` steps (counted as `config["multiagent"]["count_steps_by"]`)."""
+    from tfrl.execution.rollout_ops import ConcatBatches, ParallelRollouts
+
+    return ParallelRollouts(workers, mode="bulk_sync").combine(ConcatBatches(
+        min_batch_size=min_batch_size,
+        count_steps_by=config["multiagent"].get("count_steps_by", "env_steps")))
+
+
 def execution_plan(workers: Any, config: Dict[str, Any]) -> Any:
     """PG's LocalIterator of result dicts."""
-    from tfrl.execution.rollout_ops import ConcatBatches, ParallelRollouts
     from tfrl.execution.train_ops import TrainOneStep
 
-    rollouts = ParallelRollouts(workers, mode="bulk_sync")
-    train_op = rollouts.combine(ConcatBatches(
-        min_batch_size=config["train_batch_size"],
-        count_steps_by=config["multiagent"].get("count_steps_by", "env_steps"),
-    )).for_each(TrainOneStep(workers))
+    train_op = concat_rollouts(workers, config, config["train_batch_size"]).for_each(
+        TrainOneStep(workers))
     return metrics_reporting(train_op, workers, config)
 
 
