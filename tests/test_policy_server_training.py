@@ -90,6 +90,11 @@ def test_episodes_arrive_as_rollout_metrics(mode):
     finally:
         worker.stop()
     assert server._stop_event.is_set()  # worker.stop() stopped the server (port released)
+    queued = server.samples_queue.qsize()
+    for _ in range(queued):  # batches still queued are handed out, then:
+        server.next()
+    with pytest.raises(RuntimeError, match="The policy server was stopped"):
+        server.next()
 
 
 def test_collect_metrics_through_the_worker():
@@ -246,15 +251,26 @@ class _CartPoleClient(threading.Thread):
                 self.error = e
 
 
+class _UntilDeadline(InputReader):
+    def __init__(self, reader, deadline):
+        self.reader, self.deadline = reader, deadline
+
+    def next(self):
+        if time.monotonic() > self.deadline:
+            raise TimeoutError("no train batch from the client before the test's deadline")
+        return self.reader.next()
+
+
 @pytest.mark.slow
 def test_ppo_trains_from_a_policy_server():
     from tfrl.algorithms.ppo import PPOConfig
 
     servers = []
+    deadline = time.monotonic() + 300  # train() must not wait forever if the client dies
 
     def make_server(ioctx):
         servers.append(PolicyServerInput(ioctx, HOST, 0, idle_timeout=0.5))
-        return servers[-1]
+        return _UntilDeadline(servers[-1], deadline)
 
     env = gym.make("CartPole-v1")
     config = (PPOConfig()

@@ -131,8 +131,20 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
         logger.info("Started a policy server at %s:%d", *self.server_address[:2])
 
     def next(self) -> Any:
-        """Returns the next batch of experiences (blocks at most ~`idle_timeout` s)."""
-        return self.samples_queue.get()
+        """Returns the next batch of experiences (blocks at most ~`idle_timeout` s; an
+        empty SampleBatch when nothing arrived).
+
+        Raises:
+            RuntimeError: If the server was stopped and every batch was read.
+        """
+        while True:
+            try:
+                return self.samples_queue.get(timeout=self.idle_timeout)
+            except queue.Empty:
+                if self._stop_event.is_set():
+                    raise RuntimeError("The policy server was stopped: no more experiences "
+                                       "will arrive from its clients.") from None
+                return SampleBatch()
 
     def get_metrics(self) -> list:
         """Returns (and removes) the `RolloutMetrics` of the client episodes finished since
