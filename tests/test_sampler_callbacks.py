@@ -100,6 +100,19 @@ def test_soft_horizon_episode_flags_in_callbacks(path):
     env = env if path == "vector" else DictOnlyBaseEnv(env)
     sampler = make_sampler(counter_worker(callbacks=callbacks), env, horizon=3,
                            soft_horizon=True, rollout_fragment_length=5)
+    batch = sampler.next()
+    # RLlib: a soft-horizon cut ends the logical episode (on_episode_end) and the same
+    # Episode goes on after soft_reset(); on_episode_start fires only for a (re)set env.
+    assert callbacks.events == [("start", 0, False), ("end", 3, True, False),
+                                ("end", 2, False, True)]
+    assert len(set(batch["eps_id"].tolist())) == 2  # two logical episodes in the batch
+
+
+def test_a_hard_horizon_starts_a_new_episode_with_on_episode_start():
+    callbacks = HorizonRecorder()
+    sampler = make_sampler(counter_worker(callbacks=callbacks), counter_vector_env(1, lengths=[10]),
+                           horizon=3, rollout_fragment_length=7)
     sampler.next()
     assert callbacks.events == [("start", 0, False), ("end", 3, True, False),
-                                ("start", 0, False), ("end", 2, False, True)]
+                                ("start", 0, False), ("end", 3, True, False),
+                                ("start", 0, False)]

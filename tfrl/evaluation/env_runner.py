@@ -227,8 +227,7 @@ class EnvRunner(RunnerCore):
             for agent_id, coll in state.collectors.items():
                 coll.t, coll.last_action, coll.last_reward = 0, None, 0.0
                 episode._set_last_done(agent_id, False, False)
-            self.episode_started(episode, env_id)
-            return
+            return  # (no on_episode_start: the same Episode goes on, as in RLlib)
         del self._active[env_id]
         for pid in list(to_eval):
             to_eval[pid] = [item for item in to_eval[pid] if item[0] != env_id]

@@ -35,7 +35,10 @@ class RunnerCore:
         multiple_episodes_in_batch: Truncate mode (pack episodes, cut fragments) if
             True; else complete mode (one batch per finished episode).
         horizon: Steps after which an episode is cut (truncated) and its sub-env reset.
-        soft_horizon: At the horizon, end the episode logically without a reset.
+        soft_horizon: At the horizon, end the episode logically without a reset:
+            `on_episode_end` fires, then the same `Episode` continues after
+            `Episode.soft_reset()` without another `on_episode_start` (RLlib's sampler
+            starts episodes only for new or reset sub-envs).
         no_done_at_end: Record terminated/truncated False at episode ends.
         clip_rewards: True (sign), a number (clip) or False/None.
         normalize_actions: Unsquash Box actions into the bounds.

@@ -83,7 +83,8 @@ class SyncSampler(SamplerInput):
         normalize_actions: Unsquash Box actions from [-1, 1] into the bounds.
         clip_actions: Clip Box actions to the bounds.
         soft_horizon: At the horizon, end the episode (bootstrapping as if truncated)
-            without resetting the env.
+            without resetting the env; `on_episode_end` fires, and the same Episode
+            continues (soft-reset) without another `on_episode_start`, as in RLlib.
         no_done_at_end: Record terminated=truncated=False at episode ends.
         observation_fn: `(agent_obs, worker, base_env, policies, episode) -> agent_obs`.
         sample_collector_class: Not supported (ignored with a warning).

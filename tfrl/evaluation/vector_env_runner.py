@@ -326,8 +326,7 @@ class VectorEnvRunner(VectorChunks, RunnerCore):
         if soft:
             episode.soft_reset()
             episode._set_last_done(_AGENT, False, False)
-            self._restart(i)
-            self.episode_started(episode, i)
+            self._restart(i)  # (no on_episode_start: the same Episode goes on, as in RLlib)
 
     def _cut(self, k: int) -> None:
         """Ends the fragment after sub-env `k`'s transition of the current slot."""
