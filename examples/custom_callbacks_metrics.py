@@ -17,13 +17,11 @@ Custom metrics arrive summarized as `result["custom_metrics"]["pole_angle_mean"]
     python examples/custom_callbacks_metrics.py --smoke    # 2 tiny ones (or TFRL_EXAMPLE_SMOKE=1)
 """
 
-import argparse
-import os
-
 import numpy as np
 
 from tfrl.algorithms.callbacks import DefaultCallbacks
 from tfrl.algorithms.ppo import PPOConfig
+from tfrl.utils.progress import script_parser, train_until
 
 
 class PoleAngleCallbacks(DefaultCallbacks):
@@ -60,43 +58,36 @@ class PoleAngleCallbacks(DefaultCallbacks):
         result["sampled_batches"] = algorithm.workers.local_worker().callbacks.num_samples
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--smoke", action="store_true",
-                        default=bool(os.environ.get("TFRL_EXAMPLE_SMOKE")),
-                        help="tiny budget (2 iterations) for CI")
-    args = parser.parse_args()
+def main() -> None:
+    args = script_parser(__doc__, "2 iterations").parse_args()
     iterations = 2 if args.smoke else 10
 
     config = (PPOConfig()
+              .callbacks(PoleAngleCallbacks)  # the class: each worker makes its own instance
               .environment("CartPole-v1")
               .rollouts(num_rollout_workers=0, num_envs_per_worker=2,
                         rollout_fragment_length=64 if args.smoke else 256)
               .training(train_batch_size=128 if args.smoke else 512, sgd_minibatch_size=64,
                         num_sgd_iter=2 if args.smoke else 10, lr=1e-3, kl_coeff=0.0,
                         model={"fcnet_hiddens": [32, 32]})
-              .callbacks(PoleAngleCallbacks)  # the class: each worker makes its own instance
               .debugging(seed=0))
     algo = config.build()
     try:
-        for _ in range(iterations):
-            result = algo.train()
-            custom = result["custom_metrics"]
-            learner = result["info"]["learner"]["default_policy"]["custom_metrics"]
-            print(f"iter {result['training_iteration']:3d}  "
-                  f"reward {result['episode_reward_mean']:7.2f}  "
-                  f"pole_angle_mean {custom.get('pole_angle_mean', float('nan')):.4f}  "
-                  f"pole_angle_max {custom.get('pole_angle_max', float('nan')):.4f}  "
-                  f"mean_reward_in_batch {learner.get('mean_reward_in_batch', float('nan')):.2f}  "
-                  f"sampled_batches {result['sampled_batches']}", flush=True)
+        # One line per iteration: iteration, steps, mean return, then these result keys
+        # ("a/b" reads result["a"]["b"]).
+        result = train_until(algo, {"training_iteration": iterations}, extra={
+            "pole_angle_mean": ("custom_metrics/pole_angle_mean", ".4f"),
+            "pole_angle_max": ("custom_metrics/pole_angle_max", ".4f"),
+            "mean_reward_in_batch": (
+                "info/learner/default_policy/custom_metrics/mean_reward_in_batch", ".2f"),
+            "sampled_batches": "sampled_batches"})
         angles = result["hist_stats"].get("pole_angles", [])
         print(f"done: custom_metrics keys {sorted(result['custom_metrics'])}, "
               f"{len(angles)} pole angles in hist_stats['pole_angles'], "
               f"sampled_batches {result['sampled_batches']}")
     finally:
         algo.stop()
-    return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

@@ -15,8 +15,6 @@ for a Discrete action space) and the critic's value estimates.
     python examples/custom_keras_model.py --smoke    # a few seconds (also TFRL_EXAMPLE_SMOKE=1)
 """
 
-import argparse
-import os
 import time
 
 import keras
@@ -24,6 +22,7 @@ import tensorflow as tf
 
 from tfrl.algorithms.ppo import PPOConfig
 from tfrl.models.catalog import ModelCatalog
+from tfrl.utils.progress import script_parser, train_until
 
 
 class TwoTowerModel(keras.Model):
@@ -47,11 +46,8 @@ class TwoTowerModel(keras.Model):
         return logits, value
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--smoke", action="store_true",
-                        default=bool(os.environ.get("TFRL_EXAMPLE_SMOKE")),
-                        help="tiny budget (2 iterations) for CI")
+def main() -> None:
+    parser = script_parser(__doc__, "2 iterations")
     parser.add_argument("--target", type=float, default=300.0,
                         help="stop at this mean return (CartPole-v1 is solved at 475)")
     args = parser.parse_args()
@@ -83,15 +79,10 @@ def main() -> int:
           f"{sum(int(tf.size(v)) for v in model.trainable_variables)} trainable parameters")
 
     start = time.time()
-    result = {}
     try:
-        for _ in range(iterations):
-            result = algo.train()
-            print(f"iter {result['training_iteration']:3d}  "
-                  f"steps {result['timesteps_total']:6d}  "
-                  f"reward {result['episode_reward_mean']:7.2f}", flush=True)
-            if result["episode_reward_mean"] >= args.target:
-                break
+        # Train (one progress line per iteration) until either criterion is met.
+        result = train_until(algo, {"training_iteration": iterations,
+                                    "episode_reward_mean": args.target})
         action = algo.compute_single_action([0.0, 0.1, 0.02, -0.1], explore=False)
         print(f"done: {result['training_iteration']} iterations, "
               f"{result['timesteps_total']} steps, "
@@ -99,8 +90,7 @@ def main() -> int:
               f"greedy action for a sample obs: {action}, {time.time() - start:.1f} s")
     finally:
         algo.stop()
-    return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

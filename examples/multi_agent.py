@@ -10,15 +10,13 @@ reported per policy in `result["policy_reward_mean"]`.
     python examples/multi_agent.py --smoke    # 2 tiny iterations (also TFRL_EXAMPLE_SMOKE=1)
 """
 
-import argparse
-import os
-
 import numpy as np
 
 from tfrl.algorithms.ppo import PPOConfig
 from tfrl.env.multi_agent_env import make_multi_agent
 from tfrl.env.registry import register_env
 from tfrl.policy.policy import PolicySpec
+from tfrl.utils.progress import script_parser, train_until
 
 
 def policy_mapping_fn(agent_id, episode, worker=None, **kwargs):
@@ -26,12 +24,8 @@ def policy_mapping_fn(agent_id, episode, worker=None, **kwargs):
     return "learner" if agent_id == 0 else "frozen"
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--smoke", action="store_true",
-                        default=bool(os.environ.get("TFRL_EXAMPLE_SMOKE")),
-                        help="tiny budget (2 iterations) for CI")
-    args = parser.parse_args()
+def main() -> None:
+    args = script_parser(__doc__, "2 iterations").parse_args()
     iterations = 2 if args.smoke else 30
 
     # A multi-agent env class made from a gymnasium id; env_config["num_agents"] copies.
@@ -60,21 +54,17 @@ def main() -> int:
         return any(not np.array_equal(b, a) for b, a in zip(before, after))
 
     try:
-        for _ in range(iterations):
-            result = algo.train()
-            rewards = result["policy_reward_mean"]
-            print(f"iter {result['training_iteration']:3d}  "
-                  f"steps {result['timesteps_total']:6d}  "
-                  f"learner reward {rewards.get('learner', float('nan')):7.2f}  "
-                  f"frozen reward {rewards.get('frozen', float('nan')):7.2f}", flush=True)
+        # "reward" is the mean episode return summed over the agents; then per policy.
+        result = train_until(algo, {"training_iteration": iterations}, extra={
+            "learner reward": ("policy_reward_mean/learner", "7.2f"),
+            "frozen reward": ("policy_reward_mean/frozen", "7.2f")})
         trained = sorted(result["info"]["learner"])
         print(f"done: trained policies {trained}, "
               f"learner weights changed: {changed(learner_before, 'learner')}, "
               f"frozen weights changed: {changed(frozen_before, 'frozen')}")
     finally:
         algo.stop()
-    return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

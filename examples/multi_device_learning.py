@@ -14,9 +14,6 @@ On a machine with two GPUs, drop `_fake_gpus` and the logical-device setup.
     python examples/multi_device_learning.py --smoke    # 1 tiny one (or TFRL_EXAMPLE_SMOKE=1)
 """
 
-import argparse
-import os
-
 import numpy as np
 import tensorflow as tf
 
@@ -28,18 +25,15 @@ tf.config.set_logical_device_configuration(
 
 from tfrl.algorithms.ppo import PPOConfig  # noqa: E402
 from tfrl.algorithms.ppo.ppo_tf_policy import PPOTFPolicy  # noqa: E402
+from tfrl.utils.progress import script_parser, train_until  # noqa: E402
 
 
 def max_weight_difference(a, b) -> float:
     return max(float(np.max(np.abs(x - y))) for x, y in zip(a, b))
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--smoke", action="store_true",
-                        default=bool(os.environ.get("TFRL_EXAMPLE_SMOKE")),
-                        help="tiny budget (1 iteration) for CI")
-    args = parser.parse_args()
+def main() -> None:
+    args = script_parser(__doc__, "1 iteration").parse_args()
     iterations = 1 if args.smoke else 10
 
     config = (PPOConfig()
@@ -76,20 +70,14 @@ def main() -> int:
     print(f"one update, 1 device vs {NUM_DEVICES} replicas: max weight difference {diff:.2e}")
 
     try:
-        for _ in range(iterations):
-            result = algo.train()
-            stats = result["info"]["learner"]["default_policy"]["learner_stats"]
-            print(f"iter {result['training_iteration']:3d}  "
-                  f"steps {result['timesteps_total']:6d}  "
-                  f"reward {result['episode_reward_mean']:7.2f}  "
-                  f"total_loss {stats['total_loss']:8.3f}", flush=True)
+        result = train_until(algo, {"training_iteration": iterations}, extra={
+            "total_loss": ("info/learner/default_policy/learner_stats/total_loss", "8.3f")})
         print(f"done: {result['training_iteration']} iterations on "
               f"{strategy.num_replicas_in_sync} replicas, "
               f"single-vs-mirrored max weight difference {diff:.2e}")
     finally:
         algo.stop()
-    return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

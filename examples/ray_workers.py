@@ -13,16 +13,14 @@ the algorithm: tfrl uses a Ray runtime that is already initialized as is.
     python examples/ray_workers.py --smoke    # 1 tiny one (or TFRL_EXAMPLE_SMOKE=1)
 """
 
-import argparse
 import os
 import time
 
+from tfrl.utils.progress import script_parser, train_until
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--smoke", action="store_true",
-                        default=bool(os.environ.get("TFRL_EXAMPLE_SMOKE")),
-                        help="tiny budget (1 iteration) for CI")
+
+def main() -> None:
+    parser = script_parser(__doc__, "1 iteration")
     parser.add_argument("--num_cpus", type=int, default=2, help="CPUs of the local Ray runtime")
     args = parser.parse_args()
     iterations = 1 if args.smoke else 10
@@ -32,7 +30,7 @@ def main() -> int:
     except ImportError:
         print("SKIPPED: Ray is not installed; install it with pip install 'tfrl[ray]' "
               "to run rollout workers as Ray actors.")
-        return 0
+        return
 
     from tfrl.algorithms.ppo import PPOConfig
 
@@ -55,12 +53,8 @@ def main() -> int:
         pids = algo.workers.foreach_worker(lambda worker: os.getpid())
         print(f"workers up in {time.time() - start:.1f} s: driver pid {pids[0]}, "
               f"remote worker pids {pids[1:]}", flush=True)
-        for _ in range(iterations):
-            result = algo.train()
-            print(f"iter {result['training_iteration']:3d}  "
-                  f"steps {result['timesteps_total']:6d}  "
-                  f"reward {result['episode_reward_mean']:7.2f}  "
-                  f"healthy workers {result['num_healthy_workers']}", flush=True)
+        result = train_until(algo, {"training_iteration": iterations},
+                             extra={"healthy workers": "num_healthy_workers"})
         # The remote workers act with the weights the local worker just learned.
         weights = algo.workers.foreach_worker(
             lambda worker: worker.get_policy().get_weights()[0].sum())
@@ -70,8 +64,7 @@ def main() -> int:
     finally:
         algo.stop()
         ray.shutdown()
-    return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

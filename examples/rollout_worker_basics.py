@@ -19,23 +19,17 @@ This is what `PPO.train()` does for you (plus bookkeeping); see
     python examples/rollout_worker_basics.py --smoke  # 2 tiny iterations (or TFRL_EXAMPLE_SMOKE=1)
 """
 
-import argparse
-import os
-
 import gymnasium as gym
 
 from tfrl.algorithms.ppo.ppo_tf_policy import PPOTFPolicy
 from tfrl.evaluation.metrics import summarize_episodes
 from tfrl.evaluation.rollout_worker import RolloutWorker
 from tfrl.policy.sample_batch import concat_samples
+from tfrl.utils.progress import script_parser
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--smoke", action="store_true",
-                        default=bool(os.environ.get("TFRL_EXAMPLE_SMOKE")),
-                        help="tiny budget (2 iterations) for CI")
-    args = parser.parse_args()
+def main() -> None:
+    args = script_parser(__doc__, "2 iterations").parse_args()
     iterations = 2 if args.smoke else 25
 
     policy_config = {  # PPOTFPolicy's config keys (unset ones keep their defaults)
@@ -91,8 +85,7 @@ def main() -> int:
           f"value estimate {float(extra['vf_preds'][0]):.3f} for a reset observation")
     for worker in samplers:
         worker.stop()
-    return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

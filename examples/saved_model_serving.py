@@ -15,7 +15,6 @@ Run:
     python examples/saved_model_serving.py --export_dir /tmp/cartpole_policy
 """
 
-import argparse
 import os
 import tempfile
 
@@ -24,6 +23,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfrl.algorithms.ppo import PPOConfig
+from tfrl.utils.progress import script_parser, train_until
 
 
 def train_and_export(export_dir: str, iterations: int, smoke: bool):
@@ -40,10 +40,7 @@ def train_and_export(export_dir: str, iterations: int, smoke: bool):
               .debugging(seed=0))
     algo = config.build()
     try:
-        for _ in range(iterations):
-            result = algo.train()
-            print(f"iter {result['training_iteration']:3d}  "
-                  f"reward {result['episode_reward_mean']:7.2f}", flush=True)
+        train_until(algo, {"training_iteration": iterations})
         algo.export_policy_model(export_dir)  # policy_id="default_policy"
         # For the comparison below: the trained algorithm's own greedy actions.
         obs = np.random.default_rng(0).uniform(-1, 1, size=(8, 4)).astype(np.float32)
@@ -79,11 +76,8 @@ def serve(export_dir: str, probe_obs: np.ndarray, expected: np.ndarray) -> None:
           f"value of a probe observation {float(value[0]):.3f}")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--smoke", action="store_true",
-                        default=bool(os.environ.get("TFRL_EXAMPLE_SMOKE")),
-                        help="tiny budget (1 iteration) for CI")
+def main() -> None:
+    parser = script_parser(__doc__, "1 iteration")
     parser.add_argument("--export_dir", default=None,
                         help="where to write the SavedModel (default: a temporary directory)")
     args = parser.parse_args()
@@ -92,8 +86,7 @@ def main() -> int:
         probe_obs, expected = train_and_export(export_dir, 1 if args.smoke else 40, args.smoke)
         print(f"exported SavedModel to {export_dir}: {sorted(os.listdir(export_dir))}")
         serve(export_dir, probe_obs, expected)
-    return 0
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    main()

@@ -92,8 +92,9 @@ def test_custom_keras_model(quick_runs):
 
 def test_multi_agent(quick_runs):
     out = output_of(quick_runs, "test_multi_agent")
-    rows = re.findall(r"^iter +(\d+) +steps +(\d+) +learner reward +(\S+) +frozen reward +(\S+)$",
-                      out, re.M)
+    # "reward" (summed over the agents), then the mean return of each policy.
+    rows = re.findall(r"^iter +(\d+) +steps +(\d+) +reward +\S+ +learner reward +(\S+) "
+                      r"+frozen reward +(\S+)$", out, re.M)
     assert [(int(i), int(s)) for i, s, _, _ in rows] == [(1, 128), (2, 256)]
     assert all(float(r) > 0 for _, _, a, b in rows for r in (a, b))  # both policies act
     line(out, r"^done: trained policies \['learner'\], learner weights changed: True, "
