@@ -11,7 +11,10 @@ from the episodes they report.
 
     python examples/cartpole_server.py --port 9900          # in one shell
     python examples/cartpole_client.py --port 9900           # in another (or several)
-    python examples/cartpole_client.py --port 9900 --inference-mode local
+    python examples/cartpole_client.py --port 9900 --inference-mode remote
+
+    python examples/cartpole_server.py --port 9900 --num-workers 2   # serves 9900 and 9901
+    python examples/cartpole_client.py --port 9901                   # (and one on 9900)
 
 One line per iteration: `iter N  timesteps T  reward R  episodes E  loss L` (R is the
 mean return of the last 100 client episodes). Stops at `--stop-reward` (mean return),
@@ -23,6 +26,7 @@ import argparse
 import glob
 import math
 import os
+import threading
 import time
 
 import gymnasium as gym
@@ -30,14 +34,23 @@ import gymnasium as gym
 from tfrl.algorithms.ppo import PPOConfig
 from tfrl.env.policy_server_input import PolicyServerInput
 
+_PRINT_LOCK = threading.Lock()  # rollout worker threads start their servers concurrently
 
-def make_config(address: str, port: int, seed: int = 0) -> PPOConfig:
-    """PPO for CartPole whose experiences come from a policy server at address:port."""
+
+def make_config(address: str, port: int, seed: int = 0, num_workers: int = 0) -> PPOConfig:
+    """PPO for CartPole whose experiences come from a policy server at address:port.
+
+    With `num_workers` > 0, each rollout worker `i` (a thread here) serves at
+    `port + i - 1` and the local worker, which only learns, has no input.
+    """
 
     def policy_server(ioctx):
-        server = PolicyServerInput(ioctx, address, port, idle_timeout=1.0)
-        # port 0: the OS picked a free port; clients need to know it.
-        print(f"policy server listening on {address}:{server.server_port}", flush=True)
+        if ioctx.worker_index == 0 and num_workers > 0:
+            return None  # the learner: its remote workers receive the experiences
+        worker_port = port + max(ioctx.worker_index - 1, 0) if port else 0
+        server = PolicyServerInput(ioctx, address, worker_port, idle_timeout=1.0)
+        with _PRINT_LOCK:  # port 0: the OS picked a free port; clients need to know it.
+            print(f"policy server listening on {address}:{server.server_port}", flush=True)
         return server
 
     env = gym.make("CartPole-v1")  # only for its spaces: the clients run the simulation
@@ -45,7 +58,8 @@ def make_config(address: str, port: int, seed: int = 0) -> PPOConfig:
             .environment(None, observation_space=env.observation_space,
                          action_space=env.action_space)
             .offline_data(input_=policy_server)
-            .rollouts(num_rollout_workers=0, rollout_fragment_length=64)
+            .rollouts(num_rollout_workers=num_workers, remote_backend="thread",
+                      rollout_fragment_length=64 // max(num_workers, 1))
             .training(train_batch_size=256, sgd_minibatch_size=128, num_sgd_iter=10,
                       gamma=0.98, lambda_=0.8, clip_param=0.2, vf_clip_param=1e6,
                       vf_loss_coeff=0.5, entropy_coeff=0.0, kl_coeff=0.0, grad_clip=0.5,
@@ -73,10 +87,12 @@ def main() -> int:
     parser.add_argument("--stop-iters", type=int, default=10_000)
     parser.add_argument("--checkpoint-dir", default="",
                         help="resume from the newest checkpoint here; save one at the end")
+    parser.add_argument("--num-workers", type=int, default=0,
+                        help="rollout workers (threads), worker i serving at port + i - 1")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
 
-    algo = make_config(args.address, args.port, args.seed).build()
+    algo = make_config(args.address, args.port, args.seed, args.num_workers).build()
     start = time.time()
     try:
         if args.checkpoint_dir and latest_checkpoint(args.checkpoint_dir):

@@ -18,10 +18,22 @@ TIMEOUT_S = 300  # per process; generous for a loaded shared machine
 STEPS = 600
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_ports(n):
+    """`n` consecutive ports that are free right now."""
+    for _ in range(50):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            base = s.getsockname()[1]
+        if base + n > 65535:
+            continue
+        try:
+            for port in range(base, base + n):
+                with socket.socket() as s:
+                    s.bind(("127.0.0.1", port))
+            return base
+        except OSError:
+            continue
+    raise RuntimeError(f"no {n} consecutive free ports found")
 
 
 def example(script, *args):
@@ -45,23 +57,28 @@ def finish(proc, name):
     return out, err
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("mode", ["remote", "local"])
-def test_cartpole_server_and_client(mode):
-    port = free_port()
+def run_pair(mode, num_workers=0):
+    """Runs the server and one client per server port; returns their outputs."""
+    port = free_ports(max(num_workers, 1))
     server = example("cartpole_server.py", "--port", str(port), "--stop-timesteps",
-                     str(STEPS), "--stop-reward", "1e9")
-    client = example("cartpole_client.py", "--port", str(port), "--inference-mode", mode,
-                     "--connect-timeout", "240", "--print-every", "5")
+                     str(STEPS), "--stop-reward", "1e9", "--num-workers", str(num_workers))
+    clients = [example("cartpole_client.py", "--port", str(port + i), "--inference-mode", mode,
+                       "--connect-timeout", "240", "--print-every", "5", "--seed", str(100 * i))
+               for i in range(max(num_workers, 1))]
     try:
         out, _ = finish(server, "cartpole_server.py")
-        client_out, _ = finish(client, "cartpole_client.py")
+        client_outs = [finish(c, "cartpole_client.py")[0] for c in clients]
     finally:
-        for proc in (server, client):
+        for proc in (server, *clients):
             if proc.poll() is None:
                 proc.kill()
                 proc.wait(30)
-    assert f"policy server listening on 127.0.0.1:{port}" in out.splitlines()
+    return port, out, client_outs
+
+
+def check_server_output(out, ports):
+    for port in ports:
+        assert f"policy server listening on 127.0.0.1:{port}" in out.splitlines(), out
     iters = [re.fullmatch(r"iter (\d+)  timesteps (\d+)  reward (nan|\d+\.\d\d)  episodes "
                           r"(\d+)  loss (-?\d+\.\d+)", line) for line in out.splitlines()
              if line.startswith("iter ")]
@@ -76,6 +93,25 @@ def test_cartpole_server_and_client(mode):
     match = re.search(r"^done: budget spent after (\d+) timesteps; mean return (\d+\.\d\d)",
                       out, re.M)
     assert match and int(match.group(1)) == steps[-1], out
-    assert f"client: connected to 127.0.0.1:{port} (inference_mode={mode})" in client_out
-    assert re.search(r"^episode 5  return \d+  mean\(last 20\) \d+\.\d$", client_out, re.M)
-    assert "client: the policy server is gone after" in client_out
+
+
+def check_client_output(out, port, mode):
+    assert f"client: connected to 127.0.0.1:{port} (inference_mode={mode})" in out
+    assert re.search(r"^episode 5  return \d+  mean\(last 20\) \d+\.\d$", out, re.M), out
+    assert "client: the policy server is gone after" in out
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["remote", "local"])
+def test_cartpole_server_and_client(mode):
+    port, out, (client_out,) = run_pair(mode)
+    check_server_output(out, [port])
+    check_client_output(client_out, port, mode)
+
+
+@pytest.mark.slow
+def test_cartpole_server_with_two_workers_and_two_clients():
+    port, out, client_outs = run_pair("local", num_workers=2)
+    check_server_output(out, [port, port + 1])
+    for i, client_out in enumerate(client_outs):
+        check_client_output(client_out, port + i, "local")
