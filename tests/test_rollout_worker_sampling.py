@@ -147,11 +147,12 @@ def test_remote_worker_envs_sample_in_subprocesses():
     from tfrl.env.remote_vector_env import RemoteVectorEnv
 
     w = counter_worker(env_creator=_remote_counter_env, num_envs=2, remote_worker_envs=True,
-                       remote_env_batch_wait_ms=10, rollout_fragment_length=3)
+                       remote_env_batch_wait_ms=0, rollout_fragment_length=3)
     try:
         assert isinstance(w.async_env, RemoteVectorEnv)
         batch = w.sample()
         assert batch.count == 6 and batch["obs"].shape == (6, 3)
+        assert set(batch["env_id"].tolist()) == {0, 1}  # both sub-envs contribute
     finally:
         w.stop()
 
