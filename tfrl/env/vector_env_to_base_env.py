@@ -30,15 +30,10 @@ import numpy as np
 from gymnasium.vector.utils import concatenate, create_empty_array
 
 from tfrl.env.base_env import _DUMMY_AGENT_ID, ASYNC_RESET_RETURN, BaseEnv
-from tfrl.env.vector_transitions import (
-    _NO_TRANSITIONS,
-    SIMPLE_SPACES,
-    VectorPoll,
-    _leading_size,
-    _Transitions,
-    single_agent_poll_dicts,
-)
+from tfrl.env.vector_transitions import (_NO_TRANSITIONS, SIMPLE_SPACES, VectorPoll,
+                                         _leading_size, _Transitions, single_agent_poll_dicts)
 from tfrl.utils.typing import EnvID, MultiEnvDict
+
 
 class _VectorEnvToBaseEnv(BaseEnv):
     """A `VectorEnv` as a BaseEnv: env ids `0..num_envs-1`, agent id `"agent0"`.
