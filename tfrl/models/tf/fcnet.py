@@ -1,6 +1,7 @@
 """The fully connected model for flat (or flattened) observations."""
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from tfrl.models.tf.tf_model import PolicyHead, TFModel, apply, dense_stack, to_float, value_head
@@ -34,6 +35,23 @@ class FullyConnectedNetwork(TFModel):
             [] if self.vf_share_layers else dense_stack(hiddens, activation, "fc_value", *init)
         )
         self.value_out = value_head()
+
+    def build(self, input_shape):
+        # The layers' shapes follow from the observation shape: build them directly, in
+        # `call`'s order (so a seed gives the same weights), rather than letting Keras
+        # trace `call` symbolically to find them (~0.25 s of start-up).
+        shape = (None, int(np.prod(input_shape[1:])))
+        for layer in self.hidden_layers:
+            layer.build(shape)
+            shape = (None, layer.units)
+        self.policy_head.build(shape)
+        value_shape = shape
+        if not self.vf_share_layers:
+            value_shape = (None, int(np.prod(input_shape[1:])))
+            for layer in self.value_layers:
+                layer.build(value_shape)
+                value_shape = (None, layer.units)
+        self.value_out.build(value_shape)
 
     def call(self, obs, training=False):
         x = self.flatten(to_float(obs))  # [B, obs_dim]

@@ -135,6 +135,9 @@ class PolicyHead(keras.layers.Layer):
         if free_log_std:
             self.log_std = self.add_weight(shape=(n,), initializer="zeros", name="log_std")
 
+    def build(self, input_shape):
+        self.dense.build(input_shape)
+
     def call(self, features):
         out = self.dense(features)  # [..., n]
         if not self.free_log_std:
