@@ -40,18 +40,11 @@ class FullyConnectedNetwork(TFModel):
         # The layers' shapes follow from the observation shape: build them directly, in
         # `call`'s order (so a seed gives the same weights), rather than letting Keras
         # trace `call` symbolically to find them (~0.25 s of start-up).
-        shape = (None, int(np.prod(input_shape[1:])))
-        for layer in self.hidden_layers:
-            layer.build(shape)
-            shape = (None, layer.units)
+        flat = (None, int(np.prod(input_shape[1:])))
+        shape = _build_stack(self.hidden_layers, flat)
         self.policy_head.build(shape)
-        value_shape = shape
-        if not self.vf_share_layers:
-            value_shape = (None, int(np.prod(input_shape[1:])))
-            for layer in self.value_layers:
-                layer.build(value_shape)
-                value_shape = (None, layer.units)
-        self.value_out.build(value_shape)
+        self.value_out.build(shape if self.vf_share_layers
+                             else _build_stack(self.value_layers, flat))
 
     def call(self, obs, training=False):
         x = self.flatten(to_float(obs))  # [B, obs_dim]
@@ -60,3 +53,11 @@ class FullyConnectedNetwork(TFModel):
         value_features = features if self.vf_share_layers else apply(self.value_layers, x)
         value = tf.squeeze(self.value_out(value_features), axis=-1)  # [B]
         return dist_inputs, value
+
+
+def _build_stack(layers, shape):
+    """Builds Dense `layers` in order from input `shape`; returns the output shape."""
+    for layer in layers:
+        layer.build(shape)
+        shape = (None, layer.units)
+    return shape
