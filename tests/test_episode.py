@@ -87,20 +87,20 @@ def test_action_getters_zero_flatten_and_prev():
     np.testing.assert_array_equal(ep.last_action_for("box"), np.zeros(2, np.float32))
     assert ep.last_action_for("box").dtype == np.float32
     np.testing.assert_array_equal(ep.last_action_for("dict"), np.zeros(3))
-    ep._set_last_action("dict", {"a": 1, "b": np.array([0.5, 0.25])})
+    ep.set_last_action("dict", {"a": 1, "b": np.array([0.5, 0.25])})
     np.testing.assert_array_equal(ep.last_action_for("dict"), [1.0, 0.5, 0.25])
     np.testing.assert_array_equal(ep.prev_action_for("dict"), np.zeros(3))
-    ep._set_last_action("disc", 2)
-    ep._set_last_action("disc", 1)
+    ep.set_last_action("disc", 2)
+    ep.set_last_action("disc", 1)
     assert ep.last_action_for("disc") == 1 and ep.prev_action_for("disc") == 2
 
 
 def test_reward_getters_and_sums():
     ep = _episode()
     assert ep.last_reward_for("box") == 0.0 and ep.prev_reward_for("box") == 0.0
-    ep._add_agent_rewards({"box": 1.0, "disc": None})
+    ep.add_agent_rewards({"box": 1.0, "disc": None})
     assert ep.last_reward_for("box") == 1.0 and ep.prev_reward_for("box") == 0.0
-    ep._add_agent_rewards({"box": 2.5, "disc": -1.0})
+    ep.add_agent_rewards({"box": 2.5, "disc": -1.0})
     assert (ep.last_reward_for("box"), ep.prev_reward_for("box")) == (2.5, 1.0)
     assert ep.total_reward == 2.5
     assert dict(ep.agent_rewards) == {("box", "box"): 3.5, ("disc", "disc"): -1.0}
@@ -111,40 +111,62 @@ def test_obs_info_done_and_extra_outs_getters():
     assert ep.last_observation_for("box") is None and ep.last_raw_obs_for("box") is None
     assert ep.last_info_for("box") is None
     assert ep.last_done_for("box") is False and ep.last_terminated_for("box") is False
-    ep._set_last_observation("box", np.ones(2))
-    ep._set_last_raw_obs("box", [1, 1])
-    ep._set_last_info("box", {"k": 1})
-    ep._set_last_done("box", False, True)
+    ep.set_last_observation("box", np.ones(2))
+    ep.set_last_raw_obs("box", [1, 1])
+    ep.set_last_info("box", {"k": 1})
+    ep.set_last_done("box", False, True)
     assert ep.last_observation_for("box").tolist() == [1.0, 1.0]
     assert ep.last_raw_obs_for("box") == [1, 1] and ep.last_info_for("box") == {"k": 1}
     assert ep.last_done_for("box") and ep.last_truncated_for("box")
     assert not ep.last_terminated_for("box")
     with pytest.raises(KeyError):
         ep.last_extra_action_outs_for("box")
-    ep._set_last_extra_action_outs("box", {"vf_preds": 0.5})
+    ep.set_last_extra_action_outs("box", {"vf_preds": 0.5})
     assert ep.last_extra_action_outs_for("box") == {"vf_preds": 0.5}
+
+
+def test_set_single_agent_state_overwrites_what_the_getters_read():
+    ep = _episode()
+    ep.add_agent_rewards({"box": 5.0, "disc": 1.0})
+    ep.set_last_action("box", np.full(2, -0.5))
+    ep.set_single_agent_state("box", length=3, total_reward=2.5, recent_rewards=[0.5, 1.0],
+                              obs=np.ones(2), raw_obs=[1, 1], info={"k": 2}, terminated=True,
+                              truncated=False, action=np.full(2, 0.5))
+    assert ep.length == 3 and ep.total_reward == 2.5
+    assert dict(ep.agent_rewards) == {("box", "box"): 2.5}
+    assert ep.last_reward_for("box") == 1.0 and ep.prev_reward_for("box") == 0.5
+    assert ep.last_observation_for("box").tolist() == [1.0, 1.0]
+    assert ep.last_raw_obs_for("box") == [1, 1] and ep.last_info_for("box") == {"k": 2}
+    assert ep.last_terminated_for("box") and not ep.last_truncated_for("box")
+    assert ep.last_action_for("box").tolist() == [0.5, 0.5]
+    assert ep.prev_action_for("box").tolist() == [0.0, 0.0]  # -0.5 was not shifted
+    ep.set_single_agent_state("box", length=0, total_reward=0.0, recent_rewards=[],
+                              obs=np.zeros(2), raw_obs=[0, 0], info={}, terminated=False,
+                              truncated=False)
+    assert dict(ep.agent_rewards) == {} and ep.last_reward_for("box") == 0.0
+    assert ep.last_action_for("box").tolist() == [0.5, 0.5]  # action=None keeps it
 
 
 def test_rnn_state_for_defaults_to_the_policy_initial_state():
     ep = _episode()
     np.testing.assert_array_equal(ep.rnn_state_for("rnn")[0], np.ones(3))
-    ep._set_rnn_state("rnn", [np.zeros(3)])
+    ep.set_rnn_state("rnn", [np.zeros(3)])
     np.testing.assert_array_equal(ep.rnn_state_for("rnn")[0], np.zeros(3))
     assert ep.rnn_state_for("box") == []
 
 
 def test_agents_in_order_of_first_appearance():
     ep = _episode()
-    assert [ep._agent_index(a) for a in ("box", "disc", "box")] == [0, 1, 0]
+    assert [ep.agent_index(a) for a in ("box", "disc", "box")] == [0, 1, 0]
     assert ep.get_agents() == ["box", "disc"]
 
 
 def test_soft_reset_keeps_bindings_and_states():
     ep = _episode()
     ep.policy_for("box")
-    ep._add_agent_rewards({"box": 2.0})
-    ep._set_rnn_state("rnn", [np.zeros(3)])
-    ep._set_last_action("box", np.ones(2))
+    ep.add_agent_rewards({"box": 2.0})
+    ep.set_rnn_state("rnn", [np.zeros(3)])
+    ep.set_last_action("box", np.ones(2))
     ep.length, old_id = 5, ep.episode_id
     ep.soft_reset()
     assert ep.length == 0 and ep.total_reward == 0.0 and dict(ep.agent_rewards) == {}

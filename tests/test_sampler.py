@@ -181,4 +181,4 @@ def test_vector_path_buffers_stay_bounded_in_complete_mode():
     batches = [sampler.next() for _ in range(200)]
     assert all(b["t"].tolist() == list(range(b.count)) for b in batches)
     assert all(b["terminateds"][-1] for b in batches)
-    assert len(sampler.runner._buf["obs"]) <= 32
+    assert sampler.runner.chunks.capacity <= 32

@@ -41,7 +41,15 @@ class _VectorEnvToBaseEnv(BaseEnv):
     Args:
         vector_env: The vector env; its sub-envs are reset by the first `poll()` (or
             by `try_reset()`, which also takes seeds).
+
+    Attributes:
+        lazy_infos: True: `poll_arrays(materialize_infos=False)` leaves empty infos to
+            the caller and sets `last_poll_quiet`.
+        last_poll_quiet: Whether the last `poll_arrays(materialize_infos=False)` reset
+            or ended no sub-env.
     """
+
+    lazy_infos = True
 
     def __init__(self, vector_env: Any):
         self.vector_env = vector_env
@@ -53,7 +61,7 @@ class _VectorEnvToBaseEnv(BaseEnv):
         self._arange = np.arange(self.num_envs)
         self._no_firsts = np.zeros(self.num_envs, dtype=bool)
         self._no_firsts.setflags(write=False)
-        self._last_poll_quiet = False
+        self.last_poll_quiet = False
         self._simple_obs = isinstance(self.observation_space, SIMPLE_SPACES)
         self._simple_actions = isinstance(self.action_space, SIMPLE_SPACES)
         self._batched_obs_space = gym.vector.utils.batch_space(self.observation_space, self.num_envs)
@@ -176,16 +184,14 @@ class _VectorEnvToBaseEnv(BaseEnv):
         self.vector_env.close()
 
     # ---------------------------------------------------------- batched access
-    def poll_arrays(self) -> VectorPoll:
-        """Like `poll()`, but returns stacked arrays (see `VectorPoll`), no dicts."""
-        return self._poll_arrays(True)
+    def poll_arrays(self, materialize_infos: bool = True) -> VectorPoll:
+        """Like `poll()`, but returns stacked arrays (see `VectorPoll`), no dicts.
 
-    def _poll_arrays(self, materialize_infos: bool) -> VectorPoll:
-        """`poll_arrays()`; with `materialize_infos=False`, `infos` is None (instead of
-        a list of new empty dicts) when the env returned no infos (samplers create the
-        dicts only for the rows they keep), and a poll in which no sub-env was reset or
-        ended sets `_last_poll_quiet` (else False) and shares one read-only `is_first`."""
-        self._last_poll_quiet = False
+        With `materialize_infos=False`, `infos` is None (instead of a list of new empty
+        dicts) when the env returned no infos (samplers create the dicts only for the
+        rows they keep), and a poll in which no sub-env was reset or ended sets
+        `last_poll_quiet` (else False) and shares one read-only `is_first`."""
+        self.last_poll_quiet = False
         if self._step_all is not None and not self._awaiting and self._started and (
                 self._actions or self._action_batch is not None or self._ended):
             obs, rewards, terms, truncs, infos, first, done = self._advance_all()
@@ -197,7 +203,7 @@ class _VectorEnvToBaseEnv(BaseEnv):
                 is_first = np.zeros(self.num_envs, dtype=bool)
             else:
                 is_first = self._no_firsts
-                self._last_poll_quiet = not done
+                self.last_poll_quiet = not done
             self._last_ids = self._all_ids
             if infos is None and materialize_infos:
                 infos = [{} for _ in self._all_ids]

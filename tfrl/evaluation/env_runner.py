@@ -164,7 +164,7 @@ class EnvRunner(RunnerCore):
         for agent_id, r in env_rewards.items():
             if r is not None:
                 check_reward(r, env_id, agent_id, episode.length)
-        episode._add_agent_rewards(env_rewards)
+        episode.add_agent_rewards(env_rewards)
         hit_horizon = bool(stepped and self.horizon and episode.length >= self.horizon
                            and not (all_term or all_trunc))
         episode_end = all_term or all_trunc or hit_horizon
@@ -179,7 +179,7 @@ class EnvRunner(RunnerCore):
             pid = episode.policy_for(agent_id)
             if coll is None:
                 coll = state.collectors[agent_id] = AgentCollector(
-                    episode._agent_index(agent_id), pid, self.prev_columns(pid))
+                    episode.agent_index(agent_id), pid, self.prev_columns(pid))
             own_term = bool(env_terms.get(agent_id, False)) or all_term
             own_trunc = bool(env_truncs.get(agent_id, False)) or all_trunc
             term, trunc = own_term, own_trunc or hit_horizon
@@ -190,10 +190,10 @@ class EnvRunner(RunnerCore):
                 coll.add_row(obs_row, 0.0 if reward is None else reward, term and keep,
                              trunc and keep, info)
                 rows += 1
-            episode._set_last_observation(agent_id, obs_row)
-            episode._set_last_raw_obs(agent_id, raw)
-            episode._set_last_info(agent_id, info)
-            episode._set_last_done(agent_id, term, trunc)
+            episode.set_last_observation(agent_id, obs_row)
+            episode.set_last_raw_obs(agent_id, raw)
+            episode.set_last_info(agent_id, info)
+            episode.set_last_done(agent_id, term, trunc)
             if not (own_term or own_trunc or (hit_horizon and not self.soft_horizon)):
                 to_eval.setdefault(pid, []).append((env_id, agent_id, obs_row))
         self.count_steps(1 if stepped and rows else 0, rows)
@@ -226,7 +226,7 @@ class EnvRunner(RunnerCore):
             episode.soft_reset()
             for agent_id, coll in state.collectors.items():
                 coll.t, coll.last_action, coll.last_reward = 0, None, 0.0
-                episode._set_last_done(agent_id, False, False)
+                episode.set_last_done(agent_id, False, False)
             return  # (no on_episode_start: the same Episode goes on, as in RLlib)
         del self._active[env_id]
         for pid in list(to_eval):
@@ -311,9 +311,9 @@ class EnvRunner(RunnerCore):
                 s_in = [s[i] for s in state_ins] if state_ins else None
                 s_out = [s[i] for s in state_outs] if state_outs else None
                 if s_out:
-                    episode._set_rnn_state(agent_id, s_out)
-                episode._set_last_action(agent_id, action)
-                episode._set_last_extra_action_outs(agent_id, row_extras)
+                    episode.set_rnn_state(agent_id, s_out)
+                episode.set_last_action(agent_id, action)
+                episode.set_last_extra_action_outs(agent_id, row_extras)
                 state.collectors[agent_id].pending = (obs_row, action, row_extras, s_in, s_out)
                 send.setdefault(env_id, {})[agent_id] = env_action
         return send

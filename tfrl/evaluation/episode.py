@@ -10,7 +10,7 @@ Example:
     ...              batch_builder_factory=list, extra_batch_callback=print, env_id=0)
     >>> ep.policy_for("car")
     'pol'
-    >>> ep._add_agent_rewards({"car": 1.5}); ep._add_agent_rewards({"car": 2.0})
+    >>> ep.add_agent_rewards({"car": 1.5}); ep.add_agent_rewards({"car": 2.0})
     >>> ep.total_reward, ep.last_reward_for("car"), ep.prev_reward_for("car")
     (3.5, 2.0, 1.5)
 """
@@ -215,43 +215,83 @@ class Episode:
         self._agent_reward_history = defaultdict(list)
 
     # ------------------------------------------------- recording (samplers)
-    def _agent_index(self, agent_id: AgentID) -> int:
+    # The samplers record what happens through these methods; callbacks and policies
+    # read it back through the getters above.
+    def agent_index(self, agent_id: AgentID) -> int:
+        """The agent's index in this episode (0, 1, ... in order of first call)."""
         if agent_id not in self._agent_to_index:
             self._agent_to_index[agent_id] = self._next_agent_index
             self._next_agent_index += 1
         return self._agent_to_index[agent_id]
 
-    def _add_agent_rewards(self, reward_dict: Dict[AgentID, float]) -> None:
+    def add_agent_rewards(self, reward_dict: Dict[AgentID, float]) -> None:
+        """Adds each agent's reward (None: no reward) to the sums and reward histories."""
         for agent_id, reward in reward_dict.items():
             if reward is not None:
                 self.agent_rewards[agent_id, self.policy_for(agent_id)] += reward
                 self.total_reward += reward
                 self._agent_reward_history[agent_id].append(reward)
 
-    def _set_rnn_state(self, agent_id: AgentID, rnn_state: List[Any]) -> None:
+    def set_rnn_state(self, agent_id: AgentID, rnn_state: List[Any]) -> None:
+        """Sets the agent's recurrent state (read by `rnn_state_for`)."""
         self._agent_to_rnn_state[agent_id] = rnn_state
 
-    def _set_last_observation(self, agent_id: AgentID, obs: Any) -> None:
+    def set_last_observation(self, agent_id: AgentID, obs: Any) -> None:
+        """Sets the agent's last preprocessed and filtered observation."""
         self._agent_to_last_obs[agent_id] = obs
 
-    def _set_last_raw_obs(self, agent_id: AgentID, obs: Any) -> None:
+    def set_last_raw_obs(self, agent_id: AgentID, obs: Any) -> None:
+        """Sets the agent's last observation as the env returned it."""
         self._agent_to_last_raw_obs[agent_id] = obs
 
-    def _set_last_info(self, agent_id: AgentID, info: dict) -> None:
+    def set_last_info(self, agent_id: AgentID, info: dict) -> None:
+        """Sets the agent's last info dict."""
         self._agent_to_last_info[agent_id] = info
 
-    def _set_last_done(self, agent_id: AgentID, terminated: bool,
-                       truncated: bool = False) -> None:
+    def set_last_done(self, agent_id: AgentID, terminated: bool,
+                      truncated: bool = False) -> None:
+        """Sets the agent's last `terminated` and `truncated` flags."""
         self._agent_to_last_terminated[agent_id] = bool(terminated)
         self._agent_to_last_truncated[agent_id] = bool(truncated)
 
-    def _set_last_action(self, agent_id: AgentID, action: Any) -> None:
+    def set_last_action(self, agent_id: AgentID, action: Any) -> None:
+        """Sets the agent's last action; the one before becomes `prev_action_for`."""
         if agent_id in self._agent_to_last_action:
             self._agent_to_prev_action[agent_id] = self._agent_to_last_action[agent_id]
         self._agent_to_last_action[agent_id] = action
 
-    def _set_last_extra_action_outs(self, agent_id: AgentID, outs: dict) -> None:
+    def set_last_extra_action_outs(self, agent_id: AgentID, outs: dict) -> None:
+        """Sets the extra outputs of `compute_actions` for the agent's last action."""
         self._agent_to_last_extra_action_outs[agent_id] = outs
+
+    def set_single_agent_state(self, agent_id: AgentID, *, length: int, total_reward: float,
+                               recent_rewards: List[float], obs: Any, raw_obs: Any,
+                               info: dict, terminated: bool, truncated: bool,
+                               action: Any = None) -> None:
+        """Overwrites the state of an episode whose only agent is `agent_id`.
+
+        For a sampler that keeps the episode's data in arrays of its own and brings the
+        `Episode` up to date only when callbacks or policies look at it (the array-based
+        loop): sets `length` and `total_reward`, makes `agent_rewards` hold only
+        `(agent_id, its policy) -> total_reward` (nothing if `length` is 0), replaces the
+        agent's reward history by `recent_rewards` (what `last_reward_for` and
+        `prev_reward_for` read), and sets the last observation, raw observation, info,
+        done flags and (if not None) the last action, without moving the previous last
+        action to `prev_action_for`.
+        """
+        self.length = length
+        self.total_reward = total_reward
+        self.agent_rewards.clear()
+        if length:
+            self.agent_rewards[agent_id, self.policy_for(agent_id)] = total_reward
+        self._agent_reward_history[agent_id] = recent_rewards
+        self._agent_to_last_obs[agent_id] = obs
+        self._agent_to_last_raw_obs[agent_id] = raw_obs
+        self._agent_to_last_info[agent_id] = info
+        self._agent_to_last_terminated[agent_id] = terminated
+        self._agent_to_last_truncated[agent_id] = truncated
+        if action is not None:
+            self._agent_to_last_action[agent_id] = action
 
     def _zero_action(self, agent_id: AgentID) -> Any:
         space = self.policy_map[self.policy_for(agent_id)].action_space

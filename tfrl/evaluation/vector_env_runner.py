@@ -6,7 +6,8 @@ Per step, a constant number of numpy calls regardless of the number of sub-envs:
 `[T, N, ...]` (slot `s` holds the poll's observations, rewards and infos, and the
 actions computed on those observations; the done flags come from the current poll, as
 only an episode's last row carries one). A sub-env's transition completed at slot `s`
-is `(obs[s-1], actions[s-1], rewards[s], obs[s], ...)` (see `vector_chunks`). Python
+is `(obs[s-1], actions[s-1], rewards[s], obs[s], ...)` (the buffers and the chunks
+built from them are a `vector_chunks.ChunkBuffer`). Python
 work per sub-env happens only when an episode starts or ends, at a fragment cut, or
 when the callbacks override `on_episode_step`; then `Episode` objects are brought up
 to date from the arrays.
@@ -22,10 +23,10 @@ from typing import Any, Iterator, List, Optional
 import gymnasium as gym
 import numpy as np
 
-from tfrl.core.columns import Columns
+from tfrl.evaluation.collectors import postprocess_single_chunk
 from tfrl.evaluation.runner_core import RunnerCore
 from tfrl.evaluation.sampling_ops import check_rewards_array, clip_rewards_array, now
-from tfrl.evaluation.vector_chunks import VectorChunks, _row
+from tfrl.evaluation.vector_chunks import ChunkBuffer, row
 from tfrl.models.preprocessors import NoPreprocessor
 from tfrl.utils.filter import NoFilter
 
@@ -56,8 +57,14 @@ def vector_path_problem(worker: Any, base_env: Any, observation_fn: Any, horizon
     return None
 
 
-class VectorEnvRunner(VectorChunks, RunnerCore):
-    """The array-based loop (see the module docstring); arguments as `RunnerCore`."""
+class VectorEnvRunner(RunnerCore):
+    """The array-based loop (see the module docstring); arguments as `RunnerCore`.
+
+    Attributes:
+        chunks: The `ChunkBuffer` of the running loop (None before `run()`).
+    """
+
+    chunks: Optional[ChunkBuffer] = None
 
     def run(self) -> Iterator[Any]:
         """Yields fragments (SampleBatch) and RolloutMetrics, forever."""
@@ -66,17 +73,9 @@ class VectorEnvRunner(VectorChunks, RunnerCore):
         self._n = n
         self._pid = pid = next(iter(self.policy_map))
         self._episodes: List[Any] = [None] * n
-        self._lengths = np.zeros(n, np.int64)
-        self._returns = np.zeros(n, np.float64)
-        self._seg_start = np.zeros(n, np.int64)  # first transition slot of each chunk
-        self._chunk_t = np.zeros(n, np.int64)  # `t` of each chunk's first row
-        self._last_action: List[Any] = [None] * n  # action before each chunk's first row
-        self._last_reward = np.zeros(n, np.float32)
-        self._buf = None
-        self._t = -1
-        self._infos_seen = False  # an env info was written to the buffers
-        self._steps = np.arange(64, dtype=np.int64)  # 0, 1, ... (the `t` column)
+        chunks = self.chunks = ChunkBuffer(n, self.rollout_fragment_length, self.clip_rewards)
         self._vp = None  # the current poll
+        self._raw_obs = None  # its observations as the env gave them
         self._prev_flags = self.prev_columns(pid)
         perf = self.perf_stats
         worker = self.worker
@@ -88,10 +87,8 @@ class VectorEnvRunner(VectorChunks, RunnerCore):
         tools_of = None  # the policy the per-policy tools below belong to
         # Envs of tfrl's vector bridge can leave empty infos to us (None in the buffers,
         # new dicts only for the rows of the batches and episodes).
-        poll_arrays = getattr(env, "_poll_arrays", None)
-        lazy_infos = callable(poll_arrays)
-        if not lazy_infos:
-            poll_arrays = env.poll_arrays
+        lazy_infos = bool(getattr(env, "lazy_infos", False))
+        poll_arrays = env.poll_arrays
         while True:
             policy_map = self.policy_map
             if len(policy_map) != 1:  # policies were added: hand over (see _hand_over)
@@ -107,7 +104,7 @@ class VectorEnvRunner(VectorChunks, RunnerCore):
                 process_actions = self.action_processor(pid)
                 process_actions = process_actions if process_actions.active else None
             t0 = now()
-            vp = self._vp = poll_arrays(False) if lazy_infos else poll_arrays()
+            vp = self._vp = poll_arrays(materialize_infos=False) if lazy_infos else poll_arrays()
             t1 = now()
             perf.env_wait_time += t1 - t0
             if len(vp.env_ids) != n:
@@ -129,19 +126,19 @@ class VectorEnvRunner(VectorChunks, RunnerCore):
                 obs = obs_filter.apply_batch(obs)
             rewards = vp.rewards  # 0.0 where is_first
             if not math.isfinite(np.add.reduce(rewards)):
-                check_rewards_array(rewards, np.arange(n), self._lengths + 1)
+                check_rewards_array(rewards, np.arange(n), chunks.lengths + 1)
             first = vp.is_first
-            self._write_slot(obs, vp)
-            self._lengths += 1  # restarted at 0 for new episodes (is_first) in _restart
-            self._returns += rewards
+            chunks.write_slot(obs, vp)
+            chunks.lengths += 1  # restarted at 0 for new episodes (is_first) in restart()
+            chunks.returns += rewards
             hit = no_hits
-            if lazy_infos and env._last_poll_quiet and not self.horizon:
+            if lazy_infos and env.last_poll_quiet and not self.horizon:
                 events = None  # no sub-env was reset or ended
             else:
                 events = first | vp.terminateds  # flags are False where is_first
                 events |= vp.truncateds
                 if self.horizon:
-                    hit = ~events & (self._lengths >= self.horizon)
+                    hit = ~events & (chunks.lengths >= self.horizon)
                     events |= hit
             if self.callbacks_step:
                 events = np.ones(n, bool)
@@ -153,14 +150,15 @@ class VectorEnvRunner(VectorChunks, RunnerCore):
                 if truncate_mode and (output.agent_steps if by_agent_steps
                                       else output.env_steps) >= fragment:
                     self._process_events(first, hit, np.zeros(n, bool), counted=True)
-            t = self._t
+            t = chunks.t
             t2 = now()
             perf.raw_obs_processing_time += t2 - t1
             kwargs = {}
             if prev_a or prev_r:
                 reset = first | hit
                 if prev_a:
-                    kwargs["prev_action_batch"] = self._prev_actions(t, reset, pid)
+                    kwargs["prev_action_batch"] = chunks.prev_actions(
+                        t, reset, self.zero_action(pid))
                 if prev_r:
                     kwargs["prev_reward_batch"] = np.where(
                         reset, np.float32(0.0), clip_rewards_array(rewards, self.clip_rewards))
@@ -169,7 +167,7 @@ class VectorEnvRunner(VectorChunks, RunnerCore):
                 timestep=policy.global_timestep, **kwargs)
             t3 = now()
             perf.inference_time += t3 - t2
-            self._write_actions(t, actions, extras)
+            chunks.write_actions(t, actions, extras)
             env.send_action_array(actions if process_actions is None
                                   else process_actions(actions))
             if self.render:
@@ -181,69 +179,29 @@ class VectorEnvRunner(VectorChunks, RunnerCore):
                 yield from ready
 
     def _describe_row(self, i: int) -> tuple:
-        return f"env {i}, agent 'agent0'", _row(self._raw_obs, i)
+        return f"env {i}, agent 'agent0'", row(self._raw_obs, i)
 
-    # ------------------------------------------------------------- buffers
-    def _write_slot(self, obs: np.ndarray, vp: Any) -> int:
-        self._t += 1
-        t = self._t
-        buf = self._buf
-        if buf is None:
-            cap = 16 if not np.isfinite(self.rollout_fragment_length) else max(
-                4, int(self.rollout_fragment_length) // self._n + 4)
-            buf = self._buf = {
-                Columns.OBS: np.empty((cap,) + obs.shape, obs.dtype),
-                Columns.REWARDS: np.empty((cap, self._n), vp.rewards.dtype),
-                Columns.INFOS: np.empty((cap, self._n), object),  # None: an empty info
-            }
-        elif t >= len(buf[Columns.OBS]):
-            t = self._make_room()
-        buf = self._buf
-        buf[Columns.OBS][t] = obs
-        buf[Columns.REWARDS][t] = vp.rewards
-        infos = vp.infos
-        if infos is not None and any(infos):  # (all empty: like None)
-            buf[Columns.INFOS][t] = infos
-            self._infos_seen = True
-        elif self._infos_seen:  # (rows never written hold None already)
-            buf[Columns.INFOS][t] = None
-        return t
+    # -------------------------------------------------------------- chunks
+    def _chunk(self, i: int, end: int, terminated: bool = False,
+               truncated: bool = False) -> Optional[Any]:
+        prev_columns = self._prev_flags
+        return self.chunks.chunk(
+            i, end, self._episodes[i].episode_id, terminated=terminated, truncated=truncated,
+            prev_columns=prev_columns,
+            zero_action=self.zero_action(self._pid) if prev_columns[0] else None)
 
-    def _make_room(self) -> int:
-        """Drops the slots no chunk needs any more (all before the earliest chunk start's
-        previous slot, keeping the last slot), or doubles the buffers; returns the new
-        index of the slot to write."""
-        t = self._t
-        low = min(int(self._seg_start.min()) - 1, t - 1)
-        if low >= len(self._buf[Columns.OBS]) // 4:
-            for value in self._buf.values():
-                value[:t - low] = value[low:t]
-            self._seg_start -= low
-            self._t = t - low
-        else:
-            self._buf = {key: np.concatenate([value, np.empty_like(value)])
-                         for key, value in self._buf.items()}
-        return self._t
+    def _postprocess(self, chunk: Any, episode: Any) -> None:
+        postprocess_single_chunk(_AGENT, self._pid, chunk, episode, self.policy_map,
+                                 self.callbacks, self.worker, self.output,
+                                 self.callbacks_postprocess)
 
-    def _write_actions(self, t: int, actions: np.ndarray, extras: dict) -> None:
-        buf = self._buf
-        if Columns.ACTIONS not in buf:
-            cap = len(buf[Columns.OBS])
-            buf[Columns.ACTIONS] = np.empty((cap,) + actions.shape, actions.dtype)
-            self._extra_keys = list(extras)
-            for key, value in extras.items():
-                buf["x_" + key] = np.empty((cap,) + np.shape(value), np.asarray(value).dtype)
-        buf[Columns.ACTIONS][t] = actions
-        for key in self._extra_keys:
-            buf["x_" + key][t] = extras[key]
-
-    def _prev_actions(self, t: int, reset: np.ndarray, pid: str) -> np.ndarray:
-        zero = np.asarray(self.zero_action(pid))
-        if t == 0 or Columns.ACTIONS not in self._buf:
-            return np.broadcast_to(zero, (self._n,) + zero.shape).copy()
-        prev = self._buf[Columns.ACTIONS][t - 1]
-        mask = reset.reshape((self._n,) + (1,) * (prev.ndim - 1))
-        return np.where(mask, zero.astype(prev.dtype), prev)
+    def _sync(self, i: int, first: bool = False, horizon: bool = False) -> None:
+        """Brings sub-env `i`'s Episode up to date with the arrays."""
+        vp = self._vp  # the current poll
+        self.chunks.sync_episode(
+            self._episodes[i], _AGENT, i, row(self._raw_obs, i),
+            terminated=(not first) and bool(vp.terminateds[i]),
+            truncated=(not first) and (horizon or bool(vp.truncateds[i])), first=first)
 
     # -------------------------------------------------------------- events
     def _process_events(self, first: np.ndarray, hit: np.ndarray, events: np.ndarray,
@@ -268,8 +226,8 @@ class VectorEnvRunner(VectorChunks, RunnerCore):
                     "adding policies (a sampler built with several policies uses the generic "
                     "loop)."
                 )
-            episode._agent_index(_AGENT)
-            self._restart(i)
+            episode.agent_index(_AGENT)
+            self.chunks.restart(i)
         cuts = set()
         if self.multiple_episodes_in_batch:
             room = self.rollout_fragment_length - self.output.env_steps
@@ -293,65 +251,54 @@ class VectorEnvRunner(VectorChunks, RunnerCore):
 
     def _env_events(self, i: int, first: bool, hit: bool) -> None:
         episode = self._episodes[i]
-        t = self._t
         if first:
-            self._seg_start[i] = t + 1
+            self.chunks.start_chunk_after_current(i)
             if self.callbacks_start:
-                self._sync(i, t, first=True)
+                self._sync(i, first=True)
             self.episode_started(episode, i)
             return
         if self.callbacks_step:
-            self._sync(i, t)
+            self._sync(i)
             self.episode_step(episode, i)
         vp = self._vp
         if vp.terminateds[i] or vp.truncateds[i] or hit:
             self._end_episode(i, hit)
 
-    def _restart(self, i: int) -> None:
-        self._lengths[i] = 0
-        self._returns[i] = 0.0
-        self._chunk_t[i] = 0
-        self._last_action[i] = None
-        self._last_reward[i] = 0.0
-
     def _end_episode(self, i: int, soft: bool) -> None:
-        t = self._t
+        t = self.chunks.t
         episode = self._episodes[i]
-        chunk = self._chunk(i, t, end_of_episode=True, soft=soft)
+        if self.no_done_at_end:
+            terminated = truncated = False
+        else:
+            terminated = bool(self._vp.terminateds[i])
+            truncated = soft or bool(self._vp.truncateds[i])
+        chunk = self._chunk(i, t, terminated, truncated)  # (the next one starts after t)
         if chunk is not None:
             self._postprocess(chunk, episode)
-        self._sync(i, t, horizon=soft)
+        self._sync(i, horizon=soft)
         self.episode_finished(episode, i)
-        self._seg_start[i] = t + 1
         if soft:
             episode.soft_reset()
-            episode._set_last_done(_AGENT, False, False)
-            self._restart(i)  # (no on_episode_start: the same Episode goes on, as in RLlib)
+            episode.set_last_done(_AGENT, False, False)
+            self.chunks.restart(i)  # (no on_episode_start: the same Episode goes on, as in RLlib)
 
     def _cut(self, k: int) -> None:
         """Ends the fragment after sub-env `k`'s transition of the current slot."""
-        t = self._t
+        t = self.chunks.t
         for i in range(self._n):
-            end = t if i <= k else t - 1
-            if self._episodes[i] is not None and self._seg_start[i] <= end:
-                chunk = self._chunk(i, end)
-                self._postprocess(chunk, self._episodes[i])
-                self._seg_start[i] = end + 1
+            if self._episodes[i] is not None:
+                chunk = self._chunk(i, t if i <= k else t - 1)
+                if chunk is not None:
+                    self._postprocess(chunk, self._episodes[i])
         self.emit_fragment()
-        # Chunks hold copies: keep only the last two slots (the current slot's
-        # transitions need the previous slot's observations and actions).
-        shift = t - 1
-        for value in self._buf.values():
-            value[:2] = value[shift:t + 1]
-        self._seg_start -= shift
-        self._t = 1
+        self.chunks.keep_last_two_slots()
 
     def _hand_over(self) -> None:
         """Moves every recorded step into the output, for the generic loop to continue
         the fragment (its episodes start anew at its first poll)."""
-        if self._buf is None:
-            return
+        t = self.chunks.t
         for i in range(self._n):
-            if self._episodes[i] is not None and self._seg_start[i] <= self._t:
-                chunk = self._chunk(i, self._t)
-                self._postprocess(chunk, self._episodes[i])
+            if self._episodes[i] is not None:
+                chunk = self._chunk(i, t)
+                if chunk is not None:
+                    self._postprocess(chunk, self._episodes[i])
