@@ -5,7 +5,9 @@ sampler is a stub that records what the worker passes to it (contract C4), or
 `input_creator` supplies batches.
 """
 
+import dataclasses
 import importlib.util
+import inspect
 import os
 import pickle
 import warnings
@@ -19,6 +21,7 @@ from toy_envs import CounterEnv
 from tfrl.algorithms.callbacks import DefaultCallbacks
 from tfrl.evaluation import worker_env
 from tfrl.evaluation.rollout_worker import RolloutWorker, get_global_worker
+from tfrl.evaluation.worker_setup import ARG_NAMES, WorkerArgs, check_worker_args
 from tfrl.policy.multi_agent_batch import MultiAgentBatch
 from tfrl.policy.policy import PolicySpec
 from tfrl.policy.sample_batch import SampleBatch
@@ -59,6 +62,33 @@ def test_unknown_keyword_names_closest_parameter():
         no_env_worker(num_env=2)
     with pytest.raises(ValueError, match="Did you mean 'rollout_fragment_length'"):
         no_env_worker(rollout_fragment_lenght=2)
+
+
+def test_env_creator_is_required():
+    with pytest.raises(TypeError, match="missing required keyword argument: 'env_creator'"):
+        RolloutWorker(policy_spec=CountingPolicy)
+
+
+def test_checked_arguments_are_a_frozen_dataclass_with_rllibs_keywords():
+    w = no_env_worker(rollout_fragment_length=7, policy_config={"framework": "tfe"})
+    assert isinstance(w.args, WorkerArgs)
+    assert w.args.rollout_fragment_length == 7 and w.args.num_workers == 1
+    assert w.args.policy_config == {"framework": "tfe"} and w.args.sample_async is False
+    assert list(w.args.policy_specs) == ["default_policy"]
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        w.args.num_envs = 2
+    assert len(ARG_NAMES) == 41 and ARG_NAMES[0] == "env_creator"
+    params = inspect.signature(RolloutWorker).parameters
+    assert list(params)[:41] == list(ARG_NAMES)
+    assert params["rollout_fragment_length"].default == 100
+    assert params["env_creator"].default is inspect.Parameter.empty
+
+
+def test_simulation_input_evaluation_samples_async_for_metrics_only():
+    args = check_worker_args(dict(env_creator=lambda ctx: CounterEnv(), policy_spec=CountingPolicy,
+                                  input_evaluation=["simulation"]))
+    assert args.sample_async is True and args.blackhole_outputs is True
+    assert args.given["sample_async"] is False  # as given
 
 
 @pytest.mark.parametrize("kwargs, error, match", [

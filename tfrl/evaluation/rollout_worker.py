@@ -16,6 +16,7 @@ and filters (`worker_state`); the sampler is `tfrl.evaluation.sampler`.
     worker.learn_on_batch(batch)
 """
 
+import dataclasses
 import logging
 import random
 from typing import Any, Callable, Dict, List, Optional
@@ -30,7 +31,8 @@ from tfrl.offline.output_writer import NoopOutput
 from tfrl.policy.policy_map import PolicyMap
 from tfrl.policy.sample_batch import DEFAULT_POLICY_ID
 from tfrl.policy.sample_batch_concat import concat_samples
-from tfrl.evaluation.worker_setup import WorkerArgs
+from tfrl.evaluation import worker_setup
+from tfrl.evaluation.worker_setup import apply_process_settings, check_worker_args
 from tfrl.utils.filter import get_filter
 
 logger = logging.getLogger(__name__)
@@ -47,40 +49,45 @@ def _default_mapping_fn(agent_id: Any, episode: Any, worker: Any = None, **kwarg
     return DEFAULT_POLICY_ID
 
 
-class RolloutWorker(WorkerArgs):
+class RolloutWorker:
     """Collects experience with policies in an environment; see SPEC §2.2.
 
-    The 41 keyword-only constructor arguments are RLlib's (documented, with tfrl's
-    treatment of each, in `tfrl.evaluation.worker_setup.WorkerArgs`); an unknown
+    The 41 keyword-only constructor arguments are RLlib's (their defaults, and tfrl's
+    treatment of each, are in `tfrl.evaluation.worker_setup.WorkerArgs`); an unknown
     keyword raises `UnknownKeyError` (a `TypeError` and `ValueError`) naming the closest
     valid one.
+
+    Attributes:
+        args: The checked arguments (a frozen `WorkerArgs`).
     """
 
-    def _setup(self, a: Dict[str, Any]) -> None:
+    def __init__(self, **kwargs: Any):
         global _global_worker
+        self.args = args = check_worker_args(kwargs)
+        apply_process_settings(args)
         _global_worker = self
-        self.policy_config = pc = a["policy_config"]
-        self.env_context = EnvContext(a["env_config"] or {}, worker_index=a["worker_index"],
-                                      vector_index=0, num_workers=a["num_workers"])
-        cb = a["callbacks"]
+        self.policy_config = pc = args.policy_config
+        self.env_context = EnvContext(args.env_config or {}, worker_index=args.worker_index,
+                                      vector_index=0, num_workers=args.num_workers)
+        cb = args.callbacks
         self.callbacks = cb if isinstance(cb, DefaultCallbacks) else (cb or DefaultCallbacks)()
-        self.worker_index, self.num_workers = a["worker_index"], a["num_workers"]
-        self.model_config = a["model_config"] or pc.get("model") or {}
+        self.worker_index, self.num_workers = args.worker_index, args.num_workers
+        self.model_config = args.model_config or pc.get("model") or {}
         self.policy_mapping_fn: Callable = _default_mapping_fn
-        self.set_policy_mapping_fn(a["policy_mapping_fn"])
-        self.env_creator = a["env_creator"]
-        self.num_envs = a["num_envs"]
-        self.rollout_fragment_length = a["rollout_fragment_length"] * a["num_envs"]
-        self.count_steps_by, self.batch_mode = a["count_steps_by"], a["batch_mode"]
-        self.compress_observations = a["compress_observations"]
-        self.observation_filter = a["observation_filter"]
-        self.last_batch, self.global_vars, self.fake_sampler = None, None, a["fake_sampler"]
-        self.spaces = a["spaces"]
-        seed = a["seed"]
+        self.set_policy_mapping_fn(args.policy_mapping_fn)
+        self.env_creator = args.env_creator
+        self.num_envs = args.num_envs
+        self.rollout_fragment_length = args.rollout_fragment_length * args.num_envs
+        self.count_steps_by, self.batch_mode = args.count_steps_by, args.batch_mode
+        self.compress_observations = args.compress_observations
+        self.observation_filter = args.observation_filter
+        self.last_batch, self.global_vars, self.fake_sampler = None, None, args.fake_sampler
+        self.spaces = args.spaces
+        seed = args.seed
         if self.worker_index > 0 and seed is not None:
             random.seed(seed)
             np.random.seed(seed)
-            import tensorflow as tf
+            import tensorflow as tf  # deferred: `import tfrl` does not load TensorFlow
 
             tf.random.set_seed(seed)
 
@@ -88,29 +95,29 @@ class RolloutWorker(WorkerArgs):
         if self.callbacks.overrides("on_sub_environment_created"):
             on_created = self._on_sub_env_created
         self.make_sub_env_fn = worker_env.SubEnvMaker(
-            a["env_creator"], self.env_context, remote=a["remote_worker_envs"],
-            validate=a["validate_env"], seed=seed, record_env=a["record_env"],
-            log_dir=a["log_dir"], on_created=on_created)
+            args.env_creator, self.env_context, remote=args.remote_worker_envs,
+            validate=args.validate_env, seed=seed, record_env=args.record_env,
+            log_dir=args.log_dir, on_created=on_created)
         self.env = None
         if not (self.worker_index == 0 and self.num_workers > 0 and not pc.get("create_env_on_driver")):
-            env = a["env_creator"](self.env_context.copy_with_overrides())
+            env = args.env_creator(self.env_context.copy_with_overrides())
             self.env = None if env is None else self.make_sub_env_fn.prepare(env, self.env_context)
-            if worker_env.is_atari(self.env) and a["preprocessor_pref"] == "deepmind":
+            if worker_env.is_atari(self.env) and args.preprocessor_pref == "deepmind":
                 logger.warning("preprocessor_pref='deepmind': tfrl does not apply DeepMind Atari "
                                "wrappers itself; wrap the env (gymnasium.wrappers.AtariPreprocessing"
                                ", FrameStackObservation) in env_creator. Clipping rewards.")
-                a["clip_rewards"] = True if a["clip_rewards"] is None else a["clip_rewards"]
+                if args.clip_rewards is None:
+                    self.args = args = dataclasses.replace(args, clip_rewards=True)
 
         specs = worker_policies.resolve_spaces(
-            self._specs, self.env, self.spaces, self.policy_mapping_fn, self)
+            args.policy_specs, self.env, self.spaces, self.policy_mapping_fn, self)
         self.policies_to_train: List[Any] = []
         self._spec_ids = list(specs)
-        self.set_policies_to_train(a["policies_to_train"] or list(specs))
+        self.set_policies_to_train(args.policies_to_train or list(specs))
         worker_policies.check_gpus(pc, self.worker_index)
         self.policy_map = PolicyMap(pc.get("policy_map_capacity"), self.worker_index)
         self.preprocessors: Dict[Any, Any] = {}
         self.filters: Dict[Any, Any] = {}
-        self._seed = seed
         for pid, spec in specs.items():
             self._build_policy(pid, spec)
         self.multiagent = set(self.policy_map) != {DEFAULT_POLICY_ID}
@@ -120,24 +127,24 @@ class RolloutWorker(WorkerArgs):
         self.async_env = None
         if self.env is not None:
             self.async_env = worker_env.vectorize(
-                self.env, self.make_sub_env_fn, self.num_envs, a["remote_worker_envs"],
-                a["remote_env_batch_wait_ms"], pc)
-        self.io_context = IOContext(a["log_dir"], pc, self.worker_index, self)
+                self.env, self.make_sub_env_fn, self.num_envs, args.remote_worker_envs,
+                args.remote_env_batch_wait_ms, pc)
+        self.io_context = IOContext(args.log_dir, pc, self.worker_index, self)
         self.reward_estimators: List[Any] = []
         self.sampler = None
         if self.async_env is not None:
             from tfrl.evaluation.sampler import sampler_for_worker
 
-            self.sampler = sampler_for_worker(self, a)
-        self.input_reader = a["input_creator"](self.io_context)
-        self.output_writer = a["output_creator"](self.io_context) or NoopOutput()
+            self.sampler = sampler_for_worker(self, args)
+        self.input_reader = args.input_creator(self.io_context)
+        self.output_writer = args.output_creator(self.io_context) or NoopOutput()
 
     def _on_sub_env_created(self, env: Any, ctx: EnvContext) -> None:
         self.callbacks.on_sub_environment_created(worker=self, sub_environment=env, env_context=ctx)
 
     def _build_policy(self, pid: Any, spec: Any) -> Any:
         config = worker_policies.merged_policy_config(self.policy_config, spec, self.worker_index,
-                                                      self._seed)
+                                                      self.args.seed)
         if self.model_config and "model" not in (spec.config or {}):
             config["model"] = self.model_config
         policy, preprocessor = worker_policies.build_policy(pid, spec, config)
@@ -145,7 +152,7 @@ class RolloutWorker(WorkerArgs):
         self.policy_map.policy_specs[pid] = spec
         self.preprocessors[pid] = preprocessor
         name = self.observation_filter
-        if self._sample_async and name == "MeanStdFilter":
+        if self.args.sample_async and name == "MeanStdFilter":
             name = "ConcurrentMeanStdFilter"  # the sampler thread updates it concurrently
         self.filters[pid] = get_filter(name, preprocessor.shape)
         self.callbacks.on_create_policy(policy_id=pid, policy=policy)
@@ -395,6 +402,45 @@ class RolloutWorker(WorkerArgs):
         if self.async_env is not None:
             self.async_env.stop()
 
+    # ------------------------------------------------------------------ host utilities
+    def creation_args(self) -> dict:
+        """The keyword arguments this worker was constructed with (aliases folded in)."""
+        return dict(self.args.given)
+
+    def get_host(self) -> str:
+        """This machine's host name."""
+        return worker_setup.host_name()
+
+    def get_node_ip(self) -> str:
+        """This machine's IP address on the default route (127.0.0.1 if offline)."""
+        return worker_setup.node_ip()
+
+    def find_free_port(self) -> int:
+        """A TCP port that is free on this machine right now."""
+        return worker_setup.free_port()
+
+    @classmethod
+    def as_remote(cls, num_cpus: Optional[float] = None, num_gpus: Optional[float] = None,
+                  memory: Optional[int] = None, object_store_memory: Optional[int] = None,
+                  resources: Optional[dict] = None) -> Any:
+        """This class as a Ray actor class (needs `pip install 'tfrl[ray]'`)."""
+        return worker_setup.ray_actor_class(cls, num_cpus, num_gpus, memory,
+                                            object_store_memory, resources)
+
+    def setup_torch_data_parallel(self, url: str, world_rank: int, world_size: int,
+                                  backend: str) -> None:
+        """Not available: tfrl has no torch policies.
+
+        Raises:
+            NotImplementedError: Always; use tf.distribute.MultiWorkerMirroredStrategy.
+        """
+        raise NotImplementedError(
+            "setup_torch_data_parallel is torch-only; tfrl policies are TensorFlow. For "
+            "data-parallel learning across machines use tf.distribute.MultiWorkerMirroredStrategy.")
+
     def __repr__(self) -> str:
         return f"RolloutWorker(worker_index={self.worker_index}, policies={list(self.policy_map)})"
 
+
+# Introspection (help(), IDEs, Ray) sees RLlib's keywords with their defaults.
+RolloutWorker.__init__.__signature__ = worker_setup.SIGNATURE  # type: ignore[attr-defined]

@@ -17,7 +17,7 @@ import math
 import numbers
 import queue
 import threading
-from typing import Any, Callable, Dict, List, Optional, Union
+from typing import Any, Callable, Iterator, List, Optional, Union
 
 from tfrl.env.base_env import BaseEnv
 from tfrl.evaluation.env_runner import EnvRunner, hard_horizon_problem
@@ -132,9 +132,10 @@ class SyncSampler(SamplerInput):
         problem = vector_path_problem(worker, self.base_env, observation_fn, horizon, soft_horizon)
         self._settings = settings
         self.runner = VectorEnvRunner(**settings) if problem is None else EnvRunner(**settings)
-        self._env_runner = self._items()
+        self.items = self._items()
 
-    def _items(self) -> Any:
+    def _items(self) -> Iterator[Any]:
+        """The loop's fragments and RolloutMetrics, in order, forever (`items`)."""
         yield from self.runner.run()
         # The array-based loop returns when policies were added to the worker: the
         # generic loop continues its fragment.
@@ -145,7 +146,7 @@ class SyncSampler(SamplerInput):
 
     def get_data(self) -> Any:
         while True:
-            item = next(self._env_runner)
+            item = next(self.items)
             if isinstance(item, RolloutMetrics):
                 self.metrics_queue.put(item)
             else:
@@ -201,7 +202,7 @@ class AsyncSampler(threading.Thread, SamplerInput):
 
     def run(self) -> None:
         try:
-            for item in self._sync._env_runner:
+            for item in self._sync.items:
                 if self.shutdown:
                     return
                 if isinstance(item, RolloutMetrics):
@@ -244,9 +245,11 @@ class AsyncSampler(threading.Thread, SamplerInput):
                 raise item
             return item
 
-    # The queues are the inner SyncSampler's (`metrics_queue`, `extra_batches`).
-    get_metrics = SyncSampler.get_metrics
-    get_extra_batches = SyncSampler.get_extra_batches
+    def get_metrics(self) -> List[RolloutMetrics]:
+        return self._sync.get_metrics()
+
+    def get_extra_batches(self) -> List[Any]:
+        return self._sync.get_extra_batches()
 
     def refresh_callbacks(self, callbacks: Any = None) -> None:
         self._sync.refresh_callbacks(callbacks)
@@ -258,28 +261,29 @@ class AsyncSampler(threading.Thread, SamplerInput):
             self.join(timeout)
 
 
-def sampler_for_worker(worker: Any, args: Dict[str, Any]) -> SamplerInput:
-    """The (started) sampler of a RolloutWorker built with the keyword arguments `args`:
-    an `AsyncSampler` if `args["sample_async"]`, else a `SyncSampler`."""
+def sampler_for_worker(worker: Any, args: Any) -> SamplerInput:
+    """The (started) sampler of a RolloutWorker with the checked arguments `args` (a
+    `worker_setup.WorkerArgs`): an `AsyncSampler` if `args.sample_async`, else a
+    `SyncSampler`."""
     pack = worker.batch_mode == "truncate_episodes"
     config = worker.policy_config
     kwargs = dict(
-        worker=worker, env=worker.async_env, clip_rewards=args["clip_rewards"],
+        worker=worker, env=worker.async_env, clip_rewards=args.clip_rewards,
         # One fragment holds the whole batch: fragment length x num_envs env steps.
         rollout_fragment_length=worker.rollout_fragment_length if pack else float("inf"),
         count_steps_by=worker.count_steps_by, callbacks=worker.callbacks,
-        horizon=args["episode_horizon"], multiple_episodes_in_batch=pack,
-        normalize_actions=args["normalize_actions"], clip_actions=args["clip_actions"],
-        soft_horizon=args["soft_horizon"], no_done_at_end=args["no_done_at_end"],
-        observation_fn=args["observation_fn"],
+        horizon=args.episode_horizon, multiple_episodes_in_batch=pack,
+        normalize_actions=args.normalize_actions, clip_actions=args.clip_actions,
+        soft_horizon=args.soft_horizon, no_done_at_end=args.no_done_at_end,
+        observation_fn=args.observation_fn,
         render=config.get("render_env") is True and (worker.num_workers == 0
                                                      or worker.worker_index == 1))
     collector = config.get("sample_collector")
     if collector is not None:  # the sampler warns: not supported
         kwargs["sample_collector_class"] = collector
-    if not args["sample_async"]:
+    if not args.sample_async:
         return SyncSampler(**kwargs)
-    sampler = AsyncSampler(blackhole_outputs=args["_blackhole"], **kwargs)
+    sampler = AsyncSampler(blackhole_outputs=args.blackhole_outputs, **kwargs)
     sampler.start()
     return sampler
 

@@ -122,5 +122,5 @@ def sample_and_learn(worker: Any, expected_batch_size: int, num_sgd_iter: int,
             f"Batch size possibly out of sync between workers: expected {expected_batch_size} "
             f"steps, sampled {batch.count}. Check rollout_fragment_length * num_envs.")
     info = minibatch_sgd(worker, batch, num_sgd_iter, sgd_minibatch_size, standardize_fields,
-                         seed=worker._seed)
+                         seed=worker.args.seed)
     return info, batch.count
