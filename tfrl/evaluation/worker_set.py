@@ -10,7 +10,7 @@ Failures: a remote worker that is gone raises `WorkerCrashedError`. With
 `recreate_failed_workers=True` in the trainer config, `sample_all` recreates it under the
 same index, gives it the local worker's current weights, observation filters and global
 vars, and samples it again in the same call, so an iteration loses no batch (that part
-lives in `worker_set_failures`).
+lives in `worker_set_failures.RemoteWorkers`).
 Every wait has a timeout (`sample_timeout_s`, `worker_health_probe_timeout_s`,
 `worker_restore_timeout_s` in the trainer config; see `worker_set_config`).
 
@@ -32,7 +32,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 from tfrl.evaluation import worker_set_config as wsc
 from tfrl.evaluation import worker_set_state
 from tfrl.evaluation.worker_handle import ThreadWorkerHandle, WorkerHandle, get_results
-from tfrl.evaluation.worker_set_failures import MAX_RECREATIONS_PER_CALL, WorkerFailures
+from tfrl.evaluation.worker_set_failures import MAX_RECREATIONS_PER_CALL, RemoteWorkers
 from tfrl.evaluation.worker_set_state import WorkerState
 
 logger = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ logger = logging.getLogger(__name__)
 _STOP_GRACE_S = 5.0
 
 
-class WorkerSet(WorkerFailures):
+class WorkerSet:
     """A local `RolloutWorker` and `num_workers` remote ones.
 
     Args:
@@ -79,7 +79,7 @@ class WorkerSet(WorkerFailures):
         self._logdir = logdir
         self._cls = worker_cls or _default_worker_cls()
         self._num_workers = int(num_workers)
-        self._remote_workers: List[WorkerHandle] = []
+        self._remotes = RemoteWorkers(self._make_remote, self._current_state, self._setting)
         self._local_worker = None
         self._global_vars: Optional[dict] = None
         self._stopped = False
@@ -87,13 +87,13 @@ class WorkerSet(WorkerFailures):
             self._add_remote(self._num_workers)
             if local_worker:
                 spaces = None
-                if self._remote_workers and not wsc.setting(config, "create_env_on_driver"):
-                    spaces = self._spaces_from(self._remote_workers[0])
+                if self._remotes.handles and not wsc.setting(config, "create_env_on_driver"):
+                    spaces = self._spaces_from(self._remotes.handles[0])
                 self._local_worker = self._make_worker(
                     cls=self._cls, env_creator=self._env_creator, validate_env=validate_env,
                     policy_cls=policy_class, worker_index=0, num_workers=self._num_workers,
                     config=config, spaces=spaces)
-                if self._remote_workers:
+                if self._remotes.handles:
                     self.sync_weights()
         except BaseException:
             self.stop()
@@ -108,15 +108,15 @@ class WorkerSet(WorkerFailures):
 
     def remote_workers(self) -> List[WorkerHandle]:
         """The remote workers' handles, in index order (recreated ones replace old ones)."""
-        return list(self._remote_workers)
+        return list(self._remotes.handles)
 
     def num_remote_workers(self) -> int:
         """Number of remote workers, healthy or not."""
-        return len(self._remote_workers)
+        return len(self._remotes.handles)
 
     def healthy_worker_ids(self) -> List[int]:
         """Indices of the remote workers not known to be dead."""
-        return [h.worker_index for h in self._remote_workers if h.is_alive()]
+        return [h.worker_index for h in self._remotes.handles if h.is_alive()]
 
     def _setting(self, key: str) -> Any:
         return wsc.setting(self._config, key)
@@ -159,11 +159,9 @@ class WorkerSet(WorkerFailures):
                                       **wsc.remote_resources(self._config))
 
     def _add_remote(self, n: int) -> List[WorkerHandle]:
-        start = len(self._remote_workers) + 1
+        start = len(self._remotes.handles) + 1
         self._num_workers = max(self._num_workers, start + n - 1)
-        new = [self._make_remote(i) for i in range(start, start + n)]
-        self._remote_workers.extend(new)
-        return new
+        return self._remotes.add(range(start, start + n))
 
     def add_workers(self, num_workers: int) -> None:
         """Adds `num_workers` remote workers (next indices); they get the local weights.
@@ -206,7 +204,7 @@ class WorkerSet(WorkerFailures):
                              "worker, so pass from_worker=<worker or handle>.")
         if global_vars is not None:
             self._global_vars = dict(global_vars)
-        if not self._remote_workers and from_worker is None:
+        if not self._remotes.handles and from_worker is None:
             if local is not None and global_vars is not None:
                 local.set_global_vars(global_vars)
             return
@@ -219,13 +217,13 @@ class WorkerSet(WorkerFailures):
             weights = from_worker.get_weights(policies)
         if from_worker is not None and local is not None:
             local.set_weights(weights, global_vars=global_vars)
-        targets = [h for h in self._remote_workers if h is not from_worker]
-        self._on_all(targets, lambda h, w: h.call("set_weights", w, global_vars=global_vars),
+        targets = [h for h in self._remotes.handles if h is not from_worker]
+        self._remotes.on_all(targets, lambda h, w: h.call("set_weights", w, global_vars=global_vars),
                      "set_weights", shared=weights)
 
     def _current_state(self, exclude: Optional[WorkerHandle] = None) -> WorkerState:
         return worker_set_state.current_state(
-            self._local_worker, [h for h in self._remote_workers if h is not exclude],
+            self._local_worker, [h for h in self._remotes.handles if h is not exclude],
             self._global_vars, self._setting("worker_health_probe_timeout_s"))
 
     # ----------------------------------------------------------------------------------
@@ -233,7 +231,7 @@ class WorkerSet(WorkerFailures):
 
     def _remote_results(self, send: Callable[[WorkerHandle], concurrent.futures.Future],
                         what: str) -> List[Any]:
-        return self._on_all(self._remote_workers, lambda h, _: send(h), what)
+        return self._remotes.on_all(self._remotes.handles, lambda h, _: send(h), what)
 
     def foreach_worker(self, func: Callable[[Any], Any]) -> List[Any]:
         """`[func(worker) for every worker]`, local first, then remotes in index order."""
@@ -268,6 +266,49 @@ class WorkerSet(WorkerFailures):
                  if self._local_worker is not None else [])
         return local + self._remote_results(lambda h: h.call("foreach_env", func), "foreach_env")
 
+    # ----------------------------------------------------------------------------------
+    # Sampling and failures (see `worker_set_failures.RemoteWorkers`).
+
+    def sample_all(self, timeout_s: Optional[float] = None) -> List[Any]:
+        """One `sample()` per remote worker, in parallel (or the local worker's, if none).
+
+        Args:
+            timeout_s: Longest wait for the batches (default: `sample_timeout_s`); each
+                recreation adds `worker_restore_timeout_s`.
+
+        Returns:
+            The batches, in worker-index order.
+
+        Raises:
+            ValueError: If the set has no workers at all.
+            WorkerCrashedError: If a worker crashed and `recreate_failed_workers` is off
+                (or it crashed again after `MAX_RECREATIONS_PER_CALL` recreations).
+            TimeoutError: If batches are missing after the timeout.
+        """
+        if not self._remotes.handles:
+            if self._local_worker is None:
+                raise ValueError("sample_all() on a WorkerSet without workers.")
+            return [self._local_worker.sample()]
+        return self._remotes.sample_all(timeout_s)
+
+    def recreate_failed_workers(self) -> List[int]:
+        """Recreates every dead remote worker (same index, current state); their indices.
+
+        Waits at most `worker_restore_timeout_s` for them to start.
+        """
+        return self._remotes.recreate_failed()
+
+    def probe_unhealthy_workers(self) -> List[int]:
+        """Pings every remote worker; dead ones are recreated if `recreate_failed_workers`.
+
+        A worker that does not answer within `worker_health_probe_timeout_s` (e.g. busy
+        with a long call) is left alone; one whose handle reports a crash is marked dead.
+
+        Returns:
+            The indices of the workers that were recreated.
+        """
+        return self._remotes.probe_unhealthy()
+
     def stop(self) -> None:
         """Stops the local worker and every remote worker (then kills the remotes).
 
@@ -281,9 +322,9 @@ class WorkerSet(WorkerFailures):
                 self._local_worker.stop()
             except Exception as e:  # Keep stopping the others.
                 logger.warning("Stopping the local worker raised %s: %s", type(e).__name__, e)
-        stopping = [h.call("stop") for h in self._remote_workers if h.is_alive()]
+        stopping = [h.call("stop") for h in self._remotes.handles if h.is_alive()]
         concurrent.futures.wait(stopping, timeout=_STOP_GRACE_S)
-        for handle in self._remote_workers:
+        for handle in self._remotes.handles:
             handle.kill()
 
 

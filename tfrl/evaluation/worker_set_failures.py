@@ -1,10 +1,11 @@
-"""How a `WorkerSet` survives crashed remote workers: sampling with recreation inside
-the call, broadcasting with recreation, recreation and health probes.
+"""`RemoteWorkers`: the remote workers of a `WorkerSet` and how they survive crashes —
+sampling with recreation inside the call, broadcasting with recreation, recreation and
+health probes.
 
-`WorkerFailures` is a mixin of `WorkerSet`; it relies on the set's `_remote_workers`
-(list of `WorkerHandle`s), `_setting(key)` (trainer-config lookup),
-`_make_remote(worker_index)` and `_current_state(exclude)` (weights, filters and global
-vars for a new worker; see `worker_set_state`).
+The `WorkerSet` owns one `RemoteWorkers`; it gives it the functions that build a remote
+worker (`make_remote(worker_index)`) and that tell the state a new worker gets
+(`state_for_new(exclude)`: weights, filters and global vars; see `worker_set_state`),
+and the trainer-config lookup for the timeouts and `recreate_failed_workers`.
 """
 
 import concurrent.futures
@@ -21,11 +22,37 @@ logger = logging.getLogger(__name__)
 MAX_RECREATIONS_PER_CALL = 2
 
 
-class WorkerFailures:
-    """`sample_all`, `recreate_failed_workers`, `probe_unhealthy_workers` and the
-    crash-aware broadcast `_on_all` of a `WorkerSet` (see the module docstring)."""
+class RemoteWorkers:
+    """The handles of a WorkerSet's remote workers, in index order, and what to do when
+    one crashed (see the module docstring).
 
-    def _on_all(self, handles: Sequence[WorkerHandle], send: Callable, what: str,
+    Args:
+        make_remote: `worker_index -> WorkerHandle`, a new remote worker.
+        state_for_new: `exclude -> WorkerState`, what a new worker gets (not asking the
+            handle `exclude`, e.g. the crashed worker being replaced).
+        setting: `key -> value` of the trainer config (`sample_timeout_s`,
+            `worker_restore_timeout_s`, `worker_health_probe_timeout_s`,
+            `recreate_failed_workers`).
+
+    Attributes:
+        handles: The handles (a recreated worker replaces the old one in place).
+    """
+
+    def __init__(self, make_remote: Callable[[int], WorkerHandle],
+                 state_for_new: Callable[[Optional[WorkerHandle]], Any],
+                 setting: Callable[[str], Any]):
+        self.handles: List[WorkerHandle] = []
+        self._make_remote = make_remote
+        self._state_for_new = state_for_new
+        self._setting = setting
+
+    def add(self, indices: Sequence[int]) -> List[WorkerHandle]:
+        """Builds remote workers with these indices and appends them; the new handles."""
+        new = [self._make_remote(i) for i in indices]
+        self.handles.extend(new)
+        return new
+
+    def on_all(self, handles: Sequence[WorkerHandle], send: Callable, what: str,
                 shared: Any = None) -> List[Any]:
         """`send(handle, shared)` on every handle; the results in order.
 
@@ -48,11 +75,11 @@ class WorkerFailures:
                 if not self._setting("recreate_failed_workers"):
                     raise self._crash_error(h.worker_index, what, e) from e
         if any(not h.is_alive() for h in handles) and self._setting("recreate_failed_workers"):
-            self.recreate_failed_workers()
+            self.recreate_failed()
         return results
 
     def sample_all(self, timeout_s: Optional[float] = None) -> List[Any]:
-        """One `sample()` per remote worker, in parallel (or the local worker's, if none).
+        """One `sample()` per remote worker, in parallel.
 
         Args:
             timeout_s: Longest wait for the batches (default: `sample_timeout_s`); each
@@ -66,15 +93,11 @@ class WorkerFailures:
                 (or it crashed again after `MAX_RECREATIONS_PER_CALL` recreations).
             TimeoutError: If batches are missing after the timeout.
         """
-        if not self._remote_workers:
-            if self._local_worker is None:
-                raise ValueError("sample_all() on a WorkerSet without workers.")
-            return [self._local_worker.sample()]
         recreate = self._setting("recreate_failed_workers")
         timeout_s = self._setting("sample_timeout_s") if timeout_s is None else timeout_s
         deadline = time.monotonic() + timeout_s
         pending: Dict[concurrent.futures.Future, Tuple[int, List]] = {}
-        for pos, handle in enumerate(self._remote_workers):
+        for pos, handle in enumerate(self.handles):
             state_futures = []
             if not handle.is_alive() and recreate:
                 handle, state_futures = self._recreate(pos)
@@ -87,12 +110,12 @@ class WorkerFailures:
                 pending, timeout=max(0.0, deadline - time.monotonic()),
                 return_when=concurrent.futures.FIRST_COMPLETED)
             if not done:
-                late = sorted(self._remote_workers[p].worker_index for p, _ in pending.values())
+                late = sorted(self.handles[p].worker_index for p, _ in pending.values())
                 raise TimeoutError(f"Workers {late} returned no sample within timeout_s="
                                    f"{timeout_s} s; raise sample_timeout_s if they are slow.")
             for future in done:
                 pos, state_futures = pending.pop(future)
-                index = self._remote_workers[pos].worker_index
+                index = self.handles[pos].worker_index
                 try:
                     results[pos] = future.result()
                     for f in state_futures:  # Ran before sample(); their callbacks may lag.
@@ -120,21 +143,21 @@ class WorkerFailures:
 
     def _recreate(self, pos: int) -> Tuple[WorkerHandle, List[concurrent.futures.Future]]:
         """Replaces the worker at list position `pos` by a new one with the same index."""
-        old = self._remote_workers[pos]
+        old = self.handles[pos]
         old.kill()
         logger.warning("Recreating remote worker %d, which crashed.", old.worker_index)
-        state = self._current_state(exclude=old)
+        state = self._state_for_new(old)
         new = self._make_remote(old.worker_index)
-        self._remote_workers[pos] = new
+        self.handles[pos] = new
         return new, worker_set_state.send_state(new, state)
 
-    def recreate_failed_workers(self) -> List[int]:
+    def recreate_failed(self) -> List[int]:
         """Recreates every dead remote worker (same index, current state); their indices.
 
         Waits at most `worker_restore_timeout_s` for them to start.
         """
         restored, futures = [], []
-        for pos, handle in enumerate(self._remote_workers):
+        for pos, handle in enumerate(self.handles):
             if not handle.is_alive():
                 new, state_futures = self._recreate(pos)
                 restored.append(new.worker_index)
@@ -142,7 +165,7 @@ class WorkerFailures:
         get_results(futures, self._setting("worker_restore_timeout_s"), "recreated workers")
         return restored
 
-    def probe_unhealthy_workers(self) -> List[int]:
+    def probe_unhealthy(self) -> List[int]:
         """Pings every remote worker; dead ones are recreated if `recreate_failed_workers`.
 
         A worker that does not answer within `worker_health_probe_timeout_s` (e.g. busy
@@ -151,12 +174,12 @@ class WorkerFailures:
         Returns:
             The indices of the workers that were recreated.
         """
-        pings = [(h, h.ready()) for h in self._remote_workers if h.is_alive()]
+        pings = [(h, h.ready()) for h in self.handles if h.is_alive()]
         concurrent.futures.wait([f for _, f in pings],
                                 timeout=self._setting("worker_health_probe_timeout_s"))
         for handle, ping in pings:
             if ping.done() and isinstance(ping.exception(), WorkerCrashedError):
                 handle.kill()
         if self._setting("recreate_failed_workers"):
-            return self.recreate_failed_workers()
+            return self.recreate_failed()
         return []
