@@ -135,6 +135,27 @@ def test_end_episode_truncated(idle):
     assert terminateds["e"]["__all__"] is False and truncateds["e"] == {A: True, "__all__": True}
 
 
+def test_has_ended_episodes_until_a_poll_takes_them(idle):
+    env, base = idle
+    env.start_episode("e")
+    assert not env.has_ended_episodes()
+    env.end_episode("e", _obs(1))
+    assert env.has_ended_episodes()
+    base.poll()
+    assert not env.has_ended_episodes()
+
+
+def test_wait_until_stopped_returns_once_the_env_is_stopped(idle):
+    env, base = idle
+    waiter = threading.Thread(target=env.wait_until_stopped, args=(0.01,))
+    waiter.start()
+    time.sleep(0.05)
+    assert waiter.is_alive()
+    base.stop()
+    waiter.join(5)
+    assert not waiter.is_alive()
+
+
 def test_training_disabled_is_marked_in_infos(idle):
     env, base = idle
     env.start_episode("e", training_enabled=False)

@@ -563,3 +563,21 @@ def test_gymnasium_vector_env_reports_single_resets_and_its_step_limit():
     assert native.can_reset_sub_envs is False and native.max_episode_steps == 7
     sync = GymnasiumVectorEnv(gym.make_vec("CartPole-v1", 2, vectorization_mode="sync"))
     assert sync.can_reset_sub_envs is True and sync.max_episode_steps == 500
+
+
+def test_resets_in_step_and_lazy_infos_of_the_array_bridge():
+    from tfrl.env.gymnasium_vector_env import GymnasiumVectorEnv
+
+    assert VectorEnv(gym.spaces.Discrete(2), gym.spaces.Discrete(2), 2).resets_in_step is False
+    native = GymnasiumVectorEnv(gym.make_vec("CartPole-v1", 2, vectorization_mode="vector_entry_point"))
+    assert native.resets_in_step is True
+    base = native.to_base_env()
+    assert base.lazy_infos is True
+    p = base.poll_arrays(materialize_infos=False)
+    assert p.is_first.tolist() == [True, True] and not base.last_poll_quiet
+    base.send_action_array(np.array([0, 1]))
+    p = base.poll_arrays(materialize_infos=False)
+    assert p.infos is None and p.is_first.tolist() == [False, False] and base.last_poll_quiet
+    base.send_action_array(np.array([0, 1]))
+    p = base.poll_arrays()
+    assert p.infos == [{}, {}] and not base.last_poll_quiet

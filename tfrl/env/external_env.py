@@ -302,6 +302,17 @@ class ExternalEnv(threading.Thread):
         if problem:
             raise ValueError(f"Bad off-policy action: {problem}.")
 
+    def has_ended_episodes(self) -> bool:
+        """Whether an episode has ended but was not taken by a poll yet."""
+        with self._results_avail_condition:
+            return any(e.ended for e in self._episodes.values())
+
+    def wait_until_stopped(self, check_every_s: float = 1.0) -> None:
+        """Blocks until the env is stopped (a serving env's `run()` does nothing else)."""
+        with self._results_avail_condition:
+            while not self._env_stopped:
+                self._results_avail_condition.wait(check_every_s)
+
     def _stop_env(self) -> None:
         """Refuses new calls and releases every caller waiting for an action."""
         with self._results_avail_condition:

@@ -127,9 +127,7 @@ class ExternalEnvRunner:
             self.base_env.stop()
 
     def _ended_episodes_pending(self) -> bool:
-        env = self.base_env.external_env
-        with env._results_avail_condition:  # pylint: disable=protected-access
-            return any(e.ended for e in env._episodes.values())  # pylint: disable=protected-access
+        return self.base_env.external_env.has_ended_episodes()
 
     def run_once(self) -> None:
         """Polls once, records the new data, computes and sends actions, emits batches."""
@@ -314,24 +312,18 @@ def _episode_metrics(record: _EpisodeRecord) -> dict:
     }
 
 
-def _wait_until_stopped(env: Any) -> None:
-    with env._results_avail_condition:  # pylint: disable=protected-access
-        while not env._env_stopped:  # pylint: disable=protected-access
-            env._results_avail_condition.wait(1.0)  # pylint: disable=protected-access
-
-
 class _ServingEnv(ExternalEnv):
     """An ExternalEnv driven by remote callers; its thread just lives until stopped."""
 
     def run(self) -> None:
-        _wait_until_stopped(self)
+        self.wait_until_stopped()
 
 
 class _ServingMultiAgentEnv(ExternalMultiAgentEnv):
     """The multi-agent `_ServingEnv`."""
 
     def run(self) -> None:
-        _wait_until_stopped(self)
+        self.wait_until_stopped()
 
 
 def make_serving_env(multiagent: bool, action_space: Any, observation_space: Any,

@@ -57,6 +57,12 @@ class VectorEnv:
     # Does `_batch_step` take a whole `[num_envs]` action batch (`action_batch`)?
     _takes_action_batch = False
 
+    @property
+    def resets_in_step(self) -> bool:
+        """Whether one step steps every sub-env and resets the ended ones on the way (so
+        every poll of the BaseEnv reports every sub-env)."""
+        return self._resets_in_step
+
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, num_envs: int):
         if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < 1:
             raise ValueError(f"num_envs must be an int >= 1; received {num_envs!r}.")

@@ -46,6 +46,8 @@ class RunnerCore:
         observation_fn: Rewrites each sub-env's agent observations, or None.
         render: Render after each step.
         explore: The `explore` argument of `compute_actions` (None: policy config).
+        output: The fragment to continue (another loop's `output`), or None for a new
+            one.
     """
 
     def __init__(self, *, worker: Any, base_env: Any, extra_batch_callback: Callable,
@@ -53,7 +55,8 @@ class RunnerCore:
                  count_steps_by: str, multiple_episodes_in_batch: bool,
                  horizon: Optional[int], soft_horizon: bool, no_done_at_end: bool,
                  clip_rewards: Any, normalize_actions: bool, clip_actions: bool,
-                 observation_fn: Optional[Callable], render: bool, explore: Any = None):
+                 observation_fn: Optional[Callable], render: bool, explore: Any = None,
+                 output: Optional[FragmentOutput] = None):
         self.worker = worker
         self.base_env = base_env
         self.extra_batch_callback = extra_batch_callback
@@ -72,7 +75,7 @@ class RunnerCore:
         self.render = render
         self.explore = explore
         self.refresh_callbacks(callbacks)
-        self.output = FragmentOutput(multiagent=False)
+        self.output = FragmentOutput(multiagent=False) if output is None else output
         self.ready: List[Any] = []
         self._cache: Dict[tuple, Any] = {}
 

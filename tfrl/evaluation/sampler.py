@@ -139,9 +139,7 @@ class SyncSampler(SamplerInput):
         yield from self.runner.run()
         # The array-based loop returns when policies were added to the worker: the
         # generic loop continues its fragment.
-        vector_runner = self.runner
-        self.runner = EnvRunner(**self._settings)
-        self.runner.output = vector_runner.output
+        self.runner = EnvRunner(**self._settings, output=self.runner.output)
         yield from self.runner.run()
 
     def get_data(self) -> Any:

@@ -40,7 +40,7 @@ def vector_path_problem(worker: Any, base_env: Any, observation_fn: Any, horizon
     vector_env = getattr(base_env, "vector_env", None)
     if not (callable(getattr(base_env, "poll_arrays", None))
             and callable(getattr(base_env, "send_action_array", None))
-            and getattr(vector_env, "_resets_in_step", False)):
+            and getattr(vector_env, "resets_in_step", False)):
         return "the env has no array interface that reports every sub-env on every poll"
     policy_map = worker.policy_map
     if len(policy_map) != 1:
