@@ -92,6 +92,26 @@ def test_method_errors_are_not_crashes(workers):
     assert handle.is_alive()
 
 
+def test_as_remote_takes_rllibs_keywords(workers):
+    """`RolloutWorker.as_remote()` builds an actor from RLlib's keyword arguments; an
+    unknown keyword still names the closest one (Ray passes it through)."""
+    from tfrl.evaluation.rollout_worker import RolloutWorker
+
+    cls = RolloutWorker.as_remote(num_cpus=0.25)
+    actor = cls.remote(env_creator=make_cartpole, policy_spec=LinearPolicy,
+                       rollout_fragment_length=5, num_envs=2, seed=3)
+    try:
+        batch = ray.get(actor.sample.remote(), timeout=TIMEOUT)
+        assert batch.count == 10
+        assert ray.get(actor.creation_args.remote(), timeout=TIMEOUT)["num_envs"] == 2
+    finally:
+        ray.kill(actor, no_restart=True)
+    bad = cls.remote(env_creator=make_cartpole, policy_spec=LinearPolicy, num_env=2)
+    with pytest.raises(ray.exceptions.RayActorError, match="Did you mean 'num_envs'"):
+        ray.get(bad.sample.remote(), timeout=TIMEOUT)
+    ray.kill(bad, no_restart=True)
+
+
 def test_killed_workers_are_recreated_within_sample_all(workers):
     """Kills worker 2's process and ray.kills worker 1; sample_all still returns both."""
     new_w = np.array([3.0, 1.0, -3.0, 0.5], np.float32)

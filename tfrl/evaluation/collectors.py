@@ -122,6 +122,11 @@ class AgentCollector:
         self.pending: Optional[tuple] = None
         self.pending_reward = 0.0  # rewards given while the agent was not observed
 
+    def restart(self) -> None:
+        """Starts the agent's next (soft-reset) episode: `t` from 0, no previous action
+        or reward."""
+        self.t, self.last_action, self.last_reward = 0, None, 0.0
+
     def add_row(self, new_obs: Any, reward: float, terminated: bool, truncated: bool,
                 info: dict) -> None:
         """Completes the pending step with what the env returned for it."""

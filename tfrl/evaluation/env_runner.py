@@ -225,7 +225,7 @@ class EnvRunner(RunnerCore):
         if hit_horizon and self.soft_horizon:
             episode.soft_reset()
             for agent_id, coll in state.collectors.items():
-                coll.t, coll.last_action, coll.last_reward = 0, None, 0.0
+                coll.restart()
                 episode.set_last_done(agent_id, False, False)
             return  # (no on_episode_start: the same Episode goes on, as in RLlib)
         del self._active[env_id]
