@@ -308,5 +308,8 @@ def ray_actor_class(cls: type, num_cpus: Optional[float] = None,
         import ray  # deferred: Ray is optional and heavy
     except ImportError as e:
         raise ImportError(f"{cls.__name__}.as_remote needs Ray: pip install 'tfrl[ray]'.") from e
-    return ray.remote(num_cpus=num_cpus, num_gpus=num_gpus, memory=memory,
-                      object_store_memory=object_store_memory, resources=resources)(cls)
+    options = {k: v for k, v in dict(num_cpus=num_cpus, num_gpus=num_gpus, memory=memory,
+                                     object_store_memory=object_store_memory,
+                                     resources=resources).items() if v is not None}
+    # (only the options given: Ray warns about object_store_memory even when None)
+    return ray.remote(**options)(cls) if options else ray.remote(cls)
