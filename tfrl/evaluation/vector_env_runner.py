@@ -6,11 +6,11 @@ Per step, a constant number of numpy calls regardless of the number of sub-envs:
 `[T, N, ...]` (slot `s` holds the poll's observations, rewards and infos, and the
 actions computed on those observations; the done flags come from the current poll, as
 only an episode's last row carries one). A sub-env's transition completed at slot `s`
-is `(obs[s-1], actions[s-1], rewards[s], obs[s], ...)` (the buffers and the chunks
-built from them are a `vector_chunks.ChunkBuffer`). Python
-work per sub-env happens only when an episode starts or ends, at a fragment cut, or
-when the callbacks override `on_episode_step`; then `Episode` objects are brought up
-to date from the arrays.
+is `(obs[s-1], actions[s-1], rewards[s], obs[s], ...)`; the buffers, and the chunks
+built from them, are the loop's `vector_chunks.ChunkBuffer`. Python work per sub-env
+happens only when an episode starts or ends, at a fragment cut, or when the callbacks
+override `on_episode_step`; then `Episode` objects are brought up to date from the
+arrays.
 
 The batches equal those of the generic `EnvRunner` for the same env, seeds and a policy
 whose actions do not depend on the batch composition: same columns, values and row order.
