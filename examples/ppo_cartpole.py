@@ -65,6 +65,7 @@ def main() -> int:
     algo = make_config(args.seed).build()
     stop = StopOnCriteria({"episode_reward_mean": SOLVED, "timesteps_total": args.steps})
     try:
+        # Progress lines time the training (from fit), the last line the whole process.
         history = algo.fit(callbacks=[stop, ProgressLogger(stop=stop.stop, every=10)],
                            verbose=0)
         result = history.model.last_result

@@ -142,7 +142,7 @@ def stop_reason(result: Mapping[str, Any], stop: Mapping[str, float]) -> Optiona
     for key, threshold in stop.items():
         value = result_value(result, key)
         if (isinstance(value, numbers.Real) and not isinstance(value, bool)
-                and not math.isnan(value) and value >= threshold):
+                and not math.isnan(value) and float(value) >= threshold):
             return f"{key}={_number(value)} >= {_number(threshold)}"
     return None
 
