@@ -27,6 +27,7 @@ import gymnasium as gym
 import numpy as np
 
 from tfrl.env.policy_client import PolicyClient
+from tfrl.utils.progress import quiet_tensorflow
 
 
 def wait_for_server(address: str, port: int, timeout: float) -> bool:
@@ -80,7 +81,11 @@ def main() -> int:
                         help="seconds to wait for the server to come up")
     parser.add_argument("--print-every", type=int, default=10)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--verbose", action="store_true",
+                        help="show TensorFlow's start-up notices (hidden by default)")
     args = parser.parse_args()
+    if args.inference_mode == "local":  # the local policy copy loads TensorFlow
+        quiet_tensorflow(args.verbose)
 
     if not wait_for_server(args.address, args.port, args.connect_timeout):
         print(f"client: no policy server at {args.address}:{args.port} after "

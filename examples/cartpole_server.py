@@ -16,23 +16,26 @@ from the episodes they report.
     python examples/cartpole_server.py --port 9900 --num-workers 2   # serves 9900 and 9901
     python examples/cartpole_client.py --port 9901                   # (and one on 9900)
 
-One line per iteration: `iter N  timesteps T  reward R  episodes E  loss L` (R is the
-mean return of the last 100 client episodes). Stops at `--stop-reward` (mean return),
+One line per iteration: `iter N  steps T  reward R  episodes E  loss L` (R is the mean
+return of the last 100 client episodes). Stops at `--stop-reward` (mean return),
 `--stop-timesteps` or `--stop-iters`, whichever comes first, then exits 0. With
 `--checkpoint-dir`, it resumes from the newest checkpoint there and saves one at the end.
 """
 
 import argparse
 import glob
-import math
 import os
 import threading
 import time
 
 import gymnasium as gym
 
-from tfrl.algorithms.ppo import PPOConfig
-from tfrl.env.policy_server_input import PolicyServerInput
+from tfrl.utils.progress import quiet_tensorflow, train_until
+
+quiet_tensorflow()  # hides TensorFlow's start-up notices unless --verbose; before it loads
+
+from tfrl.algorithms.ppo import PPOConfig  # noqa: E402
+from tfrl.env.policy_server_input import PolicyServerInput  # noqa: E402
 
 _PRINT_LOCK = threading.Lock()  # rollout worker threads start their servers concurrently
 
@@ -90,6 +93,8 @@ def main() -> int:
     parser.add_argument("--num-workers", type=int, default=0,
                         help="rollout workers (threads), worker i serving at port + i - 1")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--verbose", action="store_true",
+                        help="show TensorFlow's start-up notices (hidden by default)")
     args = parser.parse_args()
 
     algo = make_config(args.address, args.port, args.seed, args.num_workers).build()
@@ -98,21 +103,19 @@ def main() -> int:
         if args.checkpoint_dir and latest_checkpoint(args.checkpoint_dir):
             algo.restore(latest_checkpoint(args.checkpoint_dir))
             print(f"restored {latest_checkpoint(args.checkpoint_dir)}", flush=True)
-        while True:
-            result = algo.train()
-            reward, steps = result["episode_reward_mean"], result["timesteps_total"]
-            stats = result["info"]["learner"]["default_policy"]["learner_stats"]
-            print(f"iter {result['training_iteration']}  timesteps {steps}  "
-                  f"reward {reward:.2f}  episodes {result['episodes_total']}  "
-                  f"loss {stats['total_loss']:.3f}", flush=True)
-            if not math.isnan(reward) and reward >= args.stop_reward:
-                print(f"done: mean return {reward:.2f} >= {args.stop_reward:g} after {steps} "
-                      f"timesteps ({time.time() - start:.1f} s)", flush=True)
-                break
-            if steps >= args.stop_timesteps or result["training_iteration"] >= args.stop_iters:
-                print(f"done: budget spent after {steps} timesteps; mean return {reward:.2f} "
-                      f"({time.time() - start:.1f} s)", flush=True)
-                break
+        result = train_until(
+            algo, {"episode_reward_mean": args.stop_reward,
+                   "timesteps_total": args.stop_timesteps,
+                   "training_iteration": args.stop_iters},
+            extra={"episodes": "episodes_total",
+                   "loss": ("info/learner/default_policy/learner_stats/total_loss", ".3f")})
+        reward, steps = result["episode_reward_mean"], result["timesteps_total"]
+        if reward >= args.stop_reward:
+            print(f"done: mean return {reward:.2f} >= {args.stop_reward:g} after {steps} "
+                  f"timesteps ({time.time() - start:.1f} s)", flush=True)
+        else:
+            print(f"done: budget spent after {steps} timesteps; mean return {reward:.2f} "
+                  f"({time.time() - start:.1f} s)", flush=True)
         if args.checkpoint_dir:
             print(f"saved {algo.save(args.checkpoint_dir)}", flush=True)
     finally:

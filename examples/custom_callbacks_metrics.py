@@ -19,9 +19,12 @@ Custom metrics arrive summarized as `result["custom_metrics"]["pole_angle_mean"]
 
 import numpy as np
 
-from tfrl.algorithms.callbacks import DefaultCallbacks
-from tfrl.algorithms.ppo import PPOConfig
-from tfrl.utils.progress import script_parser, train_until
+from tfrl.utils.progress import quiet_tensorflow, script_parser, train_until
+
+quiet_tensorflow()  # hides TensorFlow's start-up notices unless --verbose; before it loads
+
+from tfrl.algorithms.callbacks import DefaultCallbacks  # noqa: E402
+from tfrl.algorithms.ppo import PPOConfig  # noqa: E402
 
 
 class PoleAngleCallbacks(DefaultCallbacks):

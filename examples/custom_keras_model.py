@@ -17,12 +17,15 @@ for a Discrete action space) and the critic's value estimates.
 
 import time
 
-import keras
-import tensorflow as tf
+from tfrl.utils.progress import quiet_tensorflow, script_parser, train_until
 
-from tfrl.algorithms.ppo import PPOConfig
-from tfrl.models.catalog import ModelCatalog
-from tfrl.utils.progress import script_parser, train_until
+quiet_tensorflow()  # hides TensorFlow's start-up notices unless --verbose; before it loads
+
+import keras  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from tfrl.algorithms.ppo import PPOConfig  # noqa: E402
+from tfrl.models.catalog import ModelCatalog  # noqa: E402
 
 
 class TwoTowerModel(keras.Model):

@@ -35,11 +35,15 @@ import threading
 
 import gymnasium as gym
 
-from tfrl.algorithms.ppo.ppo_tf_policy import PPOTFPolicy
-from tfrl.env.policy_client import PolicyClient
-from tfrl.env.policy_server_input import PolicyServerInput
-from tfrl.evaluation.rollout_worker import RolloutWorker
-from tfrl.policy.sample_batch import concat_samples
+from tfrl.utils.progress import quiet_tensorflow
+
+quiet_tensorflow()  # hides TensorFlow's start-up notices unless --verbose; before it loads
+
+from tfrl.algorithms.ppo.ppo_tf_policy import PPOTFPolicy  # noqa: E402
+from tfrl.env.policy_client import PolicyClient  # noqa: E402
+from tfrl.env.policy_server_input import PolicyServerInput  # noqa: E402
+from tfrl.evaluation.rollout_worker import RolloutWorker  # noqa: E402
+from tfrl.policy.sample_batch import concat_samples  # noqa: E402
 
 ADDRESS = "127.0.0.1"  # the server binds this; "0.0.0.0" accepts clients on other hosts
 
@@ -121,6 +125,8 @@ def main() -> int:
     parser.add_argument("--smoke", action="store_true",
                         default=bool(os.environ.get("TFRL_EXAMPLE_SMOKE")),
                         help="tiny budget (2 iterations) for CI")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show TensorFlow's start-up notices (hidden by default)")
     args = parser.parse_args()
     iterations = 2 if args.smoke else 15
 

@@ -15,7 +15,12 @@ On a machine with two GPUs, drop `_fake_gpus` and the logical-device setup.
 """
 
 import numpy as np
-import tensorflow as tf
+
+from tfrl.utils.progress import quiet_tensorflow, script_parser, train_until
+
+quiet_tensorflow()  # hides TensorFlow's start-up notices unless --verbose; before it loads
+
+import tensorflow as tf  # noqa: E402
 
 NUM_DEVICES = 2
 # Two logical CPU devices: first thing, before any TensorFlow op runs.
@@ -25,7 +30,6 @@ tf.config.set_logical_device_configuration(
 
 from tfrl.algorithms.ppo import PPOConfig  # noqa: E402
 from tfrl.algorithms.ppo.ppo_tf_policy import PPOTFPolicy  # noqa: E402
-from tfrl.utils.progress import script_parser, train_until  # noqa: E402
 
 
 def max_weight_difference(a, b) -> float:

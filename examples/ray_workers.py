@@ -16,7 +16,9 @@ the algorithm: tfrl uses a Ray runtime that is already initialized as is.
 import os
 import time
 
-from tfrl.utils.progress import script_parser, train_until
+from tfrl.utils.progress import quiet_tensorflow, script_parser, train_until
+
+quiet_tensorflow()  # hides TensorFlow's start-up notices unless --verbose; before it loads
 
 
 def main() -> None:

@@ -21,11 +21,14 @@ This is what `PPO.train()` does for you (plus bookkeeping); see
 
 import gymnasium as gym
 
-from tfrl.algorithms.ppo.ppo_tf_policy import PPOTFPolicy
-from tfrl.evaluation.metrics import summarize_episodes
-from tfrl.evaluation.rollout_worker import RolloutWorker
-from tfrl.policy.sample_batch import concat_samples
-from tfrl.utils.progress import script_parser
+from tfrl.utils.progress import quiet_tensorflow, script_parser
+
+quiet_tensorflow()  # hides TensorFlow's start-up notices unless --verbose; before it loads
+
+from tfrl.algorithms.ppo.ppo_tf_policy import PPOTFPolicy  # noqa: E402
+from tfrl.evaluation.metrics import summarize_episodes  # noqa: E402
+from tfrl.evaluation.rollout_worker import RolloutWorker  # noqa: E402
+from tfrl.policy.sample_batch import concat_samples  # noqa: E402
 
 
 def main() -> None:

@@ -79,7 +79,7 @@ def run_pair(mode, num_workers=0):
 def check_server_output(out, ports):
     for port in ports:
         assert f"policy server listening on 127.0.0.1:{port}" in out.splitlines(), out
-    iters = [re.fullmatch(r"iter (\d+)  timesteps (\d+)  reward (nan|\d+\.\d\d)  episodes "
+    iters = [re.fullmatch(r"iter +(\d+)  steps +(\d+)  reward +(nan|\d+\.\d\d)  episodes "
                           r"(\d+)  loss (-?\d+\.\d+)", line) for line in out.splitlines()
              if line.startswith("iter ")]
     assert iters and all(iters), out

@@ -69,9 +69,11 @@ def _fails(capsys, *args):
 def test_train_prints_progress_and_writes_checkpoints_and_results(trained):
     logdir, out = trained
     lines = out.splitlines()
-    assert re.match(r"iter 1 \| steps 64 \| episodes \d+ \| reward_mean \d+\.\d\d \| \d+ steps/s "
-                    r"\| elapsed \d:\d\d:\d\d \| ETA \d:\d\d:\d\d$", lines[0]), lines[0]
-    assert lines[1].startswith("iter 2 | steps 128 |")
+    rows = [re.fullmatch(r"iter +(\d+)  steps +(\d+)  reward +(\d+\.\d\d)  episodes +(\d+) +"
+                         r"\d+ steps/s  elapsed \d:\d\d:\d\d  ETA \d:\d\d:\d\d", line)
+            for line in lines[:2]]
+    assert all(rows), lines
+    assert [(int(r[1]), int(r[2])) for r in rows] == [(1, 64), (2, 128)]
     assert lines[2].startswith("Finished (training_iteration=2 >= 2): 2 iterations, 128 env "
                                "steps, ")
     assert lines[3] == f"Checkpoint: {logdir}/checkpoint_000002"
@@ -94,6 +96,9 @@ def test_train_prints_progress_and_writes_checkpoints_and_results(trained):
         results = [json.loads(line) for line in f]
     assert [(r["training_iteration"], r["timesteps_total"]) for r in results] == [(1, 64),
                                                                                  (2, 128)]
+    # The progress lines show the results' numbers.
+    assert [(float(r[3]), int(r[4])) for r in rows] == [
+        (round(r["episode_reward_mean"], 2), r["episodes_total"]) for r in results]
     with open(os.path.join(logdir, "experiment.json")) as f:
         experiment = json.load(f)
     assert experiment == {"algo": "PPO", "env": "CartPole-v1",

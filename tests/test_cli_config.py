@@ -10,7 +10,9 @@ import pytest
 from tfrl.cli.experiment import (CliError, Experiment, apply_overrides, build_config,
                                  load_experiment_file, parse_override, parse_stop,
                                  resolve_experiment, yaml_value)
-from tfrl.cli.progress import Progress, format_duration, result_value, stop_reason
+from tfrl.cli.commands import PROGRESS_COLUMNS
+from tfrl.utils.progress import format_duration, result_value, stop_reason
+from tfrl.utils.progress_callbacks import ProgressLogger, StopOnCriteria
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TUNED = os.path.join(REPO_ROOT, "examples", "tuned")
@@ -233,56 +235,109 @@ def test_build_config_imports_callbacks_by_name():
 
 # ---------------------------------------------------------------------- progress
 
-def _progress(stop, times, is_tty=False):
+def _progress(stop, times, refresh=False, **params):
+    """A `tfrl train` ProgressLogger on a fake clock, begun as `fit` begins it."""
     out = io.StringIO()
-    return Progress(stop=stop, stream=out, is_tty=is_tty, clock=iter(times).__next__), out
+    progress = ProgressLogger(stop=stop, columns=PROGRESS_COLUMNS, refresh=refresh,
+                              stream=out, clock=iter(times).__next__)
+    progress.set_params(params)
+    progress.on_train_begin()
+    return progress, out
 
 
 def test_progress_lines_rate_and_eta():
     progress, out = _progress({"timesteps_total": 1000, "episode_reward_mean": 475},
-                              [0.0, 0.0, 4.0, 8.0, 9.0])
-    progress.begin()
-    progress.update({"training_iteration": 1, "timesteps_total": 200, "episodes_total": 10,
-                     "episode_reward_mean": 20.0})
-    progress.update({"training_iteration": 2, "timesteps_total": 400, "episodes_total": 15,
-                     "episode_reward_mean": 30.25})
+                              [0.0, 4.0, 8.0, 9.0])
+    progress.on_epoch_end(0, {"training_iteration": 1, "timesteps_total": 200,
+                              "episodes_total": 10, "episode_reward_mean": 20.0})
+    progress.on_epoch_end(1, {"training_iteration": 2, "timesteps_total": 400,
+                              "episodes_total": 15, "episode_reward_mean": 30.25})
     progress.summary("timesteps_total=400 >= 400", "/tmp/ck/checkpoint_000002")
     assert out.getvalue().splitlines() == [
-        "iter 1 | steps 200 | episodes 10 | reward_mean 20.00 | 50 steps/s | "
-        "elapsed 0:00:04 | ETA 0:00:16",
-        "iter 2 | steps 400 | episodes 15 | reward_mean 30.25 | 50 steps/s | "
-        "elapsed 0:00:08 | ETA 0:00:12",
+        "iter   1  steps    200  reward   20.00  episodes    10     50 steps/s  "
+        "elapsed 0:00:04  ETA 0:00:16",
+        "iter   2  steps    400  reward   30.25  episodes    15     50 steps/s  "
+        "elapsed 0:00:08  ETA 0:00:12",
         "Finished (timesteps_total=400 >= 400): 2 iterations, 400 env steps, 15 episodes, "
         "episode_reward_mean 30.25, in 0:00:09",
         "Checkpoint: /tmp/ck/checkpoint_000002"]
 
 
 def test_progress_after_restore_counts_this_run_and_uses_earliest_eta():
+    # fit's params: the run starts at iteration 10 after 1000 steps.
     progress, out = _progress({"training_iteration": 12, "timesteps_total": 10_000,
-                               "time_total_s": 100}, [0.0, 0.0, 10.0])
-    progress.begin(steps=1000, iteration=10)
-    progress.update({"training_iteration": 11, "timesteps_total": 1100, "time_total_s": 60.0,
-                     "episodes_total": 3, "episode_reward_mean": 1.0})
+                               "time_total_s": 100}, [0.0, 10.0],
+                              initial_epoch=10, start_timesteps=1000)
+    progress.on_epoch_end(10, {"training_iteration": 11, "timesteps_total": 1100,
+                               "time_total_s": 60.0, "episodes_total": 3,
+                               "episode_reward_mean": 1.0})
     # 100 steps in 10 s; iterations: 1 more at 10 s/iteration; time: 40 s left.
-    assert out.getvalue().strip().endswith("| 10 steps/s | elapsed 0:00:10 | ETA 0:00:10")
+    assert out.getvalue().strip().endswith("   10 steps/s  elapsed 0:00:10  ETA 0:00:10")
 
 
-def test_progress_without_predictable_stop_has_no_eta_and_tty_refreshes():
-    progress, out = _progress({"episode_reward_mean": 475}, [0.0, 1.0, 2.0, 3.0], is_tty=True)
-    progress.update({"training_iteration": 1, "timesteps_total": 10})
-    progress.update({"training_iteration": 2, "timesteps_total": 20})
+def test_progress_eta_from_the_fit_budget_without_stop_criteria():
+    progress, out = _progress(None, [0.0, 5.0, 6.0], epochs=4)  # fit(iterations=4)
+    progress.on_epoch_end(0, {"training_iteration": 1, "timesteps_total": 50})
+    assert out.getvalue().endswith("elapsed 0:00:05  ETA 0:00:15\n")
+    progress, out = _progress(None, [0.0, 2.0], target_timesteps=1000)  # total_timesteps
+    progress.on_epoch_end(0, {"training_iteration": 1, "timesteps_total": 200})
+    assert out.getvalue().endswith("  100 steps/s  elapsed 0:00:02  ETA 0:00:08\n")
+
+
+def test_progress_without_predictable_stop_has_no_eta_and_refreshes():
+    progress, out = _progress({"episode_reward_mean": 475}, [0.0, 1.0, 2.0, 3.0],
+                              refresh=True)
+    progress.on_epoch_end(0, {"training_iteration": 1, "timesteps_total": 10})
+    progress.on_epoch_end(1, {"training_iteration": 2, "timesteps_total": 20})
     progress.summary("interrupted")
     text = out.getvalue()
-    assert text.startswith("\r\033[Kiter 1 | steps 10 | episodes 0 | reward_mean nan | "
-                           "10 steps/s | elapsed 0:00:01\r\033[Kiter 2")
+    assert text.startswith("\r\033[Kiter   1  steps     10  reward     nan  episodes   nan"
+                           "     10 steps/s  elapsed 0:00:01\r\033[Kiter   2")
     assert "ETA" not in text and "\nFinished (interrupted): 2 iterations" in text
     assert "Checkpoint" not in text
 
 
 def test_progress_quiet_prints_only_the_summary():
-    progress, out = _progress({}, [0.0, 1.0, 2.0])
+    progress, out = _progress({}, [0.0, 1.0])
     progress.quiet = True
-    progress.update({"training_iteration": 1, "timesteps_total": 10})
+    progress.on_epoch_end(0, {"training_iteration": 1, "timesteps_total": 10})
+    progress.on_train_end()
     progress.summary("done", "/c")
-    assert out.getvalue().splitlines()[0].startswith("Finished (done): 1 iterations")
+    assert out.getvalue().splitlines() == [
+        "Finished (done): 1 iterations, 10 env steps, 0 episodes, episode_reward_mean nan, "
+        "in 0:00:01", "Checkpoint: /c"]
     assert format_duration(59.6) == "0:01:00" and format_duration(-3) == "0:00:00"
+
+
+def test_progress_every_nth_iteration_and_the_last_one_at_the_end():
+    out = io.StringIO()
+    progress = ProgressLogger(every=2, timing=False, stream=out)
+    progress.on_train_begin()
+    for i in (1, 2, 3):
+        progress.on_epoch_end(i - 1, {"training_iteration": float(i),  # fit's float logs
+                                      "timesteps_total": 64.0 * i})
+    assert out.getvalue() == "iter   2  steps    128  reward     nan\n"
+    progress.on_train_end()
+    assert out.getvalue().splitlines()[-1] == "iter   3  steps    192  reward     nan"
+    with pytest.raises(ValueError, match=r"ProgressLogger\(every=0\): expected a positive"):
+        ProgressLogger(every=0)
+
+
+def test_stop_on_criteria_sets_stop_training_and_the_reason():
+    class Model:
+        stop_training = False
+        last_result = None
+
+    stop = StopOnCriteria({"episode_reward_mean": 475, "evaluation/episode_reward_mean": 400})
+    stop.set_model(Model())
+    stop.on_train_begin()
+    stop.on_epoch_end(0, {"episode_reward_mean": 200.0, "evaluation/episode_reward_mean": 9.0})
+    assert stop.reason is None and stop.model.stop_training is False
+    stop.model.last_result = {"episode_reward_mean": 200.0,
+                              "evaluation": {"episode_reward_mean": 401.5}}  # preferred
+    stop.on_epoch_end(1, {})
+    assert stop.reason == "evaluation/episode_reward_mean=401.5 >= 400"
+    assert stop.model.stop_training is True
+    with pytest.raises(TypeError, match=r"stop\['timesteps_total'\]=None is not a number"):
+        StopOnCriteria({"timesteps_total": None})
+    assert result_value({"a": {"b": 1}}, "a/b") == 1 and stop_reason({}, {"a": 1}) is None

@@ -12,7 +12,8 @@ import keras
 import numpy as np
 import pytest
 
-from tfrl.algorithms.fit_callbacks import Callback, RLProgbarLogger, wants_rl_hooks
+from tfrl.algorithms.fit_callbacks import (Callback, ProgressLogger, StopOnCriteria,
+                                           wants_rl_hooks)
 from tfrl.algorithms.fit_loop import _resume_epoch, fit, flatten_result
 from tfrl.algorithms.fit_model import AlgorithmModel
 from tfrl.utils.tensorboard import TensorBoard
@@ -231,10 +232,49 @@ def test_backup_and_restore_with_batch_level_saves(run, tmp_path):
 def test_total_timesteps_budget_and_one_line_per_iteration(run, capsys):
     algo = run["algo"]
     before = int(algo._metrics.counters["num_env_steps_sampled"])
+    start = algo.iteration
     history = algo.fit(total_timesteps=100, verbose=2)
     assert history.history["timesteps_total"] == [before + 64.0, before + 128.0]
-    lines = [l for l in capsys.readouterr().out.splitlines() if l.startswith("Iteration")]
-    assert len(lines) == 2 and "episode_reward_mean" in lines[0]
+    lines = [l for l in capsys.readouterr().out.splitlines() if l.startswith("iter")]
+    assert [l.split("  reward")[0] for l in lines] == [
+        f"iter {start + 1:3d}  steps {before + 64:6d}",
+        f"iter {start + 2:3d}  steps {before + 128:6d}"]
+    rewards = [float(l.split("reward")[1].split()[0]) for l in lines]
+    assert rewards == [round(r, 2) for r in history.history["episode_reward_mean"]]
+    # ETA against the budget: 0 after the last iteration.
+    assert all("steps/s  elapsed " in l for l in lines) and lines[-1].endswith("ETA 0:00:00")
+
+
+@pytest.mark.slow  # trains (or reuses) the module\'s tiny PPO run
+def test_stop_on_criteria_replaces_the_budget(run):
+    algo = run["algo"]
+    start, steps = algo.iteration, int(algo._metrics.counters["num_env_steps_sampled"])
+    stop = StopOnCriteria({"training_iteration": start + 2})
+    history = algo.fit(callbacks=[stop], verbose=0)
+    assert history.epoch == [start, start + 1] and algo.iteration == start + 2
+    assert stop.reason == f"training_iteration={start + 2} >= {start + 2}"
+    assert history.params["epochs"] == start + 2
+    # With a budget too, whichever comes first: the step criterion after one iteration.
+    stop = StopOnCriteria({"timesteps_total": steps + 2 * STEPS_PER_ITER + 1})
+    history = algo.fit(iterations=5, callbacks=[stop], verbose=0)
+    assert history.history["timesteps_total"] == [steps + 3.0 * STEPS_PER_ITER]
+    assert stop.reason == (f"timesteps_total={steps + 3 * STEPS_PER_ITER} >= "
+                           f"{steps + 2 * STEPS_PER_ITER + 1}")
+
+
+@pytest.mark.slow  # trains (or reuses) the module\'s tiny PPO run
+def test_train_until_runs_fit_and_returns_the_last_result(run, capsys):
+    from tfrl.utils.progress import train_until
+
+    algo = run["algo"]
+    start = algo.iteration
+    result = train_until(algo, {"training_iteration": start + 1},
+                         extra={"loss": (LOSS_KEY, ".3f")})
+    assert result["training_iteration"] == start + 1 and algo.iteration == start + 1
+    loss = result["info"]["learner"]["default_policy"]["learner_stats"]["total_loss"]
+    assert capsys.readouterr().out == (
+        f"iter {start + 1:3d}  steps {result['timesteps_total']:6d}  reward "
+        f"{result['episode_reward_mean']:7.2f}  loss {loss:.3f}\n")
 
 
 def test_flatten_result_keeps_numeric_leaves():
@@ -285,10 +325,26 @@ def test_algorithm_model_file_errors(tmp_path):
         model.save_weights(str(bogus), overwrite=False)
 
 
-def test_progbar_unit_error_and_hook_detection():
-    with pytest.raises(ValueError, match="expected 'iterations' or 'timesteps'"):
-        RLProgbarLogger(unit="episodes")
+def test_fit_without_budget_runs_until_the_stop_criterion():
+    class Counting:
+        """What fit reads of an algorithm: `iteration`, the step counter and `train()`."""
 
+        def __init__(self):
+            self.iteration = 0
+            self._metrics = type("Metrics", (), {"counters": {}})()
+
+        def train(self):
+            self.iteration += 1
+            return {"training_iteration": self.iteration,
+                    "episode_reward_mean": 2.0 ** self.iteration}
+
+    stop = StopOnCriteria({"episode_reward_mean": 10})
+    history = fit(Counting(), callbacks=[stop], verbose=0)
+    assert history.history["episode_reward_mean"] == [2.0, 4.0, 8.0, 16.0]
+    assert stop.reason == "episode_reward_mean=16 >= 10" and history.params["epochs"] is None
+
+
+def test_hook_detection():
     class Duck(keras.callbacks.Callback):
         def on_sample_end(self, samples, logs=None):
             pass
@@ -296,6 +352,7 @@ def test_progbar_unit_error_and_hook_detection():
     assert wants_rl_hooks(Duck(), "on_sample_end")
     assert not wants_rl_hooks(Duck(), "on_episode_end")
     assert not wants_rl_hooks(keras.callbacks.History(), "on_learn_end")
+    assert not wants_rl_hooks(ProgressLogger(), "on_episode_end")
 
 
 def _tensors(logdir):

@@ -16,6 +16,6 @@ def test_ppo_cartpole_example_smoke():
                           capture_output=True, text=True, env=env, timeout=300, cwd=REPO)
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = proc.stdout.splitlines()
-    assert lines[0].startswith("iter   10  steps    2560  reward"), proc.stdout
+    assert lines[0].startswith("iter  10  steps   2560  reward"), proc.stdout
     assert "steps/s" in lines[0]
     assert lines[-1].startswith("Step budget of 2560 spent"), proc.stdout

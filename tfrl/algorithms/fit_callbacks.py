@@ -1,4 +1,8 @@
-"""Callbacks for `Algorithm.fit()`: the RL-hook base class, progress display, hook routing.
+"""Callbacks for `Algorithm.fit()`: the RL-hook base class and hook routing.
+
+The stop criterion (`StopOnCriteria`) and the progress display (`ProgressLogger`) are
+defined in `tfrl.utils.progress_callbacks` (below the algorithms, for
+`tfrl.utils.progress.train_until`) and importable from here too.
 
 `Algorithm.fit()` drives any `keras.callbacks.Callback` (one epoch = one `train()`
 iteration). Callbacks that also want RL events subclass `tfrl.algorithms.fit_callbacks
@@ -32,10 +36,11 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import keras
 
+from tfrl.utils.progress_callbacks import ProgressLogger, StopOnCriteria
+
+__all__ = ["Callback", "HookRouter", "ProgressLogger", "StopOnCriteria", "wants_rl_hooks"]
+
 RL_HOOKS = ("on_episode_end", "on_sample_end", "on_learn_end")
-# What the default progress display shows of each iteration's logs, when present.
-PROGRESS_KEYS = ("episode_reward_mean", "episode_len_mean", "episodes_total",
-                 "timesteps_total")
 
 
 class Callback(keras.callbacks.Callback):
@@ -55,51 +60,6 @@ def wants_rl_hooks(callback: Any, hook: str) -> bool:
     """Whether `callback` has a method `hook` that is not `Callback`'s no-op."""
     method = getattr(type(callback), hook, None)
     return callable(method) and method is not getattr(Callback, hook)
-
-
-class RLProgbarLogger(keras.callbacks.Callback):
-    """The progress display `fit(verbose=1|2)` adds: one bar over the whole run.
-
-    The bar counts iterations (`fit(iterations=N)`) or environment steps
-    (`fit(total_timesteps=T)`), with the ETA, and shows `PROGRESS_KEYS` of the latest
-    iteration. `verbose=2` prints one line per iteration instead.
-    """
-
-    def __init__(self, unit: str = "iterations"):
-        super().__init__()
-        if unit not in ("iterations", "timesteps"):
-            raise ValueError(f"RLProgbarLogger(unit={unit!r}); expected 'iterations' or "
-                             "'timesteps'.")
-        self.unit = unit
-        self.progbar: Optional[keras.utils.Progbar] = None
-        self._start = 0
-
-    def on_train_begin(self, logs=None):
-        params = self.params or {}
-        target = params.get("target_timesteps" if self.unit == "timesteps" else "epochs")
-        self._start = params.get("start_timesteps" if self.unit == "timesteps"
-                                 else "initial_epoch", 0) or 0
-        self.verbose = verbose = params.get("verbose", 1)
-        target = None if target is None else max(int(target) - int(self._start), 1)
-        self.progbar = keras.utils.Progbar(target, verbose=verbose,
-                                           stateful_metrics=PROGRESS_KEYS,
-                                           unit_name="step" if self.unit == "timesteps"
-                                           else "iteration")
-
-    def on_epoch_end(self, epoch, logs=None):
-        logs = logs or {}
-        if self.unit == "timesteps":
-            current = int(logs.get("timesteps_total", 0)) - self._start
-        else:
-            current = epoch + 1 - self._start
-        values = [(k, logs[k]) for k in PROGRESS_KEYS if k in logs]
-        if self.verbose == 2:
-            shown = " - ".join(f"{k}: {v:.4g}" for k, v in values)
-            print(f"Iteration {epoch + 1}: {shown}", flush=True)
-            return
-        target = self.progbar.target
-        self.progbar.update(min(current, target) if target else current, values,
-                            finalize=bool(target and current >= target))
 
 
 class HookRouter:

@@ -10,7 +10,8 @@ Stock Keras callbacks receive an `AlgorithmModel` as `callback.model` (see
 `tfrl.algorithms.fit_model`) and work unchanged: `History` (returned), `EarlyStopping`,
 `CSVLogger`, `BackupAndRestore`, `ModelCheckpoint`, `ProgbarLogger`, `LambdaCallback`,
 `TerminateOnNaN`, `TensorBoard`. `callback.params` holds `verbose`, `epochs` (the last
-epoch of this fit; an estimate when `total_timesteps` is given), `steps` (1: each epoch
+epoch of this fit; an estimate when `total_timesteps` is given, the `training_iteration`
+criterion of a `StopOnCriteria` without a budget, else None), `steps` (1: each epoch
 is one "batch", so batch-level hooks and `save_freq=<int>` count iterations),
 `initial_epoch`, `start_timesteps` and `target_timesteps`; `callback.model.last_result`
 is the latest full (unflattened) result dict.
@@ -27,19 +28,21 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import keras
 
-from tfrl.algorithms.fit_callbacks import HookRouter, RLProgbarLogger
+from tfrl.algorithms.fit_callbacks import HookRouter
 from tfrl.algorithms.fit_model import AlgorithmModel
+from tfrl.utils.progress_callbacks import ProgressLogger, StopOnCriteria
 from tfrl.utils.tensorboard import flatten_result
 
 __all__ = ["fit", "flatten_result"]
 
 
-def _check_budget(total_timesteps: Any, iterations: Any) -> None:
-    if (total_timesteps is None) == (iterations is None):
+def _check_budget(total_timesteps: Any, iterations: Any, stopper: Any) -> None:
+    if (total_timesteps is not None and iterations is not None) or (
+            total_timesteps is None and iterations is None and stopper is None):
         raise ValueError(
             "fit() needs exactly one budget: total_timesteps=<env steps to sample> or "
-            f"iterations=<train() calls>. Received total_timesteps={total_timesteps!r}, "
-            f"iterations={iterations!r}.")
+            "iterations=<train() calls> (or neither, with a StopOnCriteria(stop) callback). "
+            f"Received total_timesteps={total_timesteps!r}, iterations={iterations!r}.")
     for name, value in (("total_timesteps", total_timesteps), ("iterations", iterations)):
         if value is not None and (isinstance(value, bool) or not isinstance(
                 value, numbers.Integral) or value <= 0):
@@ -73,11 +76,15 @@ def fit(algorithm: Any, total_timesteps: Optional[int] = None,
         iterations: Train until the algorithm's iteration is this many more than when
             `fit()` was called. Both budgets are targets: when a callback's
             `on_train_begin` restores an earlier checkpoint (BackupAndRestore), the
-            rewound iterations run again.
+            rewound iterations run again. Without either budget, a
+            `StopOnCriteria(stop)` callback must end the run (RLlib's `stop` dict); it
+            may also accompany a budget (whichever comes first).
         callbacks: `keras.callbacks.Callback` instances (tfrl `Callback`s may also take
             the RL hooks).
-        verbose: 0 silent, 1 (or "auto") one progress bar, 2 one line per iteration. A
-            `keras.callbacks.ProgbarLogger` in `callbacks` replaces the default display.
+        verbose: 0 silent; 1 (or "auto") a `ProgressLogger` that rewrites one line on a
+            terminal (one line per iteration elsewhere); 2 one line per iteration. A
+            `ProgressLogger` or `keras.callbacks.ProgbarLogger` in `callbacks` replaces
+            the default display.
 
     Returns:
         The `keras.callbacks.History`; `history.history[key]` lists each iteration's
@@ -85,39 +92,48 @@ def fit(algorithm: Any, total_timesteps: Optional[int] = None,
         for that iteration) and `history.epoch` the epoch numbers.
 
     Raises:
-        ValueError: Not exactly one of `total_timesteps`/`iterations`, or not positive.
+        ValueError: Both `total_timesteps` and `iterations`, neither and no
+            `StopOnCriteria` callback, or a budget that is not a positive integer.
         TypeError: A callback is not a `keras.callbacks.Callback`.
     """
-    _check_budget(total_timesteps, iterations)
+    callbacks = _callback_list(callbacks)
+    stopper = next((cb for cb in callbacks if isinstance(cb, StopOnCriteria)), None)
+    _check_budget(total_timesteps, iterations, stopper)
     if verbose == "auto":
         verbose = 1
-    callbacks = _callback_list(callbacks)
     start_epoch = int(algorithm.iteration)
     start_timesteps = _timesteps(algorithm)
+    target_timesteps = None
+    epochs: Optional[int]  # for callback.params
+    last_epoch: Optional[int] = None  # None: until a callback stops training
     if iterations is not None:
-        epochs = start_epoch + int(iterations)
-        target_timesteps = None
-    else:
+        epochs = last_epoch = start_epoch + int(iterations)
+    elif total_timesteps is not None:
         target_timesteps = start_timesteps + int(total_timesteps)
         per_iter = max(int(algorithm.config.get("train_batch_size") or 0),
                        int(algorithm.config.get("timesteps_per_iteration") or 0), 1)
         epochs = start_epoch + math.ceil(int(total_timesteps) / per_iter)
-    if verbose and not any(isinstance(cb, (keras.callbacks.ProgbarLogger, RLProgbarLogger))
+    else:  # no budget: the StopOnCriteria callback ends the run
+        threshold = stopper.stop.get("training_iteration") if stopper else None
+        epochs = None if threshold is None else max(math.ceil(threshold), start_epoch + 1)
+    if verbose and not any(isinstance(cb, (keras.callbacks.ProgbarLogger, ProgressLogger))
                            for cb in callbacks):
-        callbacks.append(RLProgbarLogger("iterations" if iterations is not None
-                                         else "timesteps"))
+        # verbose=1 refreshes one line on a terminal; 2 prints one line per iteration.
+        callbacks.append(ProgressLogger(stop=stopper.stop if stopper else None,
+                                        refresh=None if verbose == 1 else False))
     model = AlgorithmModel(algorithm)
     callback_list = keras.callbacks.CallbackList(
         callbacks, add_history=True, add_progbar=False, model=model, verbose=verbose,
         epochs=epochs, steps=1, initial_epoch=start_epoch, start_timesteps=start_timesteps,
         target_timesteps=target_timesteps)
     router = HookRouter(callbacks)
-    router.install(algorithm.workers)
+    if router.needed():  # the workers are only touched to route RL hooks
+        router.install(algorithm.workers)
     try:
         callback_list.on_train_begin()
         epoch = _resume_epoch(algorithm, model)
         logs: Dict[str, float] = {}
-        while not model.stop_training and _budget_left(algorithm, epoch, epochs,
+        while not model.stop_training and _budget_left(algorithm, epoch, last_epoch,
                                                         target_timesteps):
             callback_list.on_epoch_begin(epoch)
             callback_list.on_train_batch_begin(0)
@@ -157,8 +173,8 @@ def _resume_epoch(algorithm: Any, model: AlgorithmModel) -> int:
     return epoch
 
 
-def _budget_left(algorithm: Any, epoch: int, epochs: int,
+def _budget_left(algorithm: Any, epoch: int, last_epoch: Optional[int],
                  target_timesteps: Optional[int]) -> bool:
     if target_timesteps is not None:
         return _timesteps(algorithm) < target_timesteps
-    return epoch < epochs
+    return last_epoch is None or epoch < last_epoch

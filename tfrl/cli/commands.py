@@ -22,8 +22,10 @@ from typing import Any, Dict, Optional, TextIO, Tuple
 import numpy as np
 
 from tfrl.cli.experiment import CliError, Experiment, build_config
-from tfrl.cli.progress import Progress, stop_reason
+from tfrl.utils.progress import DEFAULT_COLUMNS
 
+#: The progress columns of `tfrl train` (then steps/s, elapsed time and ETA).
+PROGRESS_COLUMNS = {**DEFAULT_COLUMNS, "episodes": ("episodes_total", "5d")}
 EXPERIMENT_FILE = "experiment.json"
 RESULT_FILE = "result.json"
 FORMATS = ("saved_model", "checkpoint")
@@ -110,10 +112,13 @@ def _restore(algo: Any, checkpoint: str) -> None:
 
 
 def train(exp: Experiment, logdir: Optional[str] = None, checkpoint_every: int = 0,
-          restore: Optional[str] = None, progress: Optional[Progress] = None
-          ) -> Tuple[Dict[str, Any], str]:
-    """Trains until a stop criterion is met (or Ctrl-C); returns the last result and the
-    final checkpoint's path.
+          restore: Optional[str] = None, quiet: bool = False,
+          stream: Optional[TextIO] = None) -> Tuple[Dict[str, Any], str]:
+    """Trains with `Algorithm.fit` until a stop criterion is met (or Ctrl-C); returns the
+    last result and the final checkpoint's path.
+
+    Prints one progress line per iteration (rewritten in place on a terminal; none if
+    `quiet`) and a summary to `stream` (default stdout).
 
     Raises:
         CliError: For a bad experiment or `restore` path.
@@ -125,43 +130,39 @@ def train(exp: Experiment, logdir: Optional[str] = None, checkpoint_every: int =
     os.makedirs(logdir, exist_ok=True)
     with open(os.path.join(logdir, EXPERIMENT_FILE), "w") as f:
         json.dump(exp.to_json(), f, indent=2, default=_jsonable)
-    progress = progress or Progress(stop=exp.stop)
+    stream = stream or sys.stdout
     if not exp.stop:
-        progress.stream.write("No stop criteria (--stop): training until interrupted; Ctrl-C "
-                              "writes a final checkpoint.\n")
+        stream.write("No stop criteria (--stop): training until interrupted; Ctrl-C "
+                     "writes a final checkpoint.\n")
     algo = _build(exp)
-    result: Dict[str, Any] = {}
-    tensorboard = None
+    # Deferred: Keras callbacks import TensorFlow, which tfrl.cli.main imports quietly
+    # after it parsed the flags (and which `import tfrl.cli.commands` must not load).
+    from tfrl.cli.train_callbacks import PeriodicCheckpoint, ResultLog
+    from tfrl.utils.progress_callbacks import ProgressLogger, StopOnCriteria
+    from tfrl.utils.tensorboard import TensorBoard
+
+    stop = StopOnCriteria(exp.stop)
+    tensorboard = TensorBoard(logdir)
+    progress = ProgressLogger(stop=exp.stop, columns=PROGRESS_COLUMNS, refresh=None,
+                              quiet=quiet, stream=stream)
     try:
         if restore:
             _restore(algo, restore)
-        from tfrl.utils.tensorboard import TensorBoardLogger
-        tensorboard = TensorBoardLogger(logdir)
-        worker = algo.workers.local_worker()
-        tensorboard.log_policy_graphs({pid: worker.policy_map[pid] for pid in worker.policy_map})
-        counters = algo.train_exec_impl.shared_metrics.counters
-        progress.begin(steps=counters.get("num_env_steps_sampled", 0), iteration=algo.iteration)
-        reason = None
         with open(os.path.join(logdir, RESULT_FILE), "a") as results:
+            # The stop criterion first: the periodic checkpoint skips the last iteration.
+            callbacks = [stop, ResultLog(results, default=_jsonable), tensorboard,
+                         PeriodicCheckpoint(logdir, checkpoint_every), progress]
             try:
-                while reason is None:
-                    result = algo.train()
-                    results.write(json.dumps(result, default=_jsonable) + "\n")
-                    results.flush()
-                    tensorboard.log_result(result)
-                    progress.update(result)
-                    reason = stop_reason(result, exp.stop)
-                    if (reason is None and checkpoint_every
-                            and algo.iteration % checkpoint_every == 0):
-                        algo.save(logdir)
+                algo.fit(callbacks=callbacks, verbose=0)
+                reason = stop.reason or "stopped by a callback"
             except KeyboardInterrupt:
                 reason = "interrupted"
         checkpoint = algo.save(logdir)
         progress.summary(reason, checkpoint)
-        return result, checkpoint
+        return progress.last, checkpoint
     finally:
-        if tensorboard is not None:
-            tensorboard.close()
+        if tensorboard.logger is not None:  # fit closes it, unless interrupted
+            tensorboard.logger.close()
         algo.stop()
 
 

@@ -9,7 +9,9 @@ Usage:
     tfrl evaluate --checkpoint=runs/ppo/checkpoint_000050 --episodes=10 [--explore] [--render]
     tfrl export --checkpoint=runs/ppo/checkpoint_000050 [--format=saved_model] [--export_dir=D]
 
-(`python -m tfrl ...` is the same.) `tfrl <command> --help` lists the flags.
+(`python -m tfrl ...` is the same.) `tfrl <command> --help` lists the flags. TensorFlow's
+start-up notices are hidden unless `--verbose` is given or TF_CPP_MIN_LOG_LEVEL is set
+below 2.
 
 Experiment files (`--config=FILE`, YAML if the name ends in .yaml/.yml, else JSON) hold
 a mapping with four optional keys:
@@ -40,18 +42,15 @@ rebuild the algorithm from the `experiment.json` next to the checkpoint (flags s
 stderr saying what to fix.
 """
 
-import importlib
-import os
 import sys
 from typing import List, Optional, Sequence
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+from absl import app, flags
+from absl import logging as absl_logging
 
-from absl import app, flags  # noqa: E402
-
-from tfrl.cli import commands  # noqa: E402
-from tfrl.cli.experiment import CliError, check_names, resolve_experiment  # noqa: E402
-from tfrl.cli.progress import Progress  # noqa: E402
+from tfrl.cli import commands
+from tfrl.cli.experiment import CliError, check_names, resolve_experiment
+from tfrl.utils.progress import quiet_tensorflow
 
 FLAGS = flags.FLAGS
 
@@ -64,6 +63,8 @@ flags.DEFINE_string("config", None, "Experiment file (.yaml/.yml or .json); see 
 flags.DEFINE_multi_string("config_override", [], "KEY=VALUE config setting (repeatable; "
                           "VALUE is YAML; dotted keys for nested dicts: model.fcnet_hiddens=[64]).")
 flags.DEFINE_integer("seed", None, "Random seed (config key seed).")
+flags.DEFINE_bool("verbose", False, "Show TensorFlow's start-up notices and Python logs "
+                  "(hidden unless TF_CPP_MIN_LOG_LEVEL is set below 2).")
 flags.DEFINE_integer("tf_threads", 0, "TensorFlow intra/inter-op threads (0: TF's default; "
                      "1 is fastest for small models).")
 # train.
@@ -86,7 +87,7 @@ flags.DEFINE_enum("format", "saved_model", list(commands.FORMATS), "Export forma
 flags.DEFINE_string("export_dir", None, "Export directory (default <checkpoint>_<format>).")
 flags.DEFINE_string("policy_id", "default_policy", "Policy to export.")
 
-_COMMON = ("algo", "env", "config", "config_override", "seed", "tf_threads")
+_COMMON = ("algo", "env", "config", "config_override", "seed", "tf_threads", "verbose")
 COMMANDS = {
     "train": _COMMON + ("stop", "num_workers", "num_gpus", "logdir", "checkpoint_every",
                         "restore", "dry_run", "quiet"),
@@ -148,35 +149,9 @@ def _command(positional: Sequence[str]) -> str:
     return command
 
 
-def import_tensorflow_quietly() -> None:
-    """Imports TensorFlow with stderr (fd 2) silenced, unless TF_CPP_MIN_LOG_LEVEL < 2.
-
-    TensorFlow's C++ runtime logs informational lines (oneDNN, CUDA drivers) while it
-    loads, before `TF_CPP_MIN_LOG_LEVEL` takes effect; the CLI hides them so that its own
-    messages (and its one-line errors) stand alone. Python errors still show.
-    """
-    if "tensorflow" in sys.modules or os.environ.get("TF_CPP_MIN_LOG_LEVEL", "0") < "2":
-        return
-    sys.stderr.flush()
-    saved = os.dup(2)
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        importlib.import_module("tensorflow")
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
-
-
 def _quiet_python_logs() -> None:
-    import logging
-
-    from absl import logging as absl_logging
-
     if not FLAGS["verbosity"].present:  # absl's --verbosity / -v still turns logs on
         absl_logging.set_verbosity(absl_logging.WARNING)
-        logging.getLogger("tensorflow").setLevel(logging.WARNING)
 
 
 def _set_threads(n: int) -> None:
@@ -206,16 +181,16 @@ def dispatch(positional: Sequence[str]) -> int:
                                  FLAGS.config_override, FLAGS["stop"].value
                                  if command == "train" else None, base=base)
         check_names(exp)
-        import_tensorflow_quietly()
-        _quiet_python_logs()
+        if not FLAGS.verbose:
+            quiet_tensorflow(verbose=False)  # before TensorFlow is first imported
+            _quiet_python_logs()
         if command == "train" and FLAGS.dry_run:
             commands.dry_run(exp)
             return 0
         _set_threads(FLAGS.tf_threads)
         if command == "train":
             commands.train(exp, logdir=FLAGS.logdir, checkpoint_every=FLAGS.checkpoint_every,
-                           restore=FLAGS.restore,
-                           progress=Progress(stop=exp.stop, quiet=FLAGS.quiet))
+                           restore=FLAGS.restore, quiet=FLAGS.quiet)
         elif command == "evaluate":
             commands.evaluate(exp, FLAGS.checkpoint, episodes=FLAGS.episodes,
                               explore=FLAGS.explore, render=FLAGS.render)

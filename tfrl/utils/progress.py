@@ -1,8 +1,11 @@
-"""Helpers for training scripts: a command line with a tiny CI budget, one progress line
-per `train()` result, and a loop that trains until a stop criterion is met.
+"""Helpers for training scripts: a quiet start, a command line with a tiny CI budget,
+progress lines, stop criteria, and a loop that trains until a stop criterion is met.
 
-tfrl's examples use them; they work with any `Algorithm` (anything with `train()`
-returning a result dict).
+tfrl's examples and the `tfrl` CLI use them. This module imports neither TensorFlow nor
+the rest of tfrl, so a script can call `quiet_tensorflow()` before TensorFlow loads.
+`train_until` runs `Algorithm.fit` (the one training loop) with the two callbacks of
+`tfrl.utils.progress_callbacks`: `StopOnCriteria(stop)` and `ProgressLogger` (one line
+per `train()` result, formatted by `format_result`).
 
 Example:
     >>> result = {"training_iteration": 3, "timesteps_total": 600,
@@ -15,19 +18,24 @@ Example:
     ...     "healthy workers": "num_healthy_workers",
     ...     "total_loss": ("info/learner/default_policy/learner_stats/total_loss", ".3f")}))
     iter   3  steps    600  reward   21.50  healthy workers 2  total_loss 0.250
+    >>> stop_reason(result, {"episode_reward_mean": 475, "timesteps_total": 500})
+    'timesteps_total=600 >= 500'
 """
 
 import argparse
+import importlib
+import logging
 import math
 import numbers
 import os
 import sys
 from typing import Any, Dict, Mapping, Optional, TextIO, Tuple, Union
 
-from tfrl.cli.progress import result_value, stop_reason
-
 #: The environment variable that turns `--smoke` on by default (for CI).
 SMOKE_ENV_VAR = "TFRL_EXAMPLE_SMOKE"
+
+#: TensorFlow's C++ log threshold; tfrl sets it (to 3) only when the user did not.
+TF_LOG_LEVEL_VAR = "TF_CPP_MIN_LOG_LEVEL"
 
 #: A column: a result key (`/` follows nested dicts), or `(key, format spec)`.
 Column = Union[str, Tuple[str, str]]
@@ -40,8 +48,48 @@ DEFAULT_COLUMNS: Dict[str, Tuple[str, str]] = {
 }
 
 
+def quiet_tensorflow(verbose: Optional[bool] = None) -> None:
+    """Hides TensorFlow's C++ start-up notices (oneDNN, CUDA, CPU features); call it
+    before TensorFlow is imported.
+
+    Unless `verbose`, or the user set `TF_CPP_MIN_LOG_LEVEL` below 2 themselves: sets
+    `TF_CPP_MIN_LOG_LEVEL=3` if unset, imports TensorFlow with stderr (file descriptor
+    2) redirected to /dev/null (TensorFlow writes its notices while its libraries load,
+    before that variable is read), and lowers TensorFlow's Python logger to warnings.
+    Python errors raised by the import still show. With `verbose` it changes nothing.
+
+    Args:
+        verbose: Keep TensorFlow's notices. None: whether `--verbose` is among the
+            command-line arguments (`sys.argv`), so a script can call this before it
+            parses them.
+    """
+    if verbose is None:
+        verbose = "--verbose" in sys.argv[1:]
+    if verbose:
+        return
+    os.environ.setdefault(TF_LOG_LEVEL_VAR, "3")
+    try:
+        level = int(os.environ[TF_LOG_LEVEL_VAR])
+    except ValueError:
+        level = 0
+    if level < 2:  # the user asked for TensorFlow's notices
+        return
+    if "tensorflow" not in sys.modules:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, 2)
+            importlib.import_module("tensorflow")
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+            os.close(devnull)
+    logging.getLogger("tensorflow").setLevel(logging.WARNING)
+
+
 def script_parser(doc: str, smoke_budget: str) -> argparse.ArgumentParser:
-    """An argument parser for a training script, with a `--smoke` switch for CI.
+    """An argument parser for a training script, with `--smoke` for CI and `--verbose`.
 
     Args:
         doc: The script's docstring; its first line becomes the description.
@@ -49,34 +97,98 @@ def script_parser(doc: str, smoke_budget: str) -> argparse.ArgumentParser:
 
     Returns:
         A parser with `--smoke` (default: True when the `TFRL_EXAMPLE_SMOKE`
-        environment variable is set and non-empty); add the script's own arguments.
+        environment variable is set and non-empty) and `--verbose` (keep TensorFlow's
+        start-up notices, see `quiet_tensorflow`); add the script's own arguments.
 
     Example:
         >>> parser = script_parser("Trains PPO.\\n\\nMore text.", "1 iteration")
-        >>> parser.description, parser.parse_args(["--smoke"]).smoke
-        ('Trains PPO.', True)
+        >>> args = parser.parse_args(["--smoke"])
+        >>> parser.description, args.smoke, args.verbose
+        ('Trains PPO.', True, False)
     """
     parser = argparse.ArgumentParser(description=(doc or "").strip().splitlines()[0])
     parser.add_argument("--smoke", action="store_true",
                         default=bool(os.environ.get(SMOKE_ENV_VAR)),
                         help=f"tiny budget ({smoke_budget}) for CI")
+    parser.add_argument("--verbose", action="store_true",
+                        help="show TensorFlow's start-up notices (hidden by default)")
     return parser
 
 
-def format_result(result: Mapping[str, Any], extra: Optional[Mapping[str, Column]] = None
-                  ) -> str:
+def result_value(result: Mapping[str, Any], key: str) -> Any:
+    """`result[key]`, following `/` into nested dicts ("evaluation/episode_reward_mean");
+    a flat key holding the `/` (as in `Algorithm.fit`'s logs) is found too; None if
+    absent.
+
+    Example:
+        >>> result_value({"a": {"b": 1}}, "a/b"), result_value({"a/b": 2.0}, "a/b")
+        (1, 2.0)
+    """
+    if key in result:
+        return result[key]
+    node: Any = result
+    for part in key.split("/"):
+        if not isinstance(node, Mapping) or part not in node:
+            return None
+        node = node[part]
+    return node
+
+
+def stop_reason(result: Mapping[str, Any], stop: Mapping[str, float]) -> Optional[str]:
+    """`"key=value >= threshold"` for the first criterion `result` meets, else None.
+
+    A NaN value (e.g. the mean return before the first episode ends) meets nothing.
+    """
+    for key, threshold in stop.items():
+        value = result_value(result, key)
+        if (isinstance(value, numbers.Real) and not isinstance(value, bool)
+                and not math.isnan(value) and float(value) >= threshold):
+            return f"{key}={_number(value)} >= {_number(threshold)}"
+    return None
+
+
+def check_stop(stop: Mapping[str, Any]) -> Dict[str, float]:
+    """`stop` as a dict, after checking that every threshold is a number.
+
+    Raises:
+        TypeError: If `stop` is not a mapping, or a threshold is not a number.
+    """
+    if not isinstance(stop, Mapping):
+        raise TypeError(f"stop must be a dict of result key -> threshold, e.g. "
+                        f"{{'training_iteration': 10}}; received {stop!r}.")
+    for key, threshold in stop.items():
+        if isinstance(threshold, bool) or not isinstance(threshold, numbers.Real):
+            raise TypeError(f"stop[{key!r}]={threshold!r} is not a number; stop criteria "
+                            "are result key -> threshold, e.g. {'timesteps_total': 100000}.")
+    return dict(stop)
+
+
+def format_duration(seconds: float) -> str:
+    """`H:MM:SS`.
+
+    Example:
+        >>> format_duration(3725.4)
+        '1:02:05'
+    """
+    seconds = int(round(max(seconds, 0.0)))
+    return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+
+
+def format_result(result: Mapping[str, Any], extra: Optional[Mapping[str, Column]] = None,
+                  columns: Optional[Mapping[str, Column]] = None) -> str:
     """One progress line: iteration, env steps and mean return, then the `extra` columns.
 
     Args:
-        result: A `train()` result.
+        result: A `train()` result (or `Algorithm.fit`'s flattened logs).
         extra: More columns, label -> result key (`"a/b"` is `result["a"]["b"]`) or
             `(key, format spec)`. Without a spec, floats show 4 decimals. Missing or
             non-numeric-for-the-spec values show as `nan`.
+        columns: The columns before `extra` (default `DEFAULT_COLUMNS`).
 
     Returns:
         The columns as `label value`, separated by two spaces.
     """
-    columns: Dict[str, Column] = {**DEFAULT_COLUMNS, **(extra or {})}
+    columns = {**(DEFAULT_COLUMNS if columns is None else columns), **(extra or {})}
     parts = []
     for label, column in columns.items():
         key, spec = (column, "") if isinstance(column, str) else column
@@ -93,10 +205,11 @@ def print_result(result: Mapping[str, Any], extra: Optional[Mapping[str, Column]
 def train_until(algo: Any, stop: Mapping[str, float],
                 extra: Optional[Mapping[str, Column]] = None, verbose: bool = True
                 ) -> Dict[str, Any]:
-    """Calls `algo.train()` until a result meets one of the `stop` criteria.
+    """Trains `algo` with `algo.fit` until a result meets one of the `stop` criteria.
 
     Args:
-        algo: The algorithm (anything whose `train()` returns a result dict).
+        algo: The algorithm (an `Algorithm`, or anything with its `fit(callbacks=...,
+            verbose=...)`).
         stop: Result key -> threshold; training stops at the first result whose value
             is >= a threshold (e.g. `{"training_iteration": 10,
             "episode_reward_mean": 475}`; `"a/b"` keys follow nested dicts).
@@ -108,22 +221,35 @@ def train_until(algo: Any, stop: Mapping[str, float],
 
     Raises:
         ValueError: If `stop` is empty (training would never stop).
+        TypeError: If a threshold is not a number.
     """
     if not stop:
         raise ValueError(
             "train_until needs at least one stop criterion. Received: stop={}. Pass e.g. "
             "{'training_iteration': 10} or {'timesteps_total': 100000}.")
-    while True:
-        result = algo.train()
-        if verbose:
-            print_result(result, extra)
-        if stop_reason(result, stop) is not None:
-            return result
+    # Deferred: the callbacks are Keras callbacks (TensorFlow), which the rest of this
+    # module, e.g. quiet_tensorflow(), must run without.
+    from tfrl.utils.progress_callbacks import ProgressLogger, StopOnCriteria
+
+    callbacks = [StopOnCriteria(stop)]
+    if verbose:
+        callbacks.append(ProgressLogger(columns={**DEFAULT_COLUMNS, **(extra or {})},
+                                        timing=False))
+    history = algo.fit(callbacks=callbacks, verbose=0)
+    return history.model.last_result
+
+
+def _number(value: Any) -> str:
+    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
+        return str(int(value))
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 def _format(value: Any, spec: str) -> str:
     if value is None:
         value = math.nan
+    if (spec.endswith("d") and isinstance(value, float) and value.is_integer()):
+        value = int(value)  # fit's logs hold counters as floats
     if not spec:
         is_float = isinstance(value, numbers.Real) and not isinstance(value, numbers.Integral)
         spec = ".4f" if is_float else ""
