@@ -33,7 +33,7 @@ from tfrl.algorithms import checkpoints
 from tfrl.algorithms.algorithm_config import AlgorithmConfig
 from tfrl.algorithms.algorithm_state import (get_worker_state, set_worker_state,
                                              unsquash_and_clip)
-from tfrl.policy.sample_batch import DEFAULT_POLICY_ID
+from tfrl.data.sample_batch import DEFAULT_POLICY_ID
 
 logger = logging.getLogger(__name__)
 
@@ -328,7 +328,7 @@ class Algorithm:
         self._metrics.restore(state["metrics"])
         metrics_op = getattr(self.train_exec_impl, "metrics_op", None)
         if metrics_op is not None:
-            from tfrl.evaluation.rollout_metrics import RolloutMetrics
+            from tfrl.data.rollout_metrics import RolloutMetrics
 
             metrics_op.episode_history = [RolloutMetrics(*m) for m in state["episode_history"]]
         rng = state["rng"]

@@ -1,5 +1,8 @@
 """InfiniteLookbackBuffer: one data column of an episode, with a lookback region.
 
+Part of the data layer (`tfrl.data`, numpy only); RLlib's path
+`tfrl.env.utils.infinite_lookback_buffer` re-exports it.
+
 The buffer stores `data = [lookback items] + [in-episode items]`. The first `lookback`
 items belong to a previous episode chunk: they are visible to the getters (e.g. for a
 "previous reward" input) but are not part of `len(buffer)`.
@@ -27,6 +30,7 @@ Example:
     [0, 0, 4, 5]
 """
 
+import copy
 from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 import gymnasium as gym
@@ -222,10 +226,25 @@ class InfiniteLookbackBuffer:
         data = list(data) if isinstance(data, list) else data
         return InfiniteLookbackBuffer(data, lookback=state["lookback"], space=state["space"])
 
-    def _copy_range(
-        self, start: int, stop: int, lookback: int, *, as_list: bool = False
+    def copy_range(
+        self, start: int, stop: int, lookback: int, *, as_list: bool = False,
+        deep: bool = False,
     ) -> "InfiniteLookbackBuffer":
-        """New buffer of the raw positions `[start, stop)` (clipped to the data)."""
+        """A new buffer of the raw positions `[start, stop)` (lookback included).
+
+        Args:
+            start: First raw position (0 is the first lookback item); clipped to the data.
+            stop: One past the last raw position; clipped to the data.
+            lookback: How many of the copied items are the new buffer's lookback
+                (clipped to the number of copied items).
+            as_list: Return a list-backed (not finalized) buffer even if this one is
+                finalized.
+            deep: Deep-copy list items (else the new list shares them with this buffer;
+                numpy data is always copied).
+
+        Returns:
+            The new buffer, with this buffer's space.
+        """
         total = self.len_incl_lookback()
         start, stop = min(max(start, 0), total), min(max(stop, 0), total)
         stop = max(start, stop)
@@ -235,6 +254,8 @@ class InfiniteLookbackBuffer:
             data = tree.map_structure(lambda a: a[start:stop].copy(), self.data)
             if as_list:
                 data = unbatch(data)
+        if deep and isinstance(data, list):
+            data = copy.deepcopy(data)
         lookback = min(max(lookback, 0), stop - start)
         return InfiniteLookbackBuffer(data, lookback=lookback, space=self.space)
 

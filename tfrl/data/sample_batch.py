@@ -1,8 +1,15 @@
-"""SampleBatch: a dict of equally long numpy columns, the unit of experience in tfrl.
+"""SampleBatch and MultiAgentBatch, the units of experience in tfrl, and their concat.
 
-Rows are timesteps, columns are named by `tfrl.core.columns.Columns`; values are
+A `SampleBatch` is a dict of equally long numpy columns. Rows are timesteps, columns are named by `tfrl.core.columns.Columns`; values are
 numpy arrays or nested dicts/tuples of them (for Dict/Tuple spaces). Sequence
 (RNN) batches additionally carry `seq_lens` and one `state_in_<i>` row per sequence.
+A `MultiAgentBatch` holds one SampleBatch per policy over the same env steps.
+`concat_samples` concatenates either kind row-wise. The three live in one module
+because each needs the others (`SampleBatch.as_multi_agent`, `SampleBatch.concat`,
+`MultiAgentBatch.concat_samples`). Numpy only: no TensorFlow import here.
+
+RLlib's paths `tfrl.policy.sample_batch` and `tfrl.policy.multi_agent_batch` re-export
+these names.
 
 Example:
     >>> import numpy as np
@@ -14,16 +21,15 @@ Example:
 
 import copy as copy_lib
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
+from collections import defaultdict
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
 
 import numpy as np
 import tree
 
 from tfrl.core.columns import Columns
-from tfrl.policy import batch_ops, sample_batch_rows
-
-if TYPE_CHECKING:
-    from tfrl.policy.multi_agent_batch import MultiAgentBatch
+from tfrl.data import batch_ops, sample_batch_rows
+from tfrl.data.input_dict import single_step_input_dict
 
 DEFAULT_POLICY_ID = "default_policy"
 
@@ -221,23 +227,17 @@ class SampleBatch(dict):
 
     def as_multi_agent(self) -> "MultiAgentBatch":
         """This batch wrapped as `MultiAgentBatch({DEFAULT_POLICY_ID: self})`."""
-        from tfrl.policy.multi_agent_batch import MultiAgentBatch
-
         return MultiAgentBatch({DEFAULT_POLICY_ID: self}, env_steps=self.count)
 
     # ------------------------------------------------------------ concatenation
 
     def concat(self, other: "SampleBatch") -> "SampleBatch":
         """A new batch with the rows of `self` followed by those of `other`."""
-        from tfrl.policy.sample_batch_concat import concat_samples
-
         return concat_samples([self, other])
 
     @staticmethod
     def concat_samples(samples):
-        """See `tfrl.policy.sample_batch_concat.concat_samples`."""
-        from tfrl.policy.sample_batch_concat import concat_samples
-
+        """See `concat_samples` (module level)."""
         return concat_samples(samples)
 
     def copy(self, shallow: bool = False) -> "SampleBatch":
@@ -457,8 +457,6 @@ class SampleBatch(dict):
         Returns:
             A SampleBatch with one row and `seq_lens=[1]`.
         """
-        from tfrl.policy.input_dict import single_step_input_dict
-
         return SampleBatch(
             single_step_input_dict(self, view_requirements, index),
             seq_lens=np.array([1], dtype=np.int32),
@@ -485,15 +483,257 @@ def _deep_copy_leaf(value):
     return copy_lib.deepcopy(value)
 
 
-def __getattr__(name):
-    # `MultiAgentBatch` and `concat_samples` live in their own modules (they need
-    # SampleBatch); RLlib users import them from here.
-    if name == "MultiAgentBatch":
-        from tfrl.policy.multi_agent_batch import MultiAgentBatch
+PolicyID = str
 
-        return MultiAgentBatch
-    if name == "concat_samples":
-        from tfrl.policy.sample_batch_concat import concat_samples
 
-        return concat_samples
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+class MultiAgentBatch:
+    """A batch of experiences from several agents, one SampleBatch per policy.
+
+    Args:
+        policy_batches: Policy id -> SampleBatch of that policy's agent steps.
+        env_steps: Number of env steps the batch covers (each env step holds one
+            or more agent steps).
+
+    Attributes:
+        policy_batches: As given.
+        count: The number of env steps.
+    """
+
+    def __init__(self, policy_batches: Dict[PolicyID, SampleBatch], env_steps: int):
+        if not isinstance(policy_batches, dict):
+            raise TypeError(
+                "MultiAgentBatch(policy_batches=...) takes a dict of policy id -> "
+                f"SampleBatch; received {type(policy_batches).__name__}."
+            )
+        for pid, batch in policy_batches.items():
+            if not isinstance(batch, SampleBatch):
+                raise TypeError(
+                    f"MultiAgentBatch: the batch of policy {pid!r} must be a SampleBatch; "
+                    f"received {type(batch).__name__}. Wrap dicts with SampleBatch(...)."
+                )
+        if isinstance(env_steps, bool) or not isinstance(env_steps, (int, np.integer)) \
+                or env_steps < 0:
+            raise ValueError(
+                f"MultiAgentBatch(env_steps=...) must be an int >= 0; received {env_steps!r}."
+            )
+        self.policy_batches = policy_batches
+        self.count = int(env_steps)
+
+    def env_steps(self) -> int:
+        """The number of env steps (each holds one or more agent steps)."""
+        return self.count
+
+    def agent_steps(self) -> int:
+        """The number of agent steps, summed over all policies."""
+        return sum(len(b) for b in self.policy_batches.values())
+
+    def __len__(self) -> int:
+        return self.count
+
+    def __repr__(self) -> str:
+        return f"MultiAgentBatch({self.policy_batches!r}, env_steps={self.count})"
+
+    def as_multi_agent(self) -> "MultiAgentBatch":
+        """This batch itself."""
+        return self
+
+    def copy(self) -> "MultiAgentBatch":
+        """A deep copy (every policy batch copied)."""
+        return MultiAgentBatch(
+            {pid: b.copy() for pid, b in self.policy_batches.items()}, self.count
+        )
+
+    def size_bytes(self) -> int:
+        """Bytes held by all policy batches."""
+        return sum(b.size_bytes() for b in self.policy_batches.values())
+
+    def compress(self, bulk: bool = False, columns=_DEFAULT_COMPRESS_COLUMNS) -> None:
+        """Compresses every policy batch in place (see `SampleBatch.compress`)."""
+        for batch in self.policy_batches.values():
+            batch.compress(bulk=bulk, columns=columns)
+
+    def decompress_if_needed(self, columns=_DEFAULT_COMPRESS_COLUMNS) -> "MultiAgentBatch":
+        """Decompresses every policy batch in place; returns self."""
+        for batch in self.policy_batches.values():
+            batch.decompress_if_needed(columns)
+        return self
+
+    @staticmethod
+    def wrap_as_needed(
+        policy_batches: Dict[PolicyID, SampleBatch], env_steps: int
+    ) -> Union[SampleBatch, "MultiAgentBatch"]:
+        """The default policy's SampleBatch if it is the only one, else a MultiAgentBatch.
+
+        An empty dict gives an empty MultiAgentBatch.
+        """
+        if len(policy_batches) == 1 and DEFAULT_POLICY_ID in policy_batches:
+            return policy_batches[DEFAULT_POLICY_ID]
+        return MultiAgentBatch(policy_batches=policy_batches, env_steps=env_steps)
+
+    @staticmethod
+    def concat_samples(samples: Sequence[Any]) -> "MultiAgentBatch":
+        """Concatenates MultiAgentBatches policy by policy; env steps are summed.
+
+        Empty SampleBatches among the inputs are ignored.
+
+        Raises:
+            ValueError: If a non-empty input is not a MultiAgentBatch.
+        """
+        per_policy = defaultdict(list)
+        env_steps = 0
+        for s in samples:
+            if isinstance(s, SampleBatch) and len(s) == 0:
+                continue
+            if not isinstance(s, MultiAgentBatch):
+                raise ValueError(
+                    "`MultiAgentBatch.concat_samples()` can only concat MultiAgentBatch "
+                    f"types, not {type(s).__name__}! Convert SampleBatches with "
+                    "`batch.as_multi_agent()` first."
+                )
+            for pid, batch in s.policy_batches.items():
+                per_policy[pid].append(batch)
+            env_steps += s.env_steps()
+        return MultiAgentBatch(
+            {pid: SampleBatch.concat_samples(b) for pid, b in per_policy.items()}, env_steps
+        )
+
+    def timeslices(self, k: int) -> List["MultiAgentBatch"]:
+        """Slices of `k` env steps each, holding every agent's rows of those steps.
+
+        Rows are ordered by (eps_id, t, agent_index); rows with equal (eps_id, t) form
+        one env step ("lockstep" order). A slice may mix envs and episodes; the last
+        slice holds the remaining env steps.
+
+        Args:
+            k: Env steps per slice.
+
+        Raises:
+            ValueError: If `k` is not a positive int, a policy batch lacks the
+                `eps_id`, `t` or `agent_index` column, or the batch has no rows.
+        """
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or k < 1:
+            raise ValueError(f"MultiAgentBatch.timeslices(k) needs an int k >= 1; received {k!r}.")
+        needed = (Columns.EPS_ID, Columns.T, Columns.AGENT_INDEX)
+        steps = []
+        for p_index, (pid, batch) in enumerate(self.policy_batches.items()):
+            missing = [c for c in needed if c not in batch]
+            if missing:
+                raise ValueError(
+                    f"MultiAgentBatch.timeslices() needs columns {list(needed)} in every "
+                    f"policy batch; policy {pid!r} lacks {missing}."
+                )
+            eps = batch[Columns.EPS_ID].tolist()
+            ts = batch[Columns.T].tolist()
+            agents = batch[Columns.AGENT_INDEX].tolist()
+            steps.extend(zip(eps, ts, agents, [p_index] * len(eps), range(len(eps))))
+        if not steps:
+            raise ValueError("MultiAgentBatch.timeslices() received a batch without rows.")
+        steps.sort()
+
+        pids = list(self.policy_batches)
+        slices = []
+        rows = defaultdict(list)
+        env_steps, last = 0, None
+        for eps_id, t, _, p_index, row in steps:
+            if (eps_id, t) != last:
+                if env_steps == k:
+                    slices.append(self._take(pids, rows, env_steps))
+                    rows, env_steps = defaultdict(list), 0
+                env_steps += 1
+                last = (eps_id, t)
+            rows[p_index].append(row)
+        slices.append(self._take(pids, rows, env_steps))
+        return slices
+
+    def _take(self, pids, rows, env_steps) -> "MultiAgentBatch":
+        batches = {}
+        for p_index, idx in rows.items():
+            batch = self.policy_batches[pids[p_index]]
+            idx = np.asarray(idx)
+            batches[pids[p_index]] = batch._new(
+                {key: tree.map_structure(lambda v: np.asarray(v)[idx], value)
+                 for key, value in batch.items()}
+            )
+        return MultiAgentBatch(batches, env_steps)
+
+
+def concat_samples(samples: Sequence[Any]):
+    """Concatenates SampleBatches (or MultiAgentBatches) row-wise.
+
+    Empty batches are skipped. All non-empty batches must have the same columns and
+    the same sequence flags (`zero_padded`, `time_major`, and `max_seq_len` if zero
+    padded). If any input is a MultiAgentBatch, the result is one too.
+
+    Args:
+        samples: The batches to concatenate, in order.
+
+    Returns:
+        A new batch; an empty `SampleBatch()` if all inputs are empty.
+
+    Raises:
+        ValueError: If the batches' columns, nested structures or flags differ.
+    """
+    batches = []
+    for i, s in enumerate(samples):
+        if type(s) is not SampleBatch:
+            if isinstance(s, MultiAgentBatch):
+                return MultiAgentBatch.concat_samples(samples)
+            if isinstance(s, SampleBatch):
+                pass
+            elif isinstance(s, dict):
+                s = SampleBatch(s)
+            else:
+                raise TypeError(
+                    f"concat_samples() takes SampleBatches; received {type(s).__name__} "
+                    f"at position {i}."
+                )
+        if s.count > 0:
+            batches.append(s)
+    if not batches:
+        return SampleBatch()
+    first = batches[0]
+    keys = tuple(dict.keys(first))
+    flags = (first.zero_padded, first.time_major, first.max_seq_len if first.zero_padded else None)
+    # Transpose batches -> columns through dict.values() (fast; no per-item lookups),
+    # checking flags and columns on the way.
+    per_batch = []
+    for i, s in enumerate(batches):
+        if (s.zero_padded, s.time_major, s.max_seq_len if s.zero_padded else None) != flags:
+            _raise_flag_mismatch(first, s, i)
+        if tuple(dict.keys(s)) == keys:
+            per_batch.append(dict.values(s))
+        elif set(dict.keys(s)) == set(keys):
+            per_batch.append([dict.__getitem__(s, k) for k in keys])
+        else:
+            raise ValueError(
+                "concat_samples(): all batches must have the same columns. The first "
+                f"non-empty batch has {sorted(keys)}; non-empty batch {i} has "
+                f"{sorted(s.keys())} (missing {sorted(set(keys) - set(s.keys()))}, extra "
+                f"{sorted(set(s.keys()) - set(keys))}). Drop or add columns so they match."
+            )
+    data = {}
+    for key, values in zip(keys, zip(*per_batch)):
+        axis = 1 if first.time_major and key != Columns.SEQ_LENS and not key.startswith("state_in_") else 0
+        data[key] = batch_ops.concat_leaves(values, key, axis=axis)
+    max_seq_lens = [s.max_seq_len for s in batches if s.max_seq_len is not None]
+    return SampleBatch(
+        data,
+        _time_major=first.time_major,
+        _zero_padded=first.zero_padded,
+        _max_seq_len=max(max_seq_lens) if max_seq_lens else None,
+        _is_training=first._is_training,
+    )
+
+
+def _raise_flag_mismatch(first: SampleBatch, other: SampleBatch, index: int) -> None:
+    for flag in ("zero_padded", "time_major"):
+        if getattr(other, flag) != getattr(first, flag):
+            raise ValueError(
+                f"concat_samples(): all batches must share `{flag}`; the first non-empty "
+                f"batch has {getattr(first, flag)!r}, non-empty batch {index} has "
+                f"{getattr(other, flag)!r}."
+            )
+    raise ValueError(
+        "concat_samples(): zero-padded batches must share `max_seq_len`; received "
+        f"{first.max_seq_len} and {other.max_seq_len} (batch {index})."
+    )

@@ -15,31 +15,38 @@ Example:
     >>> successor = episode.cut(len_lookback_buffer=2)
     >>> len(successor), successor.t_started, successor.get_actions(-1, neg_index_as_lookback=True)
     (0, 3, 3)
+
+Part of the data layer (`tfrl.data`, numpy only); RLlib's path
+`tfrl.env.single_agent_episode` re-exports it. The episode owns all of its state:
+construction checks, column access, chunking (cut/slice/concat), conversion and
+state round trips are its methods.
 """
 
 import time
 import uuid
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, SupportsFloat, Union
+from typing import Any, Dict, List, Optional, SupportsFloat, Union
 
 import gymnasium as gym
 import numpy as np
 
-from tfrl.env import single_agent_episode_ops as _ops
-from tfrl.env.single_agent_episode_columns import EpisodeColumns
-from tfrl.env.utils.infinite_lookback_buffer import InfiniteLookbackBuffer
-
-if TYPE_CHECKING:
-    from tfrl.policy.sample_batch import SampleBatch
+from tfrl.core.columns import Columns
+from tfrl.data.infinite_lookback_buffer import Indices, InfiniteLookbackBuffer
+from tfrl.data.sample_batch import SampleBatch
+from tfrl.utils.spaces.space_utils import structs_equal, to_numpy_batch, unbatch
 
 # Rewards are stored (once finalized) as float32, like every reward column in tfrl.
 REWARD_SPACE = gym.spaces.Box(-np.inf, np.inf, (), np.float32)
 
+_LIST_TYPES = (list, tuple, np.ndarray)
 
-class SingleAgentEpisode(EpisodeColumns):
+
+class SingleAgentEpisode:
     """A single agent's episode (or a chunk of it), with an optional lookback region.
 
-    The column getters and setters (`get_observations`, `set_actions`, ...) and the
-    temporary timestep data come from `EpisodeColumns`.
+    Every column getter and setter (`get_observations`, `set_actions`, ...) reads or
+    writes the column's `InfiniteLookbackBuffer` by the buffer's index rules
+    (in-episode indices, `neg_index_as_lookback`, `fill`, `one_hot_discrete`). A
+    sampler may keep temporary per-timestep data on an episode until `finalize()`.
 
     Args:
         id_: Unique id (str) of the env episode; chunks of one episode share it.
@@ -105,20 +112,20 @@ class SingleAgentEpisode(EpisodeColumns):
                 "`extra_model_outputs` must be a dict of key -> list of per-step items. "
                 f"Received: extra_model_outputs={extra_model_outputs!r}."
             )
-        n = _ops.resolve_lookback(
+        n = _resolve_lookback(
             len_lookback_buffer, observations, infos, actions, rewards, extra_model_outputs
         )
-        self.observations = _ops.to_buffer(observations, n, observation_space, "observations")
+        self.observations = _to_buffer(observations, n, observation_space, "observations")
         if infos is None:
             num_obs = self.observations.len_incl_lookback()
             infos = InfiniteLookbackBuffer(
                 [{} for _ in range(num_obs)], lookback=self.observations.lookback
             )
-        self.infos = _ops.to_buffer(infos, n, None, "infos")
-        self.actions = _ops.to_buffer(actions, n, action_space, "actions")
-        self.rewards = _ops.to_buffer(rewards, n, REWARD_SPACE, "rewards")
+        self.infos = _to_buffer(infos, n, None, "infos")
+        self.actions = _to_buffer(actions, n, action_space, "actions")
+        self.rewards = _to_buffer(rewards, n, REWARD_SPACE, "rewards")
         self.extra_model_outputs = {
-            k: _ops.to_buffer(v, n, None, f"extra_model_outputs[{k!r}]")
+            k: _to_buffer(v, n, None, f"extra_model_outputs[{k!r}]")
             for k, v in extra_model_outputs.items()
         }
         self._terminated = bool(terminated)
@@ -226,7 +233,39 @@ class SingleAgentEpisode(EpisodeColumns):
         Raises:
             ValueError: If the data are inconsistent (message names the column).
         """
-        _ops.validate(self)
+        obs, infos, actions, rewards = (
+            self.observations, self.infos, self.actions, self.rewards)
+        totals = [b.len_incl_lookback() for b in (obs, infos, actions, rewards)]
+        extras = self.extra_model_outputs
+        if not any(totals) and not any(b.len_incl_lookback() for b in extras.values()):
+            return  # An empty episode (before add_env_reset) is valid.
+
+        def fail(problem: str) -> None:
+            raise ValueError(
+                f"Inconsistent data in episode id_={self.id_!r}: {problem} Expected "
+                "#observations == #infos == #actions + 1 == #rewards + 1 (lookback included), "
+                "equal lookback sizes, and one extra model output per in-episode action. "
+                "Check the data passed to the constructor, setters or buffers."
+            )
+
+        if totals[0] != totals[1]:
+            fail(f"Received: {totals[0]} observations but {totals[1]} infos.")
+        lookbacks = [b.lookback for b in (obs, infos, actions, rewards)]
+        if len(set(lookbacks)) != 1:
+            fail(f"Received: lookback sizes (observations, infos, actions, rewards) = {lookbacks}.")
+        if totals[0] != totals[2] + 1 or totals[3] != totals[2]:
+            fail(
+                f"Received: {totals[0]} observations, {totals[2]} actions and "
+                f"{totals[3]} rewards."
+            )
+        for key, buffer in extras.items():
+            # Keys first seen mid-chunk may have a smaller lookback than the actions.
+            if len(buffer) != len(actions) or buffer.lookback > actions.lookback:
+                fail(
+                    f"Received: extra_model_outputs[{key!r}] with {len(buffer)} in-episode "
+                    f"items (lookback {buffer.lookback}) for {len(actions)} actions "
+                    f"(lookback {actions.lookback})."
+                )
 
     def finalize(self) -> "SingleAgentEpisode":
         """Converts every column except infos to numpy; no steps can be added after.
@@ -351,7 +390,226 @@ class SingleAgentEpisode(EpisodeColumns):
             f"truncated={self.is_truncated}, finalized={self._is_finalized})"
         )
 
-    # ---- Chunks, conversion and state (implemented in single_agent_episode_ops) ----
+    # ---- Getters (index rules: see InfiniteLookbackBuffer) -----------------------
+
+    def get_observations(self, indices: Indices = None, **options: Any) -> Any:
+        """Returns one observation (int index) or a batch of them.
+
+        The observations buffer's `InfiniteLookbackBuffer.get(indices, **options)`.
+
+        Args:
+            indices: None (all in-episode observations), an int, a list of ints or a
+                slice. Negative ints count from the end, see `neg_index_as_lookback`.
+            **options: The keyword-only `neg_index_as_lookback` (negative indices
+                count back from ts=0 into the lookback: -1 is the observation just
+                before ts=0), `fill` (value for positions outside the stored data;
+                every leaf of nested observations gets it) and `one_hot_discrete`
+                (one-hot encode Discrete/MultiDiscrete (sub-)spaces; filled positions
+                become vectors full of `fill`, "zero-hot" for 0).
+
+        Returns:
+            One item for an int index, else a batch (list before `finalize()`, numpy
+            after; numpy struct whenever `one_hot_discrete=True`).
+        """
+        return self.observations.get(indices, **options)
+
+    def get_infos(
+        self, indices: Indices = None, *, neg_index_as_lookback: bool = False, fill: Any = None
+    ) -> Any:
+        """Returns one info dict (int index) or a list of them.
+
+        Args:
+            indices: As in `get_observations`.
+            neg_index_as_lookback: As in `get_observations`.
+            fill: An item (e.g. a dict) returned for positions outside the data.
+
+        Returns:
+            One info dict, or a list of info dicts (also after `finalize()`).
+        """
+        return self.infos.get(indices, neg_index_as_lookback=neg_index_as_lookback, fill=fill)
+
+    def get_actions(self, indices: Indices = None, **options: Any) -> Any:
+        """Returns one action (int index) or a batch of them.
+
+        Args:
+            indices: As in `get_observations`.
+            **options: As in `get_observations` (`one_hot_discrete` needs the
+                episode's `action_space`).
+
+        Returns:
+            One action for an int index, else a batch.
+        """
+        return self.actions.get(indices, **options)
+
+    def get_rewards(
+        self,
+        indices: Indices = None,
+        *,
+        neg_index_as_lookback: bool = False,
+        fill: Optional[float] = None,
+    ) -> Any:
+        """Returns one reward (int index) or a batch of them (float32 once finalized).
+
+        Args:
+            indices: As in `get_observations`.
+            neg_index_as_lookback: As in `get_observations`.
+            fill: Float for positions outside the stored data.
+
+        Returns:
+            One reward for an int index, else a batch.
+        """
+        return self.rewards.get(indices, neg_index_as_lookback=neg_index_as_lookback, fill=fill)
+
+    def get_extra_model_outputs(
+        self,
+        key: str,
+        indices: Indices = None,
+        *,
+        neg_index_as_lookback: bool = False,
+        fill: Any = None,
+    ) -> Any:
+        """Returns extra model outputs stored under `key` (one item or a batch).
+
+        Args:
+            key: The extra model output, e.g. "action_logp".
+            indices: As in `get_observations`.
+            neg_index_as_lookback: As in `get_observations`.
+            fill: As in `get_observations`; the shape is taken from the stored data.
+
+        Returns:
+            One item for an int index, else a batch.
+
+        Raises:
+            KeyError: If the episode has no outputs under `key`.
+        """
+        return self._extra_buffer(key).get(
+            indices, neg_index_as_lookback=neg_index_as_lookback, fill=fill
+        )
+
+    # ---- Setters ------------------------------------------------------------------
+
+    def set_observations(
+        self, *, new_data: Any, at_indices: Indices = None, neg_index_as_lookback: bool = False
+    ) -> None:
+        """Overwrites observations (all in-episode ones, or those at `at_indices`).
+
+        Args:
+            new_data: One observation for an int index; else a list of observations
+                (before `finalize()`) or a batch struct with one row per position.
+            at_indices: None, an int, a list of ints or a slice (as in the getters).
+            neg_index_as_lookback: As in the getters.
+
+        Raises:
+            IndexError: If an index is out of range or `new_data` has the wrong size.
+        """
+        self.observations.set(
+            new_data, at_indices=at_indices, neg_index_as_lookback=neg_index_as_lookback
+        )
+
+    def set_actions(
+        self, *, new_data: Any, at_indices: Indices = None, neg_index_as_lookback: bool = False
+    ) -> None:
+        """Overwrites actions; arguments and errors as in `set_observations`."""
+        self.actions.set(
+            new_data, at_indices=at_indices, neg_index_as_lookback=neg_index_as_lookback
+        )
+
+    def set_rewards(
+        self, *, new_data: Any, at_indices: Indices = None, neg_index_as_lookback: bool = False
+    ) -> None:
+        """Overwrites rewards; arguments and errors as in `set_observations`."""
+        self.rewards.set(
+            new_data, at_indices=at_indices, neg_index_as_lookback=neg_index_as_lookback
+        )
+
+    def set_extra_model_outputs(
+        self,
+        *,
+        key: str,
+        new_data: Any,
+        at_indices: Indices = None,
+        neg_index_as_lookback: bool = False,
+    ) -> None:
+        """Overwrites extra model outputs under `key`, or inserts `key` as a new column.
+
+        Args:
+            key: The extra model output. A new key needs `at_indices=None` and one
+                item per in-episode step.
+            new_data: As in `set_observations`.
+            at_indices: As in `set_observations`.
+            neg_index_as_lookback: As in `set_observations`.
+
+        Raises:
+            ValueError: If a new key is given `at_indices`.
+            IndexError: If an index is out of range or `new_data` has the wrong size.
+        """
+        if key in self.extra_model_outputs:
+            self.extra_model_outputs[key].set(
+                new_data, at_indices=at_indices, neg_index_as_lookback=neg_index_as_lookback
+            )
+            return
+        self.extra_model_outputs[key] = self._new_extra_buffer(key, new_data, at_indices)
+
+    # ---- Temporary timestep data -------------------------------------------------
+
+    def add_temporary_timestep_data(self, key: str, data: Any) -> None:
+        """Appends one item to the temporary list under `key` (cleared by finalize()).
+
+        Raises:
+            RuntimeError: If the episode is finalized.
+        """
+        if self._is_finalized:
+            raise RuntimeError(
+                "Temporary timestep data can only be added before finalize(). Received: "
+                f"add_temporary_timestep_data(key={key!r}) on a finalized episode."
+            )
+        self._temporary_timestep_data.setdefault(key, []).append(data)
+
+    def get_temporary_timestep_data(self, key: str) -> List[Any]:
+        """Returns the list of temporary items under `key`.
+
+        Raises:
+            KeyError: If nothing was added under `key` (or finalize() cleared it).
+        """
+        if key not in self._temporary_timestep_data:
+            raise KeyError(
+                f"No temporary timestep data under key={key!r}. Available keys: "
+                f"{sorted(self._temporary_timestep_data)}. Add data with "
+                "add_temporary_timestep_data() first (finalize() clears it)."
+            )
+        return self._temporary_timestep_data[key]
+
+    def _extra_buffer(self, key: str) -> InfiniteLookbackBuffer:
+        if key not in self.extra_model_outputs:
+            raise KeyError(
+                f"No extra model outputs under key={key!r}. Available keys: "
+                f"{sorted(self.extra_model_outputs)}. Pass the key to add_env_step("
+                "extra_model_outputs=...) or set_extra_model_outputs()."
+            )
+        return self.extra_model_outputs[key]
+
+    def _new_extra_buffer(
+        self, key: str, new_data: Any, at_indices: Indices
+    ) -> InfiniteLookbackBuffer:
+        """Builds the buffer for a new extra-model-output key set via the setter."""
+        if at_indices is not None:
+            raise ValueError(
+                f"A new extra model output key can only be set as a whole. Received: "
+                f"key={key!r} (not yet in the episode) with at_indices={at_indices!r}. "
+                "Pass at_indices=None and one item per in-episode step."
+            )
+        buffer = InfiniteLookbackBuffer(new_data if isinstance(new_data, list) else unbatch(new_data))
+        if len(buffer) != len(self):
+            raise IndexError(
+                f"A new extra model output needs one item per in-episode step. Received: "
+                f"{len(buffer)} items for key={key!r}, but the episode has {len(self)} "
+                "steps. Pass exactly len(self) items."
+            )
+        if self.is_finalized:
+            buffer.finalize()
+        return buffer
+
+    # ---- Chunks, conversion and state ---------------------------------------------
 
     def cut(self, len_lookback_buffer: int = 0) -> "SingleAgentEpisode":
         """Returns a successor chunk (len 0) that continues this episode.
@@ -372,7 +630,45 @@ class SingleAgentEpisode(EpisodeColumns):
             ValueError: If `len_lookback_buffer` is negative.
             RuntimeError: If this episode is done.
         """
-        return _ops.cut(self, len_lookback_buffer)
+        if not isinstance(len_lookback_buffer, (int, np.integer)) or isinstance(
+            len_lookback_buffer, bool
+        ):
+            raise TypeError(
+                "`len_lookback_buffer` must be an int >= 0. Received: "
+                f"len_lookback_buffer={len_lookback_buffer!r}."
+            )
+        if len_lookback_buffer < 0:
+            raise ValueError(
+                f"`len_lookback_buffer` must be >= 0. Received: "
+                f"len_lookback_buffer={len_lookback_buffer}."
+            )
+        if self.is_done:
+            raise RuntimeError(
+                f"Cannot cut an episode that is done. Received: cut() on episode "
+                f"id_={self.id_!r} with is_terminated={self.is_terminated}, "
+                f"is_truncated={self.is_truncated}. A done episode has no successor; "
+                "start a new SingleAgentEpisode for the next env episode."
+            )
+        k = min(int(len_lookback_buffer), self.actions.len_incl_lookback())
+
+        def tail(buffer: InfiniteLookbackBuffer, num: int, lookback: int):
+            total = buffer.len_incl_lookback()
+            return buffer.copy_range(total - num, total, lookback, as_list=True, deep=True)
+
+        return SingleAgentEpisode(
+            self.id_,
+            observations=tail(self.observations, k + 1, k),
+            infos=tail(self.infos, k + 1, k),
+            actions=tail(self.actions, k, k),
+            rewards=tail(self.rewards, k, k),
+            extra_model_outputs={
+                key: tail(b, k, k) for key, b in self.extra_model_outputs.items()
+            },
+            t_started=self.env_t,
+            agent_id=self.agent_id,
+            module_id=self.module_id,
+            multi_agent_episode_id=self.multi_agent_episode_id,
+        )
 
     def slice(self, slice_: slice) -> "SingleAgentEpisode":
         """Returns a new episode with the steps of `slice_` (in-episode indices).
@@ -392,7 +688,39 @@ class SingleAgentEpisode(EpisodeColumns):
             TypeError: If `slice_` is not a slice.
             ValueError: If the slice has a step other than 1.
         """
-        return _ops.slice_episode(self, slice_)
+        if not isinstance(slice_, slice):
+            raise TypeError(
+                f"`slice_` must be a slice. Received: slice_={slice_!r}. Use e.g. slice(1, 3)."
+            )
+        start, stop, step = slice_.indices(len(self))
+        if step != 1:
+            raise ValueError(
+                f"Episode slices must be contiguous. Received: slice_={slice_!r} (step "
+                f"{step}). Use a step of None or 1."
+            )
+        stop = max(start, stop)
+        keep = self.observations.lookback
+
+        def part(buffer: InfiniteLookbackBuffer, num_extra: int):
+            lookback = min(keep, buffer.lookback + start)
+            first = buffer.lookback + start - lookback
+            return buffer.copy_range(first, buffer.lookback + stop + num_extra, lookback)
+
+        reaches_end = stop == len(self)
+        return SingleAgentEpisode(
+            self.id_,
+            observations=part(self.observations, 1),
+            infos=part(self.infos, 1),
+            actions=part(self.actions, 0),
+            rewards=part(self.rewards, 0),
+            extra_model_outputs={k: part(b, 0) for k, b in self.extra_model_outputs.items()},
+            terminated=self.is_terminated and reaches_end,
+            truncated=self.is_truncated and reaches_end,
+            t_started=self.t_started + start,
+            agent_id=self.agent_id,
+            module_id=self.module_id,
+            multi_agent_episode_id=self.multi_agent_episode_id,
+        )
 
     def __getitem__(self, item: slice) -> "SingleAgentEpisode":
         """`episode[a:b]` is `episode.slice(slice(a, b))`; other keys raise TypeError."""
@@ -418,7 +746,77 @@ class SingleAgentEpisode(EpisodeColumns):
                 extra-output keys. This episode is left unchanged.
             RuntimeError: If this episode is done or finalized.
         """
-        _ops.concat_episode(self, other)
+        # Checks everything before mutating.
+        if not isinstance(other, SingleAgentEpisode):
+            raise TypeError(
+                f"concat_episode() needs a SingleAgentEpisode. Received: other of type "
+                f"{type(other).__name__}."
+            )
+        if self.is_done or self.is_finalized:
+            raise RuntimeError(
+                "Cannot concatenate onto an episode that is done or finalized. Received: "
+                f"episode id_={self.id_!r} with is_terminated={self.is_terminated}, "
+                f"is_truncated={self.is_truncated}, is_finalized={self.is_finalized}. "
+                "Only an ongoing, not finalized chunk can be continued."
+            )
+
+        def mismatch(what: str, received: str, expected: str) -> ValueError:
+            return ValueError(
+                f"concat_episode(): `other` does not continue this episode ({what}). "
+                f"Received: {received}. Expected: {expected}. Concatenate the chunk that "
+                "cut() produced from this episode (plus its new steps)."
+            )
+
+        if other.id_ != self.id_:
+            raise mismatch("id", f"other.id_={other.id_!r}", f"id_={self.id_!r}")
+        if other.t_started != self.env_t:
+            raise mismatch(
+                "timestep", f"other.t_started={other.t_started}", f"self.env_t={self.env_t}")
+        if self.observations.len_incl_lookback() == 0 or len(other.observations) == 0:
+            raise mismatch(
+                "boundary observation",
+                f"{self.observations.len_incl_lookback()} observations in self, "
+                f"{len(other.observations)} in-episode observations in other",
+                "both episodes to hold observations (call add_env_reset first)",
+            )
+        other.validate()
+        if not structs_equal(self.get_observations(-1), other.get_observations(0)):
+            raise mismatch(
+                "boundary observation", f"other's first observation {other.get_observations(0)!r}",
+                f"self's last observation {self.get_observations(-1)!r}")
+        if not structs_equal(self.get_infos(-1), other.get_infos(0)):
+            raise mismatch(
+                "boundary info", f"other's first info {other.get_infos(0)!r}",
+                f"self's last info {self.get_infos(-1)!r}")
+        keys, other_keys = set(self.extra_model_outputs), set(other.extra_model_outputs)
+        if (len(other) and keys - other_keys) or (len(self) and other_keys - keys):
+            raise mismatch(
+                "extra model output keys", f"other's keys {sorted(other_keys)}",
+                f"self's keys {sorted(keys)}")
+
+        # All checks passed: gather, then mutate.
+        additions = [
+            (self.observations, _items(other.observations, 1)),
+            (self.infos, _items(other.infos, 1)),
+            (self.actions, _items(other.actions, 0)),
+            (self.rewards, _items(other.rewards, 0)),
+        ]
+        for key in other.extra_model_outputs:
+            if key not in self.extra_model_outputs:
+                self.extra_model_outputs[key] = InfiniteLookbackBuffer()
+            items = _items(other.extra_model_outputs[key], 0)
+            additions.append((self.extra_model_outputs[key], items))
+        for buffer, items in additions:
+            buffer.data.extend(items)
+        self.is_terminated = other.is_terminated
+        self.is_truncated = other.is_truncated
+        if self.observation_space is None:
+            self.observation_space = other.observation_space
+        if self.action_space is None:
+            self.action_space = other.action_space
+        self._end_time = other._end_time  # pylint: disable=protected-access
+        for key, values in other._temporary_timestep_data.items():  # pylint: disable=protected-access
+            self._temporary_timestep_data.setdefault(key, []).extend(values)
 
     def get_data_dict(self) -> Dict[str, Any]:
         """Returns the chunk as columns with one row per step (numpy, infos object array).
@@ -428,22 +826,87 @@ class SingleAgentEpisode(EpisodeColumns):
         `terminateds` / `truncateds` (False except the last row, which carries the
         episode's flags), `dones` (their OR) and every extra model output key.
         """
-        return _ops.get_data_dict(self)
+        n = len(self)
+        infos = np.empty(n, dtype=object)
+        for i, info in enumerate(self.infos.get(slice(0, n))):
+            infos[i] = info
+        terminateds = np.zeros(n, dtype=bool)
+        truncateds = np.zeros(n, dtype=bool)
+        if n:
+            terminateds[-1] = self.is_terminated
+            truncateds[-1] = self.is_truncated
+        data = {
+            Columns.EPS_ID: np.full(n, self.id_),
+            Columns.T: np.arange(self.t_started, self.t_started + n, dtype=np.int64),
+            Columns.OBS: _numpy(self.observations, slice(0, n)),
+            Columns.NEXT_OBS: _numpy(self.observations, slice(1, n + 1)),
+            Columns.INFOS: infos,
+            Columns.ACTIONS: _numpy(self.actions),
+            Columns.REWARDS: _numpy(self.rewards),
+            Columns.TERMINATEDS: terminateds,
+            Columns.TRUNCATEDS: truncateds,
+            Columns.DONES: terminateds | truncateds,
+        }
+        for key, buffer in self.extra_model_outputs.items():
+            data[key] = _numpy(buffer)
+        return data
 
     def get_sample_batch(self) -> "SampleBatch":
         """Returns `SampleBatch(self.get_data_dict())` (one row per step)."""
-        from tfrl.policy.sample_batch import SampleBatch
-
         return SampleBatch(self.get_data_dict())
 
     def get_state(self) -> Dict[str, Any]:
         """Returns a picklable dict of all data and metadata (see `from_state`)."""
-        return _ops.get_state(self)
+        return {
+            "id_": self.id_,
+            "agent_id": self.agent_id,
+            "module_id": self.module_id,
+            "multi_agent_episode_id": self.multi_agent_episode_id,
+            "observations": self.observations.get_state(),
+            "infos": self.infos.get_state(),
+            "actions": self.actions.get_state(),
+            "rewards": self.rewards.get_state(),
+            "extra_model_outputs": {
+                k: b.get_state() for k, b in self.extra_model_outputs.items()
+            },
+            "is_terminated": self.is_terminated,
+            "is_truncated": self.is_truncated,
+            "t_started": self.t_started,
+            "is_finalized": self.is_finalized,
+            "temporary_timestep_data": {
+                k: list(v) for k, v in self._temporary_timestep_data.items()
+            },
+            "start_time": self._start_time,
+            "end_time": self._end_time,
+        }
 
-    @staticmethod
-    def from_state(state: Dict[str, Any]) -> "SingleAgentEpisode":
+    @classmethod
+    def from_state(cls, state: Dict[str, Any]) -> "SingleAgentEpisode":
         """Rebuilds an equivalent episode from `get_state()` output."""
-        return _ops.from_state(state)
+        buffer = InfiniteLookbackBuffer.from_state
+        episode = cls(
+            state["id_"],
+            observations=buffer(state["observations"]),
+            infos=buffer(state["infos"]),
+            actions=buffer(state["actions"]),
+            rewards=buffer(state["rewards"]),
+            extra_model_outputs={k: buffer(s) for k, s in state["extra_model_outputs"].items()},
+            terminated=state["is_terminated"],
+            truncated=state["is_truncated"],
+            t_started=state["t_started"],
+            agent_id=state["agent_id"],
+            module_id=state["module_id"],
+            multi_agent_episode_id=state["multi_agent_episode_id"],
+        )
+        # The class restores its own private state.
+        episode._is_finalized = state["is_finalized"]
+        episode._can_step = False  # Re-check on the next add_env_step.
+        episode._temporary_timestep_data = {
+            k: list(v) for k, v in state["temporary_timestep_data"].items()
+        }
+        episode._start_time = state["start_time"]
+        episode._end_time = state["end_time"]
+        return episode
 
     # ---- Internals ----------------------------------------------------------------
 
@@ -476,3 +939,81 @@ class SingleAgentEpisode(EpisodeColumns):
                 f"is_truncated={self.is_truncated}. Start a new SingleAgentEpisode for "
                 "the next env episode."
             )
+
+
+def _resolve_lookback(
+    len_lookback_buffer: Union[int, str],
+    observations: Any,
+    infos: Any,
+    actions: Any,
+    rewards: Any,
+    extras: Dict[str, Any],
+) -> int:
+    """Turns `len_lookback_buffer` ("auto" or int) into the lookback size for lists."""
+    if isinstance(len_lookback_buffer, str):
+        if len_lookback_buffer != "auto":
+            raise ValueError(
+                "`len_lookback_buffer` must be an int >= 0 or 'auto'. Received: "
+                f"len_lookback_buffer={len_lookback_buffer!r}."
+            )
+        # "auto": every provided step is lookback data (SPEC decision D7).
+        for steps in (rewards, actions):
+            if isinstance(steps, _LIST_TYPES):
+                return len(steps)
+        if isinstance(observations, _LIST_TYPES):
+            return max(len(observations) - 1, 0)
+        return 0
+    if not isinstance(len_lookback_buffer, (int, np.integer)) or isinstance(
+        len_lookback_buffer, bool
+    ):
+        raise TypeError(
+            "`len_lookback_buffer` must be an int >= 0 or 'auto'. Received: "
+            f"len_lookback_buffer={len_lookback_buffer!r} "
+            f"(type {type(len_lookback_buffer).__name__})."
+        )
+    n = int(len_lookback_buffer)
+    if n < 0:
+        raise ValueError(
+            f"`len_lookback_buffer` must be >= 0. Received: len_lookback_buffer={n}."
+        )
+    # Observations and infos hold one item more than the steps (the ts=0 item).
+    columns = [("observations", observations, 1), ("infos", infos, 1), ("actions", actions, 0),
+               ("rewards", rewards, 0)] + [(f"extra_model_outputs[{k!r}]", v, 0)
+                                          for k, v in extras.items()]
+    for name, data, extra in columns:
+        if isinstance(data, _LIST_TYPES) and n > 0 and len(data) < n + extra:
+            raise ValueError(
+                f"`len_lookback_buffer` is larger than the provided data. Received: "
+                f"len_lookback_buffer={n} but {name} has {len(data)} items (needs at "
+                f"least {n + extra}). Pass a smaller len_lookback_buffer or more data."
+            )
+    return n
+
+
+def _to_buffer(
+    data: Any, lookback: int, space: Optional[gym.Space], name: str
+) -> InfiniteLookbackBuffer:
+    """Wraps a constructor argument (None, list, array or buffer) into a buffer."""
+    if isinstance(data, InfiniteLookbackBuffer):
+        if data.space is None and space is not None:
+            data.space = space
+        return data
+    if data is None:
+        return InfiniteLookbackBuffer([], lookback=0, space=space)
+    if isinstance(data, _LIST_TYPES):
+        return InfiniteLookbackBuffer(list(data), lookback=lookback, space=space)
+    raise TypeError(
+        f"`{name}` must be a list, a numpy array, an InfiniteLookbackBuffer or None. "
+        f"Received: {name} of type {type(data).__name__}."
+    )
+
+
+def _items(buffer: InfiniteLookbackBuffer, start: int) -> list:
+    """The in-episode items from index `start` on, as a fresh list."""
+    data = buffer.get(slice(start, None))
+    return unbatch(data) if buffer.finalized else list(data)
+
+
+def _numpy(buffer: InfiniteLookbackBuffer, indices: Indices = None) -> Any:
+    data = buffer.get(indices)
+    return data if buffer.finalized else to_numpy_batch(data, buffer.space)

@@ -28,8 +28,8 @@ from tfrl.evaluation import worker_env, worker_learning, worker_policies, worker
 from tfrl.offline.io_context import IOContext
 from tfrl.offline.output_writer import NoopOutput
 from tfrl.policy.policy_map import PolicyMap
-from tfrl.policy.sample_batch import DEFAULT_POLICY_ID
-from tfrl.policy.sample_batch_concat import concat_samples
+from tfrl.data.sample_batch import DEFAULT_POLICY_ID
+from tfrl.data.sample_batch import concat_samples
 from tfrl.evaluation.worker_setup import WorkerArgs
 from tfrl.utils.filter import get_filter
 

@@ -17,7 +17,7 @@ import gymnasium as gym
 
 from tfrl.models.catalog import ModelCatalog
 from tfrl.policy.policy import PolicySpec
-from tfrl.policy.sample_batch import DEFAULT_POLICY_ID
+from tfrl.data.sample_batch import DEFAULT_POLICY_ID
 
 logger = logging.getLogger(__name__)
 
