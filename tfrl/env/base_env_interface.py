@@ -1,5 +1,11 @@
 """BaseEnv: the one asynchronous, always-vectorized interface samplers see.
 
+This module holds the interface itself, which every adapter (`_VectorEnvToBaseEnv`,
+`RemoteVectorEnv`, ...) subclasses; it imports none of them. The conversion of the
+other env types (`convert_to_base_env`) knows every adapter, so it lives above them in
+`tfrl.env.base_env` (RLlib's path, which also re-exports `BaseEnv`) and is handed to
+this module with `set_converter` when that module is imported.
+
 Every environment a rollout worker samples (a gymnasium env, a `VectorEnv`, a
 `MultiAgentEnv`, an `ExternalEnv`, sub-environments in other processes) is converted
 to a `BaseEnv` by `BaseEnv.to_base_env`. A sampler then loops:
@@ -24,6 +30,9 @@ from tfrl.utils.typing import AgentID, EnvID, MultiEnvDict
 ASYNC_RESET_RETURN = "async_reset_return"
 # Agent id of single-agent envs inside the two-level dicts.
 _DUMMY_AGENT_ID = "agent0"
+
+# `convert_to_base_env` of tfrl.env.base_env, set there (see the module docstring).
+_converter: Optional[Callable[..., "BaseEnv"]] = None
 
 
 class BaseEnv:
@@ -99,8 +108,17 @@ class BaseEnv:
         remote_env_batch_wait_ms: int = 0,
         policy_config: Optional[dict] = None,
     ) -> "BaseEnv":
-        """Converts any supported env into a BaseEnv (see `convert_to_base_env`)."""
-        return convert_to_base_env(
+        """Converts any supported env into a BaseEnv (see `convert_to_base_env`).
+
+        Raises:
+            RuntimeError: If no converter is set (`tfrl.env.base_env` was never
+                imported; importing `BaseEnv` from there, its public path, sets it).
+        """
+        if _converter is None:
+            raise RuntimeError(
+                "BaseEnv.to_base_env() needs the env converter of tfrl.env.base_env; "
+                "import BaseEnv from tfrl.env.base_env (or tfrl.env), which sets it.")
+        return _converter(
             env,
             make_env=make_env,
             num_envs=num_envs,
@@ -109,84 +127,14 @@ class BaseEnv:
         )
 
 
-def convert_to_base_env(
-    env: Any,
-    make_env: Optional[Callable[[int], Any]] = None,
-    num_envs: int = 1,
-    remote_envs: bool = False,
-    remote_env_batch_wait_ms: int = 0,
-) -> BaseEnv:
-    """Converts an env into a BaseEnv; `env` is sub-env 0 and `make_env(i)` makes the rest.
-
-    Rules, in order: remote envs need `num_envs > 1`; a BaseEnv is returned as is; a
-    MultiAgentEnv, an ExternalEnv (only `num_envs == 1`), a VectorEnv, a gymnasium
-    vector env (`gymnasium.make_vec(...)`; `num_envs` is its own) and finally any
-    gymnasium env (vectorized, in-process or in sub-processes) are wrapped.
-
-    Raises:
-        ValueError: For remote envs with `num_envs == 1`, or an ExternalEnv with
-            `num_envs > 1`.
-        TypeError: If the result is not a BaseEnv (an unsupported env type).
-    """
-    if remote_envs and num_envs == 1:
-        raise ValueError(
-            "Remote envs only make sense to use if num_envs > 1 (i.e. vectorization is "
-            f"enabled); received num_envs={num_envs}. Raise num_envs or turn off "
-            "remote_worker_envs."
-        )
-    if isinstance(env, BaseEnv):
-        return env
-
-    from tfrl.env.external_env import ExternalEnv
-    from tfrl.env.multi_agent_env import MultiAgentEnv
-    from tfrl.env.vector_env import VectorEnv
-
-    if isinstance(env, MultiAgentEnv):
-        if remote_envs:
-            from tfrl.env.remote_vector_env import RemoteVectorEnv
-
-            result = RemoteVectorEnv(make_env, num_envs, multiagent=True,
-                                     remote_env_batch_wait_ms=remote_env_batch_wait_ms,
-                                     existing_envs=[env])
-        else:
-            result = env.to_base_env(make_env=make_env, num_envs=num_envs)
-    elif isinstance(env, ExternalEnv):
-        if num_envs != 1:
-            raise ValueError(
-                "External(MultiAgent)Env does not currently support num_envs > 1; "
-                f"received num_envs={num_envs}. Run several clients against one "
-                "ExternalEnv instead."
-            )
-        result = env.to_base_env()
-    elif isinstance(env, VectorEnv):
-        result = env.to_base_env()
-    elif isinstance(env, gym.vector.VectorEnv):
-        # gymnasium's own vector envs (e.g. make_vec's vector_entry_point) are fast.
-        result = VectorEnv.from_gymnasium(env).to_base_env()
-    elif remote_envs:
-        from tfrl.env.remote_vector_env import RemoteVectorEnv
-
-        result = RemoteVectorEnv(make_env, num_envs, multiagent=False,
-                                 remote_env_batch_wait_ms=remote_env_batch_wait_ms,
-                                 existing_envs=[env])
-    else:
-        result = VectorEnv.vectorize_gym_envs(
-            make_env=make_env,
-            existing_envs=[env],
-            num_envs=num_envs,
-            action_space=getattr(env, "action_space", None),
-            observation_space=getattr(env, "observation_space", None),
-        ).to_base_env()
-    if not isinstance(result, BaseEnv):
-        raise TypeError(
-            f"Cannot convert {type(env).__name__} to a BaseEnv: expected a gymnasium.Env, "
-            "VectorEnv, MultiAgentEnv, ExternalEnv or BaseEnv."
-        )
-    return result
-
-
 def with_dummy_agent_id(
     env_id_to_values: Dict[EnvID, Any], dummy_id: AgentID = _DUMMY_AGENT_ID
 ) -> MultiEnvDict:
     """`{env_id: value}` -> `{env_id: {dummy_id: value}}` (single-agent to two-level)."""
     return {env_id: {dummy_id: value} for env_id, value in env_id_to_values.items()}
+
+
+def set_converter(converter: Callable[..., BaseEnv]) -> None:
+    """Sets the function behind `BaseEnv.to_base_env` (`tfrl.env.base_env` does)."""
+    global _converter  # pylint: disable=global-statement
+    _converter = converter

@@ -34,6 +34,7 @@ from tfrl.evaluation import worker_set_state
 from tfrl.evaluation.worker_handle import ThreadWorkerHandle, WorkerHandle, get_results
 from tfrl.evaluation.worker_set_failures import MAX_RECREATIONS_PER_CALL, WorkerFailures
 from tfrl.evaluation.worker_set_state import WorkerState
+from tfrl.utils.backend_registry import REMOTE_WORKER, load_backend
 
 logger = logging.getLogger(__name__)
 
@@ -146,8 +147,8 @@ class WorkerSet(WorkerFailures):
         factory = functools.partial(self._cls, **kwargs)
         if self._setting("remote_backend") == "thread":
             return ThreadWorkerHandle(factory, worker_index)
-        try:
-            from tfrl.backends.ray.worker import RayWorkerHandle
+        try:  # `tfrl.backends` registers the Ray backend (this layer does not import it).
+            handle_cls = load_backend(REMOTE_WORKER, "ray")
         except ImportError as e:
             raise ImportError(
                 f"WorkerSet runs remote workers (num_workers={self._num_workers}) as Ray "
@@ -155,8 +156,8 @@ class WorkerSet(WorkerFailures):
                 "or sample in the local worker (num_workers=0), or set "
                 "trainer_config['remote_backend'] = 'thread' for in-process workers."
             ) from e
-        return RayWorkerHandle.create(factory, worker_index,
-                                      **wsc.remote_resources(self._config))
+        return handle_cls.create(factory, worker_index,
+                                **wsc.remote_resources(self._config))
 
     def _add_remote(self, n: int) -> List[WorkerHandle]:
         start = len(self._remote_workers) + 1
