@@ -1,5 +1,9 @@
 """Training and sampling callbacks (RLlib's `ray.rllib.algorithms.callbacks`).
 
+Defined here, in the evaluation layer, because the rollout worker calls them; RLlib's
+path `tfrl.algorithms.callbacks` re-exports `DefaultCallbacks` and
+`make_multi_callbacks`.
+
 Subclass `DefaultCallbacks`, override the hooks you need and pass the *class* as the
 `callbacks` config key; the rollout worker instantiates it. Every hook is keyword-only
 and accepts `**kwargs`, so new arguments never break existing subclasses.

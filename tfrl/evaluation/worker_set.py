@@ -31,6 +31,7 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from tfrl.evaluation import worker_set_config as wsc
 from tfrl.evaluation import worker_set_state
+from tfrl.evaluation.rollout_worker import RolloutWorker
 from tfrl.evaluation.worker_handle import ThreadWorkerHandle, WorkerHandle, get_results
 from tfrl.evaluation.worker_set_failures import MAX_RECREATIONS_PER_CALL, WorkerFailures
 from tfrl.evaluation.worker_set_state import WorkerState
@@ -78,7 +79,7 @@ class WorkerSet(WorkerFailures):
         self._policy_class = policy_class
         self._policy_specs = wsc.policy_specs(config, policy_class)
         self._logdir = logdir
-        self._cls = worker_cls or _default_worker_cls()
+        self._cls = worker_cls or RolloutWorker
         self._num_workers = int(num_workers)
         self._remote_workers: List[WorkerHandle] = []
         self._local_worker = None
@@ -286,11 +287,6 @@ class WorkerSet(WorkerFailures):
         concurrent.futures.wait(stopping, timeout=_STOP_GRACE_S)
         for handle in self._remote_workers:
             handle.kill()
-
-
-def _default_worker_cls() -> type:
-    from tfrl.evaluation.rollout_worker import RolloutWorker
-    return RolloutWorker
 
 
 __all__ = ["WorkerSet", "MAX_RECREATIONS_PER_CALL"]

@@ -36,9 +36,13 @@ import socket
 import warnings
 from typing import Any, Callable, Optional
 
+from tfrl.env.registry import get_env_creator
+from tfrl.evaluation.callbacks import DefaultCallbacks
 from tfrl.evaluation.worker_policies import normalize_policy_specs
+from tfrl.offline.input_creators import checked_input_creator, input_creator_from_config
+from tfrl.offline.output_writer import NoopOutput
 from tfrl.utils.config_keys import check_keys
-from tfrl.utils.filter import FILTER_NAMES
+from tfrl.utils.filter import FILTER_NAMES, get_filter
 
 logger = logging.getLogger(__name__)
 
@@ -60,8 +64,6 @@ def _default_input(ioctx: Any) -> Any:
 
 
 def _default_output(ioctx: Any) -> Any:
-    from tfrl.offline.output_writer import NoopOutput
-
     return NoopOutput()
 
 
@@ -106,8 +108,6 @@ class WorkerArgs:
         self._original_kwargs = dict(args)
         self._specs = normalize_policy_specs(args["policy_spec"])
         if isinstance(env_creator, str):
-            from tfrl.env.registry import get_env_creator
-
             args["env_creator"] = get_env_creator(env_creator)
         elif not callable(env_creator):
             raise TypeError("RolloutWorker: `env_creator` must be a callable EnvContext -> env "
@@ -153,8 +153,6 @@ class WorkerArgs:
                              f"{a['preprocessor_pref']!r}.")
         filt = a["observation_filter"]
         if not callable(filt) and filt not in FILTER_NAMES:
-            from tfrl.utils.filter import get_filter
-
             get_filter(filt, ())  # raises, naming the closest filter
         a["_blackhole"] = False
         for method in a["input_evaluation"] or ():
@@ -168,15 +166,11 @@ class WorkerArgs:
             else:
                 raise ValueError(f"Unknown evaluation method: {method!r}. Known: 'simulation'.")
         if a["callbacks"] is not None and not isinstance(a["callbacks"], type):
-            from tfrl.algorithms.callbacks import DefaultCallbacks
-
             if not isinstance(a["callbacks"], DefaultCallbacks):
                 raise TypeError("`callbacks` must be a DefaultCallbacks subclass (the class, not "
                                 f"an instance); received {a['callbacks']!r}.")
 
     def _resolve_input(self, a: dict) -> None:
-        from tfrl.offline.input_creators import checked_input_creator, input_creator_from_config
-
         config = a["policy_config"]
         if a["input_creator"] is _default_input:
             a["input_creator"] = input_creator_from_config(config.get("input", "sampler"))
