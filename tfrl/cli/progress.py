@@ -15,36 +15,12 @@ Example:
     iter 1 | steps 200 | episodes 9 | reward_mean 21.50 | 100 steps/s | elapsed 0:00:02 | ETA 0:00:08
 """
 
-import math
 import sys
 import time
 from typing import Any, Callable, Dict, Mapping, Optional, TextIO
 
-
-def result_value(result: Mapping[str, Any], key: str) -> Any:
-    """`result[key]`, following `/` into nested dicts ("evaluation/episode_reward_mean");
-    None if absent."""
-    node: Any = result
-    for part in key.split("/"):
-        if not isinstance(node, Mapping) or part not in node:
-            return None
-        node = node[part]
-    return node
-
-
-def stop_reason(result: Mapping[str, Any], stop: Mapping[str, float]) -> Optional[str]:
-    """`"key=value >= threshold"` for the first criterion `result` meets, else None.
-
-    Example:
-        >>> stop_reason({"timesteps_total": 512, "episode_reward_mean": 30.0},
-        ...             {"episode_reward_mean": 475, "timesteps_total": 500})
-        'timesteps_total=512 >= 500'
-    """
-    for key, threshold in stop.items():
-        value = result_value(result, key)
-        if isinstance(value, (int, float)) and not math.isnan(value) and value >= threshold:
-            return f"{key}={_number(value)} >= {_number(threshold)}"
-    return None
+# Defined in tfrl.utils (tfrl.utils.progress needs them too); re-exported here.
+from tfrl.utils.stop_criteria import result_value, stop_reason  # noqa: F401
 
 
 def format_duration(seconds: float) -> str:
@@ -56,12 +32,6 @@ def format_duration(seconds: float) -> str:
     """
     seconds = int(round(max(seconds, 0.0)))
     return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
-
-
-def _number(value: Any) -> str:
-    if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
-        return str(int(value))
-    return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
 class Progress:

@@ -898,17 +898,20 @@ class SingleAgentEpisode:
             module_id=state["module_id"],
             multi_agent_episode_id=state["multi_agent_episode_id"],
         )
-        # The class restores its own private state.
-        episode._is_finalized = state["is_finalized"]
-        episode._can_step = False  # Re-check on the next add_env_step.
-        episode._temporary_timestep_data = {
-            k: list(v) for k, v in state["temporary_timestep_data"].items()
-        }
-        episode._start_time = state["start_time"]
-        episode._end_time = state["end_time"]
+        episode._restore_private_state(state)  # pylint: disable=protected-access
         return episode
 
     # ---- Internals ----------------------------------------------------------------
+
+    def _restore_private_state(self, state: Dict[str, Any]) -> None:
+        """Sets the fields `get_state()` saved that the constructor does not take."""
+        self._is_finalized = state["is_finalized"]
+        self._can_step = False  # Re-check on the next add_env_step.
+        self._temporary_timestep_data = {
+            k: list(v) for k, v in state["temporary_timestep_data"].items()
+        }
+        self._start_time = state["start_time"]
+        self._end_time = state["end_time"]
 
     def _numpy_buffers(self) -> List[InfiniteLookbackBuffer]:
         """All buffers that `finalize()` converts (everything but infos)."""

@@ -24,7 +24,7 @@ import os
 import sys
 from typing import Any, Dict, Mapping, Optional, TextIO, Tuple, Union
 
-from tfrl.cli.progress import result_value, stop_reason
+from tfrl.utils.stop_criteria import result_value, stop_reason
 
 #: The environment variable that turns `--smoke` on by default (for CI).
 SMOKE_ENV_VAR = "TFRL_EXAMPLE_SMOKE"
