@@ -1,4 +1,8 @@
-"""`RolloutMetrics`: the record a sampler produces for each completed episode."""
+"""`RolloutMetrics`: the record a sampler produces for each completed episode.
+
+Part of the data layer (`tfrl.data`); `tfrl.evaluation.metrics` (RLlib's path) and
+`tfrl.evaluation.rollout_metrics` re-export it.
+"""
 
 import collections
 

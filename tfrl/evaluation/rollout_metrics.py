@@ -1,7 +1,8 @@
-"""RLlib's path `ray.rllib.evaluation.metrics.RolloutMetrics` module: re-exports it.
+"""`RolloutMetrics` at its former tfrl path: re-exported from the data layer.
 
-`RolloutMetrics` lives in the data layer (`tfrl.data.rollout_metrics`), so that env
-(the policy server) can build it without importing evaluation.
+The record lives in `tfrl.data.rollout_metrics`, so that env (the policy server) can
+build it without importing evaluation. RLlib's path, `tfrl.evaluation.metrics`, has it
+too.
 """
 
 from tfrl.data.rollout_metrics import RolloutMetrics  # noqa: F401
