@@ -558,3 +558,16 @@ def test_resolve_policy_class_accepts_builtin_and_trusted():
 
     assert _resolve_policy_class("tfrl.examples.policy.random_policy:RandomPolicy", {}) is RandomPolicy
     assert _resolve_policy_class("x:Y", {"x:Y": LinearPolicy}) is LinearPolicy
+
+
+def test_resolve_policy_class_accepts_only_policy_subclasses_by_their_base():
+    from tfrl.algorithms.pg.pg_tf_policy import PGTFPolicy
+    from tfrl.examples.policy.random_policy import RandomPolicy
+
+    assert _resolve_policy_class("tfrl.algorithms.pg.pg_tf_policy:PGTFPolicy", {}) is PGTFPolicy
+    assert _resolve_policy_class("tfrl.examples.policy.random_policy:RandomPolicy",
+                                 {}) is RandomPolicy
+    for path in ("tfrl.env.vector_env:VectorEnv", "tfrl.env.vector_env:split_infos",
+                 "tfrl.env.vector_env:NoSuchName"):
+        with pytest.raises(ValueError, match="named something that is not a tfrl policy class"):
+            _resolve_policy_class(path, {})

@@ -17,3 +17,7 @@ if "tensorflow" not in _sys.modules:
         import tensorflow_probability as _tfp  # noqa: F401
     except ImportError:  # tfrl reports the missing dependency where it is needed.
         pass
+
+# Registers the optional execution backends (Ray) by name for the layers that use them
+# (RemoteVectorEnv, WorkerSet) without importing Ray: see tfrl.utils.backend_registry.
+from tfrl import backends as _backends  # noqa: E402,F401  pylint: disable=wrong-import-position

@@ -33,7 +33,13 @@ from tfrl.algorithms import checkpoints
 from tfrl.algorithms.algorithm_config import AlgorithmConfig
 from tfrl.algorithms.algorithm_state import (get_worker_state, set_worker_state,
                                              unsquash_and_clip)
-from tfrl.policy.sample_batch import DEFAULT_POLICY_ID
+from tfrl.algorithms.fit_loop import fit
+from tfrl.data.rollout_metrics import RolloutMetrics
+from tfrl.data.sample_batch import DEFAULT_POLICY_ID
+from tfrl.evaluation.metrics import summarize_episodes
+from tfrl.evaluation.worker_set import WorkerSet
+from tfrl.execution.metric_ops import CollectMetrics, OncePerTimeInterval, OncePerTimestepsElapsed
+from tfrl.utils.filter_manager import FilterManager
 
 logger = logging.getLogger(__name__)
 
@@ -41,9 +47,6 @@ logger = logging.getLogger(__name__)
 def metrics_reporting(train_op: Any, workers: Any, config: Dict[str, Any]) -> Any:
     """`StandardMetricsReporting` (RLlib's), keeping its `CollectMetrics` operator as the
     returned iterator's `metrics_op` so that checkpoints include the episode window."""
-    from tfrl.execution.metric_ops import (CollectMetrics, OncePerTimeInterval,
-                                           OncePerTimestepsElapsed)
-
     metrics_op = CollectMetrics(workers, min_history=config["metrics_smoothing_episodes"],
                                 timeout_seconds=config["collect_metrics_timeout"])
     it = (train_op.filter(OncePerTimestepsElapsed(config["timesteps_per_iteration"]))
@@ -124,8 +127,6 @@ class Algorithm:
         return cls.config_class().to_dict()
 
     def _make_workers(self, config: Dict[str, Any], num_workers: int) -> Any:
-        from tfrl.evaluation.worker_set import WorkerSet
-
         return WorkerSet(policy_class=self.default_policy_class, trainer_config=config,
                          num_workers=num_workers, logdir=self._logdir)
 
@@ -191,15 +192,12 @@ class Algorithm:
         workers = self.workers
         if self.algo_config.observation_filter == "NoFilter" or not workers.remote_workers():
             return
-        from tfrl.utils.filter_manager import FilterManager
         FilterManager.synchronize(workers.local_worker().filters, workers.remote_workers())
 
     def fit(self, total_timesteps: Optional[int] = None, iterations: Optional[int] = None,
             callbacks: Optional[List[Any]] = None, verbose: Any = "auto") -> Any:
         """Keras-style training loop with Keras callbacks (one epoch = one `train()`);
         returns a `keras.callbacks.History`. See `tfrl.algorithms.fit_loop.fit`."""
-        from tfrl.algorithms.fit_loop import fit
-
         return fit(self, total_timesteps=total_timesteps, iterations=iterations,
                    callbacks=callbacks, verbose=verbose)
 
@@ -211,8 +209,6 @@ class Algorithm:
             `{"evaluation": metrics}` (RLlib's shape) with `episode_reward_mean`, ... of
             the evaluation episodes.
         """
-        from tfrl.evaluation.metrics import summarize_episodes
-
         if self.evaluation_workers is None:
             self.evaluation_workers = self._make_evaluation_workers()
         self.callbacks.on_evaluate_start(algorithm=self)
@@ -328,8 +324,6 @@ class Algorithm:
         self._metrics.restore(state["metrics"])
         metrics_op = getattr(self.train_exec_impl, "metrics_op", None)
         if metrics_op is not None:
-            from tfrl.evaluation.rollout_metrics import RolloutMetrics
-
             metrics_op.episode_history = [RolloutMetrics(*m) for m in state["episode_history"]]
         rng = state["rng"]
         random.setstate(rng["python"])

@@ -32,7 +32,9 @@ import copy
 import dataclasses
 from typing import Any, ClassVar, Dict, Mapping, Optional
 
-from tfrl.algorithms.callbacks import DefaultCallbacks
+from tfrl.algorithms.registry import all_config_classes
+from tfrl.evaluation.callbacks import DefaultCallbacks
+from tfrl.offline.input_creators import check_input_config
 from tfrl.utils.config_keys import check_keys
 
 # Field name -> its key in RLlib dicts (where they differ: a keyword or a builder method).
@@ -183,8 +185,6 @@ class AlgorithmConfig:
             fail(f"callbacks must be a DefaultCallbacks subclass; received {callbacks!r}.")
         if self.remote_backend not in ("ray", "thread"):
             fail(f"remote_backend must be 'ray' or 'thread'; received {self.remote_backend!r}.")
-        from tfrl.offline.input_creators import check_input_config
-
         try:
             check_input_config(self.input)
         except ValueError as e:
@@ -320,8 +320,6 @@ def __getattr__(name: str) -> Any:
     if name == "COMMON_CONFIG":
         return AlgorithmConfig().to_dict()
     if name == "DEFAULT_CONFIG":
-        from tfrl.algorithms.registry import all_config_classes
-
         keys = {}
         for config_class in all_config_classes():
             keys.update(config_class().to_dict())

@@ -11,7 +11,7 @@ import gymnasium as gym
 import numpy as np
 import tree
 
-from tfrl.policy.space_specs import space_structure
+from tfrl.utils.spaces.space_utils import space_structure
 
 
 def get_worker_state(worker: Any) -> Dict[str, Any]:

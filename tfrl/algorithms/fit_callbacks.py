@@ -35,6 +35,8 @@ import threading
 from typing import Any, Dict, List, Optional, Sequence
 
 import keras
+from tfrl.evaluation.worker_handle import ThreadWorkerHandle
+from tfrl.utils.tensorboard import flatten_result
 
 from tfrl.utils.progress_callbacks import ProgressLogger, StopOnCriteria
 
@@ -96,8 +98,6 @@ class HookRouter:
         """Calls `on_learn_end(policy_id, stats)` for each policy in the result's learner info."""
         if not self.targets["on_learn_end"]:
             return
-        from tfrl.utils.tensorboard import flatten_result
-
         learner = (result.get("info") or {}).get("learner") or {}
         for policy_id, info in learner.items():
             if not isinstance(info, dict):
@@ -129,8 +129,6 @@ class HookRouter:
         """Routes the hooks of the local worker and of thread-backend remote workers."""
         if not self.needed():
             return
-        from tfrl.evaluation.worker_handle import ThreadWorkerHandle
-
         self._patch(workers.local_worker())
         for handle in workers.remote_workers():
             if isinstance(handle, ThreadWorkerHandle):

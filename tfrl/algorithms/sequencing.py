@@ -7,7 +7,7 @@ a break in `t`) and every `max_seq_len` steps, keeping each sequence's first `st
 
 Example:
     >>> import numpy as np
-    >>> from tfrl.policy.sample_batch import SampleBatch
+    >>> from tfrl.data.sample_batch import SampleBatch
     >>> batch = SampleBatch(obs=np.arange(5.0), eps_id=np.array([1, 1, 1, 2, 2]),
     ...                     t=np.array([0, 1, 2, 0, 1]), state_in_0=np.arange(5.0)[:, None])
     >>> seqs = add_sequences(batch, max_seq_len=2)
@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from tfrl.core.columns import Columns
-from tfrl.policy.sample_batch import SampleBatch
+from tfrl.data.sample_batch import SampleBatch
 
 _BOUNDARY_COLUMNS = (Columns.EPS_ID, Columns.AGENT_INDEX, Columns.UNROLL_ID)
 

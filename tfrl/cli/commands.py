@@ -21,7 +21,10 @@ from typing import Any, Dict, Optional, TextIO, Tuple
 
 import numpy as np
 
+from tfrl.algorithms.checkpoints import STATE_FILE, CheckpointError
+from tfrl.algorithms.registry import get_algorithm_class
 from tfrl.cli.experiment import CliError, Experiment, build_config
+from tfrl.env.registry import _ENV_CREATORS
 from tfrl.utils.progress import DEFAULT_COLUMNS
 
 #: The progress columns of `tfrl train` (then steps/s, elapsed time and ETA).
@@ -52,8 +55,6 @@ def check_checkpoint(path: str, flag: str = "--checkpoint") -> str:
     Raises:
         CliError: If there is no checkpoint at `path`.
     """
-    from tfrl.algorithms.checkpoints import STATE_FILE
-
     if not path:
         raise CliError(f"{flag} is required; pass {flag}=<logdir>/checkpoint_NNNNNN as "
                        "printed by `tfrl train`.")
@@ -74,8 +75,6 @@ def experiment_of_checkpoint(path: str) -> Experiment:
                 doc = json.load(f)
             return Experiment(algo=doc.get("algo"), env=doc.get("env"),
                               config=doc.get("config") or {}, stop=doc.get("stop") or {})
-    from tfrl.algorithms.checkpoints import STATE_FILE
-
     with open(os.path.join(path, STATE_FILE)) as f:
         algo = json.load(f).get("metadata", {}).get("algorithm")
     return Experiment(algo=algo)
@@ -91,15 +90,11 @@ def dry_run(exp: Experiment, stream: Optional[TextIO] = None) -> Dict[str, Any]:
 
 
 def _build(exp: Experiment, extra: Optional[Dict[str, Any]] = None) -> Any:
-    from tfrl.algorithms.registry import get_algorithm_class
-
     config = build_config(exp, extra)
     return get_algorithm_class(exp.algo)(config=config)
 
 
 def _restore(algo: Any, checkpoint: str) -> None:
-    from tfrl.algorithms.checkpoints import CheckpointError
-
     try:
         algo.restore(checkpoint)
     except (CheckpointError, FileNotFoundError) as e:
@@ -174,8 +169,6 @@ def evaluate(exp: Experiment, checkpoint: str, episodes: int = 10, explore: bool
         raise CliError(f"--episodes={episodes} must be >= 1.")
     checkpoint = check_checkpoint(checkpoint)
     eval_config = {"explore": explore, "render_env": render, "num_envs_per_worker": 1}
-    from tfrl.env.registry import _ENV_CREATORS
-
     if render and isinstance(exp.env, str) and exp.env not in _ENV_CREATORS:
         eval_config["env_config"] = {**exp.config.get("env_config", {}), "render_mode": "human"}
     algo = _build(exp, {"num_workers": 0, "evaluation_num_workers": 0,

@@ -25,6 +25,8 @@ import re
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import yaml
+from tfrl.algorithms.registry import ALGORITHMS, get_algorithm_class
+from tfrl.env.registry import get_env_creator
 
 # Top-level keys of an experiment file (`run` is RLlib's name for `algo`).
 FILE_KEYS = ("algo", "run", "env", "stop", "config")
@@ -262,8 +264,6 @@ def check_names(exp: Experiment) -> None:
     if not exp.algo:
         raise CliError("No algorithm given; pass --algo=PPO (or PG, A2C) or set algo: in "
                        "the --config file.")
-    from tfrl.algorithms.registry import ALGORITHMS
-
     if exp.algo not in ALGORITHMS:
         raise CliError(f"Unknown algorithm {exp.algo!r}.{_closest(exp.algo, ALGORITHMS)} "
                        f"Pass --algo with one of {', '.join(sorted(ALGORITHMS))}.")
@@ -271,8 +271,6 @@ def check_names(exp: Experiment) -> None:
         raise CliError("No env given; pass --env=CartPole-v1 (a gymnasium id or a name "
                        "registered with tfrl.env.registry.register_env) or set env: in the "
                        "--config file.")
-    from tfrl.env.registry import get_env_creator
-
     try:
         get_env_creator(exp.env)
     except (ValueError, TypeError) as e:
@@ -289,15 +287,13 @@ def build_config(exp: Experiment, extra: Optional[Dict[str, Any]] = None) -> Any
             valid one) or an invalid value.
     """
     check_names(exp)
-    from tfrl.algorithms.registry import get_algorithm_class
-
     config = {**copy.deepcopy(exp.config), **(extra or {}), "env": exp.env}
     if isinstance(config.get("callbacks"), str):
         config["callbacks"] = _import(config["callbacks"], "callbacks")
     config_class = get_algorithm_class(exp.algo, return_config=True)[1]
     try:
         algo_config = config_class.from_dict(config)
-        from tfrl.models.catalog import merge_model_config
+        from tfrl.models.catalog import merge_model_config  # Deferred: imports TensorFlow.
 
         merge_model_config(algo_config.model)
     except (ValueError, TypeError) as e:

@@ -1,112 +1,28 @@
-"""BaseEnv: the one asynchronous, always-vectorized interface samplers see.
+"""BaseEnv (RLlib's path `ray.rllib.env.base_env`) and `convert_to_base_env`.
 
-Every environment a rollout worker samples (a gymnasium env, a `VectorEnv`, a
-`MultiAgentEnv`, an `ExternalEnv`, sub-environments in other processes) is converted
-to a `BaseEnv` by `BaseEnv.to_base_env`. A sampler then loops:
-
-    obs, rewards, terminateds, truncateds, infos, off_policy_actions = env.poll()
-    env.send_actions({env_id: {agent_id: action for each agent in obs[env_id]}})
-
-All five results of `poll()` are two-level dicts `env_id -> agent_id -> value` holding
-only the agents that are ready to act (or whose episode just ended). Rewards are
-`None` right after a (sub-)env reset. `terminateds` and `truncateds` (gymnasium
-semantics, kept apart) carry an `"__all__"` key per env id: the whole sub-env episode
-ended. Single-agent envs use env ids `0..num_envs-1` and agent id `"agent0"`.
+`BaseEnv`, the interface samplers poll, is defined in `tfrl.env.base_env_interface`
+(every adapter subclasses it) and re-exported here. `convert_to_base_env` turns any
+supported env (gymnasium env, gymnasium vector env, `VectorEnv`, `MultiAgentEnv`,
+`ExternalEnv`, remote sub-envs) into a BaseEnv; it knows every adapter, so it sits
+above them, and importing this module makes it the function behind
+`BaseEnv.to_base_env`.
 """
 
-from typing import Any, Callable, Dict, Optional, Tuple
+from typing import Any, Callable, Optional
 
 import gymnasium as gym
 
-from tfrl.utils.typing import AgentID, EnvID, MultiEnvDict
-
-# Returned by `try_reset` when the reset observation arrives through the next poll().
-ASYNC_RESET_RETURN = "async_reset_return"
-# Agent id of single-agent envs inside the two-level dicts.
-_DUMMY_AGENT_ID = "agent0"
-
-
-class BaseEnv:
-    """The lowest-level env interface: several agents in several sub-envs, asynchronously.
-
-    Subclasses implement `poll` and `send_actions`, and usually `try_reset`,
-    `get_sub_environments` and `stop`. `observation_space` and `action_space` are the
-    spaces of one agent (required for single-agent envs; may be None for
-    multi-agent envs whose agents differ).
-    """
-
-    observation_space: Optional[gym.Space] = None
-    action_space: Optional[gym.Space] = None
-
-    def poll(
-        self,
-    ) -> Tuple[MultiEnvDict, MultiEnvDict, MultiEnvDict, MultiEnvDict, MultiEnvDict, MultiEnvDict]:
-        """Returns observations of the agents ready to act, and what happened since.
-
-        Returns:
-            `(obs, rewards, terminateds, truncateds, infos, off_policy_actions)`, each
-            a dict `env_id -> agent_id -> value`. `terminateds`/`truncateds` hold an
-            `"__all__"` flag per env id. `off_policy_actions` holds actions that agents
-            already took by themselves (those need no `send_actions`).
-        """
-        raise NotImplementedError
-
-    def send_actions(self, action_dict: MultiEnvDict) -> None:
-        """Sends actions (`env_id -> agent_id -> action`) for agents of the last poll."""
-        raise NotImplementedError
-
-    def try_reset(
-        self,
-        env_id: Optional[EnvID] = None,
-        *,
-        seed: Optional[int] = None,
-        options: Optional[dict] = None,
-    ) -> Optional[Tuple[MultiEnvDict, MultiEnvDict]]:
-        """Resets one sub-env (or all, if `env_id` is None), if supported.
-
-        Returns:
-            `(obs, infos)` two-level dicts of the reset sub-env(s); None if this env
-            cannot be reset by the caller; `ASYNC_RESET_RETURN` if the reset
-            observation will arrive through a later `poll()`.
-        """
-        return None
-
-    def try_render(self, env_id: Optional[EnvID] = None) -> Any:
-        """Renders one (or every) sub-env, if supported; returns an RGB array or None."""
-        return None
-
-    def get_sub_environments(self, as_dict: bool = False) -> Any:
-        """The underlying sub-environments (list, or dict env_id -> env)."""
-        return {} if as_dict else []
-
-    def get_agent_ids(self) -> set:
-        """Ids of the agents this env may have (`{"agent0"}` for single-agent envs)."""
-        return {_DUMMY_AGENT_ID}
-
-    def stop(self) -> None:
-        """Closes every sub-environment that can be closed."""
-        for env in self.get_sub_environments():
-            close = getattr(env, "close", None)
-            if callable(close):
-                close()
-
-    @staticmethod
-    def to_base_env(
-        env: Any,
-        make_env: Optional[Callable[[int], Any]] = None,
-        num_envs: int = 1,
-        remote_envs: bool = False,
-        remote_env_batch_wait_ms: int = 0,
-        policy_config: Optional[dict] = None,
-    ) -> "BaseEnv":
-        """Converts any supported env into a BaseEnv (see `convert_to_base_env`)."""
-        return convert_to_base_env(
-            env,
-            make_env=make_env,
-            num_envs=num_envs,
-            remote_envs=remote_envs,
-            remote_env_batch_wait_ms=remote_env_batch_wait_ms,
-        )
+from tfrl.env import base_env_interface
+from tfrl.env.base_env_interface import (  # noqa: F401  (re-exported)
+    _DUMMY_AGENT_ID,
+    ASYNC_RESET_RETURN,
+    BaseEnv,
+    with_dummy_agent_id,
+)
+from tfrl.env.external_env import ExternalEnv
+from tfrl.env.multi_agent_env import MultiAgentEnv
+from tfrl.env.remote_vector_env import RemoteVectorEnv
+from tfrl.env.vector_env import VectorEnv
 
 
 def convert_to_base_env(
@@ -137,14 +53,8 @@ def convert_to_base_env(
     if isinstance(env, BaseEnv):
         return env
 
-    from tfrl.env.external_env import ExternalEnv
-    from tfrl.env.multi_agent_env import MultiAgentEnv
-    from tfrl.env.vector_env import VectorEnv
-
     if isinstance(env, MultiAgentEnv):
         if remote_envs:
-            from tfrl.env.remote_vector_env import RemoteVectorEnv
-
             result = RemoteVectorEnv(make_env, num_envs, multiagent=True,
                                      remote_env_batch_wait_ms=remote_env_batch_wait_ms,
                                      existing_envs=[env])
@@ -164,8 +74,6 @@ def convert_to_base_env(
         # gymnasium's own vector envs (e.g. make_vec's vector_entry_point) are fast.
         result = VectorEnv.from_gymnasium(env).to_base_env()
     elif remote_envs:
-        from tfrl.env.remote_vector_env import RemoteVectorEnv
-
         result = RemoteVectorEnv(make_env, num_envs, multiagent=False,
                                  remote_env_batch_wait_ms=remote_env_batch_wait_ms,
                                  existing_envs=[env])
@@ -185,8 +93,6 @@ def convert_to_base_env(
     return result
 
 
-def with_dummy_agent_id(
-    env_id_to_values: Dict[EnvID, Any], dummy_id: AgentID = _DUMMY_AGENT_ID
-) -> MultiEnvDict:
-    """`{env_id: value}` -> `{env_id: {dummy_id: value}}` (single-agent to two-level)."""
-    return {env_id: {dummy_id: value} for env_id, value in env_id_to_values.items()}
+base_env_interface.set_converter(convert_to_base_env)
+
+__all__ = ["ASYNC_RESET_RETURN", "BaseEnv", "convert_to_base_env", "with_dummy_agent_id"]

@@ -31,6 +31,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 import gymnasium as gym
 
+from tfrl.env.external_env_base import _ExternalEnvToBaseEnv
 from tfrl.env.external_env_episode import ActionTicket, ExternalEnvEpisode
 from tfrl.env.space_checks import action_error, observation_error
 from tfrl.utils.typing import EnvActionType, EnvInfoDict, EnvObsType, MultiAgentDict
@@ -213,8 +214,6 @@ class ExternalEnv(threading.Thread):
                 f"envs; received num_envs={num_envs}, remote_envs={remote_envs}. Run several "
                 "clients against one ExternalEnv instead."
             )
-        from tfrl.env.external_env_base import _ExternalEnvToBaseEnv
-
         return _ExternalEnvToBaseEnv(self, poll_timeout=poll_timeout)
 
     # ---- Internals shared with ExternalMultiAgentEnv and the policy server -------------

@@ -11,7 +11,7 @@ id is unknown to `send_actions`.
 import time
 from typing import Optional, Tuple
 
-from tfrl.env.base_env import _DUMMY_AGENT_ID, BaseEnv
+from tfrl.env.base_env_interface import _DUMMY_AGENT_ID, BaseEnv
 from tfrl.utils.typing import MultiEnvDict
 
 # Longest single wait inside poll(), so that a dead env thread is noticed.

@@ -23,10 +23,10 @@ from typing import Any, Callable, Dict, List, Optional
 
 from tfrl.env.external_env import ExternalEnv
 from tfrl.env.external_multi_agent_env import ExternalMultiAgentEnv
-from tfrl.env.single_agent_episode import SingleAgentEpisode
+from tfrl.data.single_agent_episode import SingleAgentEpisode
 from tfrl.env.space_checks import action_error, observation_error
-from tfrl.policy.multi_agent_batch import MultiAgentBatch
-from tfrl.policy.sample_batch import concat_samples
+from tfrl.data.sample_batch import MultiAgentBatch
+from tfrl.data.sample_batch import concat_samples
 from tfrl.utils.spaces.space_utils import to_numpy_batch, unbatch
 
 logger = logging.getLogger(__name__)

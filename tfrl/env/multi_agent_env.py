@@ -16,16 +16,34 @@ Example:
     >>> obs, rewards, terminateds, truncateds, infos = env.step({0: 1, 1: 0})
     >>> rewards, terminateds
     ({0: 1.0, 1: 1.0}, {0: False, 1: False, '__all__': False})
+
+`MultiAgentEnv.to_base_env()` wraps it (and more sub-envs) as `_MultiAgentEnvToBaseEnv`,
+defined here too, as in RLlib: the env builds the adapter and the adapter checks its
+sub-envs are MultiAgentEnvs. The adapter:
+
+`_MultiAgentEnvToBaseEnv`: MultiAgentEnvs seen through BaseEnv's `poll`/`send_actions`.
+
+Per sub-env it tracks which agents await an action (the agents of the last poll's
+observations that are not done), the actions sent since the last step, and whether
+the episode ended. A poll resets the sub-envs whose episode ended (or that never
+started) and steps the sub-envs that got actions; a sub-env that got no action is
+not stepped and not reported.
+
+What a poll reports for a sub-env: the observations, rewards, flags and infos of the
+step (or reset), with every observed agent present in all four other dicts. A
+reward is None for an agent's first observation in an episode (so for all agents
+right after a reset) unless the env gave one, and 0.0 for a returning agent the env
+gave none. Flags default to False, infos to `{}`.
 """
 
-from typing import Any, Callable, Optional, Set, Type, Union
+from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Type, Union
 
 import gymnasium as gym
 
-from tfrl.env.base_env import BaseEnv
+from tfrl.env.base_env_interface import BaseEnv
 from tfrl.env.env_context import EnvContext
 from tfrl.env.registry import get_env_creator
-from tfrl.utils.typing import AgentID, MultiAgentDict
+from tfrl.utils.typing import AgentID, EnvID, MultiAgentDict, MultiEnvDict
 
 
 class MultiAgentEnv(gym.Env):
@@ -77,8 +95,6 @@ class MultiAgentEnv(gym.Env):
         self, make_env: Optional[Callable[[int], "MultiAgentEnv"]] = None, num_envs: int = 1
     ) -> BaseEnv:
         """This env as sub-env 0 of a BaseEnv; `make_env(i)` creates sub-envs 1.."""
-        from tfrl.env.multi_agent_env_to_base_env import _MultiAgentEnvToBaseEnv
-
         return _MultiAgentEnvToBaseEnv(make_env=make_env, existing_envs=[self], num_envs=num_envs)
 
     def _space_of(self, space: Optional[gym.Space], agent_id: AgentID, kind: str) -> Optional[gym.Space]:
@@ -158,10 +174,195 @@ def make_multi_agent(env_name_or_creator: Union[str, Callable[[EnvContext], gym.
     return MultiEnv
 
 
-def __getattr__(name: str) -> Any:
-    # `tfrl.env.multi_agent_env._MultiAgentEnvToBaseEnv`, where RLlib has it.
-    if name == "_MultiAgentEnvToBaseEnv":
-        from tfrl.env.multi_agent_env_to_base_env import _MultiAgentEnvToBaseEnv
+class _MultiAgentEnvToBaseEnv(BaseEnv):
+    """Several MultiAgentEnv sub-envs as a BaseEnv (env ids `0..num_envs-1`).
 
-        return _MultiAgentEnvToBaseEnv
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    Args:
+        make_env: `vector_index -> MultiAgentEnv`; creates the sub-envs beyond
+            `existing_envs`. Required if `len(existing_envs) < num_envs`.
+        existing_envs: Already created sub-envs (sub-envs 0, 1, ...).
+        num_envs: Total number of sub-envs.
+
+    Raises:
+        ValueError: If more sub-envs are needed but `make_env` is None, or `num_envs`
+            is not an int >= max(1, len(existing_envs)).
+        TypeError: If a sub-env is not a MultiAgentEnv.
+    """
+
+    def __init__(
+        self,
+        make_env: Optional[Callable[[int], Any]] = None,
+        existing_envs: Optional[List[Any]] = None,
+        num_envs: int = 1,
+    ):
+        envs = list(existing_envs or [])
+        if isinstance(num_envs, bool) or not isinstance(num_envs, int) or num_envs < max(1, len(envs)):
+            raise ValueError(
+                f"num_envs must be an int >= max(1, len(existing_envs)={len(envs)}); received {num_envs!r}."
+            )
+        if len(envs) < num_envs and make_env is None:
+            raise ValueError(
+                f"num_envs={num_envs} but only {len(envs)} existing MultiAgentEnvs and no "
+                "make_env; pass make_env (vector_index -> MultiAgentEnv) to create the rest."
+            )
+        while len(envs) < num_envs:
+            envs.append(make_env(len(envs)))
+        for i, env in enumerate(envs):
+            if not isinstance(env, MultiAgentEnv):
+                raise TypeError(
+                    f"Sub-env {i} is a {type(env).__name__}, expected a MultiAgentEnv; make_env "
+                    "must create envs of the same kind as the given env."
+                )
+        self.envs = envs
+        self.num_envs = num_envs
+        self.observation_space = envs[0].observation_space
+        self.action_space = envs[0].action_space
+        self._needs_reset: Set[int] = set(range(num_envs))
+        self._awaiting: Dict[int, Set[AgentID]] = {i: set() for i in range(num_envs)}
+        self._seen: Dict[int, Set[AgentID]] = {i: set() for i in range(num_envs)}
+        self._pending: Dict[int, MultiAgentDict] = {}
+        self._started: Set[int] = set()  # sub-envs reset at least once
+
+    def poll(
+        self,
+    ) -> Tuple[MultiEnvDict, MultiEnvDict, MultiEnvDict, MultiEnvDict, MultiEnvDict, MultiEnvDict]:
+        out = ({}, {}, {}, {}, {})
+        for env_id in sorted(self._needs_reset):
+            obs, infos = self._reset(env_id, None, None)
+            self._observe(env_id, out, obs, {}, {"__all__": False}, {"__all__": False}, infos)
+        self._needs_reset.clear()
+        pending, self._pending = self._pending, {}
+        for env_id, actions in pending.items():
+            result = self.envs[env_id].step(actions)
+            self._observe(env_id, out, *self._check_step(env_id, result))
+        return out + ({},)
+
+    def send_actions(self, action_dict: MultiEnvDict) -> None:
+        for env_id, agent_actions in action_dict.items():
+            self._check_actions(env_id, agent_actions)
+        for env_id, agent_actions in action_dict.items():
+            self._pending.setdefault(env_id, {}).update(agent_actions)
+            self._awaiting[env_id].difference_update(agent_actions)
+
+    def try_reset(
+        self,
+        env_id: Optional[EnvID] = None,
+        *,
+        seed: Optional[int] = None,
+        options: Optional[dict] = None,
+    ) -> Tuple[MultiEnvDict, MultiEnvDict]:
+        """Resets sub-env `env_id` (all if None; an int `seed` then gives sub-env i
+        `seed + i`) and returns `(obs, infos)` two-level dicts.
+
+        Raises:
+            ValueError: For an unknown `env_id`.
+        """
+        if env_id is None:
+            seeds = {i: None if seed is None else seed + i for i in range(self.num_envs)}
+        else:
+            self._check_env_id(env_id, "try_reset")
+            seeds = {env_id: seed}
+        all_obs, all_infos = {}, {}
+        for i, env_seed in seeds.items():
+            obs, infos = self._reset(i, env_seed, options)
+            self._needs_reset.discard(i)
+            out = ({}, {}, {}, {}, {})
+            self._observe(i, out, obs, {}, {"__all__": False}, {"__all__": False}, infos)
+            all_obs[i], all_infos[i] = out[0][i], out[4][i]
+        return all_obs, all_infos
+
+    def try_render(self, env_id: Optional[EnvID] = None) -> Any:
+        if env_id is not None:
+            self._check_env_id(env_id, "try_render")
+        return self.envs[env_id or 0].render()
+
+    def get_sub_environments(self, as_dict: bool = False) -> Any:
+        return dict(enumerate(self.envs)) if as_dict else self.envs
+
+    def get_agent_ids(self) -> set:
+        return self.envs[0].get_agent_ids()
+
+    # ----------------------------------------------------------------- internals
+    def _reset(self, env_id: int, seed: Optional[int], options: Optional[dict]) -> Tuple[dict, dict]:
+        self._pending.pop(env_id, None)
+        self._seen[env_id] = set()
+        self._started.add(env_id)
+        result = self.envs[env_id].reset(seed=seed, options=options)
+        if not (isinstance(result, tuple) and len(result) == 2
+                and isinstance(result[0], dict) and isinstance(result[1], dict)):
+            raise ValueError(
+                f"{type(self.envs[env_id]).__name__}.reset() (sub-env {env_id}) must return "
+                f"(obs_dict, info_dict) keyed by agent id; received {result!r}."
+            )
+        return result
+
+    def _check_step(self, env_id: int, result: Any) -> Tuple[dict, dict, dict, dict, dict]:
+        name = type(self.envs[env_id]).__name__
+        if not (isinstance(result, tuple) and len(result) == 5 and all(isinstance(r, dict) for r in result)):
+            raise ValueError(
+                f"{name}.step() (sub-env {env_id}) must return 5 dicts keyed by agent id: "
+                f"(obs, rewards, terminateds, truncateds, infos); received {result!r}."
+            )
+        for flags, which in ((result[2], "terminateds"), (result[3], "truncateds")):
+            if "__all__" not in flags:
+                raise ValueError(
+                    f"{name}.step() (sub-env {env_id}) returned {which}={flags!r} without the "
+                    f"'__all__' key; set {which}['__all__'] to whether the episode ended for all agents."
+                )
+        return result
+
+    def _observe(self, env_id: int, out: tuple, obs: dict, rewards: dict, terminateds: dict,
+                 truncateds: dict, infos: dict) -> None:
+        """Adds one sub-env's results to the poll dicts `out` and updates its state."""
+        seen = self._seen[env_id]
+        rewards = dict(rewards)
+        terms = {agent: False for agent in obs}
+        terms.update(terminateds)
+        truncs = {agent: False for agent in obs}
+        truncs.update(truncateds)
+        infos_out = {agent: {} for agent in obs}
+        infos_out.update(infos)
+        for agent in obs:
+            if agent not in rewards:
+                rewards[agent] = 0.0 if agent in seen else None
+        seen.update(obs)
+        ended = terms["__all__"] or truncs["__all__"]
+        if ended:
+            self._needs_reset.add(env_id)
+        self._awaiting[env_id] = set() if ended else {
+            agent for agent in obs if not (terms[agent] or truncs[agent])
+        }
+        for d, value in zip(out, (dict(obs), rewards, terms, truncs, infos_out)):
+            d[env_id] = value
+
+    def _check_env_id(self, env_id: Any, where: str) -> None:
+        if not (isinstance(env_id, int) and not isinstance(env_id, bool) and 0 <= env_id < self.num_envs):
+            raise ValueError(
+                f"{where}: unknown env id {env_id!r}; this env has env ids 0..{self.num_envs - 1}."
+            )
+
+    def _check_actions(self, env_id: Any, agent_actions: Any) -> None:
+        self._check_env_id(env_id, "send_actions")
+        if not isinstance(agent_actions, dict):
+            raise ValueError(
+                f"send_actions: the actions of env {env_id} must be a dict agent_id -> action; "
+                f"received {agent_actions!r}."
+            )
+        awaiting = self._awaiting[env_id]
+        for agent in agent_actions:
+            if agent in awaiting:
+                continue
+            if env_id not in self._started:
+                why = f"env {env_id} has not been reset yet; call poll() first"
+            elif env_id in self._needs_reset:
+                why = f"the episode of env {env_id} ended; the next poll() (or try_reset) resets it"
+            elif agent in self._pending.get(env_id, {}):
+                why = "it already has an action for the next step"
+            elif agent in self._seen[env_id]:
+                why = "it was not in the last poll's observations, or it is done"
+            else:
+                why = "it has not been observed in this episode"
+            raise ValueError(
+                f"send_actions: agent {agent!r} of env {env_id} is not waiting for an action "
+                f"({why}). Agents of env {env_id} waiting for an action: {sorted(awaiting, key=repr)}."
+            )

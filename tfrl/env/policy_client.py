@@ -19,7 +19,6 @@ Example:
 
 import http.client
 import importlib
-import importlib.util
 import re
 import threading
 import time
@@ -35,6 +34,8 @@ from tfrl.utils.typing import EnvActionType, EnvInfoDict, EnvObsType, MultiAgent
 _POLL_TIMEOUT_S = 0.2
 # Example policies a client may build although they do not subclass tfrl's Policy.
 _BUILTIN_POLICY_CLASSES = frozenset(["tfrl.examples.policy.random_policy:RandomPolicy"])
+# Every other class the server names must derive from this one.
+_POLICY_BASE = "tfrl.policy.policy.Policy"
 _MODULE_RE = re.compile(r"tfrl(\.[A-Za-z][A-Za-z0-9_]*)+")
 _NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 # Transient failures after which a request on a reused keep-alive connection is resent.
@@ -326,20 +327,18 @@ def _resolve_policy_class(path: Any, trusted: Dict[str, type]) -> type:
     if not (_MODULE_RE.fullmatch(module_name) and _NAME_RE.fullmatch(name)):
         raise ValueError("The policy server named a policy class outside tfrl; this client only "
                          "imports tfrl policy classes. " + how_to_fix)
-    base = _policy_base_class()
-    if base is None and path not in _BUILTIN_POLICY_CLASSES:
-        raise ValueError("The policy server named a class that is not a known tfrl policy. "
-                         + how_to_fix)
     cls = getattr(importlib.import_module(module_name), name, None)
     builtin = path in _BUILTIN_POLICY_CLASSES
-    if not isinstance(cls, type) or not (builtin or issubclass(cls, base)):
+    if not isinstance(cls, type) or not (builtin or _is_policy_class(cls)):
         raise ValueError("The policy server named something that is not a tfrl policy class. "
                          + how_to_fix)
     return cls
 
 
-def _policy_base_class() -> Optional[type]:
-    """`tfrl.policy.policy.Policy` if that module exists (it comes with the Keras policy)."""
-    if importlib.util.find_spec("tfrl.policy.policy") is None:
-        return None
-    return getattr(importlib.import_module("tfrl.policy.policy"), "Policy", None)
+def _is_policy_class(cls: type) -> bool:
+    """Whether `cls` derives from `tfrl.policy.policy.Policy`.
+
+    Compared by qualified name: the policy layer sits above env, so this module does
+    not import it (the module the server names, if it defines a policy, has).
+    """
+    return any(f"{base.__module__}.{base.__qualname__}" == _POLICY_BASE for base in cls.__mro__)

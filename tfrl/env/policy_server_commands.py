@@ -15,9 +15,9 @@ import tree
 from tfrl.env import policy_protocol as P
 from tfrl.env.space_checks import observation_error
 from tfrl.env.wire_format import encodable_subset
-from tfrl.evaluation.rollout_metrics import RolloutMetrics
-from tfrl.policy.multi_agent_batch import MultiAgentBatch
-from tfrl.policy.sample_batch import SampleBatch
+from tfrl.data.rollout_metrics import RolloutMetrics
+from tfrl.data.sample_batch import MultiAgentBatch
+from tfrl.data.sample_batch import SampleBatch
 
 _REQUIRED_COLUMNS = (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.REWARDS)
 _METRICS_FIELDS = frozenset(RolloutMetrics._fields)

@@ -39,7 +39,7 @@ from tfrl.env.external_env_runner import ExternalEnvRunner, fragment_length, mak
 from tfrl.env.policy_server_commands import PolicyServerCommands, to_rollout_metrics
 from tfrl.env.wire_format import dumps, loads
 from tfrl.offline.input_reader import InputReader
-from tfrl.policy.sample_batch import DEFAULT_POLICY_ID, SampleBatch
+from tfrl.data.sample_batch import DEFAULT_POLICY_ID, SampleBatch
 
 logger = logging.getLogger(__name__)
 # What PolicyServerInput needs of a policy (see tfrl.env.external_env_runner).

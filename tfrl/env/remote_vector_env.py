@@ -24,8 +24,10 @@ import numbers
 import time
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple
 
-from tfrl.env.base_env import ASYNC_RESET_RETURN, BaseEnv
+from tfrl.env.base_env_interface import ASYNC_RESET_RETURN, BaseEnv
+from tfrl.env.utils.sub_env_processes import ProcessEnvPool
 from tfrl.env.utils.sub_env_runner import DUMMY_AGENT_ID, SubEnvError
+from tfrl.utils.backend_registry import REMOTE_ENV_POOL, load_backend
 from tfrl.utils.typing import EnvID, MultiEnvDict
 
 logger = logging.getLogger(__name__)
@@ -90,15 +92,12 @@ class RemoteVectorEnv(BaseEnv):
         self.existing_envs = list(existing_envs or [])
         self.backend = backend
         self._timeout_s = timeout_s
-        if backend == "ray":
-            from tfrl.backends.ray.remote_env import RayEnvPool
-
-            self._pool = RayEnvPool(make_env, self.num_envs, self.multiagent,
-                                    self.existing_envs, timeout_s)
-        else:
-            from tfrl.env.utils.sub_env_processes import ProcessEnvPool
-
+        if backend == "process":
             self._pool = ProcessEnvPool(make_env, self.num_envs, self.multiagent, timeout_s)
+        else:  # "ray": `tfrl.backends` registers it (this layer does not import Ray).
+            pool_cls = load_backend(REMOTE_ENV_POOL, backend)
+            self._pool = pool_cls(make_env, self.num_envs, self.multiagent,
+                                  self.existing_envs, timeout_s)
         self._stopped = False
         self._started = False  # every sub-env has answered once
         # Per env id: requests in flight, oldest first, as [kind, keep]; replies of

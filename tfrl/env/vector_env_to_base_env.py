@@ -29,7 +29,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium.vector.utils import concatenate, create_empty_array
 
-from tfrl.env.base_env import _DUMMY_AGENT_ID, ASYNC_RESET_RETURN, BaseEnv
+from tfrl.env.base_env_interface import _DUMMY_AGENT_ID, ASYNC_RESET_RETURN, BaseEnv
 from tfrl.env.vector_transitions import (_NO_TRANSITIONS, SIMPLE_SPACES, VectorPoll,
                                          _leading_size, _Transitions, single_agent_poll_dicts)
 from tfrl.utils.typing import EnvID, MultiEnvDict

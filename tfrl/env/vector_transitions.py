@@ -10,7 +10,7 @@ from typing import Any, List, NamedTuple, Optional, Sequence
 import gymnasium as gym
 import numpy as np
 
-from tfrl.env.base_env import _DUMMY_AGENT_ID
+from tfrl.env.base_env_interface import _DUMMY_AGENT_ID
 
 # Spaces whose items are plain numpy arrays (or scalars): batch with np.asarray.
 SIMPLE_SPACES = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)

@@ -33,8 +33,8 @@ from typing import Any, List, Tuple
 import gymnasium as gym
 import numpy as np
 
-from tfrl.policy.multi_agent_batch import MultiAgentBatch
-from tfrl.policy.sample_batch import SampleBatch
+from tfrl.data.sample_batch import MultiAgentBatch
+from tfrl.data.sample_batch import SampleBatch
 
 _TAGS = frozenset(["__ndarray__", "__objarray__", "__tuple__", "__dict__", "__space__",
                    "__sample_batch__", "__multi_agent_batch__"])

@@ -20,8 +20,8 @@ import tree
 
 from tfrl.core.columns import Columns
 from tfrl.evaluation.sampling_ops import clip_rewards_array
-from tfrl.policy.multi_agent_batch import MultiAgentBatch
-from tfrl.policy.sample_batch import DEFAULT_POLICY_ID, SampleBatch, concat_samples
+from tfrl.data.sample_batch import MultiAgentBatch
+from tfrl.data.sample_batch import DEFAULT_POLICY_ID, SampleBatch, concat_samples
 from tfrl.utils.spaces.space_utils import batch as stack_structs
 
 

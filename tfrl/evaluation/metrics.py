@@ -26,7 +26,7 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from tfrl.evaluation.rollout_metrics import RolloutMetrics
+from tfrl.data.rollout_metrics import RolloutMetrics
 
 __all__ = ["RolloutMetrics", "collect_episodes", "collect_metrics", "summarize_episodes"]
 

@@ -7,7 +7,7 @@ Advantage Estimation", ICLR 2016 (https://arxiv.org/abs/1506.02438).
 import numpy as np
 
 from tfrl.core.columns import Columns
-from tfrl.policy.sample_batch import SampleBatch
+from tfrl.data.sample_batch import SampleBatch
 
 
 class Postprocessing:

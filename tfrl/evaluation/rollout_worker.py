@@ -23,16 +23,16 @@ from typing import Any, Callable, Dict, List, Optional
 
 import numpy as np
 
-from tfrl.algorithms.callbacks import DefaultCallbacks
+from tfrl.data.sample_batch import DEFAULT_POLICY_ID, concat_samples
 from tfrl.env.env_context import EnvContext
-from tfrl.evaluation import worker_env, worker_learning, worker_policies, worker_state
+from tfrl.evaluation import (worker_env, worker_learning, worker_policies, worker_setup,
+                             worker_state)
+from tfrl.evaluation.callbacks import DefaultCallbacks
+from tfrl.evaluation.sampler import sampler_for_worker
+from tfrl.evaluation.worker_setup import apply_process_settings, check_worker_args
 from tfrl.offline.io_context import IOContext
 from tfrl.offline.output_writer import NoopOutput
 from tfrl.policy.policy_map import PolicyMap
-from tfrl.policy.sample_batch import DEFAULT_POLICY_ID
-from tfrl.policy.sample_batch_concat import concat_samples
-from tfrl.evaluation import worker_setup
-from tfrl.evaluation.worker_setup import apply_process_settings, check_worker_args
 from tfrl.utils.filter import get_filter
 
 logger = logging.getLogger(__name__)
@@ -133,8 +133,6 @@ class RolloutWorker:
         self.reward_estimators: List[Any] = []
         self.sampler = None
         if self.async_env is not None:
-            from tfrl.evaluation.sampler import sampler_for_worker
-
             self.sampler = sampler_for_worker(self, args)
         self.input_reader = args.input_creator(self.io_context)
         self.output_writer = args.output_creator(self.io_context) or NoopOutput()

@@ -14,10 +14,10 @@ import gymnasium as gym
 
 from tfrl.evaluation.collectors import FragmentOutput, next_unroll_id, wants_prev_columns
 from tfrl.evaluation.episode import Episode
-from tfrl.evaluation.rollout_metrics import RolloutMetrics
+from tfrl.data.rollout_metrics import RolloutMetrics
 from tfrl.evaluation.sample_batch_builder import MultiAgentSampleBatchBuilder
 from tfrl.evaluation.sampling_ops import ActionProcessor, ObservationChecker, PerfStats
-from tfrl.policy.sample_batch import DEFAULT_POLICY_ID
+from tfrl.data.sample_batch import DEFAULT_POLICY_ID
 from tfrl.utils.spaces.space_utils import fill_value_for_space
 
 

@@ -9,9 +9,9 @@ import numpy as np
 import tree
 
 from tfrl.core.columns import Columns
-from tfrl.policy.multi_agent_batch import MultiAgentBatch
-from tfrl.policy.sample_batch import SampleBatch
-from tfrl.policy.batch_ops import to_array
+from tfrl.data.sample_batch import MultiAgentBatch
+from tfrl.data.sample_batch import SampleBatch
+from tfrl.data.batch_ops import to_array
 
 logger = logging.getLogger(__name__)
 

@@ -21,11 +21,11 @@ from typing import Any, Callable, Iterator, List, Optional, Union
 
 from tfrl.env.base_env import BaseEnv
 from tfrl.evaluation.env_runner import EnvRunner, hard_horizon_problem
-from tfrl.evaluation.rollout_metrics import RolloutMetrics
+from tfrl.data.rollout_metrics import RolloutMetrics
 from tfrl.evaluation.sampling_ops import PerfStats
 from tfrl.evaluation.vector_env_runner import VectorEnvRunner, vector_path_problem
 from tfrl.offline.input_reader import InputReader
-from tfrl.policy.sample_batch import concat_samples
+from tfrl.data.sample_batch import concat_samples
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ import numpy as np
 from tfrl.core.columns import Columns
 from tfrl.evaluation.collectors import next_unroll_id, sample_batch_from_columns, shifted
 from tfrl.evaluation.sampling_ops import clip_rewards_array
-from tfrl.policy.sample_batch import SampleBatch
+from tfrl.data.sample_batch import SampleBatch
 
 
 class ChunkBuffer:

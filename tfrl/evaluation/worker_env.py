@@ -25,6 +25,10 @@ import gymnasium as gym
 
 from tfrl.env.base_env import BaseEnv
 from tfrl.env.env_context import EnvContext
+from tfrl.env.external_env import ExternalEnv
+from tfrl.env.external_multi_agent_env import ExternalMultiAgentEnv
+from tfrl.env.multi_agent_env import MultiAgentEnv
+from tfrl.env.vector_env import VectorEnv
 
 logger = logging.getLogger(__name__)
 
@@ -32,10 +36,6 @@ MAX_ENVS_PER_WORKER = 1000
 
 
 def _supported_types() -> tuple:
-    from tfrl.env.external_env import ExternalEnv
-    from tfrl.env.multi_agent_env import MultiAgentEnv
-    from tfrl.env.vector_env import VectorEnv
-
     return (gym.Env, gym.vector.VectorEnv, BaseEnv, MultiAgentEnv, VectorEnv, ExternalEnv)
 
 
@@ -233,9 +233,6 @@ def check_multi_agent_env(env: Any, policy_ids: list) -> None:
     Raises:
         ValueError: If `env` is not a BaseEnv, MultiAgentEnv or ExternalMultiAgentEnv.
     """
-    from tfrl.env.external_multi_agent_env import ExternalMultiAgentEnv
-    from tfrl.env.multi_agent_env import MultiAgentEnv
-
     if not isinstance(env, (BaseEnv, MultiAgentEnv, ExternalMultiAgentEnv)):
         raise ValueError(
             f"Have multiple policies {policy_ids!r}, but the env {type(env).__name__} is not a "

@@ -8,8 +8,8 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from tfrl.policy.multi_agent_batch import MultiAgentBatch
-from tfrl.policy.sample_batch import DEFAULT_POLICY_ID, SampleBatch
+from tfrl.data.sample_batch import MultiAgentBatch
+from tfrl.data.sample_batch import DEFAULT_POLICY_ID, SampleBatch
 
 
 def _policy_batches(worker: Any, samples: Any) -> Dict[Any, SampleBatch]:

@@ -14,10 +14,12 @@ import logging
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import gymnasium as gym
+import tensorflow as tf
 
+from tfrl.data.sample_batch import DEFAULT_POLICY_ID
+from tfrl.env.multi_agent_env import MultiAgentEnv
 from tfrl.models.catalog import ModelCatalog
 from tfrl.policy.policy import PolicySpec
-from tfrl.policy.sample_batch import DEFAULT_POLICY_ID
 
 logger = logging.getLogger(__name__)
 
@@ -96,8 +98,6 @@ def resolve_spaces(specs: Dict[Any, PolicySpec], env: Any, spaces: Optional[dict
     Raises:
         ValueError: If a space cannot be determined (names the policy and what to pass).
     """
-    from tfrl.env.multi_agent_env import MultiAgentEnv
-
     env_obs, env_act = _env_spaces(env)
     resolved = {}
     for pid, spec in specs.items():
@@ -176,8 +176,6 @@ def check_gpus(policy_config: dict, worker_index: int) -> None:
     requested = policy_config.get(key, 0) or 0
     if requested <= 0 or policy_config.get("_fake_gpus"):
         return
-    import tensorflow as tf
-
     found = tf.config.list_physical_devices("GPU")
     if len(found) < requested:
         raise RuntimeError(

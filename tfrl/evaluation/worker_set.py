@@ -31,9 +31,11 @@ from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from tfrl.evaluation import worker_set_config as wsc
 from tfrl.evaluation import worker_set_state
+from tfrl.evaluation.rollout_worker import RolloutWorker
 from tfrl.evaluation.worker_handle import ThreadWorkerHandle, WorkerHandle, get_results
 from tfrl.evaluation.worker_set_failures import MAX_RECREATIONS_PER_CALL, RemoteWorkers
 from tfrl.evaluation.worker_set_state import WorkerState
+from tfrl.utils.backend_registry import REMOTE_WORKER, load_backend
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +79,7 @@ class WorkerSet:
         self._policy_class = policy_class
         self._policy_specs = wsc.policy_specs(config, policy_class)
         self._logdir = logdir
-        self._cls = worker_cls or _default_worker_cls()
+        self._cls = worker_cls or RolloutWorker
         self._num_workers = int(num_workers)
         self._remotes = RemoteWorkers(self._make_remote, self._current_state, self._setting)
         self._local_worker = None
@@ -146,8 +148,8 @@ class WorkerSet:
         factory = functools.partial(self._cls, **kwargs)
         if self._setting("remote_backend") == "thread":
             return ThreadWorkerHandle(factory, worker_index)
-        try:
-            from tfrl.backends.ray.worker import RayWorkerHandle
+        try:  # `tfrl.backends` registers the Ray backend (this layer does not import it).
+            handle_cls = load_backend(REMOTE_WORKER, "ray")
         except ImportError as e:
             raise ImportError(
                 f"WorkerSet runs remote workers (num_workers={self._num_workers}) as Ray "
@@ -155,8 +157,8 @@ class WorkerSet:
                 "or sample in the local worker (num_workers=0), or set "
                 "trainer_config['remote_backend'] = 'thread' for in-process workers."
             ) from e
-        return RayWorkerHandle.create(factory, worker_index,
-                                      **wsc.remote_resources(self._config))
+        return handle_cls.create(factory, worker_index,
+                                **wsc.remote_resources(self._config))
 
     def _add_remote(self, n: int) -> List[WorkerHandle]:
         start = len(self._remotes.handles) + 1
@@ -326,11 +328,6 @@ class WorkerSet:
         concurrent.futures.wait(stopping, timeout=_STOP_GRACE_S)
         for handle in self._remotes.handles:
             handle.kill()
-
-
-def _default_worker_cls() -> type:
-    from tfrl.evaluation.rollout_worker import RolloutWorker
-    return RolloutWorker
 
 
 __all__ = ["WorkerSet", "MAX_RECREATIONS_PER_CALL"]

@@ -27,7 +27,9 @@ Keys the config does not hold are not passed, so the worker's own defaults apply
 import collections.abc
 from typing import Any, Callable, Dict, Mapping, Optional, Set
 
+from tfrl.env.registry import get_env_creator
 from tfrl.policy.policy import PolicySpec
+from tfrl.policy.tf_policy import DEFAULT_CONFIG as POLICY_DEFAULT_CONFIG
 from tfrl.utils.config_keys import check_keys
 
 # Trainer-config keys passed to RolloutWorker under the same name.
@@ -82,25 +84,22 @@ _ALGORITHM_KEYS = (
     "simple_optimizer",
 )
 
+# Keys of the algorithm configs (`AlgorithmConfig` and the registered algorithms' config
+# classes) that none of the lists above holds. They are defined here, in the layer
+# that checks them, not imported from tfrl.algorithms (which sits above);
+# tests/test_architecture.py checks that every registered algorithm's config key is valid.
+_ALGORITHM_CONFIG_KEYS = (
+    "action_space", "observation_space", "evaluation_duration_unit",
+    "metrics_num_episodes_for_smoothing", "min_sample_timesteps_per_iteration",
+    "min_time_s_per_iteration", "num_cpus_for_driver", "microbatch_size",
+)
+
 
 def valid_config_keys() -> Set[str]:
     """Every key a trainer config given to `WorkerSet` may hold."""
     keys = set(SAME_NAME_KEYS) | set(RENAMED_KEYS) | set(WORKER_SET_DEFAULTS)
-    keys |= set(_OTHER_WORKER_KEYS) | set(_ALGORITHM_KEYS)
-    try:  # The algorithms' canonical list, once it exists (C9).
-        from tfrl.algorithms import algorithm_config
-    except ImportError:
-        algorithm_config = None
-    for name in ("COMMON_CONFIG", "DEFAULT_CONFIG"):
-        try:
-            keys |= set(getattr(algorithm_config, name, None) or ())
-        except ImportError:  # An algorithm module that is not there (yet).
-            pass
-    try:
-        from tfrl.policy.tf_policy import DEFAULT_CONFIG as policy_defaults
-        keys |= set(policy_defaults)
-    except ImportError:  # pragma: no cover - TensorFlow is a hard dependency.
-        pass
+    keys |= set(_OTHER_WORKER_KEYS) | set(_ALGORITHM_KEYS) | set(_ALGORITHM_CONFIG_KEYS)
+    keys |= set(POLICY_DEFAULT_CONFIG)
     return keys
 
 
@@ -216,6 +215,5 @@ def env_creator_from_config(config: Mapping[str, Any]) -> Optional[Callable]:
     env = config.get("env")
     if env is None:
         return None
-    from tfrl.env.registry import get_env_creator
     return get_env_creator(env)
 

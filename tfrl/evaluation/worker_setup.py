@@ -41,10 +41,14 @@ import socket
 import warnings
 from typing import Any, Callable, Dict, Optional
 
+from tfrl.env.registry import get_env_creator
+from tfrl.evaluation.callbacks import DefaultCallbacks
 from tfrl.evaluation.worker_policies import normalize_policy_specs
+from tfrl.offline.input_creators import checked_input_creator, input_creator_from_config
+from tfrl.offline.output_writer import NoopOutput
 from tfrl.policy.policy import PolicySpec
 from tfrl.utils.config_keys import check_keys
-from tfrl.utils.filter import FILTER_NAMES
+from tfrl.utils.filter import FILTER_NAMES, get_filter
 
 logger = logging.getLogger(__name__)
 
@@ -54,8 +58,6 @@ def _default_input(ioctx: Any) -> Any:
 
 
 def _default_output(ioctx: Any) -> Any:
-    from tfrl.offline.output_writer import NoopOutput
-
     return NoopOutput()
 
 
@@ -178,8 +180,6 @@ def check_worker_args(kwargs: Dict[str, Any]) -> WorkerArgs:
     specs = normalize_policy_specs(creation["policy_spec"])
     env_creator = given.env_creator
     if isinstance(env_creator, str):
-        from tfrl.env.registry import get_env_creator
-
         changes["env_creator"] = get_env_creator(env_creator)
     elif not callable(env_creator):
         raise TypeError("RolloutWorker: `env_creator` must be a callable EnvContext -> env "
@@ -237,12 +237,8 @@ def _check_values(a: WorkerArgs) -> None:
                          f"{a.preprocessor_pref!r}.")
     filt = a.observation_filter
     if not callable(filt) and filt not in FILTER_NAMES:
-        from tfrl.utils.filter import get_filter
-
         get_filter(filt, ())  # raises, naming the closest filter
     if a.callbacks is not None and not isinstance(a.callbacks, type):
-        from tfrl.algorithms.callbacks import DefaultCallbacks
-
         if not isinstance(a.callbacks, DefaultCallbacks):
             raise TypeError("`callbacks` must be a DefaultCallbacks subclass (the class, not "
                             f"an instance); received {a.callbacks!r}.")
@@ -265,8 +261,6 @@ def _check_input_evaluation(methods: Any) -> bool:
 
 
 def _input_creator(input_creator: Callable, config: dict) -> Callable:
-    from tfrl.offline.input_creators import checked_input_creator, input_creator_from_config
-
     if input_creator is _default_input:
         return input_creator_from_config(config.get("input", "sampler"))
     return checked_input_creator(input_creator)

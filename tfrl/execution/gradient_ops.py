@@ -23,8 +23,8 @@ from tfrl.execution.common import (APPLY_GRADS_TIMER, COMPUTE_GRADS_TIMER, LEARN
                                    STEPS_TRAINED_COUNTER, WORKER_UPDATE_TIMER, _get_global_vars)
 from tfrl.execution.iter import get_shared_metrics
 from tfrl.execution.rollout_ops import _check_batch
-from tfrl.policy.multi_agent_batch import MultiAgentBatch
-from tfrl.policy.sample_batch import DEFAULT_POLICY_ID
+from tfrl.data.sample_batch import MultiAgentBatch
+from tfrl.data.sample_batch import DEFAULT_POLICY_ID
 
 logger = logging.getLogger(__name__)
 

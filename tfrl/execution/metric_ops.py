@@ -19,6 +19,7 @@ Example:
 import time
 from typing import Any, Callable, List, Mapping, Optional
 
+from tfrl.evaluation.metrics import collect_episodes, summarize_episodes
 from tfrl.execution.common import (AGENT_STEPS_SAMPLED_COUNTER, AGENT_STEPS_TRAINED_COUNTER,
                                    STEPS_SAMPLED_COUNTER, STEPS_TRAINED_COUNTER)
 from tfrl.execution.iter import LocalIterator, get_shared_metrics
@@ -114,8 +115,6 @@ class CollectMetrics:
         self.to_be_collected: List[Any] = []
 
     def __call__(self, _: Any) -> dict:
-        from tfrl.evaluation.metrics import collect_episodes, summarize_episodes
-
         remotes = (self.selected_workers if self.selected_workers is not None
                    else self.workers.remote_workers())
         new_episodes, self.to_be_collected = collect_episodes(

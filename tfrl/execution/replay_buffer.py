@@ -6,7 +6,7 @@ replacement, per policy.
 
 Example:
     >>> import numpy as np
-    >>> from tfrl.policy.sample_batch import SampleBatch
+    >>> from tfrl.data.sample_batch import SampleBatch
     >>> buffer = LocalReplayBuffer(capacity=4, replay_batch_size=2, seed=0)
     >>> buffer.add_batch(SampleBatch({"obs": np.arange(6.0)}))
     >>> len(buffer), sorted(buffer.replay()["obs"].tolist())[0] >= 2.0
@@ -18,8 +18,8 @@ from typing import Any, Dict, Optional
 import numpy as np
 import tree
 
-from tfrl.policy.multi_agent_batch import MultiAgentBatch
-from tfrl.policy.sample_batch import DEFAULT_POLICY_ID, SampleBatch
+from tfrl.data.sample_batch import MultiAgentBatch
+from tfrl.data.sample_batch import DEFAULT_POLICY_ID, SampleBatch
 
 
 class _Ring:

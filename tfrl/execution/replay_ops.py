@@ -8,7 +8,7 @@ An off-policy plan merges a store op and a replay op with `Concurrently`:
 
 Example:
     >>> import numpy as np
-    >>> from tfrl.policy.sample_batch import SampleBatch
+    >>> from tfrl.data.sample_batch import SampleBatch
     >>> buffer = SimpleReplayBuffer(num_slots=2)
     >>> for i in range(3):
     ...     buffer.add_batch(SampleBatch({"obs": np.full(2, i)}))

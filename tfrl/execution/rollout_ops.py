@@ -10,7 +10,7 @@
 
 Example:
     >>> import numpy as np
-    >>> from tfrl.policy.sample_batch import SampleBatch
+    >>> from tfrl.data.sample_batch import SampleBatch
     >>> from tfrl.execution.iter import from_items
     >>> batches = [SampleBatch({"advantages": np.arange(4.0)}) for _ in range(3)]
     >>> it = from_items(batches).combine(ConcatBatches(min_batch_size=8))
@@ -32,9 +32,9 @@ from tfrl.execution.common import (AGENT_STEPS_SAMPLED_COUNTER, GRAD_WAIT_TIMER,
                                    STEPS_SAMPLED_COUNTER)
 from tfrl.execution.iter import LocalIterator, SharedMetrics, get_shared_metrics
 from tfrl.execution.worker_pool import WorkerPool, _check_num_async
-from tfrl.policy.multi_agent_batch import MultiAgentBatch
-from tfrl.policy.sample_batch import DEFAULT_POLICY_ID, SampleBatch
-from tfrl.policy.sample_batch_concat import concat_samples
+from tfrl.data.sample_batch import MultiAgentBatch
+from tfrl.data.sample_batch import DEFAULT_POLICY_ID, SampleBatch
+from tfrl.data.sample_batch import concat_samples
 
 logger = logging.getLogger(__name__)
 

@@ -27,8 +27,8 @@ from tfrl.execution.common import (AGENT_STEPS_TRAINED_COUNTER, LAST_TARGET_UPDA
 from tfrl.execution.gradient_ops import ApplyGradients, AverageGradients, ComputeGradients
 from tfrl.execution.iter import get_shared_metrics
 from tfrl.execution.rollout_ops import _check_batch
-from tfrl.policy.multi_agent_batch import MultiAgentBatch
-from tfrl.policy.sample_batch import DEFAULT_POLICY_ID
+from tfrl.data.sample_batch import MultiAgentBatch
+from tfrl.data.sample_batch import DEFAULT_POLICY_ID
 
 __all__ = ["TrainOneStep", "MultiGPUTrainOneStep", "ComputeGradients", "ApplyGradients",
            "AverageGradients", "UpdateTargetNetwork", "UpdateTargetIfNeeded"]

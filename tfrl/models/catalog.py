@@ -27,7 +27,7 @@ from tfrl.models.tf.custom_model import adopt_custom_model
 from tfrl.models.tf.fcnet import FullyConnectedNetwork
 from tfrl.models.tf.recurrent_net import LSTMWrapper
 from tfrl.models.tf.visionnet import VisionNetwork
-from tfrl.policy.space_specs import space_structure
+from tfrl.utils.spaces.space_utils import space_structure
 
 # The model config keys and their defaults (RLlib's classic-stack MODEL_DEFAULTS).
 # Note: tfrl defaults `vf_share_layers` to False (separate value network).

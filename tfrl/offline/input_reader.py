@@ -6,7 +6,7 @@ batches from an `InputReader` instead: JSON files, a policy server
 `next()`.
 
 Example:
-    >>> from tfrl.policy.sample_batch import SampleBatch
+    >>> from tfrl.data.sample_batch import SampleBatch
     >>> class Constant(InputReader):
     ...     def next(self):
     ...         return SampleBatch({"obs": [1, 2]})

@@ -26,8 +26,8 @@ import tensorflow as tf
 import tree
 
 from tfrl.core.columns import Columns
-from tfrl.policy.multi_agent_batch import MultiAgentBatch
-from tfrl.policy.sample_batch import SampleBatch, concat_samples
+from tfrl.data.sample_batch import MultiAgentBatch
+from tfrl.data.sample_batch import SampleBatch, concat_samples
 
 logger = logging.getLogger(__name__)
 

@@ -21,14 +21,7 @@ import numpy as np
 import tensorflow as tf
 import tree
 
-
-def space_structure(space: gym.Space) -> Any:
-    """The space as a nest (dicts and tuples) of its leaf spaces."""
-    if isinstance(space, gym.spaces.Dict):
-        return {k: space_structure(s) for k, s in space.spaces.items()}
-    if isinstance(space, gym.spaces.Tuple):
-        return tuple(space_structure(s) for s in space.spaces)
-    return space
+from tfrl.utils.spaces.space_utils import space_structure  # noqa: F401  (used here, and re-exported)
 
 
 def _leaf_dtype_shape(space: gym.Space):

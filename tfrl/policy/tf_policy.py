@@ -52,13 +52,13 @@ import tensorflow as tf
 import tree
 
 from tfrl.core.columns import Columns
-from tfrl.policy import space_specs
-from tfrl.policy import numpy_inference, tf_policy_export, tf_policy_state
+from tfrl.models.catalog import ModelCatalog
+from tfrl.policy import numpy_inference, space_specs, tf_policy_export, tf_policy_state
 from tfrl.policy.numpy_inference import NumpyInference
 from tfrl.policy.policy import (Policy, action_output_view_requirements,
                                 recurrent_view_requirements)
-from tfrl.policy.tf_policy_actions import PREV_COLUMNS, ActionFunctions
 from tfrl.policy.strategy import make_strategy, strategy_devices
+from tfrl.policy.tf_policy_actions import PREV_COLUMNS, ActionFunctions
 from tfrl.policy.tf_train_step import TrainStep, global_mean
 
 DEFAULT_CONFIG = {
@@ -208,14 +208,10 @@ class TFPolicy(Policy):
 
     def make_action_distribution(self) -> Tuple[type, int]:
         """`(dist_class, num_outputs)` for the action space; default: from the catalog."""
-        from tfrl.models.catalog import ModelCatalog
-
         return ModelCatalog.get_action_dist(self.action_space, self.config["model"])
 
     def make_model(self) -> keras.Model:
         """The Keras model (called under the strategy scope); default: from the catalog."""
-        from tfrl.models.catalog import ModelCatalog
-
         return ModelCatalog.get_model(self.observation_space, self.action_space,
                                       self.num_outputs, self.config["model"])
 

@@ -23,7 +23,7 @@ import tree
 
 from tfrl.core.columns import Columns
 from tfrl.policy import space_specs
-from tfrl.policy.multi_agent_batch import MultiAgentBatch
+from tfrl.data.sample_batch import MultiAgentBatch
 
 
 class MissingColumnError(KeyError):

@@ -5,8 +5,8 @@ from typing import TYPE_CHECKING, Any, Dict, Hashable, List, Tuple, Union
 import numpy as np
 
 if TYPE_CHECKING:
-    from tfrl.policy.multi_agent_batch import MultiAgentBatch
-    from tfrl.policy.sample_batch import SampleBatch
+    from tfrl.data.sample_batch import MultiAgentBatch
+    from tfrl.data.sample_batch import SampleBatch
 
 AgentID = Hashable
 PolicyID = str

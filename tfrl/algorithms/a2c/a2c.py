@@ -16,10 +16,11 @@ import dataclasses
 import math
 from typing import Any, Dict, Optional
 
+from tfrl.algorithms.a2c.a2c_tf_policy import A2CTFPolicy
 from tfrl.algorithms.algorithm import Algorithm, metrics_reporting
 from tfrl.algorithms.algorithm_config import AlgorithmConfig
-from tfrl.algorithms.a2c.a2c_tf_policy import A2CTFPolicy
 from tfrl.algorithms.pg.pg import concat_rollouts, execution_plan as pg_execution_plan
+from tfrl.execution.train_ops import ApplyGradients, AverageGradients, ComputeGradients
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,8 +54,6 @@ def execution_plan(workers: Any, config: Dict[str, Any]) -> Any:
     gradients of microbatches averaged into one update."""
     if not config["microbatch_size"]:
         return pg_execution_plan(workers, config)
-    from tfrl.execution.train_ops import ApplyGradients, AverageGradients, ComputeGradients
-
     num_microbatches = math.ceil(config["train_batch_size"] / config["microbatch_size"])
     train_op = (concat_rollouts(workers, config, config["microbatch_size"])
                 .for_each(ComputeGradients(workers))

@@ -15,6 +15,8 @@ from typing import Any, Dict
 from tfrl.algorithms.algorithm import Algorithm, metrics_reporting
 from tfrl.algorithms.algorithm_config import AlgorithmConfig
 from tfrl.algorithms.pg.pg_tf_policy import PGTFPolicy
+from tfrl.execution.rollout_ops import ConcatBatches, ParallelRollouts
+from tfrl.execution.train_ops import TrainOneStep
 
 
 @dataclasses.dataclass(frozen=True)
@@ -31,8 +33,6 @@ class PGConfig(AlgorithmConfig):
 def concat_rollouts(workers: Any, config: Dict[str, Any], min_batch_size: int) -> Any:
     """Bulk-sync `ParallelRollouts` concatenated into batches of at least
     `min_batch_size` steps (counted as `config["multiagent"]["count_steps_by"]`)."""
-    from tfrl.execution.rollout_ops import ConcatBatches, ParallelRollouts
-
     return ParallelRollouts(workers, mode="bulk_sync").combine(ConcatBatches(
         min_batch_size=min_batch_size,
         count_steps_by=config["multiagent"].get("count_steps_by", "env_steps")))
@@ -40,8 +40,6 @@ def concat_rollouts(workers: Any, config: Dict[str, Any], min_batch_size: int) -
 
 def execution_plan(workers: Any, config: Dict[str, Any]) -> Any:
     """PG's LocalIterator of result dicts."""
-    from tfrl.execution.train_ops import TrainOneStep
-
     train_op = concat_rollouts(workers, config, config["train_batch_size"]).for_each(
         TrainOneStep(workers))
     return metrics_reporting(train_op, workers, config)

@@ -8,7 +8,7 @@ trajectory cut before its end is not bootstrapped (use `batch_mode="complete_epi
 
 Example:
     >>> import gymnasium as gym, numpy as np
-    >>> from tfrl.policy.sample_batch import SampleBatch
+    >>> from tfrl.data.sample_batch import SampleBatch
     >>> policy = PGTFPolicy(gym.spaces.Box(-1.0, 1.0, (4,)), gym.spaces.Discrete(2),
     ...                     {"seed": 0, "gamma": 0.5, "model": {"fcnet_hiddens": [8]}})
     >>> batch = policy.postprocess_trajectory(SampleBatch(

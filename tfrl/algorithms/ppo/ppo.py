@@ -20,6 +20,9 @@ from tfrl.algorithms.algorithm import Algorithm, metrics_reporting
 from tfrl.algorithms.algorithm_config import AlgorithmConfig
 from tfrl.algorithms.ppo.ppo_tf_policy import PPOTFPolicy
 from tfrl.execution.common import LEARNER_STATS_KEY
+from tfrl.execution.rollout_ops import (ConcatBatches, ParallelRollouts, SelectExperiences,
+                                        StandardizeFields)
+from tfrl.execution.train_ops import TrainOneStep
 
 logger = logging.getLogger(__name__)
 
@@ -107,10 +110,6 @@ class UpdateKL:
 
 def execution_plan(workers: Any, config: Dict[str, Any]) -> Any:
     """PPO's LocalIterator of result dicts (see the module docstring)."""
-    from tfrl.execution.rollout_ops import (ConcatBatches, ParallelRollouts,
-                                            SelectExperiences, StandardizeFields)
-    from tfrl.execution.train_ops import TrainOneStep
-
     rollouts = ParallelRollouts(workers, mode="bulk_sync")
     policies = workers.local_worker().policies_to_train
     if policies is not None and not callable(policies):

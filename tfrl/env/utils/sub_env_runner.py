@@ -13,6 +13,9 @@ import pickle
 import traceback
 from typing import Any, Callable, Dict, Optional, Tuple
 
+# A gymnasium dependency: ships lambdas and closures to sub-env processes.
+import cloudpickle
+
 from tfrl.utils.typing import MultiAgentDict
 
 # Agent id of single-agent sub-envs (`tfrl.env.base_env._DUMMY_AGENT_ID`).
@@ -58,8 +61,6 @@ def pickle_env_creator(make_env: Callable[[int], Any]) -> bytes:
             "make_env must be a callable taking the sub-env index and returning an env; "
             f"received {make_env!r} of type {type(make_env).__name__}."
         )
-    import cloudpickle
-
     try:
         return cloudpickle.dumps(make_env)
     except Exception as e:  # cloudpickle raises TypeError, PicklingError, AttributeError...

@@ -26,6 +26,16 @@ _SIMPLE_SPACES = (
 )
 
 
+def space_structure(space: gym.Space) -> Any:
+    """The space as a nest (dicts and tuples) of its leaf spaces (RLlib's
+    `get_base_struct_from_space`)."""
+    if isinstance(space, gym.spaces.Dict):
+        return {k: space_structure(s) for k, s in space.spaces.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(space_structure(s) for s in space.spaces)
+    return space
+
+
 def batch(
     list_of_structs: Sequence[Any], *, individual_items_already_have_batch_dim: bool = False
 ) -> Any:

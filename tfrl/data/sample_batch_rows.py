@@ -13,7 +13,7 @@ import numpy as np
 import tree
 
 from tfrl.core.columns import Columns
-from tfrl.policy import batch_ops
+from tfrl.data import batch_ops
 
 
 def check_count(batch) -> int:
@@ -271,7 +271,7 @@ def to_device(batch, device: Optional[str], framework: str):
             f"tfrl batches convert to TensorFlow tensors only; received "
             f"framework={framework!r}. Use framework='tf2'."
         )
-    import tensorflow as tf
+    import tensorflow as tf  # Deferred: tfrl.data stays importable without TensorFlow.
 
     def _convert(v):
         if isinstance(v, np.ndarray) and v.dtype != object and v.dtype.kind not in "US":

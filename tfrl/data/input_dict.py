@@ -6,7 +6,7 @@ import numpy as np
 import tree
 
 from tfrl.core.columns import Columns
-from tfrl.policy import batch_ops
+from tfrl.data import batch_ops
 
 
 def single_step_input_dict(
