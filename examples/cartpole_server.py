@@ -30,12 +30,13 @@ import time
 
 import gymnasium as gym
 
-from tfrl.utils.progress import quiet_tensorflow, train_until
+from tfrl.utils.progress import quiet_tensorflow
 
 quiet_tensorflow()  # hides TensorFlow's start-up notices unless --verbose; before it loads
 
 from tfrl.algorithms.ppo import PPOConfig  # noqa: E402
 from tfrl.env.policy_server_input import PolicyServerInput  # noqa: E402
+from tfrl.utils.progress_callbacks import train_until  # noqa: E402
 
 _PRINT_LOCK = threading.Lock()  # rollout worker threads start their servers concurrently
 

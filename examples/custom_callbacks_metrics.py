@@ -19,12 +19,13 @@ Custom metrics arrive summarized as `result["custom_metrics"]["pole_angle_mean"]
 
 import numpy as np
 
-from tfrl.utils.progress import quiet_tensorflow, script_parser, train_until
+from tfrl.utils.progress import quiet_tensorflow, script_parser
 
 quiet_tensorflow()  # hides TensorFlow's start-up notices unless --verbose; before it loads
 
 from tfrl.algorithms.callbacks import DefaultCallbacks  # noqa: E402
 from tfrl.algorithms.ppo import PPOConfig  # noqa: E402
+from tfrl.utils.progress_callbacks import train_until  # noqa: E402
 
 
 class PoleAngleCallbacks(DefaultCallbacks):

@@ -17,7 +17,7 @@ for a Discrete action space) and the critic's value estimates.
 
 import time
 
-from tfrl.utils.progress import quiet_tensorflow, script_parser, train_until
+from tfrl.utils.progress import quiet_tensorflow, script_parser
 
 quiet_tensorflow()  # hides TensorFlow's start-up notices unless --verbose; before it loads
 
@@ -26,6 +26,7 @@ import tensorflow as tf  # noqa: E402
 
 from tfrl.algorithms.ppo import PPOConfig  # noqa: E402
 from tfrl.models.catalog import ModelCatalog  # noqa: E402
+from tfrl.utils.progress_callbacks import train_until  # noqa: E402
 
 
 class TwoTowerModel(keras.Model):

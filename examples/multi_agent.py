@@ -12,7 +12,7 @@ reported per policy in `result["policy_reward_mean"]`.
 
 import numpy as np
 
-from tfrl.utils.progress import quiet_tensorflow, script_parser, train_until
+from tfrl.utils.progress import quiet_tensorflow, script_parser
 
 quiet_tensorflow()  # hides TensorFlow's start-up notices unless --verbose; before it loads
 
@@ -20,6 +20,7 @@ from tfrl.algorithms.ppo import PPOConfig  # noqa: E402
 from tfrl.env.multi_agent_env import make_multi_agent  # noqa: E402
 from tfrl.env.registry import register_env  # noqa: E402
 from tfrl.policy.policy import PolicySpec  # noqa: E402
+from tfrl.utils.progress_callbacks import train_until  # noqa: E402
 
 
 def policy_mapping_fn(agent_id, episode, worker=None, **kwargs):

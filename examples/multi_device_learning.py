@@ -16,7 +16,7 @@ On a machine with two GPUs, drop `_fake_gpus` and the logical-device setup.
 
 import numpy as np
 
-from tfrl.utils.progress import quiet_tensorflow, script_parser, train_until
+from tfrl.utils.progress import quiet_tensorflow, script_parser
 
 quiet_tensorflow()  # hides TensorFlow's start-up notices unless --verbose; before it loads
 
@@ -30,6 +30,7 @@ tf.config.set_logical_device_configuration(
 
 from tfrl.algorithms.ppo import PPOConfig  # noqa: E402
 from tfrl.algorithms.ppo.ppo_tf_policy import PPOTFPolicy  # noqa: E402
+from tfrl.utils.progress_callbacks import train_until  # noqa: E402
 
 
 def max_weight_difference(a, b) -> float:

@@ -16,7 +16,8 @@ the algorithm: tfrl uses a Ray runtime that is already initialized as is.
 import os
 import time
 
-from tfrl.utils.progress import quiet_tensorflow, script_parser, train_until
+from tfrl.utils.progress import quiet_tensorflow, script_parser
+from tfrl.utils.progress_callbacks import train_until  # noqa: E402
 
 quiet_tensorflow()  # hides TensorFlow's start-up notices unless --verbose; before it loads
 

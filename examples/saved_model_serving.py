@@ -21,13 +21,14 @@ import tempfile
 import gymnasium as gym
 import numpy as np
 
-from tfrl.utils.progress import quiet_tensorflow, script_parser, train_until
+from tfrl.utils.progress import quiet_tensorflow, script_parser
 
 quiet_tensorflow()  # hides TensorFlow's start-up notices unless --verbose; before it loads
 
 import tensorflow as tf  # noqa: E402
 
 from tfrl.algorithms.ppo import PPOConfig  # noqa: E402
+from tfrl.utils.progress_callbacks import train_until  # noqa: E402
 
 
 def train_and_export(export_dir: str, iterations: int, smoke: bool):

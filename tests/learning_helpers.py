@@ -2,7 +2,7 @@
 
 from typing import Any, Dict
 
-from tfrl.utils.progress import train_until
+from tfrl.utils.progress_callbacks import train_until
 
 #: A config for an on-policy algorithm on CartPole-v1 (8 envs, 64x64 MLP, seed 0).
 CARTPOLE = {"env": "CartPole-v1", "num_envs_per_worker": 8, "gamma": 0.99,

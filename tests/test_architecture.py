@@ -132,6 +132,8 @@ def test_cycle_finder_finds_a_circle():
 ALLOWED_FUNCTION_IMPORTS = {
     ("tfrl/backends/__init__.py", "tfrl.backends.ray.remote_env"),  # Ray
     ("tfrl/backends/__init__.py", "tfrl.backends.ray.worker"),  # Ray
+    ("tfrl/cli/commands.py", "tfrl.cli.train_callbacks"),  # TensorFlow (CLI start-up)
+    ("tfrl/cli/commands.py", "tfrl.utils.progress_callbacks"),  # TensorFlow (CLI start-up)
     ("tfrl/cli/commands.py", "tfrl.utils.tensorboard"),  # TensorFlow (CLI start-up)
     ("tfrl/cli/experiment.py", "tfrl.models.catalog"),  # TensorFlow (CLI start-up)
     ("tfrl/evaluation/runner_core.py", "tfrl.utils.tf_run_builder"),  # TensorFlow

@@ -264,7 +264,7 @@ def test_stop_on_criteria_replaces_the_budget(run):
 
 @pytest.mark.slow  # trains (or reuses) the module\'s tiny PPO run
 def test_train_until_runs_fit_and_returns_the_last_result(run, capsys):
-    from tfrl.utils.progress import train_until
+    from tfrl.utils.progress_callbacks import train_until
 
     algo = run["algo"]
     start = algo.iteration

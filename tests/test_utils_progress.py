@@ -13,7 +13,8 @@ import pytest
 from tfrl.algorithms.fit_loop import fit
 from tfrl.utils import progress
 from tfrl.utils.progress import (check_stop, format_result, print_result, result_value,
-                                 script_parser, stop_reason, train_until)
+                                 script_parser, stop_reason)
+from tfrl.utils.progress_callbacks import train_until
 
 RESULT = {"training_iteration": 2, "timesteps_total": 256, "episode_reward_mean": 21.456,
           "custom_metrics": {"angle_mean": np.float32(0.0125)}, "num_healthy_workers": 2}

@@ -132,9 +132,9 @@ def train(exp: Experiment, logdir: Optional[str] = None, checkpoint_every: int =
     algo = _build(exp)
     # Deferred: Keras callbacks import TensorFlow, which tfrl.cli.main imports quietly
     # after it parsed the flags (and which `import tfrl.cli.commands` must not load).
-    from tfrl.cli.train_callbacks import PeriodicCheckpoint, ResultLog
-    from tfrl.utils.progress_callbacks import ProgressLogger, StopOnCriteria
-    from tfrl.utils.tensorboard import TensorBoard
+    from tfrl.cli.train_callbacks import PeriodicCheckpoint, ResultLog  # TensorFlow
+    from tfrl.utils.progress_callbacks import ProgressLogger, StopOnCriteria  # TensorFlow
+    from tfrl.utils.tensorboard import TensorBoard  # TensorFlow
 
     stop = StopOnCriteria(exp.stop)
     tensorboard = TensorBoard(logdir)

@@ -202,43 +202,6 @@ def print_result(result: Mapping[str, Any], extra: Optional[Mapping[str, Column]
     print(format_result(result, extra), file=file or sys.stdout, flush=True)
 
 
-def train_until(algo: Any, stop: Mapping[str, float],
-                extra: Optional[Mapping[str, Column]] = None, verbose: bool = True
-                ) -> Dict[str, Any]:
-    """Trains `algo` with `algo.fit` until a result meets one of the `stop` criteria.
-
-    Args:
-        algo: The algorithm (an `Algorithm`, or anything with its `fit(callbacks=...,
-            verbose=...)`).
-        stop: Result key -> threshold; training stops at the first result whose value
-            is >= a threshold (e.g. `{"training_iteration": 10,
-            "episode_reward_mean": 475}`; `"a/b"` keys follow nested dicts).
-        extra: Extra progress columns (see `format_result`).
-        verbose: Print a progress line per result.
-
-    Returns:
-        The last result.
-
-    Raises:
-        ValueError: If `stop` is empty (training would never stop).
-        TypeError: If a threshold is not a number.
-    """
-    if not stop:
-        raise ValueError(
-            "train_until needs at least one stop criterion. Received: stop={}. Pass e.g. "
-            "{'training_iteration': 10} or {'timesteps_total': 100000}.")
-    # Deferred: the callbacks are Keras callbacks (TensorFlow), which the rest of this
-    # module, e.g. quiet_tensorflow(), must run without.
-    from tfrl.utils.progress_callbacks import ProgressLogger, StopOnCriteria
-
-    callbacks = [StopOnCriteria(stop)]
-    if verbose:
-        callbacks.append(ProgressLogger(columns={**DEFAULT_COLUMNS, **(extra or {})},
-                                        timing=False))
-    history = algo.fit(callbacks=callbacks, verbose=0)
-    return history.model.last_result
-
-
 def _number(value: Any) -> str:
     if isinstance(value, float) and value.is_integer() and abs(value) < 1e15:
         return str(int(value))
