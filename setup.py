@@ -26,7 +26,8 @@ INSTALL_REQUIRES = [
 
 EXTRAS_REQUIRE = {
     # Ray is in the test extra so that CI exercises the Ray backends too.
-    "test": ["pytest>=8", "ray>=2.60,<3"],
+    # mypy: tests/test_typing.py type-checks tfrl.core, tfrl.execution and tfrl.algorithms.
+    "test": ["pytest>=8", "ray>=2.60,<3", "mypy>=1.10"],
     "ray": ["ray[default]>=2.60,<3"],
     # Reference implementation for bench/bench_ppo_cartpole.py. Take torch's CPU wheel:
     # pip install -e '.[bench]' --extra-index-url https://download.pytorch.org/whl/cpu

@@ -97,9 +97,12 @@ class RLProgbarLogger(keras.callbacks.Callback):
             shown = " - ".join(f"{k}: {v:.4g}" for k, v in values)
             print(f"Iteration {epoch + 1}: {shown}", flush=True)
             return
-        target = self.progbar.target
-        self.progbar.update(min(current, target) if target else current, values,
-                            finalize=bool(target and current >= target))
+        progbar = self.progbar
+        if progbar is None:  # on_train_begin was not called: no bar to update
+            return
+        target = progbar.target
+        progbar.update(min(current, target) if target else current, values,
+                       finalize=bool(target and current >= target))
 
 
 class HookRouter:
@@ -148,7 +151,7 @@ class HookRouter:
 
     def _patch(self, worker: Any) -> None:
         callbacks = worker.callbacks
-        original = type(callbacks)
+        original: Any = type(callbacks)  # a DefaultCallbacks subclass, known at run time
         router = self
 
         class Routed(original):

@@ -98,6 +98,7 @@ def fit(algorithm: Any, total_timesteps: Optional[int] = None,
         epochs = start_epoch + int(iterations)
         target_timesteps = None
     else:
+        assert total_timesteps is not None  # _check_budget: exactly one budget is given
         target_timesteps = start_timesteps + int(total_timesteps)
         per_iter = max(int(algorithm.config.get("train_batch_size") or 0),
                        int(algorithm.config.get("timesteps_per_iteration") or 0), 1)

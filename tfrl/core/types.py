@@ -170,8 +170,8 @@ class Worker(Protocol):
         """Ids of the policies that learn."""
 
     @property
-    def filters(self) -> Mapping[str, Any]:
-        """Policy id -> observation filter."""
+    def filters(self) -> Dict[str, Any]:
+        """Policy id -> observation filter (synchronized in place)."""
 
     @property
     def preprocessors(self) -> Mapping[str, Any]:

@@ -18,20 +18,23 @@ and filters (`worker_state`); the sampler is `tfrl.evaluation.sampler`.
 
 import logging
 import random
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from tfrl.algorithms.callbacks import DefaultCallbacks
+from tfrl.core import types
 from tfrl.env.env_context import EnvContext
 from tfrl.evaluation import worker_env, worker_learning, worker_policies, worker_state
 from tfrl.offline.io_context import IOContext
 from tfrl.offline.output_writer import NoopOutput
+from tfrl.policy.policy import Policy
 from tfrl.policy.policy_map import PolicyMap
 from tfrl.policy.sample_batch import DEFAULT_POLICY_ID
 from tfrl.policy.sample_batch_concat import concat_samples
 from tfrl.evaluation.worker_setup import WorkerArgs
 from tfrl.utils.filter import get_filter
+from tfrl.utils.typing import SampleBatchType
 
 logger = logging.getLogger(__name__)
 
@@ -55,6 +58,8 @@ class RolloutWorker(WorkerArgs):
     keyword raises `UnknownKeyError` (a `TypeError` and `ValueError`) naming the closest
     valid one.
     """
+
+    global_vars: Optional[Dict[str, Any]]  # the last `set_global_vars` (None before)
 
     def _setup(self, a: Dict[str, Any]) -> None:
         global _global_worker
@@ -152,7 +157,7 @@ class RolloutWorker(WorkerArgs):
         return policy
 
     # ------------------------------------------------------------------ sampling
-    def sample(self) -> Any:
+    def sample(self) -> SampleBatchType:
         """Returns a batch of at least (complete_episodes) or at most/exactly
         (truncate_episodes) `rollout_fragment_length * num_envs` steps.
 
@@ -183,16 +188,17 @@ class RolloutWorker(WorkerArgs):
             self.last_batch = batch
         return batch
 
-    def _count(self, batch: Any) -> int:
+    def _count(self, batch: types.Batch) -> int:
         return batch.count if self.count_steps_by == "env_steps" else batch.agent_steps()
 
-    def sample_with_count(self) -> tuple:
+    def sample_with_count(self) -> Tuple[SampleBatchType, int]:
         """`(batch, batch.count)`."""
         batch = self.sample()
         return batch, batch.count
 
     def sample_and_learn(self, expected_batch_size: int, num_sgd_iter: int,
-                         sgd_minibatch_size: int, standardize_fields: List[str]) -> tuple:
+                         sgd_minibatch_size: int, standardize_fields: List[str]
+                         ) -> Tuple[Dict[str, types.LearnerInfo], int]:
         """Samples and runs minibatch SGD on it; returns `(info, batch.count)`.
 
         Raises:
@@ -202,11 +208,11 @@ class RolloutWorker(WorkerArgs):
                                                 sgd_minibatch_size, standardize_fields)
 
     # ------------------------------------------------------------------ learning
-    def learn_on_batch(self, samples: Any) -> dict:
+    def learn_on_batch(self, samples: types.Batch) -> Dict[str, types.LearnerInfo]:
         """`{pid: info}` of `policy.learn_on_batch` for each trainable policy's batch."""
         return worker_learning.learn_on_batch(self, samples)
 
-    def compute_gradients(self, samples: Any) -> tuple:
+    def compute_gradients(self, samples: types.Batch) -> Tuple[Any, Dict[str, Any]]:
         """`(grads, info)`; dicts by policy id for a MultiAgentBatch."""
         return worker_learning.compute_gradients(self, samples)
 
@@ -214,7 +220,7 @@ class RolloutWorker(WorkerArgs):
         """Applies gradients from `compute_gradients` to the trainable policies."""
         worker_learning.apply_gradients(self, grads)
 
-    def get_weights(self, policies: Any = None) -> Dict[Any, Any]:
+    def get_weights(self, policies: Any = None) -> Dict[str, Any]:
         """`{pid: weights}` of the given policy ids (one id or a list; None: all)."""
         if policies is None:
             policies = list(self.policy_map)
@@ -222,18 +228,20 @@ class RolloutWorker(WorkerArgs):
             policies = [policies]
         return {pid: self.policy_map[pid].get_weights() for pid in policies}
 
-    def set_weights(self, weights: Dict[Any, Any], global_vars: Optional[dict] = None) -> None:
+    def set_weights(self, weights: Dict[str, Any],
+                    global_vars: Optional[Dict[str, Any]] = None) -> None:
         """Sets each policy's weights (unknown id: KeyError), then the global vars if given."""
         for pid, w in weights.items():
             self.policy_map[pid].set_weights(w)
         if global_vars:
             self.set_global_vars(global_vars)
 
-    def get_global_vars(self) -> Optional[dict]:
+    def get_global_vars(self) -> Optional[Dict[str, Any]]:
         """The last global vars set (None before the first `set_global_vars`)."""
         return self.global_vars
 
-    def set_global_vars(self, global_vars: dict, policy_ids: Optional[List[Any]] = None) -> None:
+    def set_global_vars(self, global_vars: Dict[str, Any],
+                        policy_ids: Optional[List[str]] = None) -> None:
         """Passes `global_vars` (e.g. `{"timestep": n}`) to the policies (all, or
         `policy_ids`) and stores them."""
         for pid in (self.policy_map if policy_ids is None else policy_ids):
@@ -241,7 +249,7 @@ class RolloutWorker(WorkerArgs):
         self.global_vars = global_vars
 
     # ------------------------------------------------------------------ policies
-    def get_policy(self, policy_id: Any = DEFAULT_POLICY_ID) -> Any:
+    def get_policy(self, policy_id: str = DEFAULT_POLICY_ID) -> Optional[Policy]:
         """The policy with that id, or None."""
         return self.policy_map.get(policy_id)
 
@@ -249,7 +257,7 @@ class RolloutWorker(WorkerArgs):
                    action_space: Any = None, config: Optional[dict] = None,
                    policy_mapping_fn: Optional[Callable] = None,
                    policies_to_train: Optional[List[Any]] = None,
-                   policy_state: Optional[dict] = None) -> Any:
+                   policy_state: Optional[dict] = None) -> Policy:
         """Builds and adds a policy (with preprocessor and filter); returns it.
 
         Raises:
@@ -329,11 +337,11 @@ class RolloutWorker(WorkerArgs):
         """`func(policy, **kwargs)` for one policy."""
         return func(self.policy_map[policy_id], **kwargs)
 
-    def foreach_policy(self, func: Callable, **kwargs: Any) -> list:
+    def foreach_policy(self, func: Callable[..., Any], **kwargs: Any) -> List[Any]:
         """`[func(policy, pid, **kwargs)]` over all policies, in map order."""
         return [func(p, pid, **kwargs) for pid, p in self.policy_map.items()]
 
-    def foreach_trainable_policy(self, func: Callable, **kwargs: Any) -> list:
+    def foreach_trainable_policy(self, func: Callable[..., Any], **kwargs: Any) -> List[Any]:
         """As `foreach_policy`, over the trainable policies only."""
         return [func(p, pid, **kwargs) for pid, p in self.policy_map.items()
                 if pid in self.policies_to_train]
@@ -360,15 +368,15 @@ class RolloutWorker(WorkerArgs):
         """`func(self, *args)`."""
         return func(self, *args)
 
-    def get_metrics(self) -> list:
+    def get_metrics(self) -> List[Any]:
         """The RolloutMetrics of the episodes completed since the last call."""
         return list(self.sampler.get_metrics()) if self.sampler is not None else []
 
-    def get_filters(self, flush_after: bool = False) -> dict:
+    def get_filters(self, flush_after: bool = False) -> Dict[str, Any]:
         """`{pid: serializable filter}`; `flush_after` clears the buffers afterwards."""
         return worker_state.get_filters(self.filters, flush_after)
 
-    def sync_filters(self, new_filters: dict) -> None:
+    def sync_filters(self, new_filters: Dict[str, Any]) -> None:
         """Syncs each filter with `new_filters[pid]` (KeyError if one is missing)."""
         worker_state.sync_filters(self.filters, new_filters)
 

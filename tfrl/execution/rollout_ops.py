@@ -51,7 +51,7 @@ def _check_batch(batch: object, where: str) -> None:
         )
 
 
-def _report_timesteps(batch: types.Batch) -> types.Batch:
+def _report_timesteps(batch: SampleBatchType) -> SampleBatchType:
     _check_batch(batch, "ParallelRollouts")
     counters = get_shared_metrics().counters
     counters[STEPS_SAMPLED_COUNTER] += batch.env_steps()
@@ -62,16 +62,16 @@ def _report_timesteps(batch: types.Batch) -> types.Batch:
 @overload
 def ParallelRollouts(workers: types.WorkerSet, *,
                      mode: Literal["bulk_sync", "async"] = "bulk_sync",
-                     num_async: int = 1) -> LocalIterator[types.Batch]: ...
+                     num_async: int = 1) -> LocalIterator[SampleBatchType]: ...
 
 
 @overload
 def ParallelRollouts(workers: types.WorkerSet, *, mode: str,
-                     num_async: int = 1) -> Union[LocalIterator[types.Batch], WorkerPool]: ...
+                     num_async: int = 1) -> Union[LocalIterator[SampleBatchType], WorkerPool]: ...
 
 
 def ParallelRollouts(workers: types.WorkerSet, *, mode: str = "bulk_sync",
-                     num_async: int = 1) -> Union[LocalIterator[types.Batch], WorkerPool]:
+                     num_async: int = 1) -> Union[LocalIterator[SampleBatchType], WorkerPool]:
     """Experiences sampled by the workers of a WorkerSet, as a LocalIterator.
 
     First syncs the remote workers' weights (`workers.sync_weights()`). Without remote
@@ -212,7 +212,7 @@ class ConcatBatches:
         self.count = 0
         self.last_batch_time = time.perf_counter()
 
-    def __call__(self, batch: types.Batch) -> List[types.Batch]:
+    def __call__(self, batch: types.Batch) -> List[SampleBatchType]:
         _check_batch(batch, "ConcatBatches")
         self.buffer.append(batch)
         by_env = self.count_steps_by == "env_steps"
@@ -266,7 +266,7 @@ class SelectExperiences:
         self.policy_ids = None if policy_ids is None else frozenset(policy_ids)
         self.local_worker = local_worker
 
-    def __call__(self, samples: types.Batch) -> types.Batch:
+    def __call__(self, samples: SampleBatchType) -> SampleBatchType:
         _check_batch(samples, "SelectExperiences")
         if not isinstance(samples, MultiAgentBatch):
             return samples
