@@ -31,7 +31,7 @@ This module imports nothing but the standard library: it is the bottom layer.
 
 import concurrent.futures
 from typing import (TYPE_CHECKING, Any, Callable, Collection, Dict, List, Mapping, Optional,
-                    Protocol, Sequence, Tuple, TypeVar)
+                    Protocol, Sequence, Tuple, TypeVar, Union)
 
 if TYPE_CHECKING:  # annotations only: importing gymnasium at run time is not needed here
     import gymnasium as gym
@@ -193,8 +193,9 @@ class Worker(Protocol):
     def apply_gradients(self, grads: Any) -> None:
         """Applies gradients from `compute_gradients`."""
 
-    def get_weights(self, policies: Any = None) -> Dict[str, Any]:
-        """`{policy_id: weights}` of the given policy ids (None: all)."""
+    def get_weights(self, policies: Union[str, Collection[str], None] = None
+                    ) -> Dict[str, Any]:
+        """`{policy_id: weights}` of the given policy id(s) (None: all)."""
 
     def set_weights(self, weights: Dict[str, Any],
                     global_vars: Optional[Dict[str, Any]] = None) -> None:

@@ -16,9 +16,10 @@ and filters (`worker_state`); the sampler is `tfrl.evaluation.sampler`.
     worker.learn_on_batch(batch)
 """
 
+import collections.abc
 import logging
 import random
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Collection, Dict, List, Optional, Tuple, Type, Union
 
 import numpy as np
 
@@ -140,7 +141,7 @@ class RolloutWorker(WorkerArgs):
     def _on_sub_env_created(self, env: Any, ctx: EnvContext) -> None:
         self.callbacks.on_sub_environment_created(worker=self, sub_environment=env, env_context=ctx)
 
-    def _build_policy(self, pid: Any, spec: Any) -> Any:
+    def _build_policy(self, pid: str, spec: Any) -> Policy:
         config = worker_policies.merged_policy_config(self.policy_config, spec, self.worker_index,
                                                       self._seed)
         if self.model_config and "model" not in (spec.config or {}):
@@ -220,12 +221,13 @@ class RolloutWorker(WorkerArgs):
         """Applies gradients from `compute_gradients` to the trainable policies."""
         worker_learning.apply_gradients(self, grads)
 
-    def get_weights(self, policies: Any = None) -> Dict[str, Any]:
+    def get_weights(self, policies: Union[str, Collection[str], None] = None
+                    ) -> Dict[str, Any]:
         """`{pid: weights}` of the given policy ids (one id or a list; None: all)."""
         if policies is None:
             policies = list(self.policy_map)
-        elif not isinstance(policies, (list, tuple, set)):
-            policies = [policies]
+        elif isinstance(policies, str) or not isinstance(policies, collections.abc.Collection):
+            policies = [policies]  # one id
         return {pid: self.policy_map[pid].get_weights() for pid in policies}
 
     def set_weights(self, weights: Dict[str, Any],
@@ -253,7 +255,7 @@ class RolloutWorker(WorkerArgs):
         """The policy with that id, or None."""
         return self.policy_map.get(policy_id)
 
-    def add_policy(self, *, policy_id: Any, policy_cls: type, observation_space: Any = None,
+    def add_policy(self, *, policy_id: str, policy_cls: type, observation_space: Any = None,
                    action_space: Any = None, config: Optional[dict] = None,
                    policy_mapping_fn: Optional[Callable] = None,
                    policies_to_train: Optional[List[Any]] = None,
@@ -277,7 +279,7 @@ class RolloutWorker(WorkerArgs):
         self.set_policies_to_train(policies_to_train)
         return policy
 
-    def remove_policy(self, *, policy_id: Any = DEFAULT_POLICY_ID,
+    def remove_policy(self, *, policy_id: str = DEFAULT_POLICY_ID,
                       policy_mapping_fn: Optional[Callable] = None,
                       policies_to_train: Optional[List[Any]] = None) -> None:
         """Removes a policy with its preprocessor and filter.
@@ -314,7 +316,8 @@ class RolloutWorker(WorkerArgs):
             self.policies_to_train = worker_policies.checked_policies_to_train(
                 policies_to_train, self._spec_ids)
 
-    def set_callbacks(self, callbacks: Any = None) -> None:
+    def set_callbacks(self, callbacks: Union[DefaultCallbacks, Type[DefaultCallbacks], None] = None
+                      ) -> None:
         """Replaces the callbacks (a `DefaultCallbacks` instance, or a subclass to
         instantiate; None: keep the instance, e.g. after changing its class). The
         sampler fires the new episode hooks from its next step on (running episodes too).
@@ -333,7 +336,8 @@ class RolloutWorker(WorkerArgs):
         if self.sampler is not None:
             self.sampler.refresh_callbacks(self.callbacks)
 
-    def for_policy(self, func: Callable, policy_id: Any = DEFAULT_POLICY_ID, **kwargs: Any) -> Any:
+    def for_policy(self, func: Callable[..., Any], policy_id: str = DEFAULT_POLICY_ID,
+                   **kwargs: Any) -> Any:
         """`func(policy, **kwargs)` for one policy."""
         return func(self.policy_map[policy_id], **kwargs)
 

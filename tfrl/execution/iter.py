@@ -27,6 +27,7 @@ import time
 from typing import (Any, Callable, Dict, Generator, Generic, Iterable, Iterator, List,
                     Optional, Sequence, Tuple, TypeVar, Union)
 
+from tfrl.core import types
 from tfrl.execution.stats import TimerStat
 
 # Upper bound on items pulled from a "*"-weighted parent per round, so that an
@@ -68,10 +69,10 @@ class SharedMetrics:
         self.counters: Dict[str, int] = collections.defaultdict(int)
         self.timers: Dict[str, TimerStat] = collections.defaultdict(TimerStat)
         self.info: Dict[str, Any] = {}
-        self.current_worker: Any = None  # a RemoteWorker handle
+        self.current_worker: Optional[types.RemoteWorker] = None
 
     @property
-    def current_actor(self) -> Any:
+    def current_actor(self) -> Optional[types.RemoteWorker]:
         """RLlib's name of `current_worker`."""
         return self.current_worker
 
@@ -264,7 +265,7 @@ class LocalIterator(Generic[T]):
 
         return self._derive(apply_batch, f"batch({n})")
 
-    def zip_with_source_actor(self) -> "LocalIterator[Tuple[Any, T]]":
+    def zip_with_source_actor(self) -> "LocalIterator[Tuple[Optional[types.RemoteWorker], T]]":
         """Pairs each item with the worker it came from: `(current_worker, item)`."""
         return self.for_each(lambda item: (get_shared_metrics().current_worker, item))
 

@@ -15,7 +15,7 @@ pipeline's `SharedMetrics` (names in `tfrl.execution.common`).
 import collections
 import contextlib
 import warnings
-from typing import Any, Collection, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Collection, Dict, Iterator, List, Optional, Tuple, TypeVar
 
 import numpy as np
 
@@ -31,6 +31,8 @@ from tfrl.execution.iter import get_shared_metrics
 from tfrl.execution.rollout_ops import _check_batch
 from tfrl.policy.multi_agent_batch import MultiAgentBatch
 from tfrl.policy.sample_batch import DEFAULT_POLICY_ID
+
+T = TypeVar("T")
 
 __all__ = ["TrainOneStep", "MultiGPUTrainOneStep", "ComputeGradients", "ApplyGradients",
            "AverageGradients", "UpdateTargetNetwork", "UpdateTargetIfNeeded"]
@@ -134,7 +136,7 @@ class TrainOneStep(_LearnOp):
         # Seeded from numpy's global RNG when the Python loop first runs.
         self._rng: Optional[np.random.Generator] = None
 
-    def _policy_config_matches(self, policy: Any) -> bool:
+    def _policy_config_matches(self, policy: Optional[types.Policy]) -> bool:
         config = getattr(policy, "config", None) or {}
         return (config.get("num_sgd_iter", 1) == self.num_sgd_iter
                 and (config.get("sgd_minibatch_size") or 0) == self.sgd_minibatch_size)
@@ -319,7 +321,7 @@ class UpdateTargetNetwork:
         self.metric = STEPS_TRAINED_COUNTER if by_steps_trained else STEPS_SAMPLED_COUNTER
         self.policies = frozenset(policies or ())
 
-    def __call__(self, item: Any) -> Any:
+    def __call__(self, item: T) -> T:
         counters = get_shared_metrics().counters
         now = counters[self.metric]
         if now - counters[LAST_TARGET_UPDATE_TS] >= self.target_update_freq:
