@@ -20,9 +20,9 @@ One training iteration, in these words:
 and as a plan of operators (`tfrl.execution`), each an `Operator` mapping one item of
 a `LocalIterator` to the next:
 
-    ParallelRollouts(workers)                # LocalIterator[Batch]
+    ParallelRollouts(workers)                # a LocalIterator of batches
         .combine(ConcatBatches(4000))        # Operator[Batch, List[Batch]]
-        .for_each(TrainOneStep(workers))     # Operator[Batch, Tuple[Batch, info]]
+        .for_each(TrainOneStep(workers))     # Operator[Batch, Tuple[Batch, infos]]
 
 Policy ids are strings (`"default_policy"`); weights, gradients and observations are
 left as `Any` (numpy arrays or nests of them, whose structure depends on the policy).
