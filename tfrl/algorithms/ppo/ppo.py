@@ -87,18 +87,18 @@ class UpdateKL:
                  ) -> Dict[str, types.LearnerInfo]:
         info = item[1] if isinstance(item, tuple) else item
         local = self.workers.local_worker()
-        trained = {pid: local.get_policy(pid) for pid in info}
         for pid, policy_info in info.items():
             stats = policy_info.get(LEARNER_STATS_KEY, policy_info)
             if "kl" not in stats:
                 continue
-            policy = trained[pid]
+            policy = local.get_policy(pid)
             if policy is not None and hasattr(policy, "update_kl"):
                 new_coeff = policy.update_kl(float(stats["kl"]))
                 stats["cur_kl_coeff"] = new_coeff
         remote = self.workers.remote_workers()
         if remote:  # remote policies only act, but keep their state consistent
-            coeffs = {pid: p.kl_coeff for pid, p in trained.items()
+            policies = {pid: local.get_policy(pid) for pid in info}
+            coeffs = {pid: p.kl_coeff for pid, p in policies.items()
                       if p is not None and hasattr(p, "kl_coeff")}
 
             def set_coeffs(worker):
