@@ -14,7 +14,8 @@ from mypy import api as mypy_api  # in the test extra: pip install -e '.[test]'
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CONFIG = os.path.join(REPO_ROOT, "pyproject.toml")
-CACHE_DIR = os.path.join(REPO_ROOT, ".mypy_cache")
+# Bazel runs tests in a sandbox whose writable scratch directory is TEST_TMPDIR.
+CACHE_DIR = os.path.join(os.environ.get("TEST_TMPDIR") or REPO_ROOT, ".mypy_cache")
 
 
 def run_mypy(*args):
