@@ -180,6 +180,16 @@ def test_export_policy_model_serves_actions(algo, tmp_path):
     assert "serving_default" in loaded.signatures
 
 
+def test_export_of_an_unknown_policy_names_the_known_ones(algo, tmp_path):
+    with pytest.raises(KeyError, match=r"export_policy_model\(\): no policy 'other'; this "
+                                       r"algorithm has \['default_policy'\]"):
+        algo.export_policy_model(str(tmp_path / "model"), policy_id="other")
+    with pytest.raises(KeyError, match=r"export_policy_checkpoint\(\): no policy 'other'"):
+        algo.export_policy_checkpoint(str(tmp_path / "ckpt"), policy_id="other")
+    assert not (tmp_path / "model").exists()
+    assert algo.get_policy("other") is None
+
+
 def test_multi_agent_trains_only_policies_to_train(tmp_path):
     from tfrl.env.multi_agent_env import make_multi_agent
     from tfrl.policy.policy import PolicySpec

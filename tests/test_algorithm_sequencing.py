@@ -29,6 +29,15 @@ def test_cuts_at_episode_changes_time_breaks_and_max_len():
     assert out.max_seq_len == 3
 
 
+def test_dict_of_columns_is_cut_by_rows():
+    # A plain dict (as a policy's learn_on_batch may receive) is cut like a SampleBatch.
+    columns = dict(rows([7, 7, 7, 8, 8], [0, 1, 2, 0, 1]))
+    out = add_sequences(columns, 2)
+    assert isinstance(out, SampleBatch)
+    assert out["seq_lens"].tolist() == [2, 1, 2]
+    assert out["state_in_0"][:, 0].tolist() == [0.0, 20.0, 30.0]
+
+
 def test_unroll_id_change_is_a_boundary():
     batch = rows([1, 1, 1, 1], [0, 1, 2, 3], unroll_id=[0, 0, 1, 1])
     assert sequence_lengths(batch, 10).tolist() == [2, 2]

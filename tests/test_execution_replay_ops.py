@@ -58,6 +58,18 @@ def test_local_replay_buffer_learning_starts_multi_agent_and_errors():
         LocalReplayBuffer(5, 1).add_batch(SampleBatch({"obs": np.zeros(2), "seq_lens": [2]}))
 
 
+def test_local_replay_buffer_rejected_batch_leaves_no_empty_policy():
+    # A policy whose first batch was rejected has no rows: replay() must not sample it.
+    buffer = LocalReplayBuffer(capacity=10, replay_batch_size=2, seed=0)
+    with pytest.raises(ValueError, match="sequence batch"):
+        buffer.add_batch(MultiAgentBatch(
+            {"rnn": SampleBatch({"obs": np.zeros(2), "seq_lens": [2]})}, env_steps=2))
+    buffer.add_batch(MultiAgentBatch({"p0": _rows(0)}, env_steps=3))
+    out = buffer.replay()
+    assert set(out.policy_batches) == {"p0"}
+    assert set(out.policy_batches["p0"]["obs"].tolist()) <= {0.0, 1.0, 2.0}
+
+
 def test_store_and_replay_local_buffer_through_concurrently():
     workers = make_workers(num_remote=2, fragment_length=4)
     buffer = LocalReplayBuffer(capacity=100, replay_batch_size=3, learning_starts=8, seed=0)

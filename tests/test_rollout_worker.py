@@ -366,6 +366,9 @@ def test_weights_and_global_vars():
     w.set_weights({"pa": {"w": np.array([1.0, 2.0])}}, global_vars={"timestep": 42})
     np.testing.assert_array_equal(w.get_weights("pa")["pa"]["w"], [1.0, 2.0])
     assert sorted(w.get_weights()) == ["pa", "pb"]
+    # Any collection of ids (a frozenset, dict keys) selects those policies.
+    assert sorted(w.get_weights(frozenset({"pa", "pb"}))) == ["pa", "pb"]
+    assert sorted(w.get_weights({"pb": None}.keys())) == ["pb"]
     assert w.get_global_vars() == {"timestep": 42}
     assert w.get_policy("pb").global_vars == [{"timestep": 42}]
     assert w.get_policy("pb").global_timestep == 42

@@ -34,17 +34,35 @@ from tfrl.algorithms.algorithm_config import AlgorithmConfig
 from tfrl.algorithms.algorithm_state import (get_worker_state, set_worker_state,
                                              unsquash_and_clip)
 from tfrl.algorithms.fit_loop import fit
+from tfrl.core import types
 from tfrl.data.rollout_metrics import RolloutMetrics
 from tfrl.data.sample_batch import DEFAULT_POLICY_ID
 from tfrl.evaluation.metrics import summarize_episodes
 from tfrl.evaluation.worker_set import WorkerSet
+from tfrl.execution.iter import LocalIterator, SharedMetrics
 from tfrl.execution.metric_ops import CollectMetrics, OncePerTimeInterval, OncePerTimestepsElapsed
 from tfrl.utils.filter_manager import FilterManager
 
 logger = logging.getLogger(__name__)
 
 
-def metrics_reporting(train_op: Any, workers: Any, config: Dict[str, Any]) -> Any:
+class ReportingIterator(LocalIterator[types.ResultDict]):
+    """The result dicts of a plan, with the `CollectMetrics` operator that makes them.
+
+    Args:
+        results: The plan's (not yet started) iterator of result dicts.
+        metrics_op: The operator at its end, whose episode window `Algorithm.save()`
+            checkpoints.
+    """
+
+    def __init__(self, results: LocalIterator[types.ResultDict], metrics_op: CollectMetrics):
+        super().__init__(results.base_iterator, results.shared_metrics, results.local_transforms,
+                         timeout=results.timeout, name=results.name)
+        self.metrics_op = metrics_op
+
+
+def metrics_reporting(train_op: LocalIterator[Any], workers: types.WorkerSet,
+                      config: Dict[str, Any]) -> ReportingIterator:
     """`StandardMetricsReporting` (RLlib's), keeping its `CollectMetrics` operator as the
     returned iterator's `metrics_op` so that checkpoints include the episode window."""
     metrics_op = CollectMetrics(workers, min_history=config["metrics_smoothing_episodes"],
@@ -52,8 +70,7 @@ def metrics_reporting(train_op: Any, workers: Any, config: Dict[str, Any]) -> An
     it = (train_op.filter(OncePerTimestepsElapsed(config["timesteps_per_iteration"]))
           .filter(OncePerTimeInterval(config["min_iter_time_s"]))
           .for_each(metrics_op))
-    it.metrics_op = metrics_op
-    return it
+    return ReportingIterator(it, metrics_op)
 
 
 class Algorithm:
@@ -101,11 +118,12 @@ class Algorithm:
         if algo_config.seed is not None:
             keras.utils.set_random_seed(int(algo_config.seed))
         self.callbacks = algo_config.callbacks_class()
-        self.workers = self._make_workers(self.config, algo_config.num_workers)
-        self.evaluation_workers = None
+        self.workers: types.WorkerSet = self._make_workers(self.config, algo_config.num_workers)
+        self.evaluation_workers: Optional[types.WorkerSet] = None
         if algo_config.evaluation_interval or algo_config.evaluation_num_workers:
             self.evaluation_workers = self._make_evaluation_workers()
-        self.train_exec_impl = self.execution_plan(self.workers, self.config)
+        self.train_exec_impl: LocalIterator[types.ResultDict] = self.execution_plan(
+            self.workers, self.config)
         self.callbacks.on_algorithm_init(algorithm=self)
 
     # ------------------------------------------------------------------ setup
@@ -126,11 +144,11 @@ class Algorithm:
         """The default config as an RLlib-style dict."""
         return cls.config_class().to_dict()
 
-    def _make_workers(self, config: Dict[str, Any], num_workers: int) -> Any:
+    def _make_workers(self, config: Dict[str, Any], num_workers: int) -> types.WorkerSet:
         return WorkerSet(policy_class=self.default_policy_class, trainer_config=config,
                          num_workers=num_workers, logdir=self._logdir)
 
-    def _make_evaluation_workers(self) -> Any:
+    def _make_evaluation_workers(self) -> types.WorkerSet:
         overrides = {"explore": False, "in_evaluation": True,
                      **self.algo_config.evaluation_config}
         eval_config = self.algo_config.replace(**overrides).to_dict()
@@ -144,14 +162,15 @@ class Algorithm:
         return self._logdir
 
     @staticmethod
-    def execution_plan(workers: Any, config: Dict[str, Any]) -> Any:
+    def execution_plan(workers: types.WorkerSet, config: Dict[str, Any]
+                       ) -> LocalIterator[types.ResultDict]:
         """The LocalIterator of result dicts this algorithm trains with."""
         raise NotImplementedError("Algorithm subclasses define execution_plan(workers, config).")
 
     # --------------------------------------------------------------- training
 
     @property
-    def _metrics(self) -> Any:
+    def _metrics(self) -> SharedMetrics:
         return self.train_exec_impl.shared_metrics
 
     def train(self) -> Dict[str, Any]:
@@ -220,7 +239,8 @@ class Algorithm:
         duration = int(self.algo_config.evaluation_duration)
         samplers = ([eval_workers.local_worker()] if not eval_workers.remote_workers()
                     else None)
-        episodes, steps = [], 0
+        episodes: List[Any] = []
+        steps = 0
         while (len(episodes) if by_episodes else steps) < duration:
             if samplers is not None:
                 batches = [w.sample() for w in samplers]
@@ -255,10 +275,7 @@ class Algorithm:
             `full_fetch`.
         """
         worker = self.workers.local_worker()
-        if policy_id not in worker.policy_map:
-            raise KeyError(f"compute_single_action(): no policy {policy_id!r}; this algorithm "
-                           f"has {sorted(worker.policy_map)}.")
-        policy = worker.get_policy(policy_id)
+        policy = self._policy(policy_id, "compute_single_action")
         if input_dict is not None:
             observation = input_dict["obs"]
         obs = worker.preprocessors[policy_id].transform(observation)
@@ -273,9 +290,16 @@ class Algorithm:
             return action, state_out, extra
         return action
 
-    def get_policy(self, policy_id: str = DEFAULT_POLICY_ID) -> Any:
-        """The local worker's policy `policy_id`."""
+    def get_policy(self, policy_id: str = DEFAULT_POLICY_ID) -> Optional[types.Policy]:
+        """The local worker's policy `policy_id` (None if there is none)."""
         return self.workers.local_worker().get_policy(policy_id)
+
+    def _policy(self, policy_id: str, where: str) -> types.Policy:
+        worker = self.workers.local_worker()
+        if policy_id not in worker.policy_map:
+            raise KeyError(f"{where}(): no policy {policy_id!r}; this algorithm has "
+                           f"{sorted(worker.policy_map)}.")
+        return worker.policy_map[policy_id]
 
     def get_weights(self, policies: Optional[List[str]] = None) -> Dict[str, Any]:
         """`{policy_id: weights}` of the local worker."""
@@ -289,12 +313,12 @@ class Algorithm:
 
     def export_policy_model(self, export_dir: str, policy_id: str = DEFAULT_POLICY_ID) -> None:
         """Writes policy `policy_id` as a SavedModel with serving signatures."""
-        self.get_policy(policy_id).export_model(export_dir)
+        self._policy(policy_id, "export_policy_model").export_model(export_dir)
 
     def export_policy_checkpoint(self, export_dir: str,
                                  policy_id: str = DEFAULT_POLICY_ID) -> None:
         """Writes policy `policy_id`'s model/optimizer checkpoint (`Policy.export_checkpoint`)."""
-        self.get_policy(policy_id).export_checkpoint(export_dir)
+        self._policy(policy_id, "export_policy_checkpoint").export_checkpoint(export_dir)
 
     # ------------------------------------------------------------ checkpoints
 

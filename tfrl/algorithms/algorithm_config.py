@@ -55,8 +55,14 @@ _REPORTING_ALIASES = ("metrics_num_episodes_for_smoothing", "min_time_s_per_iter
                       "min_sample_timesteps_per_iteration")
 
 
-def _field(default):
+def _field(default: Any) -> Any:
     return dataclasses.field(default_factory=lambda: copy.deepcopy(default))
+
+
+# The default `multiagent` subdict; a given one is merged into a copy of it.
+_MULTIAGENT_DEFAULTS: Dict[str, Any] = {
+    "policies": {}, "policy_mapping_fn": None, "policies_to_train": None,
+    "observation_fn": None, "count_steps_by": "env_steps"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,9 +155,7 @@ class AlgorithmConfig:
     log_sys_usage: bool = True
     logger_config: Optional[dict] = None
     callbacks_class: type = DefaultCallbacks
-    multiagent: dict = _field({"policies": {}, "policy_mapping_fn": None,
-                               "policies_to_train": None, "observation_fn": None,
-                               "count_steps_by": "env_steps"})
+    multiagent: dict = _field(_MULTIAGENT_DEFAULTS)
 
     # ------------------------------------------------------------ checks
 
@@ -207,8 +211,7 @@ class AlgorithmConfig:
         for key, value in given.items():
             name = ALIASES.get(key, key)
             if name == "multiagent":
-                value = {**cls.__dataclass_fields__["multiagent"].default_factory(),
-                         **(value or {})}
+                value = {**copy.deepcopy(_MULTIAGENT_DEFAULTS), **(value or {})}
             out[name] = value
         return out
 
@@ -287,7 +290,7 @@ class AlgorithmConfig:
     def debugging(self, *, seed: Optional[int] = None, log_level: Optional[str] = None
                   ) -> "AlgorithmConfig":
         """Sets `seed` and `log_level`."""
-        updates = {"seed": seed} if seed is not None else {}
+        updates: Dict[str, Any] = {"seed": seed} if seed is not None else {}
         if log_level is not None:
             updates["log_level"] = log_level
         return self.replace(**updates)

@@ -11,10 +11,11 @@ import gymnasium as gym
 import numpy as np
 import tree
 
+from tfrl.core import types
 from tfrl.utils.spaces.space_utils import space_structure
 
 
-def get_worker_state(worker: Any) -> Dict[str, Any]:
+def get_worker_state(worker: types.Worker) -> Dict[str, Any]:
     """`{"policies": {pid: state}, "filters": {pid: state}, "global_vars": ...}`."""
     return {
         "policies": {pid: worker.policy_map[pid].get_state() for pid in worker.policy_map},
@@ -23,7 +24,7 @@ def get_worker_state(worker: Any) -> Dict[str, Any]:
     }
 
 
-def set_worker_state(worker: Any, state: Dict[str, Any]) -> None:
+def set_worker_state(worker: types.Worker, state: Dict[str, Any]) -> None:
     """Restores a `get_worker_state` result into a worker with the same policies.
 
     Raises:

@@ -24,7 +24,7 @@ import os
 import shutil
 import tempfile
 import zipfile
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 import numpy as np
 
@@ -107,7 +107,7 @@ def _fsync(path: str) -> None:
         os.close(fd)
 
 
-def write_checkpoint(path: str, state: Any, metadata: Dict[str, Any] = None) -> str:
+def write_checkpoint(path: str, state: Any, metadata: Optional[Dict[str, Any]] = None) -> str:
     """Writes `state` (see `flatten_state`) to the directory `path`, atomically.
 
     Returns:
@@ -120,7 +120,9 @@ def write_checkpoint(path: str, state: Any, metadata: Dict[str, Any] = None) -> 
     tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.tmp-", dir=parent)
     try:
         with open(os.path.join(tmp, ARRAYS_FILE), "wb") as f:
-            np.savez(f, **arrays)
+            # numpy's stub fears a key named like savez's `allow_pickle` keyword; the
+            # keys are "a0", "a1", ... (flatten_state).
+            np.savez(f, **arrays)  # type: ignore[arg-type]
             f.flush()
             os.fsync(f.fileno())
         with open(os.path.join(tmp, STATE_FILE), "w") as f:

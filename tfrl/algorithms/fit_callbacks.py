@@ -108,7 +108,7 @@ class HookRouter:
 
     def _patch(self, worker: Any) -> None:
         callbacks = worker.callbacks
-        original = type(callbacks)
+        original: Any = type(callbacks)  # a DefaultCallbacks subclass, known at run time
         router = self
 
         class Routed(original):

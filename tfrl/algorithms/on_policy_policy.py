@@ -26,7 +26,7 @@ from tfrl.evaluation.postprocessing import compute_advantages
 from tfrl.policy.tf_policy import TFPolicy
 from tfrl.utils.schedules import make_schedule
 
-ON_POLICY_DEFAULTS = {
+ON_POLICY_DEFAULTS: Dict[str, Any] = {
     "gamma": 0.99,
     "lambda": 1.0,
     "use_gae": True,

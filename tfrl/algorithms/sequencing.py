@@ -15,7 +15,7 @@ Example:
     ([2, 1, 2], [0.0, 2.0, 3.0])
 """
 
-from typing import Any
+from typing import Any, Mapping
 
 import numpy as np
 
@@ -25,7 +25,7 @@ from tfrl.data.sample_batch import SampleBatch
 _BOUNDARY_COLUMNS = (Columns.EPS_ID, Columns.AGENT_INDEX, Columns.UNROLL_ID)
 
 
-def sequence_lengths(batch: Any, max_seq_len: int) -> np.ndarray:
+def sequence_lengths(batch: SampleBatch, max_seq_len: int) -> np.ndarray:
     """`seq_lens` (int32) of `batch`'s rows cut at trajectory ends and every
     `max_seq_len` steps."""
     if max_seq_len < 1:
@@ -48,11 +48,14 @@ def sequence_lengths(batch: Any, max_seq_len: int) -> np.ndarray:
     return np.asarray(lengths, np.int32)
 
 
-def add_sequences(batch: Any, max_seq_len: int) -> SampleBatch:
+def add_sequences(batch: Mapping[str, Any], max_seq_len: int) -> SampleBatch:
     """A sequence batch (rows unchanged; `seq_lens`; `state_in_<i>` per sequence).
 
-    A batch that already has `seq_lens` is returned as is.
+    `batch` is a SampleBatch or a dict of columns. A SampleBatch that already has
+    `seq_lens` is returned as is.
     """
+    if not isinstance(batch, SampleBatch):
+        batch = SampleBatch(batch)  # a dict's len() counts columns, not rows
     if Columns.SEQ_LENS in batch:
         return batch
     seq_lens = sequence_lengths(batch, max_seq_len)

@@ -16,7 +16,7 @@ Example:
     (True, False)
 """
 
-from typing import Any, Dict, List, Sequence, Type
+from typing import Any, Dict, List, Optional, Sequence, Type
 
 __all__ = ["DefaultCallbacks", "make_multi_callbacks"]
 
@@ -45,7 +45,7 @@ class DefaultCallbacks:
             non-empty dict raises `ValueError`.
     """
 
-    def __init__(self, legacy_callbacks_dict: Dict[str, Any] = None):
+    def __init__(self, legacy_callbacks_dict: Optional[Dict[str, Any]] = None):
         if legacy_callbacks_dict:
             raise ValueError(
                 "Callbacks given as a dict of functions are not supported. Received: "

@@ -16,13 +16,15 @@ and filters (`worker_state`); the sampler is `tfrl.evaluation.sampler`.
     worker.learn_on_batch(batch)
 """
 
+import collections.abc
 import dataclasses
 import logging
 import random
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Collection, Dict, List, Optional, Tuple, Type, Union
 
 import numpy as np
 
+from tfrl.core import types
 from tfrl.data.sample_batch import DEFAULT_POLICY_ID, concat_samples
 from tfrl.env.env_context import EnvContext
 from tfrl.evaluation import (worker_env, worker_learning, worker_policies, worker_setup,
@@ -32,8 +34,10 @@ from tfrl.evaluation.sampler import sampler_for_worker
 from tfrl.evaluation.worker_setup import apply_process_settings, check_worker_args
 from tfrl.offline.io_context import IOContext
 from tfrl.offline.output_writer import NoopOutput
+from tfrl.policy.policy import Policy
 from tfrl.policy.policy_map import PolicyMap
 from tfrl.utils.filter import get_filter
+from tfrl.utils.typing import SampleBatchType
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +64,8 @@ class RolloutWorker:
     Attributes:
         args: The checked arguments (a frozen `WorkerArgs`).
     """
+
+    global_vars: Optional[Dict[str, Any]]  # the last `set_global_vars` (None before)
 
     def __init__(self, **kwargs: Any):
         global _global_worker
@@ -140,7 +146,7 @@ class RolloutWorker:
     def _on_sub_env_created(self, env: Any, ctx: EnvContext) -> None:
         self.callbacks.on_sub_environment_created(worker=self, sub_environment=env, env_context=ctx)
 
-    def _build_policy(self, pid: Any, spec: Any) -> Any:
+    def _build_policy(self, pid: str, spec: Any) -> Policy:
         config = worker_policies.merged_policy_config(self.policy_config, spec, self.worker_index,
                                                       self.args.seed)
         if self.model_config and "model" not in (spec.config or {}):
@@ -157,7 +163,7 @@ class RolloutWorker:
         return policy
 
     # ------------------------------------------------------------------ sampling
-    def sample(self) -> Any:
+    def sample(self) -> SampleBatchType:
         """Returns a batch of at least (complete_episodes) or at most/exactly
         (truncate_episodes) `rollout_fragment_length * num_envs` steps.
 
@@ -188,16 +194,17 @@ class RolloutWorker:
             self.last_batch = batch
         return batch
 
-    def _count(self, batch: Any) -> int:
+    def _count(self, batch: types.Batch) -> int:
         return batch.count if self.count_steps_by == "env_steps" else batch.agent_steps()
 
-    def sample_with_count(self) -> tuple:
+    def sample_with_count(self) -> Tuple[SampleBatchType, int]:
         """`(batch, batch.count)`."""
         batch = self.sample()
         return batch, batch.count
 
     def sample_and_learn(self, expected_batch_size: int, num_sgd_iter: int,
-                         sgd_minibatch_size: int, standardize_fields: List[str]) -> tuple:
+                         sgd_minibatch_size: int, standardize_fields: List[str]
+                         ) -> Tuple[Dict[str, types.LearnerInfo], int]:
         """Samples and runs minibatch SGD on it; returns `(info, batch.count)`.
 
         Raises:
@@ -207,11 +214,11 @@ class RolloutWorker:
                                                 sgd_minibatch_size, standardize_fields)
 
     # ------------------------------------------------------------------ learning
-    def learn_on_batch(self, samples: Any) -> dict:
+    def learn_on_batch(self, samples: types.Batch) -> Dict[str, types.LearnerInfo]:
         """`{pid: info}` of `policy.learn_on_batch` for each trainable policy's batch."""
         return worker_learning.learn_on_batch(self, samples)
 
-    def compute_gradients(self, samples: Any) -> tuple:
+    def compute_gradients(self, samples: types.Batch) -> Tuple[Any, Dict[str, Any]]:
         """`(grads, info)`; dicts by policy id for a MultiAgentBatch."""
         return worker_learning.compute_gradients(self, samples)
 
@@ -219,26 +226,29 @@ class RolloutWorker:
         """Applies gradients from `compute_gradients` to the trainable policies."""
         worker_learning.apply_gradients(self, grads)
 
-    def get_weights(self, policies: Any = None) -> Dict[Any, Any]:
+    def get_weights(self, policies: Union[str, Collection[str], None] = None
+                    ) -> Dict[str, Any]:
         """`{pid: weights}` of the given policy ids (one id or a list; None: all)."""
         if policies is None:
             policies = list(self.policy_map)
-        elif not isinstance(policies, (list, tuple, set)):
-            policies = [policies]
+        elif isinstance(policies, str) or not isinstance(policies, collections.abc.Collection):
+            policies = [policies]  # one id
         return {pid: self.policy_map[pid].get_weights() for pid in policies}
 
-    def set_weights(self, weights: Dict[Any, Any], global_vars: Optional[dict] = None) -> None:
+    def set_weights(self, weights: Dict[str, Any],
+                    global_vars: Optional[Dict[str, Any]] = None) -> None:
         """Sets each policy's weights (unknown id: KeyError), then the global vars if given."""
         for pid, w in weights.items():
             self.policy_map[pid].set_weights(w)
         if global_vars:
             self.set_global_vars(global_vars)
 
-    def get_global_vars(self) -> Optional[dict]:
+    def get_global_vars(self) -> Optional[Dict[str, Any]]:
         """The last global vars set (None before the first `set_global_vars`)."""
         return self.global_vars
 
-    def set_global_vars(self, global_vars: dict, policy_ids: Optional[List[Any]] = None) -> None:
+    def set_global_vars(self, global_vars: Dict[str, Any],
+                        policy_ids: Optional[List[str]] = None) -> None:
         """Passes `global_vars` (e.g. `{"timestep": n}`) to the policies (all, or
         `policy_ids`) and stores them."""
         for pid in (self.policy_map if policy_ids is None else policy_ids):
@@ -246,15 +256,15 @@ class RolloutWorker:
         self.global_vars = global_vars
 
     # ------------------------------------------------------------------ policies
-    def get_policy(self, policy_id: Any = DEFAULT_POLICY_ID) -> Any:
+    def get_policy(self, policy_id: str = DEFAULT_POLICY_ID) -> Optional[Policy]:
         """The policy with that id, or None."""
         return self.policy_map.get(policy_id)
 
-    def add_policy(self, *, policy_id: Any, policy_cls: type, observation_space: Any = None,
+    def add_policy(self, *, policy_id: str, policy_cls: type, observation_space: Any = None,
                    action_space: Any = None, config: Optional[dict] = None,
                    policy_mapping_fn: Optional[Callable] = None,
                    policies_to_train: Optional[List[Any]] = None,
-                   policy_state: Optional[dict] = None) -> Any:
+                   policy_state: Optional[dict] = None) -> Policy:
         """Builds and adds a policy (with preprocessor and filter); returns it.
 
         Raises:
@@ -274,7 +284,7 @@ class RolloutWorker:
         self.set_policies_to_train(policies_to_train)
         return policy
 
-    def remove_policy(self, *, policy_id: Any = DEFAULT_POLICY_ID,
+    def remove_policy(self, *, policy_id: str = DEFAULT_POLICY_ID,
                       policy_mapping_fn: Optional[Callable] = None,
                       policies_to_train: Optional[List[Any]] = None) -> None:
         """Removes a policy with its preprocessor and filter.
@@ -311,7 +321,8 @@ class RolloutWorker:
             self.policies_to_train = worker_policies.checked_policies_to_train(
                 policies_to_train, self._spec_ids)
 
-    def set_callbacks(self, callbacks: Any = None) -> None:
+    def set_callbacks(self, callbacks: Union[DefaultCallbacks, Type[DefaultCallbacks], None] = None
+                      ) -> None:
         """Replaces the callbacks (a `DefaultCallbacks` instance, or a subclass to
         instantiate; None: keep the instance, e.g. after changing its class). The
         sampler fires the new episode hooks from its next step on (running episodes too).
@@ -330,15 +341,16 @@ class RolloutWorker:
         if self.sampler is not None:
             self.sampler.refresh_callbacks(self.callbacks)
 
-    def for_policy(self, func: Callable, policy_id: Any = DEFAULT_POLICY_ID, **kwargs: Any) -> Any:
+    def for_policy(self, func: Callable[..., Any], policy_id: str = DEFAULT_POLICY_ID,
+                   **kwargs: Any) -> Any:
         """`func(policy, **kwargs)` for one policy."""
         return func(self.policy_map[policy_id], **kwargs)
 
-    def foreach_policy(self, func: Callable, **kwargs: Any) -> list:
+    def foreach_policy(self, func: Callable[..., Any], **kwargs: Any) -> List[Any]:
         """`[func(policy, pid, **kwargs)]` over all policies, in map order."""
         return [func(p, pid, **kwargs) for pid, p in self.policy_map.items()]
 
-    def foreach_trainable_policy(self, func: Callable, **kwargs: Any) -> list:
+    def foreach_trainable_policy(self, func: Callable[..., Any], **kwargs: Any) -> List[Any]:
         """As `foreach_policy`, over the trainable policies only."""
         return [func(p, pid, **kwargs) for pid, p in self.policy_map.items()
                 if pid in self.policies_to_train]
@@ -365,15 +377,15 @@ class RolloutWorker:
         """`func(self, *args)`."""
         return func(self, *args)
 
-    def get_metrics(self) -> list:
+    def get_metrics(self) -> List[Any]:
         """The RolloutMetrics of the episodes completed since the last call."""
         return list(self.sampler.get_metrics()) if self.sampler is not None else []
 
-    def get_filters(self, flush_after: bool = False) -> dict:
+    def get_filters(self, flush_after: bool = False) -> Dict[str, Any]:
         """`{pid: serializable filter}`; `flush_after` clears the buffers afterwards."""
         return worker_state.get_filters(self.filters, flush_after)
 
-    def sync_filters(self, new_filters: dict) -> None:
+    def sync_filters(self, new_filters: Dict[str, Any]) -> None:
         """Syncs each filter with `new_filters[pid]` (KeyError if one is missing)."""
         worker_state.sync_filters(self.filters, new_filters)
 

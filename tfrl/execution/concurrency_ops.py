@@ -16,14 +16,15 @@ Example:
 
 import collections
 import queue
-from typing import Any, Callable, List, Optional, Union
+from typing import Any, Callable, Deque, List, Optional, Tuple, Union
 
 from tfrl.execution.iter import LocalIterator, NotReady, SharedMetrics
 
 
-def Concurrently(ops: List[LocalIterator], *, mode: str = "round_robin",
+def Concurrently(ops: List[LocalIterator[Any]], *, mode: str = "round_robin",
                  output_indexes: Optional[List[int]] = None,
-                 round_robin_weights: Optional[List[Union[int, str]]] = None) -> LocalIterator:
+                 round_robin_weights: Optional[List[Union[int, str]]] = None
+                 ) -> LocalIterator[Any]:
     """Runs the given iterators "concurrently" by merging their items into one iterator.
 
     Args:
@@ -79,7 +80,7 @@ class _Tag:
     def __init__(self, index: int):
         self.index = index
 
-    def __call__(self, item: Any):
+    def __call__(self, item: Any) -> Tuple[int, Any]:
         return self.index, item
 
 
@@ -101,7 +102,7 @@ class Enqueue:
         if not isinstance(output_queue, queue.Queue):
             raise ValueError(f"Expected queue.Queue, got {type(output_queue)}")
         self.queue = output_queue
-        self.pending = collections.deque()
+        self.pending: Deque[Any] = collections.deque()
 
     def __call__(self, item: Any) -> Any:
         self.pending.append(item)
@@ -114,7 +115,8 @@ class Enqueue:
         return item
 
 
-def Dequeue(input_queue: queue.Queue, check: Callable[[], bool] = lambda: True) -> LocalIterator:
+def Dequeue(input_queue: queue.Queue, check: Callable[[], bool] = lambda: True
+            ) -> LocalIterator[Any]:
     """A LocalIterator over the items of a `queue.Queue` (NotReady while it is empty).
 
     Args:

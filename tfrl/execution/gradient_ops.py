@@ -19,6 +19,7 @@ from typing import Any, Collection, List, Tuple
 import numpy as np
 import tree
 
+from tfrl.core import types
 from tfrl.execution.common import (APPLY_GRADS_TIMER, COMPUTE_GRADS_TIMER, LEARNER_INFO,
                                    STEPS_TRAINED_COUNTER, WORKER_UPDATE_TIMER, _get_global_vars)
 from tfrl.execution.iter import get_shared_metrics
@@ -39,10 +40,10 @@ class ComputeGradients:
         workers: The WorkerSet.
     """
 
-    def __init__(self, workers: Any):
+    def __init__(self, workers: types.WorkerSet):
         self.workers = workers
 
-    def __call__(self, samples: Any) -> Tuple[Any, int]:
+    def __call__(self, samples: types.Batch) -> Tuple[Any, int]:
         _check_batch(samples, "ComputeGradients")
         metrics = get_shared_metrics()
         with metrics.timers[COMPUTE_GRADS_TIMER]:
@@ -68,14 +69,14 @@ class ApplyGradients:
             `update_all=False` and no source worker is recorded.
     """
 
-    def __init__(self, workers: Any, policies: Collection[str] = frozenset(),
+    def __init__(self, workers: types.WorkerSet, policies: Collection[str] = frozenset(),
                  update_all: bool = True):
         self.workers = workers
         self.local_worker = workers.local_worker()
         self.policies = frozenset(policies or ())
         self.update_all = update_all
 
-    def __call__(self, item: Any) -> None:
+    def __call__(self, item: Tuple[Any, int]) -> None:
         if not isinstance(item, tuple) or len(item) != 2:
             raise ValueError(f"ApplyGradients takes (gradients, count) items; received {item!r}.")
         gradients, count = item

@@ -24,8 +24,10 @@ import contextlib
 import contextvars
 import itertools
 import time
-from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, Union
+from typing import (Any, Callable, Dict, Generator, Generic, Iterable, Iterator, List,
+                    Optional, Sequence, Tuple, TypeVar, Union)
 
+from tfrl.core import types
 from tfrl.execution.stats import TimerStat
 
 # Upper bound on items pulled from a "*"-weighted parent per round, so that an
@@ -33,7 +35,10 @@ from tfrl.execution.stats import TimerStat
 MAX_PULLS_PER_STAR_ROUND = 100
 _IDLE_SLEEP_S = 0.001
 
-_ACTIVE_METRICS: contextvars.ContextVar = contextvars.ContextVar(
+T = TypeVar("T")
+U = TypeVar("U")
+
+_ACTIVE_METRICS: contextvars.ContextVar[Optional["SharedMetrics"]] = contextvars.ContextVar(
     "tfrl_execution_shared_metrics", default=None)
 
 
@@ -60,14 +65,14 @@ class SharedMetrics:
             asynchronous gathering; `ApplyGradients(update_all=False)` uses it).
     """
 
-    def __init__(self):
-        self.counters = collections.defaultdict(int)
-        self.timers = collections.defaultdict(TimerStat)
-        self.info = {}
-        self.current_worker = None
+    def __init__(self) -> None:
+        self.counters: Dict[str, int] = collections.defaultdict(int)
+        self.timers: Dict[str, TimerStat] = collections.defaultdict(TimerStat)
+        self.info: Dict[str, Any] = {}
+        self.current_worker: Optional[types.RemoteWorker] = None
 
     @property
-    def current_actor(self):
+    def current_actor(self) -> Optional[types.RemoteWorker]:
         """RLlib's name of `current_worker`."""
         return self.current_worker
 
@@ -102,7 +107,7 @@ _get_shared_metrics = get_shared_metrics  # RLlib's name.
 
 
 @contextlib.contextmanager
-def metrics_context(metrics: SharedMetrics):
+def metrics_context(metrics: SharedMetrics) -> Generator[SharedMetrics, None, None]:
     """Makes `metrics` the shared metrics for the enclosed block (to call operators directly)."""
     token = _ACTIVE_METRICS.set(metrics)
     try:
@@ -115,8 +120,11 @@ BaseIteratorFn = Callable[[Optional[float]], Iterable[Any]]
 Transform = Callable[[Iterator[Any]], Iterator[Any]]
 
 
-class LocalIterator:
+class LocalIterator(Generic[T]):
     """A lazy stream of items built from a generator factory and a chain of transforms.
+
+    `LocalIterator[T]` yields items of type `T`; `for_each(fn)` with `fn: T -> U` makes
+    a `LocalIterator[U]` (the `NotReady()` items in between are not part of `T`).
 
     Args:
         base_iterator: `fn(timeout) -> iterable`. `timeout` is None when the consumer
@@ -130,7 +138,7 @@ class LocalIterator:
         TypeError: If `base_iterator` is not callable.
     """
 
-    def __init__(self, base_iterator: BaseIteratorFn,
+    def __init__(self, base_iterator: Callable[[Optional[float]], Iterable[T]],
                  shared_metrics: Optional[SharedMetrics] = None,
                  local_transforms: Optional[List[Transform]] = None,
                  timeout: Optional[float] = None, name: str = "LocalIterator"):
@@ -160,10 +168,10 @@ class LocalIterator:
             self._built = it
         return self._built
 
-    def __iter__(self) -> "LocalIterator":
+    def __iter__(self) -> "LocalIterator[T]":
         return self
 
-    def __next__(self) -> Any:
+    def __next__(self) -> T:
         token = _ACTIVE_METRICS.set(self.shared_metrics)
         try:
             it = self._raw()
@@ -174,7 +182,7 @@ class LocalIterator:
         finally:
             _ACTIVE_METRICS.reset(token)
 
-    def take(self, n: int) -> List[Any]:
+    def take(self, n: int) -> List[T]:
         """The next `n` items (fewer if the stream ends)."""
         return list(itertools.islice(self, n))
 
@@ -185,12 +193,12 @@ class LocalIterator:
 
     # --------------------------------------------------------- transforming
 
-    def _derive(self, transform: Transform, name: str) -> "LocalIterator":
+    def _derive(self, transform: Transform, name: str) -> "LocalIterator[Any]":
         return LocalIterator(self.base_iterator, self.shared_metrics,
                              self.local_transforms + [transform], timeout=self.timeout,
                              name=f"{self.name}.{name}")
 
-    def for_each(self, fn: Callable[[Any], Any]) -> "LocalIterator":
+    def for_each(self, fn: Callable[[T], U]) -> "LocalIterator[U]":
         """Maps `fn` (a function or callable object) over the items.
 
         If `fn` has a `_on_fetch_start()` method, it is called before each item is
@@ -209,7 +217,7 @@ class LocalIterator:
 
         return self._derive(apply_for_each, f"for_each({_name_of(fn)})")
 
-    def filter(self, fn: Callable[[Any], bool]) -> "LocalIterator":
+    def filter(self, fn: Callable[[T], object]) -> "LocalIterator[T]":
         """Keeps the items for which `fn(item)` is truthy."""
         def apply_filter(it):
             for item in it:
@@ -218,7 +226,7 @@ class LocalIterator:
 
         return self._derive(apply_filter, f"filter({_name_of(fn)})")
 
-    def flatten(self) -> "LocalIterator":
+    def flatten(self: "LocalIterator[Iterable[U]]") -> "LocalIterator[U]":
         """Emits the elements of each (list) item in order."""
         def apply_flatten(it):
             for item in it:
@@ -229,11 +237,11 @@ class LocalIterator:
 
         return self._derive(apply_flatten, "flatten()")
 
-    def combine(self, fn: Callable[[Any], Sequence[Any]]) -> "LocalIterator":
+    def combine(self, fn: Callable[[T], Iterable[U]]) -> "LocalIterator[U]":
         """Flat-map: `fn(item)` returns a list (possibly empty) whose elements are emitted."""
         return self.for_each(fn).flatten()
 
-    def batch(self, n: int) -> "LocalIterator":
+    def batch(self, n: int) -> "LocalIterator[List[T]]":
         """Groups items into lists of `n` (the last list may be shorter).
 
         Raises:
@@ -257,12 +265,13 @@ class LocalIterator:
 
         return self._derive(apply_batch, f"batch({n})")
 
-    def zip_with_source_actor(self) -> "LocalIterator":
+    def zip_with_source_actor(self) -> "LocalIterator[Tuple[Optional[types.RemoteWorker], T]]":
         """Pairs each item with the worker it came from: `(current_worker, item)`."""
         return self.for_each(lambda item: (get_shared_metrics().current_worker, item))
 
-    def union(self, *others: "LocalIterator", deterministic: bool = False,
-              round_robin_weights: Optional[List[Union[int, str]]] = None) -> "LocalIterator":
+    def union(self, *others: "LocalIterator[Any]", deterministic: bool = False,
+              round_robin_weights: Optional[List[Union[int, str]]] = None
+              ) -> "LocalIterator[Any]":
         """Merges this iterator with `others`; see `Concurrently` for the modes.
 
         Args:
@@ -306,7 +315,7 @@ class LocalIterator:
                 pulled = False
                 for entry in list(active):
                     weight, it = entry
-                    pulls = MAX_PULLS_PER_STAR_ROUND if weight == "*" else weight
+                    pulls = weight if isinstance(weight, int) else MAX_PULLS_PER_STAR_ROUND
                     try:
                         for _ in range(pulls):
                             item = next(it)
@@ -325,7 +334,8 @@ class LocalIterator:
         return LocalIterator(build_union, metrics, name=f"Union[{names}]")
 
 
-def _check_weights(weights, num: int, deterministic: bool) -> List[Union[int, str]]:
+def _check_weights(weights: Optional[Sequence[Union[int, str]]], num: int,
+                   deterministic: bool) -> List[Union[int, str]]:
     if weights is None:
         return [1] * num
     if not deterministic:
@@ -351,7 +361,7 @@ def _name_of(fn: Any) -> str:
     return getattr(fn, "__name__", type(fn).__name__)
 
 
-def from_items(items: Sequence[Any], repeat: bool = False) -> LocalIterator:
+def from_items(items: Iterable[T], repeat: bool = False) -> LocalIterator[T]:
     """A LocalIterator over `items` (cycled forever if `repeat`)."""
     items = list(items)
 
@@ -361,13 +371,13 @@ def from_items(items: Sequence[Any], repeat: bool = False) -> LocalIterator:
     return LocalIterator(base, SharedMetrics(), name="from_items")
 
 
-def from_range(n: int, repeat: bool = False) -> LocalIterator:
+def from_range(n: int, repeat: bool = False) -> LocalIterator[int]:
     """A LocalIterator over `range(n)` (cycled forever if `repeat`)."""
     return from_items(range(n), repeat=repeat)
 
 
-def from_iterators(iterables: Sequence[Union[Iterable[Any], Callable[[], Iterable[Any]]]],
-                   repeat: bool = False) -> LocalIterator:
+def from_iterators(iterables: Sequence[Union[Iterable[T], Callable[[], Iterable[T]]]],
+                   repeat: bool = False) -> LocalIterator[T]:
     """A LocalIterator over the items of each iterable in turn.
 
     Args:

@@ -16,8 +16,9 @@ learner_info)` into `thread.outqueue`. Sampling and learning overlap: the compil
 import copy
 import queue
 import threading
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
+from tfrl.core import types
 from tfrl.execution.common import LEARNER_INFO
 from tfrl.execution.stats import TimerStat, WindowStat
 
@@ -44,11 +45,11 @@ class MinibatchBuffer:
         self.timeout = timeout
         self.max_initial_ttl = int(num_passes)
         self.cur_initial_ttl = int(init_num_passes)
-        self.buffers = [None] * self.size
+        self.buffers: List[Any] = [None] * self.size  # None: slot free
         self.ttl = [0] * self.size
         self.idx = 0
 
-    def get(self) -> Tuple[Any, bool]:
+    def get(self) -> Tuple[types.Batch, bool]:
         """The next batch to learn on and whether this was its last pass.
 
         Raises:
@@ -88,7 +89,7 @@ class LearnerThread(threading.Thread):
         error: The exception that ended the thread, if any.
     """
 
-    def __init__(self, local_worker: Any, minibatch_buffer_size: int, num_sgd_iter: int,
+    def __init__(self, local_worker: types.Worker, minibatch_buffer_size: int, num_sgd_iter: int,
                  learner_queue_size: int, learner_queue_timeout: float):
         super().__init__(name="tfrl-learner", daemon=True)
         self.learner_queue_size = WindowStat("size", 50)
@@ -104,7 +105,7 @@ class LearnerThread(threading.Thread):
         self.load_timer = TimerStat()
         self.load_wait_timer = TimerStat()
         self.weights_updated = False
-        self.learner_info: Dict[str, Any] = {}
+        self.learner_info: Dict[str, types.LearnerInfo] = {}
         self.stopped = False
         self.num_steps = 0
         self.error: Optional[BaseException] = None
@@ -144,7 +145,7 @@ class LearnerThread(threading.Thread):
         self.outqueue.put((batch.count, self.learner_info))
         self.learner_queue_size.push(self.inqueue.qsize())
 
-    def _learn(self, batch: Any) -> Dict[str, Any]:
+    def _learn(self, batch: types.Batch) -> Dict[str, types.LearnerInfo]:
         return self.local_worker.learn_on_batch(batch)
 
     def raise_if_failed(self) -> None:

@@ -17,8 +17,9 @@ Example:
 """
 
 import time
-from typing import Any, Callable, List, Mapping, Optional
+from typing import Any, Callable, List, Mapping, Optional, Sequence
 
+from tfrl.core import types
 from tfrl.evaluation.metrics import collect_episodes, summarize_episodes
 from tfrl.execution.common import (AGENT_STEPS_SAMPLED_COUNTER, AGENT_STEPS_TRAINED_COUNTER,
                                    STEPS_SAMPLED_COUNTER, STEPS_TRAINED_COUNTER)
@@ -35,9 +36,9 @@ def _config_value(config: Any, keys: List[str], default: Any) -> Any:
     return default
 
 
-def StandardMetricsReporting(train_op: LocalIterator, workers: Any, config: Any,
-                             selected_workers: Optional[List[Any]] = None,
-                             by_steps_trained: bool = False) -> LocalIterator:
+def StandardMetricsReporting(train_op: LocalIterator[Any], workers: types.WorkerSet, config: Any,
+                             selected_workers: Optional[Sequence[types.RemoteWorker]] = None,
+                             by_steps_trained: bool = False) -> LocalIterator[types.ResultDict]:
     """Periodic result dicts of a training plan (the outputs of `train_op` are dropped).
 
     `train_op.filter(OncePerTimestepsElapsed(timesteps_per_iteration))
@@ -96,9 +97,10 @@ class CollectMetrics:
         ValueError: If `min_history` is not an int >= 0 or `timeout_seconds` is negative.
     """
 
-    def __init__(self, workers: Any, min_history: int = 100, timeout_seconds: float = 180,
-                 keep_per_episode_custom_metrics: bool = False,
-                 selected_workers: Optional[List[Any]] = None, by_steps_trained: bool = False):
+    def __init__(self, workers: types.WorkerSet, min_history: int = 100,
+                 timeout_seconds: float = 180, keep_per_episode_custom_metrics: bool = False,
+                 selected_workers: Optional[Sequence[types.RemoteWorker]] = None,
+                 by_steps_trained: bool = False):
         if isinstance(min_history, bool) or not isinstance(min_history, int) or min_history < 0:
             raise ValueError(f"CollectMetrics(min_history=...) must be an int >= 0; received "
                              f"{min_history!r}.")
@@ -114,7 +116,7 @@ class CollectMetrics:
         self.episode_history: List[Any] = []
         self.to_be_collected: List[Any] = []
 
-    def __call__(self, _: Any) -> dict:
+    def __call__(self, _: Any) -> types.ResultDict:
         remotes = (self.selected_workers if self.selected_workers is not None
                    else self.workers.remote_workers())
         new_episodes, self.to_be_collected = collect_episodes(

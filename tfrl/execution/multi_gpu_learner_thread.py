@@ -17,8 +17,9 @@ So here:
 import queue
 import threading
 import warnings
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
+from tfrl.core import types
 from tfrl.execution.learner_thread import _POLL_S, LearnerThread, MinibatchBuffer
 from tfrl.execution.train_ops import _check_int, _overridden_config
 
@@ -45,7 +46,7 @@ class MultiGPULearnerThread(LearnerThread):
             `num_gpus` asks for, or a count is not a positive int.
     """
 
-    def __init__(self, local_worker: Any, num_gpus: float = 1, lr: Any = None,
+    def __init__(self, local_worker: types.Worker, num_gpus: float = 1, lr: Any = None,
                  train_batch_size: int = 500, num_multi_gpu_tower_stacks: int = 1,
                  num_sgd_iter: int = 1, learner_queue_size: int = 16,
                  learner_queue_timeout: float = 300, num_data_load_threads: int = 16,
@@ -77,7 +78,6 @@ class MultiGPULearnerThread(LearnerThread):
         if train_batch_size % len(self.devices):
             raise ValueError(f"{where}: train_batch_size={train_batch_size} must be divisible by "
                              f"the number of devices ({len(self.devices)}).")
-        self.minibatch_buffer = None
         self.ready_tower_stacks: queue.Queue = queue.Queue(maxsize=num_stacks)
         self.ready_tower_stacks_buffer = MinibatchBuffer(
             self.ready_tower_stacks, num_stacks, _POLL_S, num_sgd_iter,
@@ -106,12 +106,12 @@ class MultiGPULearnerThread(LearnerThread):
                 except queue.Full:
                     continue
 
-    def _learn(self, batch: Any) -> Dict[str, Any]:
+    def _learn(self, batch: types.Batch) -> Dict[str, types.LearnerInfo]:
         with _overridden_config(list(self.policy_map.values()), num_sgd_iter=1,
                                 sgd_minibatch_size=None):
             return self.local_worker.learn_on_batch(batch)
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def stop(self, timeout: Optional[float] = 10.0) -> None:
         """Stops the learner and the loader threads."""
         super().stop(timeout)
         for thread in self.loader_threads:

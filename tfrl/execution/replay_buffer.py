@@ -18,6 +18,7 @@ from typing import Any, Dict, Optional
 import numpy as np
 import tree
 
+from tfrl.core import types
 from tfrl.data.sample_batch import MultiAgentBatch
 from tfrl.data.sample_batch import DEFAULT_POLICY_ID, SampleBatch
 
@@ -54,9 +55,11 @@ class _Ring:
         self.size = min(self.capacity, self.size + n)
 
     def sample(self, rng: np.random.Generator, num: int) -> SampleBatch:
+        columns = self.columns
+        assert columns is not None and self.size > 0  # only rings holding rows are sampled
         idx = rng.integers(0, self.size, size=num)
         return SampleBatch({key: tree.map_structure(lambda store: store[idx], value)
-                            for key, value in self.columns.items()})
+                            for key, value in columns.items()})
 
 
 class LocalReplayBuffer:
@@ -89,7 +92,7 @@ class LocalReplayBuffer:
     def __len__(self) -> int:
         return sum(r.size for r in self._rings.values())
 
-    def add_batch(self, batch: Any) -> None:
+    def add_batch(self, batch: types.Batch) -> None:
         """Stores the rows of a SampleBatch or MultiAgentBatch.
 
         Raises:
@@ -105,12 +108,16 @@ class LocalReplayBuffer:
                             f"received {type(batch).__name__}.")
         for pid, rows in batches.items():
             if rows.count:
-                self._rings.setdefault(pid, _Ring(self.capacity)).add(rows)
+                # Keep the ring only once it holds rows: a rejected batch leaves no empty
+                # ring behind for `replay()` to sample from.
+                ring = self._rings.get(pid) or _Ring(self.capacity)
+                ring.add(rows)
+                self._rings[pid] = ring
         self.num_added += batch.count
 
     add = add_batch  # RLlib 2's name
 
-    def replay(self) -> Any:
+    def replay(self) -> Optional[types.Batch]:
         """`replay_batch_size` uniformly sampled rows per policy, or None if not ready."""
         if self.num_added < max(1, self.learning_starts) or not self._rings:
             return None

@@ -24,11 +24,12 @@ from typing import Any, List, Optional
 
 import numpy as np
 
+from tfrl.core import types
 from tfrl.execution.iter import LocalIterator, NotReady, SharedMetrics
 from tfrl.execution.worker_pool import WorkerPool, _check_num_async
 
 
-def _add(buffer: Any, batch: Any) -> Any:
+def _add(buffer: Any, batch: types.Batch) -> Any:
     add = getattr(buffer, "add_batch", None) or getattr(buffer, "add")
     return add(batch)
 
@@ -47,25 +48,26 @@ class StoreToReplayBuffer:
         ValueError: If both or neither are given.
     """
 
-    def __init__(self, *, local_buffer: Any = None, actors: Optional[List[Any]] = None):
+    def __init__(self, *, local_buffer: Any = None,
+                 actors: Optional[List[types.RemoteWorker]] = None):
         if (local_buffer is None) == (actors is None):
             raise ValueError("Either `local_buffer` or `replay_actors` must be given, not both!")
         self.local_actor = local_buffer
         self.replay_actors = actors
 
-    def __call__(self, batch: Any) -> Any:
-        if self.local_actor is not None:
-            _add(self.local_actor, batch)
-        else:
+    def __call__(self, batch: types.Batch) -> types.Batch:
+        if self.replay_actors is not None:
             random.choice(self.replay_actors).call("add_batch", batch)
+        else:
+            _add(self.local_actor, batch)
         return batch
 
 
 StoreToReplayActors = StoreToReplayBuffer  # the seed example's name (D15)
 
 
-def Replay(*, local_buffer: Any = None, actors: Optional[List[Any]] = None,
-           num_async: int = 4) -> LocalIterator:
+def Replay(*, local_buffer: Any = None, actors: Optional[List[types.RemoteWorker]] = None,
+           num_async: int = 4) -> LocalIterator[types.Batch]:
     """Replayed batches from a local buffer or from replay workers.
 
     Args:
@@ -104,10 +106,10 @@ class SimpleReplayBuffer:
 
     def __init__(self, num_slots: int, replay_proportion: Optional[float] = None):
         self.num_slots = num_slots
-        self.replay_batches: List[Any] = []
+        self.replay_batches: List[types.Batch] = []
         self.replay_index = 0
 
-    def add_batch(self, sample_batch: Any) -> None:
+    def add_batch(self, sample_batch: types.Batch) -> None:
         """Stores `sample_batch`, replacing the oldest stored batch when full."""
         if self.num_slots <= 0:
             return
@@ -117,7 +119,7 @@ class SimpleReplayBuffer:
             self.replay_batches[self.replay_index] = sample_batch
             self.replay_index = (self.replay_index + 1) % self.num_slots
 
-    def replay(self) -> Any:
+    def replay(self) -> Optional[types.Batch]:
         """A stored batch chosen uniformly (numpy's global RNG), or None if empty."""
         if not self.replay_batches:
             return None
@@ -152,11 +154,13 @@ class MixInReplay:
         self.replay_buffer = SimpleReplayBuffer(num_slots)
         self.replay_proportion = replay_proportion
 
-    def __call__(self, sample_batch: Any) -> List[Any]:
+    def __call__(self, sample_batch: types.Batch) -> List[types.Batch]:
         self.replay_buffer.add_batch(sample_batch)
         output = [sample_batch]
         remaining = self.replay_proportion
         while remaining > 0 and random.random() < remaining:
             remaining -= 1
-            output.append(self.replay_buffer.replay())
+            replayed = self.replay_buffer.replay()  # not None: the input was just stored
+            if replayed is not None:
+                output.append(replayed)
         return output

@@ -23,10 +23,11 @@ Example:
 
 import logging
 import time
-from typing import Any, Collection, List, Optional, Union
+from typing import Any, Collection, List, Literal, Optional, Tuple, Union, overload
 
 import numpy as np
 
+from tfrl.core import types
 from tfrl.execution.common import (AGENT_STEPS_SAMPLED_COUNTER, GRAD_WAIT_TIMER,
                                    LEARNER_INFO, LEARNER_STATS_KEY, SAMPLE_TIMER,
                                    STEPS_SAMPLED_COUNTER)
@@ -35,13 +36,14 @@ from tfrl.execution.worker_pool import WorkerPool, _check_num_async
 from tfrl.data.sample_batch import MultiAgentBatch
 from tfrl.data.sample_batch import DEFAULT_POLICY_ID, SampleBatch
 from tfrl.data.sample_batch import concat_samples
+from tfrl.utils.typing import SampleBatchType
 
 logger = logging.getLogger(__name__)
 
 ROLLOUT_MODES = ("bulk_sync", "async", "raw")
 
 
-def _check_batch(batch: Any, where: str) -> None:
+def _check_batch(batch: object, where: str) -> None:
     if not isinstance(batch, (SampleBatch, MultiAgentBatch)):
         raise TypeError(
             f"{where} takes SampleBatch or MultiAgentBatch items; received "
@@ -49,7 +51,7 @@ def _check_batch(batch: Any, where: str) -> None:
         )
 
 
-def _report_timesteps(batch: Any) -> Any:
+def _report_timesteps(batch: SampleBatchType) -> SampleBatchType:
     _check_batch(batch, "ParallelRollouts")
     counters = get_shared_metrics().counters
     counters[STEPS_SAMPLED_COUNTER] += batch.env_steps()
@@ -57,8 +59,19 @@ def _report_timesteps(batch: Any) -> Any:
     return batch
 
 
-def ParallelRollouts(workers: Any, *, mode: str = "bulk_sync",
-                     num_async: int = 1) -> Union[LocalIterator, WorkerPool]:
+@overload
+def ParallelRollouts(workers: types.WorkerSet, *,
+                     mode: Literal["bulk_sync", "async"] = "bulk_sync",
+                     num_async: int = 1) -> LocalIterator[SampleBatchType]: ...
+
+
+@overload
+def ParallelRollouts(workers: types.WorkerSet, *, mode: str,
+                     num_async: int = 1) -> Union[LocalIterator[SampleBatchType], WorkerPool]: ...
+
+
+def ParallelRollouts(workers: types.WorkerSet, *, mode: str = "bulk_sync",
+                     num_async: int = 1) -> Union[LocalIterator[SampleBatchType], WorkerPool]:
     """Experiences sampled by the workers of a WorkerSet, as a LocalIterator.
 
     First syncs the remote workers' weights (`workers.sync_weights()`). Without remote
@@ -114,7 +127,7 @@ def ParallelRollouts(workers: Any, *, mode: str = "bulk_sync",
     return pool.gather_async(num_async=num_async).for_each(_report_timesteps)
 
 
-def _sample_and_compute_gradients(worker: Any):
+def _sample_and_compute_gradients(worker: types.Worker) -> Tuple[Tuple[Any, Any], int]:
     samples = worker.sample()
     return worker.compute_gradients(samples), samples.count
 
@@ -128,7 +141,7 @@ class _RecordGradientMetrics:
     def _on_fetch_start(self) -> None:
         self.fetch_start_time = time.perf_counter()
 
-    def __call__(self, item):
+    def __call__(self, item: Tuple[Tuple[Any, Any], int]) -> Tuple[Any, int]:
         (grads, info), count = item
         metrics = get_shared_metrics()
         metrics.counters[STEPS_SAMPLED_COUNTER] += count
@@ -139,7 +152,7 @@ class _RecordGradientMetrics:
         return grads, count
 
 
-def AsyncGradients(workers: Any) -> LocalIterator:
+def AsyncGradients(workers: types.WorkerSet) -> LocalIterator[Tuple[Any, int]]:
     """Gradients computed by the remote workers on their own samples, as they arrive.
 
     Each remote worker repeatedly runs `compute_gradients(sample())`; the iterator
@@ -195,11 +208,11 @@ class ConcatBatches:
             )
         self.min_batch_size = int(min_batch_size)
         self.count_steps_by = count_steps_by
-        self.buffer: List[Any] = []
+        self.buffer: List[types.Batch] = []
         self.count = 0
         self.last_batch_time = time.perf_counter()
 
-    def __call__(self, batch: Any) -> List[Any]:
+    def __call__(self, batch: types.Batch) -> List[SampleBatchType]:
         _check_batch(batch, "ConcatBatches")
         self.buffer.append(batch)
         by_env = self.count_steps_by == "env_steps"
@@ -237,7 +250,8 @@ class SelectExperiences:
         TypeError: If `policy_ids` is a string or not a collection.
     """
 
-    def __init__(self, policy_ids: Optional[Collection[str]] = None, local_worker: Any = None):
+    def __init__(self, policy_ids: Optional[Collection[str]] = None,
+                 local_worker: Optional[types.Worker] = None):
         if (policy_ids is None) == (local_worker is None):
             raise ValueError(
                 "SelectExperiences takes exactly one of `policy_ids` and `local_worker`; "
@@ -252,12 +266,14 @@ class SelectExperiences:
         self.policy_ids = None if policy_ids is None else frozenset(policy_ids)
         self.local_worker = local_worker
 
-    def __call__(self, samples: Any) -> Any:
+    def __call__(self, samples: SampleBatchType) -> SampleBatchType:
         _check_batch(samples, "SelectExperiences")
         if not isinstance(samples, MultiAgentBatch):
             return samples
-        ids = (self.policy_ids if self.policy_ids is not None
-               else frozenset(self.local_worker.policies_to_train))
+        ids = self.policy_ids
+        if ids is None:
+            assert self.local_worker is not None  # __init__ took exactly one of the two
+            ids = frozenset(self.local_worker.policies_to_train)
         return MultiAgentBatch(
             {pid: b for pid, b in samples.policy_batches.items() if pid in ids}, samples.count)
 
@@ -295,7 +311,7 @@ class StandardizeFields:
             )
         self.fields = list(fields)
 
-    def __call__(self, samples: Any) -> Any:
+    def __call__(self, samples: SampleBatchType) -> SampleBatchType:
         _check_batch(samples, "StandardizeFields")
         batches = (samples.policy_batches if isinstance(samples, MultiAgentBatch)
                    else {DEFAULT_POLICY_ID: samples})

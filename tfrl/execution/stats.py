@@ -48,9 +48,9 @@ class TimerStat:
         return self
 
     def __exit__(self, *exc) -> None:
-        elapsed = time.perf_counter() - self._start
-        self._start = None
-        self.push(elapsed)
+        start, self._start = self._start, None
+        assert start is not None  # set by __enter__
+        self.push(time.perf_counter() - start)
 
     def push(self, seconds: float) -> None:
         """Records one duration in seconds."""

@@ -15,9 +15,11 @@ pipeline's `SharedMetrics` (names in `tfrl.execution.common`).
 import collections
 import contextlib
 import warnings
-from typing import Any, Collection, Dict, Iterator, List, Tuple
+from typing import Any, Collection, Dict, Iterator, List, Optional, Tuple, TypeVar
 
 import numpy as np
+
+from tfrl.core import types
 
 from tfrl.execution.common import (AGENT_STEPS_TRAINED_COUNTER, LAST_TARGET_UPDATE_TS,
                                    LEARN_ON_BATCH_TIMER, LEARNER_INFO, LEARNER_STATS_KEY,
@@ -30,6 +32,8 @@ from tfrl.execution.rollout_ops import _check_batch
 from tfrl.data.sample_batch import MultiAgentBatch
 from tfrl.data.sample_batch import DEFAULT_POLICY_ID
 
+T = TypeVar("T")
+
 __all__ = ["TrainOneStep", "MultiGPUTrainOneStep", "ComputeGradients", "ApplyGradients",
            "AverageGradients", "UpdateTargetNetwork", "UpdateTargetIfNeeded"]
 
@@ -41,7 +45,7 @@ def _check_int(value: Any, name: str, where: str, minimum: int) -> int:
 
 
 @contextlib.contextmanager
-def _overridden_config(policies: List[Any], **overrides) -> Iterator[None]:
+def _overridden_config(policies: List[Any], **overrides: Any) -> Iterator[None]:
     """Temporarily sets `policy.config[key]` (TFPolicy reads them at every learn call)."""
     saved = []
     for policy in policies:
@@ -70,7 +74,7 @@ def _mean_stats(stats: Dict[str, List[Any]]) -> Dict[str, Any]:
 class _LearnOp:
     """Shared bookkeeping of the learning operators: counters, timers, weight sync."""
 
-    def __init__(self, workers: Any, policies: Collection[str]):
+    def __init__(self, workers: types.WorkerSet, policies: Collection[str]):
         self.workers = workers
         self.local_worker = workers.local_worker()
         self.policies = frozenset(policies or ())
@@ -80,7 +84,8 @@ class _LearnOp:
             return sorted(self.policies)
         return list(self.local_worker.policies_to_train)
 
-    def _finish(self, batch: Any, info: Dict[str, Any]) -> Tuple[Any, Dict[str, Any]]:
+    def _finish(self, batch: types.Batch, info: Dict[str, types.LearnerInfo]
+                ) -> Tuple[types.Batch, Dict[str, types.LearnerInfo]]:
         metrics = get_shared_metrics()
         metrics.counters[STEPS_TRAINED_COUNTER] += batch.env_steps()
         metrics.counters[AGENT_STEPS_TRAINED_COUNTER] += batch.agent_steps()
@@ -122,20 +127,21 @@ class TrainOneStep(_LearnOp):
             `sgd_minibatch_size` exceeds a policy's rows in the Python loop.
     """
 
-    def __init__(self, workers: Any, policies: Collection[str] = frozenset(),
+    def __init__(self, workers: types.WorkerSet, policies: Collection[str] = frozenset(),
                  num_sgd_iter: int = 1, sgd_minibatch_size: int = 0):
         super().__init__(workers, policies)
         self.num_sgd_iter = _check_int(num_sgd_iter, "num_sgd_iter", "TrainOneStep", 1)
         self.sgd_minibatch_size = _check_int(sgd_minibatch_size or 0, "sgd_minibatch_size",
                                              "TrainOneStep", 0)
-        self._rng = None  # seeded from numpy's global RNG when the Python loop first runs
+        # Seeded from numpy's global RNG when the Python loop first runs.
+        self._rng: Optional[np.random.Generator] = None
 
-    def _policy_config_matches(self, policy: Any) -> bool:
+    def _policy_config_matches(self, policy: Optional[types.Policy]) -> bool:
         config = getattr(policy, "config", None) or {}
         return (config.get("num_sgd_iter", 1) == self.num_sgd_iter
                 and (config.get("sgd_minibatch_size") or 0) == self.sgd_minibatch_size)
 
-    def __call__(self, batch: Any) -> Tuple[Any, Dict[str, Any]]:
+    def __call__(self, batch: types.Batch) -> Tuple[types.Batch, Dict[str, types.LearnerInfo]]:
         _check_batch(batch, "TrainOneStep")
         timer = get_shared_metrics().timers[LEARN_ON_BATCH_TIMER]
         with timer:
@@ -154,6 +160,7 @@ class TrainOneStep(_LearnOp):
                           else {DEFAULT_POLICY_ID: batch})
         if self._rng is None:
             self._rng = np.random.default_rng(np.random.randint(2**31))
+        rng = self._rng
         info = {}
         for pid in self._policy_ids():
             if pid not in policy_batches:
@@ -175,7 +182,7 @@ class TrainOneStep(_LearnOp):
             with _overridden_config([policy], num_sgd_iter=1, sgd_minibatch_size=None):
                 for _ in range(self.num_sgd_iter):
                     stats = collections.defaultdict(list)
-                    shuffled = rows.copy(shallow=True).shuffle(seed=int(self._rng.integers(2**31)))
+                    shuffled = rows.copy(shallow=True).shuffle(seed=int(rng.integers(2**31)))
                     for i in range(rows.count // size):
                         out = self._learn(pid, shuffled.slice(i * size, (i + 1) * size))
                         for key, value in out.get(LEARNER_STATS_KEY, {}).items():
@@ -218,7 +225,7 @@ class MultiGPUTrainOneStep(_LearnOp):
             or than the number of devices.
     """
 
-    def __init__(self, workers: Any, *, sgd_minibatch_size: int, num_sgd_iter: int,
+    def __init__(self, workers: types.WorkerSet, *, sgd_minibatch_size: int, num_sgd_iter: int,
                  num_gpus: float = 0, _fake_gpus: bool = False, shuffle_sequences: bool = True,
                  framework: str = "tf2", policies: Collection[str] = frozenset(),
                  train_batch_size: Any = None, rollout_fragment_length: Any = None,
@@ -258,7 +265,7 @@ class MultiGPUTrainOneStep(_LearnOp):
                     f"{list(devices)}. Build the policy with the same num_gpus and _fake_gpus "
                     "in its config.")
 
-    def __call__(self, batch: Any) -> Tuple[Any, Dict[str, Any]]:
+    def __call__(self, batch: types.Batch) -> Tuple[types.Batch, Dict[str, types.LearnerInfo]]:
         _check_batch(batch, "MultiGPUTrainOneStep")
         policy_batches = (batch.policy_batches if isinstance(batch, MultiAgentBatch)
                           else {DEFAULT_POLICY_ID: batch})
@@ -304,7 +311,8 @@ class UpdateTargetNetwork:
         ValueError: If `target_update_freq` is not an int >= 0.
     """
 
-    def __init__(self, workers: Any, target_update_freq: int, by_steps_trained: bool = False,
+    def __init__(self, workers: types.WorkerSet, target_update_freq: int,
+                 by_steps_trained: bool = False,
                  policies: Collection[str] = frozenset()):
         self.workers = workers
         self.local_worker = workers.local_worker()
@@ -313,7 +321,7 @@ class UpdateTargetNetwork:
         self.metric = STEPS_TRAINED_COUNTER if by_steps_trained else STEPS_SAMPLED_COUNTER
         self.policies = frozenset(policies or ())
 
-    def __call__(self, item: Any) -> Any:
+    def __call__(self, item: T) -> T:
         counters = get_shared_metrics().counters
         now = counters[self.metric]
         if now - counters[LAST_TARGET_UPDATE_TS] >= self.target_update_freq:

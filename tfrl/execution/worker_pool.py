@@ -14,11 +14,14 @@ A pool wraps worker handles (`handle.call(method) -> concurrent.futures.Future`,
 
 import concurrent.futures
 import time
-from typing import Any, Callable, List, Optional
+from typing import Any, Callable, Iterable, List, Optional, Union
 
+from tfrl.core import types
 from tfrl.execution.iter import LocalIterator, NotReady, SharedMetrics, get_shared_metrics
 
 SubmitFn = Callable[[Any], concurrent.futures.Future]
+# Worker handles, or a function returning the current ones.
+Handles = Union[Iterable[types.RemoteWorker], Callable[[], Iterable[types.RemoteWorker]]]
 
 # Longest wait for any worker's result before a TimeoutError (a hung worker must not hang
 # training forever).
@@ -41,13 +44,13 @@ class WorkerPool:
         TimeoutError: (when pulled) If results take longer than `result_timeout_s`.
     """
 
-    def __init__(self, handles, submit: Optional[SubmitFn] = None,
+    def __init__(self, handles: Handles, submit: Optional[SubmitFn] = None,
                  result_timeout_s: float = DEFAULT_RESULT_TIMEOUT_S):
         self._handles = handles
         self._submit = submit or _call_sample
         self.result_timeout_s = result_timeout_s
 
-    def handles(self) -> List[Any]:
+    def handles(self) -> List[types.RemoteWorker]:
         """The current worker handles."""
         handles = self._handles() if callable(self._handles) else self._handles
         handles = list(handles)
@@ -58,7 +61,7 @@ class WorkerPool:
             )
         return handles
 
-    def gather_async(self, num_async: int = 1) -> LocalIterator:
+    def gather_async(self, num_async: int = 1) -> LocalIterator[Any]:
         """Results as they complete, at most `num_async` calls in flight per worker.
 
         Raises:
@@ -96,7 +99,7 @@ class WorkerPool:
 
         return LocalIterator(gather, SharedMetrics(), name="gather_async")
 
-    def batch_across_shards(self) -> LocalIterator:
+    def batch_across_shards(self) -> LocalIterator[List[Any]]:
         """One list per step with one result of every worker (in worker order)."""
         pool = self
 
@@ -113,7 +116,7 @@ class WorkerPool:
         return LocalIterator(gather_all, SharedMetrics(), name="batch_across_shards")
 
 
-def _raise_timeout(handles, seconds: float) -> None:
+def _raise_timeout(handles: Iterable[types.RemoteWorker], seconds: float) -> None:
     indexes = sorted(getattr(h, "worker_index", "?") for h in handles)
     raise TimeoutError(
         f"Workers {indexes} returned no result within result_timeout_s={seconds} s. A worker "
@@ -121,7 +124,7 @@ def _raise_timeout(handles, seconds: float) -> None:
     )
 
 
-def _call_sample(handle: Any) -> concurrent.futures.Future:
+def _call_sample(handle: types.RemoteWorker) -> concurrent.futures.Future:
     return handle.call("sample")
 
 
@@ -134,7 +137,7 @@ def _check_num_async(num_async: Any) -> None:
 
 
 
-def from_actors(handles, method: str = "sample") -> WorkerPool:
+def from_actors(handles: Handles, method: str = "sample") -> WorkerPool:
     """A pool calling `method` on each handle (ray.util.iter's `from_actors`).
 
     Example: `from_actors(workers.remote_workers()).gather_async(num_async=2)`.

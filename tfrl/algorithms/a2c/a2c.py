@@ -21,6 +21,8 @@ from tfrl.algorithms.algorithm import Algorithm, metrics_reporting
 from tfrl.algorithms.algorithm_config import AlgorithmConfig
 from tfrl.algorithms.pg.pg import concat_rollouts, execution_plan as pg_execution_plan
 from tfrl.execution.train_ops import ApplyGradients, AverageGradients, ComputeGradients
+from tfrl.core import types
+from tfrl.execution.iter import LocalIterator
 
 
 @dataclasses.dataclass(frozen=True)
@@ -49,7 +51,8 @@ class A2CConfig(AlgorithmConfig):
                 f"{self.train_batch_size}]; received {self.microbatch_size}.")
 
 
-def execution_plan(workers: Any, config: Dict[str, Any]) -> Any:
+def execution_plan(workers: types.WorkerSet, config: Dict[str, Any]
+                   ) -> LocalIterator[types.ResultDict]:
     """A2C's LocalIterator of result dicts: PG's plan, or, with `microbatch_size`,
     gradients of microbatches averaged into one update."""
     if not config["microbatch_size"]:

@@ -17,6 +17,9 @@ from tfrl.algorithms.algorithm_config import AlgorithmConfig
 from tfrl.algorithms.pg.pg_tf_policy import PGTFPolicy
 from tfrl.execution.rollout_ops import ConcatBatches, ParallelRollouts
 from tfrl.execution.train_ops import TrainOneStep
+from tfrl.core import types
+from tfrl.execution.iter import LocalIterator
+from tfrl.utils.typing import SampleBatchType
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,7 +33,8 @@ class PGConfig(AlgorithmConfig):
     batch_mode: str = "complete_episodes"
 
 
-def concat_rollouts(workers: Any, config: Dict[str, Any], min_batch_size: int) -> Any:
+def concat_rollouts(workers: types.WorkerSet, config: Dict[str, Any],
+                    min_batch_size: int) -> LocalIterator[SampleBatchType]:
     """Bulk-sync `ParallelRollouts` concatenated into batches of at least
     `min_batch_size` steps (counted as `config["multiagent"]["count_steps_by"]`)."""
     return ParallelRollouts(workers, mode="bulk_sync").combine(ConcatBatches(
@@ -38,7 +42,8 @@ def concat_rollouts(workers: Any, config: Dict[str, Any], min_batch_size: int) -
         count_steps_by=config["multiagent"].get("count_steps_by", "env_steps")))
 
 
-def execution_plan(workers: Any, config: Dict[str, Any]) -> Any:
+def execution_plan(workers: types.WorkerSet, config: Dict[str, Any]
+                   ) -> LocalIterator[types.ResultDict]:
     """PG's LocalIterator of result dicts."""
     train_op = concat_rollouts(workers, config, config["train_batch_size"]).for_each(
         TrainOneStep(workers))

@@ -14,15 +14,17 @@ Example:
 
 import dataclasses
 import logging
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple, Union
 
 from tfrl.algorithms.algorithm import Algorithm, metrics_reporting
 from tfrl.algorithms.algorithm_config import AlgorithmConfig
 from tfrl.algorithms.ppo.ppo_tf_policy import PPOTFPolicy
+from tfrl.core import types
 from tfrl.execution.common import LEARNER_STATS_KEY
 from tfrl.execution.rollout_ops import (ConcatBatches, ParallelRollouts, SelectExperiences,
                                         StandardizeFields)
 from tfrl.execution.train_ops import TrainOneStep
+from tfrl.execution.iter import LocalIterator
 
 logger = logging.getLogger(__name__)
 
@@ -80,10 +82,12 @@ class UpdateKL:
     returns the info.
     """
 
-    def __init__(self, workers: Any):
+    def __init__(self, workers: types.WorkerSet):
         self.workers = workers
 
-    def __call__(self, item: Any) -> Dict[str, Any]:
+    def __call__(self, item: Union[Tuple[Any, Dict[str, types.LearnerInfo]],
+                                   Dict[str, types.LearnerInfo]]
+                 ) -> Dict[str, types.LearnerInfo]:
         info = item[1] if isinstance(item, tuple) else item
         local = self.workers.local_worker()
         for pid, policy_info in info.items():
@@ -91,13 +95,14 @@ class UpdateKL:
             if "kl" not in stats:
                 continue
             policy = local.get_policy(pid)
-            if hasattr(policy, "update_kl"):
+            if policy is not None and hasattr(policy, "update_kl"):
                 new_coeff = policy.update_kl(float(stats["kl"]))
                 stats["cur_kl_coeff"] = new_coeff
         remote = self.workers.remote_workers()
         if remote:  # remote policies only act, but keep their state consistent
-            coeffs = {pid: local.get_policy(pid).kl_coeff for pid in info
-                      if hasattr(local.get_policy(pid), "kl_coeff")}
+            policies = {pid: local.get_policy(pid) for pid in info}
+            coeffs = {pid: p.kl_coeff for pid, p in policies.items()
+                      if p is not None and hasattr(p, "kl_coeff")}
 
             def set_coeffs(worker):
                 for pid, coeff in coeffs.items():
@@ -108,7 +113,8 @@ class UpdateKL:
         return info
 
 
-def execution_plan(workers: Any, config: Dict[str, Any]) -> Any:
+def execution_plan(workers: types.WorkerSet, config: Dict[str, Any]
+                   ) -> LocalIterator[types.ResultDict]:
     """PPO's LocalIterator of result dicts (see the module docstring)."""
     rollouts = ParallelRollouts(workers, mode="bulk_sync")
     policies = workers.local_worker().policies_to_train
@@ -120,8 +126,7 @@ def execution_plan(workers: Any, config: Dict[str, Any]) -> Any:
     rollouts = rollouts.for_each(StandardizeFields(["advantages"]))
     train_op = rollouts.for_each(TrainOneStep(
         workers, num_sgd_iter=config["num_sgd_iter"],
-        sgd_minibatch_size=config["sgd_minibatch_size"]))
-    train_op = train_op.for_each(UpdateKL(workers))
+        sgd_minibatch_size=config["sgd_minibatch_size"])).for_each(UpdateKL(workers))
     return metrics_reporting(train_op, workers, config)
 
 
