@@ -22,15 +22,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfrl.algorithms.loss_math import explained_variance, local_mean
 from tfrl.algorithms.sequencing import add_sequences
 from tfrl.core.columns import Columns
 from tfrl.evaluation.postprocessing import compute_advantages
 from tfrl.policy.tf_policy import TFPolicy
 from tfrl.utils.schedules import make_schedule
-
-__all__ = ["ON_POLICY_DEFAULTS", "OnPolicyTFPolicy", "bootstrap_value", "explained_variance",
-           "local_mean"]
 
 ON_POLICY_DEFAULTS = {
     "gamma": 0.99,
