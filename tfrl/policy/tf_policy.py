@@ -131,7 +131,7 @@ class TFPolicy(Policy):
                 if self._recurrent else [])
             self._acting = ActionFunctions(self)
             self.call_model(space_specs.zeros_batch(self.observation_space, 1),
-                             [s[None] for s in self._initial_state], self._acting.zero_prev(1))
+                            [s[None] for s in self._initial_state], self._acting.zero_prev(1))
             self.optimizer = self.make_optimizer()
             self.optimizer.build(self.model.trainable_variables)
             self.num_grad_updates = tf.Variable(0, dtype=tf.int64, trainable=False,
@@ -181,7 +181,9 @@ class TFPolicy(Policy):
         (e.g. `tfrl.algorithms.ppo.ppo_loss.ppo_loss`). Default: `self.loss(...)` and
         `self.stats(train_batch)`, each converted by autograph (unless marked
         `do_not_convert`). A subclass that overrides `loss` and not `loss_and_stats`
-        gets this default.
+        gets this default, so it reports `stats()` only, not the statistics of the
+        algorithm's loss (e.g. PPO's `kl`, without which the KL coefficient stays put);
+        to keep those, override `loss_and_stats` and extend `super().loss_and_stats(...)`.
 
         Args:
             model: The policy's Keras model.
@@ -372,14 +374,10 @@ class TFPolicy(Policy):
                 f"({type(model).__name__}). Pass policy.model, or call that model yourself."
             )
         prev = {column: train_batch[column] for column in self._acting.prev_columns}
-        if not self._recurrent:
-            dist_inputs, value, _ = self.call_model(train_batch[Columns.OBS], [], prev,
-                                                    training=True)
-            return dist_inputs, value
         state_in = [train_batch[f"state_in_{i}"] for i in range(len(self._initial_state))]
-        dist_inputs, value, _ = self.call_model(
-            train_batch[Columns.OBS], state_in, prev, seq_lens=train_batch[Columns.SEQ_LENS],
-            training=True)
+        seq_lens = train_batch[Columns.SEQ_LENS] if self._recurrent else None
+        dist_inputs, value, _ = self.call_model(train_batch[Columns.OBS], state_in, prev,
+                                                seq_lens=seq_lens, training=True)
         return dist_inputs, value
 
     def valid_mask(self, train_batch: Dict[str, tf.Tensor]) -> Optional[tf.Tensor]:
