@@ -11,7 +11,7 @@ recurrent policy, with a `[B, T]` bool `mask` of the real steps), and returns
   them over replicas and minibatches.
 """
 
-from typing import Dict, Optional
+from typing import Dict, List, Optional
 
 import tensorflow as tf
 
@@ -21,20 +21,22 @@ __all__ = ["check_step_tensors", "explained_variance", "global_mean", "local_mea
 
 
 def check_step_tensors(fn_name: str, tensors: Dict[str, Optional[tf.Tensor]],
-                       mask: Optional[tf.Tensor] = None) -> None:
-    """Raises unless `tensors` are floats of one rank, 1 (`[B]`) or 2 (`[B, T]`), and of
-    compatible shapes, and `mask` (if given) is bool of their shape. None entries are
-    skipped. Checks static shapes only (free inside a compiled function).
+                       mask: Optional[tf.Tensor] = None) -> List[Optional[tf.Tensor]]:
+    """`tensors`' values as tensors, in order (None stays None), after checking that they
+    are floats of one rank, 1 (`[B]`) or 2 (`[B, T]`), of compatible shapes, and that
+    `mask` (if given) is bool of their shape. Checks static shapes only (free inside a
+    compiled function).
 
     Raises:
         TypeError: For a non-float tensor, or a non-bool mask.
         ValueError: For a rank other than 1 or 2, or shapes that disagree.
     """
+    converted = [None if value is None else tf.convert_to_tensor(value)
+                 for value in tensors.values()]
     first_name, first = None, None
-    for name, value in tensors.items():
+    for name, value in zip(tensors, converted):
         if value is None:
             continue
-        value = tf.convert_to_tensor(value)
         if not value.dtype.is_floating:
             raise TypeError(
                 f"{fn_name}(): {name} must be a float tensor; received dtype "
@@ -66,6 +68,7 @@ def check_step_tensors(fn_name: str, tensors: Dict[str, Optional[tf.Tensor]],
                 f"{fn_name}(): mask must have the shape of {first_name}; received mask "
                 f"{mask.shape}, {first_name} {first.shape}."
             )
+    return converted
 
 
 def local_mean(values: tf.Tensor, mask: Optional[tf.Tensor] = None) -> tf.Tensor:

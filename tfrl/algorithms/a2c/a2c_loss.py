@@ -51,12 +51,10 @@ def a2c_loss(
         TypeError, ValueError: For non-float tensors, ranks other than 1 or 2, shapes
             that disagree or a non-bool mask (see `loss_math.check_step_tensors`).
     """
-    logp_t, advantages_t, values_t, value_targets_t, entropy_t = (
-        tf.convert_to_tensor(x) for x in (logp_t, advantages_t, values_t, value_targets_t,
-                                          entropy_t))
-    check_step_tensors("a2c_loss", {
-        "logp_t": logp_t, "advantages_t": advantages_t, "values_t": values_t,
-        "value_targets_t": value_targets_t, "entropy_t": entropy_t}, mask)
+    logp_t, advantages_t, values_t, value_targets_t, entropy_t = check_step_tensors(
+        "a2c_loss", {
+            "logp_t": logp_t, "advantages_t": advantages_t, "values_t": values_t,
+            "value_targets_t": value_targets_t, "entropy_t": entropy_t}, mask)
     pg_t = logp_t * advantages_t
     vf_t = 0.5 * tf.square(values_t - value_targets_t)
     stats = {

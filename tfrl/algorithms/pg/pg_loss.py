@@ -32,7 +32,7 @@ def pg_loss(logp_t: tf.Tensor, advantages_t: tf.Tensor, *,
         TypeError, ValueError: For non-float tensors, ranks other than 1 or 2, shapes
             that disagree or a non-bool mask (see `loss_math.check_step_tensors`).
     """
-    logp_t, advantages_t = tf.convert_to_tensor(logp_t), tf.convert_to_tensor(advantages_t)
-    check_step_tensors("pg_loss", {"logp_t": logp_t, "advantages_t": advantages_t}, mask)
+    logp_t, advantages_t = check_step_tensors(
+        "pg_loss", {"logp_t": logp_t, "advantages_t": advantages_t}, mask)
     pg_t = logp_t * advantages_t
     return -global_mean(pg_t, mask), {"policy_loss": -local_mean(pg_t, mask)}

@@ -95,14 +95,11 @@ def ppo_loss(
             that disagree, a non-bool mask (see `loss_math.check_step_tensors`), or
             `values_t` without `behaviour_values_t` and `value_targets_t`.
     """
-    check_step_tensors("ppo_loss", {
-        "logp_t": logp_t, "behaviour_logp_t": behaviour_logp_t, "advantages_t": advantages_t,
-        "kl_t": kl_t, "entropy_t": entropy_t, "values_t": values_t,
-        "behaviour_values_t": behaviour_values_t, "value_targets_t": value_targets_t}, mask)
-    logp_t, behaviour_logp_t, advantages_t, kl_t, entropy_t, values_t, behaviour_values_t, \
-        value_targets_t = (None if x is None else tf.convert_to_tensor(x) for x in (
-            logp_t, behaviour_logp_t, advantages_t, kl_t, entropy_t, values_t,
-            behaviour_values_t, value_targets_t))
+    (logp_t, behaviour_logp_t, advantages_t, kl_t, entropy_t, values_t, behaviour_values_t,
+     value_targets_t) = check_step_tensors("ppo_loss", {
+         "logp_t": logp_t, "behaviour_logp_t": behaviour_logp_t, "advantages_t": advantages_t,
+         "kl_t": kl_t, "entropy_t": entropy_t, "values_t": values_t,
+         "behaviour_values_t": behaviour_values_t, "value_targets_t": value_targets_t}, mask)
     if values_t is not None and (behaviour_values_t is None or value_targets_t is None):
         raise ValueError(
             "ppo_loss(): values_t needs behaviour_values_t and value_targets_t for the value "
