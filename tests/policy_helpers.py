@@ -73,16 +73,19 @@ class PGPolicy(TFPolicy):
             return keras.optimizers.Adam(self.config["lr"])
         return keras.optimizers.SGD(self.config["lr"])
 
-    def loss(self, model, dist_class, train_batch):
+    def loss_and_stats(self, model, dist_class, train_batch):
         logits, value = model(train_batch["obs"], training=True)  # [B, n], [B]
         logp = dist_class(logits, model).logp(train_batch["actions"])  # [B]
         vf_err = (value - train_batch["advantages"]) ** 2  # [B]
-        self.tower_stats["vf_loss"] = tf.reduce_mean(vf_err)  # this replica's mean, for stats
-        return -self.global_mean(logp * train_batch["advantages"]) + 0.5 * self.global_mean(vf_err)
+        loss = -self.global_mean(logp * train_batch["advantages"]) + 0.5 * self.global_mean(vf_err)
+        # The loss's stats are this replica's means; `stats()` adds the rest.
+        return loss, {"vf_loss": tf.reduce_mean(vf_err), **self.stats(train_batch)}
+
+    def loss(self, model, dist_class, train_batch):
+        return PGPolicy.loss_and_stats(self, model, dist_class, train_batch)[0]
 
     def stats(self, train_batch):
-        return {"vf_loss": self.tower_stats["vf_loss"],
-                "mean_adv": tf.reduce_mean(train_batch["advantages"])}
+        return {"mean_adv": tf.reduce_mean(train_batch["advantages"])}
 
 
 def pg_loss_numpy_free(model, batch):

@@ -10,7 +10,9 @@
   RLlib's `lr_schedule` / `entropy_coeff_schedule` (`[[timestep, value], ...]`) in
   `on_global_var_update`, so that the compiled learn step never retraces.
 
-Subclasses override `loss` (and `stats`).
+Subclasses override `loss_and_stats`: model outputs through `forward`, handed to the
+algorithm's pure loss function (e.g. `ppo_loss.ppo_loss`), whose stats they join with
+`stats()`; their `loss` returns the loss alone (RLlib's signature).
 """
 
 from typing import Any, Dict, Optional
@@ -170,17 +172,3 @@ class OnPolicyTFPolicy(TFPolicy):
         if "entropy_coeff" in state:
             self.entropy_coeff.assign(float(state["entropy_coeff"]))
 
-
-def local_mean(values: tf.Tensor, mask: Optional[tf.Tensor] = None) -> tf.Tensor:
-    """Mean of `values` over this replica's rows (where `mask`), for `stats`."""
-    if mask is None:
-        return tf.reduce_mean(values)
-    mask = tf.cast(mask, values.dtype)
-    return tf.reduce_sum(values * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
-
-
-def explained_variance(y: tf.Tensor, pred: tf.Tensor) -> tf.Tensor:
-    """`max(-1, 1 - Var[y - pred] / Var[y])` (RLlib's explained_variance)."""
-    _, y_var = tf.nn.moments(y, axes=[0])
-    _, diff_var = tf.nn.moments(y - pred, axes=[0])
-    return tf.maximum(-1.0, 1.0 - diff_var / tf.maximum(y_var, 1e-8))

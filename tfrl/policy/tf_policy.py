@@ -1,8 +1,10 @@
 """TFPolicy: a Keras model and an action distribution, acting and learning in compiled code.
 
-An algorithm subclasses `TFPolicy` once and overrides `loss` (required) and, as it needs,
-`postprocess_trajectory`, `stats`, `extra_action_out`, `make_optimizer`, `make_model` and
-`make_action_distribution`. Everything TensorFlow runs is compiled once:
+An algorithm subclasses `TFPolicy` once and overrides `loss_and_stats` (or RLlib's `loss`
+and `stats`) and, as it needs, `postprocess_trajectory`, `extra_action_out`,
+`make_optimizer`, `make_model`, `make_action_distribution` and `call_model`, the one
+path from inputs to model outputs that acting, values, the loss and the exported
+SavedModel share. Everything TensorFlow runs is compiled once:
 
 - `compute_actions` (and `value`) is one call of a concrete function with a fixed input
   signature (observations `[B, ...]`, state-ins, the previous actions/rewards the model
@@ -16,11 +18,11 @@ An algorithm subclasses `TFPolicy` once and overrides `loss` (required) and, as 
   distributed `tfrl.policy.dataset.to_dataset` pipeline (see `tf_train_step`).
 
 Under a `MirroredStrategy` every replica gets `minibatch_size / num_replicas` rows and the
-optimizer sums the replicas' gradients, so `loss` must average over the *global*
+optimizer sums the replicas' gradients, so the loss must average over the *global*
 minibatch; `self.global_mean(x)` does that (and equals `tf.reduce_mean(x)` on one device).
-`self.forward(model, train_batch)` and `self.valid_mask(train_batch)` let one loss serve
-feed-forward and recurrent models (sequence columns are `[B, T, ...]`, see
-`train_columns`).
+`self.forward(model, train_batch)` (`call_model` on a train batch) and
+`self.valid_mask(train_batch)` let one loss serve feed-forward and recurrent models
+(sequence columns are `[B, T, ...]`, see `train_columns`).
 
 Example:
     >>> import gymnasium as gym, keras, numpy as np
@@ -42,7 +44,6 @@ Example:
     (['num_grad_updates', 'num_traces', 'total_loss'], 1)
 """
 
-import threading
 from typing import Any, Dict, List, Optional, Tuple
 
 import gymnasium as gym
@@ -60,6 +61,7 @@ from tfrl.policy.policy import (Policy, action_output_view_requirements,
 from tfrl.policy.strategy import make_strategy, strategy_devices
 from tfrl.policy.tf_policy_actions import PREV_COLUMNS, ActionFunctions
 from tfrl.policy.tf_train_step import TrainStep, global_mean
+from tfrl.policy.train_columns import autograph_converted
 
 DEFAULT_CONFIG = {
     "explore": True,
@@ -76,7 +78,7 @@ DEFAULT_CONFIG = {
     "model": {},
 }
 # Methods whose override takes a policy off the numpy inference path.
-_ACTION_METHODS = ("action_graph", "_call_model", "extra_action_out", "compute_actions", "value")
+_ACTION_METHODS = ("action_graph", "call_model", "extra_action_out", "compute_actions", "value")
 
 
 class TFPolicy(Policy):
@@ -110,7 +112,6 @@ class TFPolicy(Policy):
                  strategy: Optional[tf.distribute.Strategy] = None):
         super().__init__(observation_space, action_space, config)
         self.config = {**DEFAULT_CONFIG, **self.config}
-        self._tower_local = threading.local()
         self.strategy = strategy if strategy is not None else make_strategy(self.config)
         self.devices = strategy_devices(self.strategy)
         seed = self.config["seed"]
@@ -129,8 +130,8 @@ class TFPolicy(Policy):
                 [np.asarray(s)[0] for s in tree.flatten(self.model.get_initial_state(1))]
                 if self._recurrent else [])
             self._acting = ActionFunctions(self)
-            self._call_model(space_specs.zeros_batch(self.observation_space, 1),
-                             [s[None] for s in self._initial_state], self._acting.zero_prev(1))
+            self.call_model(space_specs.zeros_batch(self.observation_space, 1),
+                            [s[None] for s in self._initial_state], self._acting.zero_prev(1))
             self.optimizer = self.make_optimizer()
             self.optimizer.build(self.model.trainable_variables)
             self.num_grad_updates = tf.Variable(0, dtype=tf.int64, trainable=False,
@@ -159,37 +160,56 @@ class TFPolicy(Policy):
 
     # ------------------------------------------------------ algorithm hooks
 
-    def loss(self, model: keras.Model, dist_class: type, train_batch: Dict[str, tf.Tensor]
-             ) -> tf.Tensor:
-        """This replica's share of the loss: averaged over the *global* minibatch.
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        # A subclass that overrides `loss` but not `loss_and_stats` (RLlib's way, e.g. a
+        # PPOTFPolicy with its own loss) learns with its `loss` and `stats`.
+        if "loss" in cls.__dict__ and "loss_and_stats" not in cls.__dict__:
+            cls.loss_and_stats = TFPolicy.loss_and_stats
 
-        Runs inside the compiled train step, once per replica and minibatch (replicas
-        trace concurrently, in threads). Keep tensors for `stats` in `self.tower_stats`,
-        which is private to each replica, never in other attributes.
+    @tf.autograph.experimental.do_not_convert  # converts `loss` and `stats` itself
+    def loss_and_stats(self, model: keras.Model, dist_class: type,
+                       train_batch: Dict[str, tf.Tensor]
+                       ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
+        """This replica's share of the loss, and its statistics: what the train step calls.
+
+        Runs inside the compiled train step, once per replica and minibatch. The loss
+        must average over the *global* minibatch (`global_mean`); the stats are scalars
+        averaged over this replica's rows (`tf.reduce_mean`), which the train step
+        averages over replicas and minibatches into `learner_stats`. The built-in
+        algorithms compute the model's outputs here and hand them to a pure loss function
+        (e.g. `tfrl.algorithms.ppo.ppo_loss.ppo_loss`). Default: `self.loss(...)` and
+        `self.stats(train_batch)`, each converted by autograph (unless marked
+        `do_not_convert`). A subclass that overrides `loss` and not `loss_and_stats`
+        gets this default, so it reports `stats()` only, not the statistics of the
+        algorithm's loss (e.g. PPO's `kl`, without which the KL coefficient stays put);
+        to keep those, override `loss_and_stats` and extend `super().loss_and_stats(...)`.
 
         Args:
             model: The policy's Keras model.
             dist_class: The action distribution class (`dist_class(dist_inputs, model)`).
             train_batch: This replica's rows of the minibatch, column -> tensor.
+
+        Returns:
+            `(loss, stats)`: a scalar tensor and a dict of scalar tensors.
         """
+        return (autograph_converted(self.loss)(model, dist_class, train_batch),
+                autograph_converted(self.stats)(train_batch))
+
+    def loss(self, model: keras.Model, dist_class: type, train_batch: Dict[str, tf.Tensor]
+             ) -> tf.Tensor:
+        """This replica's share of the loss (RLlib's signature; see `loss_and_stats`)."""
         raise NotImplementedError(
-            f"{type(self).__name__} must override loss(model, dist_class, train_batch) to learn."
+            f"{type(self).__name__} must override loss(model, dist_class, train_batch) (or "
+            "loss_and_stats) to learn."
         )
 
-    @property
-    def tower_stats(self) -> Dict[str, tf.Tensor]:
-        """A dict private to the current replica's step: `loss` writes, `stats` reads."""
-        stats = getattr(self._tower_local, "stats", None)
-        if stats is None:
-            stats = self._tower_local.stats = {}
-        return stats
-
     def stats(self, train_batch: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
-        """Scalar statistics of one replica's minibatch; default: none.
+        """Scalar statistics of one replica's minibatch (RLlib's `stats_fn`); default: none.
 
         Compute them as means over this replica's rows (`tf.reduce_mean`, not
         `global_mean`): they are averaged over replicas and minibatches into
-        `learner_stats`.
+        `learner_stats`. Statistics of the loss's terms come from `loss_and_stats`.
         """
         return {}
 
@@ -285,9 +305,43 @@ class TFPolicy(Policy):
         `prev_actions` / `prev_rewards` `[B, ...]`, if it consumes them)."""
         return self._acting.graph(obs, state_in, explore, prev)
 
-    def _call_model(self, obs: Any, state_in: List[Any], prev: Optional[Dict[str, Any]] = None):
-        """`(dist_inputs [B, n], value [B], state_out)` for one timestep."""
-        return self._acting.call_model(obs, state_in, prev)
+    def call_model(self, obs: Any, state_in: List[Any], prev: Optional[Dict[str, Any]] = None,
+                   seq_lens: Optional[tf.Tensor] = None, training: bool = False
+                   ) -> Tuple[tf.Tensor, tf.Tensor, List[tf.Tensor]]:
+        """The model's outputs: the one path that `compute_actions` (compiled), `value`,
+        the loss (through `forward`) and the exported SavedModel take.
+
+        Override it to change the model's outputs everywhere at once (the numpy
+        inference path is then off: it evaluates the catalog model itself).
+
+        Args:
+            obs: Observations, `[B, ...]` (one step), or `[B, T, ...]` with `seq_lens`.
+            state_in: The recurrent state-ins `[B, ...]`; `[]` for feed-forward models.
+            prev: The previous actions/rewards the model consumes (`prev_actions`,
+                `prev_rewards`), shaped like `obs`' leading axes; None or `{}` if none.
+            seq_lens: `[B]` int32 sequence lengths when `obs` holds padded sequences
+                (recurrent models in the loss); None for one step.
+            training: Passed to the Keras model (True in the loss).
+
+        Returns:
+            `(dist_inputs, value, state_out)`: `[B, n]`, `[B]` for one step (`[B, T, n]`,
+            `[B, T]` for sequences), and the state-outs (`[]` for feed-forward models).
+        """
+        model = self.model
+        prev = prev or {}
+        if not self._recurrent:
+            dist_inputs, value = model(obs, training=training, **prev)
+            return dist_inputs, value, []
+        if seq_lens is not None:
+            dist_inputs, value, state_out = model((obs, list(state_in), seq_lens),
+                                                  training=training, **prev)
+            return dist_inputs, value, list(state_out)
+        obs_t = tree.map_structure(lambda o: tf.expand_dims(o, 1), obs)  # [B, 1, ...]
+        seq_lens = tf.ones(tf.shape(tree.flatten(obs)[0])[:1], tf.int32)  # [B]
+        prev_t = {k: tf.expand_dims(v, 1) for k, v in prev.items()}  # [B, 1, ...]
+        dist_inputs, value, state_out = model((obs_t, list(state_in), seq_lens),
+                                              training=training, **prev_t)
+        return dist_inputs[:, 0], value[:, 0], list(state_out)
 
     # ------------------------------------------------------------ learning
 
@@ -301,15 +355,25 @@ class TFPolicy(Policy):
 
     def forward(self, model: keras.Model, train_batch: Dict[str, tf.Tensor]
                 ) -> Tuple[tf.Tensor, tf.Tensor]:
-        """`(dist_inputs, value)` of a train batch: `[B, n]`, `[B]` for feed-forward
-        models; `[B, T, n]`, `[B, T]` for recurrent ones (from `state_in_*`, `seq_lens`)."""
+        """`(dist_inputs, value)` of a train batch through `call_model(training=True)`:
+        `[B, n]`, `[B]` for feed-forward models; `[B, T, n]`, `[B, T]` for recurrent ones
+        (from `state_in_*`, `seq_lens`).
+
+        Raises:
+            ValueError: If `model` is not the policy's own model (`call_model` runs
+                `self.model`).
+        """
+        if model is not self.model:
+            raise ValueError(
+                f"{type(self).__name__}.forward() runs call_model on the policy's own model "
+                f"(policy.model, a {type(self.model).__name__}); received another model "
+                f"({type(model).__name__}). Pass policy.model, or call that model yourself."
+            )
         prev = {column: train_batch[column] for column in self._acting.prev_columns}
-        if not self._recurrent:
-            return model(train_batch[Columns.OBS], training=True, **prev)
         state_in = [train_batch[f"state_in_{i}"] for i in range(len(self._initial_state))]
-        dist_inputs, value, _ = model(
-            (train_batch[Columns.OBS], state_in, train_batch[Columns.SEQ_LENS]), training=True,
-            **prev)
+        seq_lens = train_batch[Columns.SEQ_LENS] if self._recurrent else None
+        dist_inputs, value, _ = self.call_model(train_batch[Columns.OBS], state_in, prev,
+                                                seq_lens=seq_lens, training=True)
         return dist_inputs, value
 
     def valid_mask(self, train_batch: Dict[str, tf.Tensor]) -> Optional[tf.Tensor]:

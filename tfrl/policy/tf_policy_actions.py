@@ -6,7 +6,8 @@ rewards the model consumes (`prev_actions` `[B, ...]`, `prev_rewards` `[B]`, onl
 `lstm_use_prev_action` / `lstm_use_prev_reward`), and `explore` as a bool tensor. It
 returns actions, logp, distribution inputs and value together. `value` is a second
 concrete function over the same inputs (without `explore`) returning `vf_preds` only.
-Both are traced on first use, once.
+Both are traced on first use, once, and both take the model's outputs from the
+policy's `call_model`.
 
 The inputs are checked on the host (`inputs`) and passed as tensors: a concrete function
 converts numpy arguments slowly.
@@ -34,8 +35,8 @@ class ActionFunctions:
     """The compiled action and value functions of one TFPolicy.
 
     Args:
-        policy: The TFPolicy; its spaces, `model`, `dist_class`, `config`, initial
-            state, `extra_action_out` and `num_traces` are used.
+        policy: The TFPolicy; its spaces, `model`, `call_model`, `dist_class`, `config`,
+            initial state, `extra_action_out` and `num_traces` are used.
     """
 
     def __init__(self, policy):
@@ -194,25 +195,11 @@ class ActionFunctions:
 
     # ---------------------------------------------------------- compiled side
 
-    def call_model(self, obs: Any, state_in: List[Any], prev: Optional[Dict[str, Any]] = None):
-        """`(dist_inputs [B, n], value [B], state_out)` for one timestep."""
-        model = self._policy.model
-        prev = prev or {}
-        if not getattr(model, "is_recurrent", False):
-            dist_inputs, value = model(obs, training=False, **prev)
-            return dist_inputs, value, []
-        obs_t = tree.map_structure(lambda o: tf.expand_dims(o, 1), obs)  # [B, 1, ...]
-        seq_lens = tf.ones(tf.shape(tree.flatten(obs)[0])[:1], tf.int32)  # [B]
-        prev_t = {k: tf.expand_dims(v, 1) for k, v in prev.items()}  # [B, 1, ...]
-        dist_inputs, value, state_out = model((obs_t, list(state_in), seq_lens),
-                                              training=False, **prev_t)
-        return dist_inputs[:, 0], value[:, 0], list(state_out)
-
     def graph(self, obs: Any, state_in: List[tf.Tensor], explore: tf.Tensor,
               prev: Optional[Dict[str, tf.Tensor]] = None) -> Any:
         """The action computation, for use inside compiled code."""
         policy = self._policy
-        dist_inputs, value, state_out = self.call_model(obs, state_in, prev)
+        dist_inputs, value, state_out = policy.call_model(obs, state_in, prev)
         dist = policy.dist_class(dist_inputs, policy.model)
         action_spec = space_specs.batch_spec(policy.action_space)
         as_space_dtype = lambda a: tree.map_structure(  # noqa: E731
@@ -255,4 +242,4 @@ class ActionFunctions:
     def _value_graph(self, *args):
         self._policy.num_traces["value"] += 1
         obs, states, prev = self._unflatten(args)
-        return self._policy._call_model(obs, states, prev)[1]
+        return self._policy.call_model(obs, states, prev)[1]

@@ -62,7 +62,7 @@ class TrainStep:
     """The compiled learning functions of one policy (see the module docstring).
 
     Args:
-        policy: The TFPolicy; its `model`, `optimizer`, `strategy`, `loss`, `stats`,
+        policy: The TFPolicy; its `model`, `optimizer`, `strategy`, `loss_and_stats`,
             `config`, `num_grad_updates` and `num_traces` are used.
     """
 
@@ -284,13 +284,12 @@ class TrainStep:
     def _loss_and_grads(self, batch):
         policy = self._policy
         train_batch = TrainBatch(batch, type(policy).__name__)
-        policy.tower_stats.clear()
         variables = policy.model.trainable_variables
         with tf.GradientTape() as tape:
-            loss = autograph_converted(policy.loss)(policy.model, policy.dist_class, train_batch)
+            loss, stats = autograph_converted(policy.loss_and_stats)(
+                policy.model, policy.dist_class, train_batch)
         grads = tape.gradient(loss, variables)
-        stats = {"total_loss": loss, **autograph_converted(policy.stats)(train_batch)}
-        return grads, variables, stats
+        return grads, variables, {"total_loss": loss, **stats}
 
     def _clip(self, grads: List[Any]) -> List[Any]:
         """Clips by the global norm of the gradients summed over replicas (`grad_clip`).

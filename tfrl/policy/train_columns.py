@@ -1,9 +1,9 @@
 """TrainColumns: a batch's train columns as checked numpy arrays of fixed specs.
 
-The compiled learning functions of a policy take exactly the columns its `loss` and
-`stats` read, with fixed dtypes, so that they trace once. The first batch fixes them:
-its numeric columns are traced through `loss` and `stats` on symbolic inputs, and the
-columns they read become the train columns (floats as float32). Later batches must
+The compiled learning functions of a policy take exactly the columns its
+`loss_and_stats` reads, with fixed dtypes, so that they trace once. The first batch fixes
+them: its numeric columns are traced through `loss_and_stats` on symbolic inputs, and
+the columns it reads become the train columns (floats as float32). Later batches must
 have them; other columns are left out.
 
 Sequence batches (with `seq_lens`, for recurrent policies) arrive as rows of
@@ -64,9 +64,10 @@ def autograph_converted(fn: Callable) -> Callable:
 
     The compiled train functions trace with `autograph=False` (their own code uses
     explicit `tf.while_loop`/`tf.cond`; converting it and `tree` costs seconds at start-up),
-    but a user's `loss`/`stats` may use Python control flow on tensors, so those are still
-    converted unless decorated with `tf.autograph.experimental.do_not_convert` (which
-    marks them with `autograph_info__`), as the built-in PG/A2C/PPO losses are.
+    but a user's `loss_and_stats` (or `loss`/`stats`) may use Python control flow on
+    tensors, so those are still converted unless decorated with
+    `tf.autograph.experimental.do_not_convert` (which marks them with `autograph_info__`),
+    as the built-in PG/A2C/PPO losses are.
     """
     if hasattr(fn, "autograph_info__"):
         return fn
@@ -91,13 +92,13 @@ class TrainColumns:
     """Prepares batches for a policy's compiled learning functions.
 
     Args:
-        policy: The TFPolicy (its `loss`, `stats`, spaces and recurrence are used).
+        policy: The TFPolicy (its `loss_and_stats`, spaces and recurrence are used).
 
     Attributes:
         specs: Column -> (nested) `tf.TensorSpec` the compiled functions take; None
             before the first batch.
         stat_shapes: `{"total_loss": shape, **{stat: shape}}` of one replica's loss and
-            `stats` as the first batch's symbolic trace gave them (None before it, or if
+            stats as the first batch's symbolic trace gave them (None before it, or if
             a shape was not fully known); lets the train step start its loop from zeros.
     """
 
@@ -260,11 +261,9 @@ class TrainColumns:
 
         def probe(batch):
             train_batch = TrainBatch(batch, self._name, accessed)
-            policy.tower_stats.clear()
             try:
-                loss = autograph_converted(policy.loss)(policy.model, policy.dist_class,
-                                                        train_batch)
-                stats = autograph_converted(policy.stats)(train_batch)
+                loss, stats = autograph_converted(policy.loss_and_stats)(
+                    policy.model, policy.dist_class, train_batch)
                 shapes = {"total_loss": tf.convert_to_tensor(loss).shape,
                           **{k: tf.convert_to_tensor(v).shape for k, v in stats.items()}}
                 if all(shape.is_fully_defined() for shape in shapes.values()):
@@ -276,7 +275,6 @@ class TrainColumns:
 
         tf.function(probe, autograph=False).get_concrete_function(
             {c: self._unit_spec(c, s) for c, s in row_specs.items()})
-        policy.tower_stats.clear()
         if missing:
             raise MissingColumnError(str(missing[0]))
         if self.sequences:

@@ -1,27 +1,22 @@
 """A3CTFPolicy / A2CTFPolicy: advantage actor-critic.
 
-Loss (Mnih et al., "Asynchronous Methods for Deep Reinforcement Learning", ICML 2016),
-averaged over the batch:
-
-    policy_loss = -mean(log pi(a_t | s_t) * A_t)
-    vf_loss     = 0.5 * mean((V(s_t) - value_targets_t) ** 2)
-    total       = policy_loss + vf_loss_coeff * vf_loss - entropy_coeff * mean(H[pi(.|s_t)])
-
+The loss is `a2c_loss.a2c_loss` (Mnih et al., 2016): `-mean(log pi(a_t | s_t) * A_t)
++ vf_loss_coeff * 0.5 * mean((V(s_t) - value_targets_t) ** 2) - entropy_coeff *
+mean(H[pi(.|s_t)])`, averaged (not summed, as RLlib's classic A3C did) over the batch.
 `A_t` are GAE advantages (`use_gae`, `lambda`) or n-step returns minus `V(s_t)`
-(`use_gae=False`), bootstrapped per contract C6. RLlib's classic A3C summed these terms
-over the batch; tfrl averages them (so the learning rate does not depend on the batch
-size, and microbatch gradients average to the whole batch's). `grad_clip` clips by the
-global norm. Microbatching (`microbatch_size`) happens in the A2C execution plan.
+(`use_gae=False`), bootstrapped per contract C6. `grad_clip` clips by the global norm.
+Microbatching (`microbatch_size`) happens in the A2C execution plan.
 """
 
-from typing import Dict
+from typing import Dict, Tuple
 
 import keras
 import tensorflow as tf
 
-from tfrl.algorithms.on_policy_policy import (ON_POLICY_DEFAULTS, OnPolicyTFPolicy,
-                                           explained_variance, local_mean)
+from tfrl.algorithms.a2c.a2c_loss import a2c_loss
+from tfrl.algorithms.on_policy_policy import ON_POLICY_DEFAULTS, OnPolicyTFPolicy
 from tfrl.core.columns import Columns
+from tfrl.policy.train_columns import autograph_converted
 
 A2C_POLICY_DEFAULTS = {**ON_POLICY_DEFAULTS, "vf_loss_coeff": 0.5, "entropy_coeff": 0.01,
                        "grad_clip": 40.0}
@@ -34,29 +29,32 @@ class A3CTFPolicy(OnPolicyTFPolicy):
     defaults = A2C_POLICY_DEFAULTS
 
     @tf.autograph.experimental.do_not_convert  # plain TF ops; converting costs seconds
+    def loss_and_stats(self, model: keras.Model, dist_class: type,
+                       train_batch: Dict[str, tf.Tensor]
+                       ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
+        """`a2c_loss` on the model's outputs, its stats joined with `stats()`."""
+        dist_inputs, values = self.forward(model, train_batch)  # [B, n], [B] (or [B, T, ...])
+        dist = dist_class(dist_inputs, model)
+        loss, stats = a2c_loss(
+            dist.logp(train_batch[Columns.ACTIONS]),  # [B]
+            train_batch[Columns.ADVANTAGES],  # [B]
+            values,  # [B]
+            train_batch[Columns.VALUE_TARGETS],  # [B]
+            dist.entropy(),  # [B]
+            vf_loss_coeff=self.config["vf_loss_coeff"],
+            entropy_coeff=self.entropy_coeff,
+            mask=self.valid_mask(train_batch))  # [B, T] for sequences, else None
+        return loss, {**stats, **autograph_converted(self.stats)(train_batch)}
+
     def loss(self, model: keras.Model, dist_class: type,
              train_batch: Dict[str, tf.Tensor]) -> tf.Tensor:
-        dist_inputs, values = self.forward(model, train_batch)  # [B, n], [B]
-        dist = dist_class(dist_inputs, model)
-        mask = self.valid_mask(train_batch)
-        logp = dist.logp(train_batch[Columns.ACTIONS])  # [B]
-        pg_terms = logp * train_batch[Columns.ADVANTAGES]  # [B]
-        vf_terms = 0.5 * tf.square(values - train_batch[Columns.VALUE_TARGETS])  # [B]
-        entropy = dist.entropy()  # [B]
-        stats = self.tower_stats
-        stats["policy_loss"] = -local_mean(pg_terms, mask)
-        stats["vf_loss"] = local_mean(vf_terms, mask)
-        stats["entropy"] = local_mean(entropy, mask)
-        stats["vf_explained_var"] = explained_variance(
-            tf.reshape(train_batch[Columns.VALUE_TARGETS], [-1]), tf.reshape(values, [-1]))
-        return (-self.global_mean(pg_terms, mask)
-                + self.config["vf_loss_coeff"] * self.global_mean(vf_terms, mask)
-                - self.entropy_coeff * self.global_mean(entropy, mask))
+        """The actor-critic loss alone (RLlib's signature)."""
+        return A3CTFPolicy.loss_and_stats(self, model, dist_class, train_batch)[0]
 
     @tf.autograph.experimental.do_not_convert
     def stats(self, train_batch: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
-        return {**self.tower_stats,
-                "cur_lr": tf.cast(self.optimizer.learning_rate, tf.float32),
+        """The current learning rate and entropy coefficient."""
+        return {"cur_lr": tf.cast(self.optimizer.learning_rate, tf.float32),
                 "entropy_coeff": tf.identity(self.entropy_coeff)}
 
 
