@@ -39,6 +39,7 @@ SMALL = {
     "batch_mode": "complete_episodes",
     "num_workers": 0,
     "num_envs_per_worker": 1,
+    "min_iter_time_s": 0,  # A2C: iterations of a fixed size, not of 10 s
 }
 
 STRATEGIES = ("default", "one_device", "mirrored")
@@ -65,9 +66,11 @@ register_env(ENVS["box"],
 def algorithm_config(name: str, **overrides: Any) -> Dict[str, Any]:
     """The registered algorithm's default config dict with the suite's small sizes."""
     _, config_class = get_algorithm_class(name, return_config=True)
-    config = config_class().to_dict()
-    small = {key: value for key, value in SMALL.items() if key in config}
-    return {**config, **small, **overrides}
+    keys = config_class().to_dict()
+    small = {key: value for key, value in SMALL.items() if key in keys}
+    # Through the config class, so that aliases of a key (min_time_s_per_iteration for
+    # min_iter_time_s) agree in the dict.
+    return config_class.from_dict({**small, **overrides}).to_dict()
 
 
 def strategy_named(name: str) -> tf.distribute.Strategy:
