@@ -36,7 +36,7 @@ def resolve_lookback(
                 "`len_lookback_buffer` must be an int >= 0 or 'auto'. Received: "
                 f"len_lookback_buffer={len_lookback_buffer!r}."
             )
-        # "auto": every provided step is lookback data (SPEC decision D7).
+        # "auto": every provided step is lookback data (as RLlib's SingleAgentEpisode does).
         for steps in (rewards, actions):
             if isinstance(steps, _LIST_TYPES):
                 return len(steps)

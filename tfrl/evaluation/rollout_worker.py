@@ -48,7 +48,7 @@ def _default_mapping_fn(agent_id: Any, episode: Any, worker: Any = None, **kwarg
 
 
 class RolloutWorker(WorkerArgs):
-    """Collects experience with policies in an environment; see SPEC §2.2.
+    """Collects experience with policies in an environment (RLlib's RolloutWorker).
 
     The 41 keyword-only constructor arguments are RLlib's (documented, with tfrl's
     treatment of each, in `tfrl.evaluation.worker_setup.WorkerArgs`); an unknown

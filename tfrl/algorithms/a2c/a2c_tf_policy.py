@@ -8,7 +8,7 @@ averaged over the batch:
     total       = policy_loss + vf_loss_coeff * vf_loss - entropy_coeff * mean(H[pi(.|s_t)])
 
 `A_t` are GAE advantages (`use_gae`, `lambda`) or n-step returns minus `V(s_t)`
-(`use_gae=False`), bootstrapped per contract C6. RLlib's classic A3C summed these terms
+(`use_gae=False`), bootstrapped as in `on_policy_policy.bootstrap_value`. RLlib's classic A3C summed these terms
 over the batch; tfrl averages them (so the learning rate does not depend on the batch
 size, and microbatch gradients average to the whole batch's). `grad_clip` clips by the
 global norm. Microbatching (`microbatch_size`) happens in the A2C execution plan.
