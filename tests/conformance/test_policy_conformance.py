@@ -30,8 +30,9 @@ def test_each_compiled_function_traces_once(algo, space):
         info = policy.learn_on_batch(batch)
         grads, _ = policy.compute_gradients(batch)
         policy.apply_gradients(grads)
-    assert policy.num_traces == {"compute_actions": 1, "value": 1, "learn_on_batch": 1,
-                                 "compute_gradients": 1, "apply_gradients": 1}
+    assert set(policy.num_traces) >= {"compute_actions", "value", "learn_on_batch",
+                                      "compute_gradients", "apply_gradients"}
+    assert all(count == 1 for count in policy.num_traces.values()), policy.num_traces
     assert info["num_traces"] == policy.num_traces
     assert info["learner_stats"]["num_traces"] == 1
 
@@ -91,11 +92,16 @@ def test_saved_model_acts_like_the_live_policy(algo, space, tmp_path):
     np.testing.assert_allclose(out["actions"].numpy(), actions, rtol=1e-5, atol=1e-6)
     for key in ("action_dist_inputs", "vf_preds"):
         np.testing.assert_allclose(out[key].numpy(), extras[key], rtol=1e-5, atol=1e-6)
+    # Sampling in the SavedModel takes no seed: check what it returns, not its values.
     sampled = loaded.signatures["stochastic_action"](obs=tf.constant(obs))
     action_space = SPACES[space][1]
-    assert sampled["actions"].shape == (6,) + action_space.shape
-    assert all(action_space.contains(np.asarray(a, action_space.dtype))
-               for a in sampled["actions"].numpy()) or space == "box"  # Gaussian: unbounded
+    sampled_actions = sampled["actions"].numpy()
+    assert sampled_actions.shape == (6,) + action_space.shape
+    assert sampled_actions.dtype == action_space.dtype
+    if space == "discrete":
+        assert all(action_space.contains(int(a)) for a in sampled_actions)
+    else:  # a Gaussian's samples are unbounded (clipped only when sent to the env)
+        assert np.all(np.isfinite(sampled_actions))
     assert np.all(np.isfinite(sampled["action_logp"].numpy()))
 
 
