@@ -1,7 +1,7 @@
 """Data-layer benchmarks: tfrl beside the plain numpy / tf.data code it replaces.
 
 Each case times tfrl and its reference in the same process, interleaved, and prints
-the ratio tfrl / reference (lower is better) with the target from the issue:
+the ratio tfrl / reference (lower is better) with its target:
 
 1. `concat_samples` of 64 batches x 256 rows vs per-column `np.concatenate` (<= 1.5x).
 2. 100,000 `SingleAgentEpisode.add_env_step` + `finalize` vs appending to Python lists

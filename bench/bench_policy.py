@@ -1,7 +1,7 @@
 """Policy benchmarks: TFPolicy beside the bare TensorFlow code it wraps.
 
 Each case times tfrl and its reference in the same process, interleaved, and prints
-the ratio tfrl / reference (lower is better) with the target from issue 4:
+the ratio tfrl / reference (lower is better) with its target:
 
 1. `compute_actions` on 8 CartPole observations (catalog model, sampling, logp and
    value) vs calling a concrete function of the same model and distribution with the

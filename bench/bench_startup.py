@@ -1,4 +1,4 @@
-"""Start-up cost of PPO on CartPole-v1 (issue 6: first learning step <= 5 s, peak RSS <= 650 MB).
+"""Start-up cost of PPO on CartPole-v1 (targets: first learning step <= 5 s, peak RSS <= 650 MB).
 
     /work/venv/bin/python bench/bench_startup.py            # 3 fresh processes, medians
     /work/venv/bin/python bench/bench_startup.py --runs 5

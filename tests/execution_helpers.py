@@ -138,7 +138,7 @@ def episodes(rewards, length=10):
 
 
 class InlineHandle:
-    """A C7 worker handle that runs each call synchronously (futures come back done)."""
+    """A worker handle that runs each call synchronously (futures come back done)."""
 
     def __init__(self, worker: FakeWorker):
         self.worker = worker
@@ -166,7 +166,7 @@ class InlineHandle:
 
 
 class FakeWorkerSet:
-    """The C8 surface the operators use, over a local FakeWorker and remote handles."""
+    """The WorkerSet methods the operators use, over a local FakeWorker and remote handles."""
 
     def __init__(self, local: FakeWorker, remotes=()):
         self._local = local

@@ -1,5 +1,6 @@
-"""Stand-ins for the sampler tests: a worker with the C4 attributes, deterministic numpy
-policies, small deterministic envs, and a BaseEnv wrapper that hides the array path."""
+"""Stand-ins for the sampler tests: a worker with the attributes samplers read,
+deterministic numpy policies, small deterministic envs, and a BaseEnv wrapper that hides
+the array path."""
 
 import gymnasium as gym
 import numpy as np
@@ -53,7 +54,7 @@ class FakePolicy(Policy):
 
 
 class FakeWorker:
-    """The attributes a sampler reads from its worker (contract C4)."""
+    """The attributes a sampler reads from its worker."""
 
     def __init__(self, policies, policy_mapping_fn=None, observation_filter="NoFilter",
                  callbacks=None):

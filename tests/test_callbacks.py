@@ -1,4 +1,4 @@
-"""Tests of DefaultCallbacks, make_multi_callbacks and RolloutMetrics (contracts C1, C2)."""
+"""Tests of DefaultCallbacks, make_multi_callbacks and RolloutMetrics."""
 
 import pickle
 

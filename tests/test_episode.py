@@ -1,4 +1,4 @@
-"""Tests of Episode / MultiAgentEpisode (SPEC §2.1)."""
+"""Tests of Episode / MultiAgentEpisode (RLlib's classic episode objects)."""
 
 import gymnasium as gym
 import numpy as np

@@ -1,6 +1,6 @@
 """Component test: the operators over a real WorkerSet (thread backend) of RolloutWorkers.
 
-Checks the contracts the operators rely on (C7 handles, C8 WorkerSet, RolloutWorker's
+Checks what the operators rely on (worker handles, the WorkerSet, RolloutWorker's
 learn_on_batch/get_metrics) with a real PPO policy on CartPole.
 """
 
@@ -8,13 +8,11 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-worker_set = pytest.importorskip("tfrl.evaluation.worker_set")
-ppo = pytest.importorskip("tfrl.algorithms.ppo.ppo")
-
-from tfrl.execution import (ConcatBatches, ParallelRollouts, StandardizeFields,  # noqa: E402
+from tfrl.algorithms.ppo import ppo
+from tfrl.evaluation import worker_set
+from tfrl.execution import (ConcatBatches, ParallelRollouts, StandardizeFields,
                             StandardMetricsReporting, TrainOneStep)
-from tfrl.execution.common import (LEARNER_INFO, STEPS_SAMPLED_COUNTER,  # noqa: E402
-                                   STEPS_TRAINED_COUNTER)
+from tfrl.execution.common import LEARNER_INFO, STEPS_SAMPLED_COUNTER, STEPS_TRAINED_COUNTER
 
 
 @pytest.fixture

@@ -55,7 +55,6 @@ def test_once_per_timesteps_elapsed_sampled_and_trained():
 
 
 def test_collect_metrics_smooths_over_history_and_reports_pipeline_state():
-    pytest.importorskip("tfrl.evaluation.metrics")
     workers = make_workers(num_remote=2)
     local, (r1, r2) = workers.local_worker(), workers.remote_workers()
     op = CollectMetrics(workers, min_history=4, timeout_seconds=10)
@@ -91,7 +90,6 @@ def test_collect_metrics_smooths_over_history_and_reports_pipeline_state():
 
 
 def test_collect_metrics_without_episodes_selected_workers_and_errors():
-    pytest.importorskip("tfrl.evaluation.metrics")
     workers = make_workers(num_remote=2)
     r1, r2 = workers.remote_workers()
     r2.worker.episodes = episodes([7.0])
@@ -110,7 +108,6 @@ def test_collect_metrics_without_episodes_selected_workers_and_errors():
 
 
 def test_standard_metrics_reporting_every_timesteps_per_iteration():
-    pytest.importorskip("tfrl.evaluation.metrics")
     workers = make_workers(num_remote=2, fragment_length=50)
     for i, handle in enumerate(workers.remote_workers()):
         handle.worker.episodes = episodes(np.arange(3) + 10 * i)

@@ -118,7 +118,7 @@ def test_replay_errors():
         Replay()
     with pytest.raises(ValueError, match="num_async=0"):
         Replay(actors=[object()], num_async=0)
-    # an empty buffer (len 0, falsy) still counts as given (D15)
+    # an empty buffer (len 0, falsy) still counts as given
     empty = SimpleReplayBuffer(2)
     assert StoreToReplayBuffer(local_buffer=empty)(SampleBatch({"obs": [1]})).count == 1
     assert len(empty) == 1

@@ -257,9 +257,9 @@ def test_get_actions_argument_errors(idle):
     env, _ = idle
     env.start_episode("e")
     with pytest.raises(ValueError, match="duplicate episode ids"):
-        env._get_actions(["e", "e"], {"e": _obs(0)})
+        env.get_actions(["e", "e"], {"e": _obs(0)})
     with pytest.raises(ValueError, match=r"no observation for episode ids \['e'\]"):
-        env._get_actions(["e"], {})
+        env.get_actions(["e"], {})
 
 
 def test_get_action_timeout(idle):

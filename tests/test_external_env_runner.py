@@ -109,7 +109,7 @@ def test_one_compute_actions_call_for_episodes_waiting_together(harness):
     h = harness()
     for eid in ("a", "b", "c"):
         h.env.start_episode(eid)
-    actions = h.env._get_actions(["a", "b", "c"], {"a": _obs(1), "b": _obs(2), "c": _obs(3)})
+    actions = h.env.get_actions(["a", "b", "c"], {"a": _obs(1), "b": _obs(2), "c": _obs(3)})
     policy = h.policies["default_policy"]
     assert actions == {e: policy.expected_action(_obs(t)) for e, t in (("a", 1), ("b", 2), ("c", 3))}
     assert policy.calls == [(3, True)]

@@ -1,4 +1,4 @@
-"""Tests for InfiniteLookbackBuffer (SPEC §6.4/§6.8) and tfrl.utils.spaces helpers."""
+"""Tests for InfiniteLookbackBuffer and tfrl.utils.spaces helpers."""
 
 import pickle
 

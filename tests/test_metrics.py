@@ -80,7 +80,7 @@ class _LocalWorker:
 
 
 class _Handle:
-    """A fake C7 handle whose get_metrics reply is released by the test."""
+    """A fake worker handle whose get_metrics reply is released by the test."""
 
     def __init__(self, eps, ready=True, fail=False):
         self.eps, self.ready, self.fail = eps, ready, fail

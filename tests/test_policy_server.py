@@ -99,6 +99,7 @@ def run_three_episodes(client):
 
 def test_remote_inference_round_trip(server):
     client = PolicyClient(server.address, inference_mode="remote")
+    assert dict(client.policies) == {}  # no local copies
     rows = run_three_episodes(client)
     assert len(rows) == 14
     for row in rows:
@@ -116,7 +117,8 @@ def test_local_inference_round_trip(server):
     server.test_policy.set_weights({"w": np.array([0.0, 0.3, 0.0], np.float32)})
     with PolicyClient(server.address, inference_mode="local", update_interval=None,
                       trusted_policy_classes=[LinearPolicy]) as client:
-        local_policy = client._policies["default_policy"]
+        assert list(client.policies) == ["default_policy"]
+        local_policy = client.policies["default_policy"]
         assert local_policy is not server.test_policy
         np.testing.assert_array_equal(local_policy.w, np.array([0.0, 0.3, 0.0], np.float32))
         assert local_policy.w.dtype == np.float32
@@ -467,7 +469,8 @@ def test_clean_shutdown_releases_waiting_clients():
     policy.gate.set()
     stopper.join(5)
     assert not stopper.is_alive()
-    threads = srv._service_threads + [srv._runner._thread, srv._commands.env]
+    threads = srv.threads
+    assert len(threads) == 4
     for thread in threads:
         thread.join(2)
     assert not any(t.is_alive() for t in threads)

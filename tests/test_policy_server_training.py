@@ -1,6 +1,8 @@
 """Training from a policy server: RolloutMetrics from PolicyServerInput, the `input`
 config key (RLlib's `offline_data(input_=...)`), PPO fed by a PolicyClient thread."""
 
+import http.client
+import json
 import math
 import threading
 import time
@@ -13,6 +15,7 @@ from tfrl.algorithms.algorithm_config import AlgorithmConfig
 from tfrl.env.policy_client import PolicyClient
 from tfrl.env.policy_server_commands import to_rollout_metrics
 from tfrl.env.policy_server_input import PolicyServerInput
+from tfrl.env.wire_format import dumps
 from tfrl.evaluation.metrics import collect_metrics, summarize_episodes
 from tfrl.evaluation.rollout_metrics import RolloutMetrics
 from tfrl.evaluation.rollout_worker import RolloutWorker
@@ -89,7 +92,7 @@ def test_episodes_arrive_as_rollout_metrics(mode):
         assert worker.get_metrics() == []  # drained
     finally:
         worker.stop()
-    assert server._stop_event.is_set()  # worker.stop() stopped the server (port released)
+    assert server.stopped  # worker.stop() stopped the server (port released)
     queued = server.samples_queue.qsize()
     for _ in range(queued):  # batches still queued are handed out, then:
         server.next()
@@ -305,7 +308,7 @@ def test_ppo_trains_from_a_policy_server():
             assert not client.is_alive()
         algo.stop()
     server = servers[0]
-    assert server._stop_event.is_set()
+    assert server.stopped
     import socket
 
     with socket.socket() as s:  # the port is free again
@@ -314,15 +317,17 @@ def test_ppo_trains_from_a_policy_server():
 
 
 def test_uploaded_bad_metrics_are_a_bad_request():
-    from tfrl.env import policy_protocol as P
-
     with PolicyServerInput(IOContext(), HOST, 0, idle_timeout=0.1,
                            policy=RandomPolicy(OBS_SPACE, ACT_SPACE)) as server:
-        request = {"command": P.REPORT_SAMPLES, "samples": [],
+        request = {"command": "REPORT_SAMPLES", "samples": [],
                    "metrics": [{"episode_length": 1, "episode_reward": 1.0},
                                {"episode_length": 1}]}
-        with pytest.raises(P.BadRequest, match=r"REPORT_SAMPLES: metrics\[1\]: Episode metrics: "
-                                               r"unknown fields \[\], missing fields "
-                                               r"\['episode_reward'\]"):
-            server._commands.handle(request)
+        conn = http.client.HTTPConnection(HOST, server.server_port, timeout=5)
+        conn.request("POST", "/", dumps(request))
+        response = conn.getresponse()
+        status, error = response.status, json.loads(response.read())["error"]
+        conn.close()
+        assert status == 400
+        assert ("REPORT_SAMPLES: metrics[1]: Episode metrics: unknown fields [], missing "
+                "fields ['episode_reward']") in error
         assert server.get_metrics() == []  # nothing of a bad request is kept

@@ -34,7 +34,7 @@ def test_nested_rows_are_stacked_and_count_uses_first_leaf():
     b = SampleBatch({"obs": [{"x": np.zeros(2), "y": 1}, {"x": np.ones(2), "y": 2}]})
     assert b["obs"]["x"].shape == (2, 2)
     np.testing.assert_array_equal(b["obs"]["y"], [1, 2])
-    assert len(b) == 2  # D11: nested-only batches count their first leaf
+    assert len(b) == 2  # nested-only batches count their first leaf
 
 
 def test_seq_lens_list_becomes_int32_and_sets_max_seq_len():
@@ -199,7 +199,7 @@ def test_rows_with_seq_lens():
     rows = list(b.rows())
     assert [(r["a"], r["b"]) for r in rows] == [(1, 4), (2, 5), (3, 6)]
     for r in rows:
-        np.testing.assert_array_equal(r["seq_lens"], np.array([1], np.int32))  # D9
+        np.testing.assert_array_equal(r["seq_lens"], np.array([1], np.int32))  # one sequence of length 1
 
 
 def test_size_bytes_sums_array_bytes():

@@ -79,7 +79,7 @@ def test_multi_agent_builder_routes_postprocesses_and_clips():
     out = builder.build_and_reset()
     assert isinstance(out, MultiAgentBatch) and out.env_steps() == 2 and builder.count == 0
     p1 = out.policy_batches["p1"]
-    assert p1["rewards"].tolist() == [1.0, -1.0]  # np.sign for clip_rewards=True (D22)
+    assert p1["rewards"].tolist() == [1.0, -1.0]  # np.sign for clip_rewards=True (RLlib's choice)
     assert p1["advantages"].tolist() == [11.0, 9.0]
     assert p1["agent_id"].tolist() == ["a", "a"]
     assert out.policy_batches["p2"]["advantages"].tolist() == [99.0]

@@ -1,4 +1,4 @@
-"""Tests for SingleAgentEpisode (SPEC §6, decisions D1-D7), incl. every seed-page example."""
+"""Tests for SingleAgentEpisode, incl. every example of RLlib's SingleAgentEpisode docs."""
 
 import pickle
 import time
@@ -43,7 +43,7 @@ def _lookback_episode(finalized=False):
     return episode.finalize() if finalized else episode
 
 
-# ---- Seed-page examples ------------------------------------------------------------------
+# ---- RLlib's doc examples ----------------------------------------------------------------
 
 
 def test_class_example_cartpole():
@@ -67,7 +67,7 @@ def test_class_example_cartpole():
     np.testing.assert_array_equal(episode.rewards[-3:], rewards[-3:])
     assert episode.get_actions(-1) == actions[-1] == episode.actions[-1]
     np.testing.assert_array_equal(episode.get_observations(-1), obs)
-    # D5: from ts=0 with no lookback, all 4 previous rewards are filled.
+    # From ts=0 with no lookback, all 4 previous rewards are filled.
     np.testing.assert_array_equal(
         episode.get_rewards(slice(-4, 0), neg_index_as_lookback=True, fill=0.0), [0.0] * 4)
     np.testing.assert_array_equal(
@@ -183,12 +183,12 @@ def test_get_actions_example(finalized):
     np.testing.assert_array_equal(episode.get_actions([-1, 0]), [3, 1])
     np.testing.assert_array_equal(episode.get_actions(slice(None, 2)), [1, 2])
     np.testing.assert_array_equal(episode.get_actions(slice(-2, None)), [2, 3])
-    np.testing.assert_array_equal(episode.get_actions(slice(-5, -2), fill=-9), [-9, -9, 1])  # D1
+    np.testing.assert_array_equal(episode.get_actions(slice(-5, -2), fill=-9), [-9, -9, 1])  # filled
     np.testing.assert_array_equal(episode.get_actions(slice(1, 5), fill=-7), [2, 3, -7, -7])
     np.testing.assert_array_equal(episode.get_actions(1, one_hot_discrete=True), [0, 0, 1, 0])
     np.testing.assert_array_equal(episode.get_actions(2, one_hot_discrete=True), [0, 0, 0, 1])
     np.testing.assert_array_equal(episode.get_actions(slice(0, 2), one_hot_discrete=True),
-                                  [[0, 1, 0, 0], [0, 0, 1, 0]])  # D3
+                                  [[0, 1, 0, 0], [0, 0, 1, 0]])  # one row each
     np.testing.assert_array_equal(
         episode.get_actions(-1, neg_index_as_lookback=True, fill=0.0, one_hot_discrete=True),
         [0, 0, 0, 0])
@@ -206,7 +206,7 @@ def test_get_rewards_example(finalized):
     np.testing.assert_array_equal(episode.get_rewards([-1, 0]), [3.0, 1.0])
     np.testing.assert_array_equal(episode.get_rewards(slice(None, 2)), [1.0, 2.0])
     np.testing.assert_array_equal(episode.get_rewards(slice(-2, None)), [2.0, 3.0])
-    # D2: slice(-5, -2) covers 3 positions.
+    # slice(-5, -2) covers 3 positions.
     np.testing.assert_array_equal(episode.get_rewards(slice(-5, -2), fill=0.0), [0.0, 0.0, 1.0])
     np.testing.assert_array_equal(episode.get_rewards(slice(1, 5), fill=0.0), [2.0, 3.0, 0.0, 0.0])
 
@@ -218,7 +218,7 @@ def test_get_extra_model_outputs_example(finalized):
     if finalized:
         episode.finalize()
     assert episode.get_extra_model_outputs("mo", -1) == 3
-    assert episode.get_extra_model_outputs("mo", 1) == 2  # D4
+    assert episode.get_extra_model_outputs("mo", 1) == 2
     np.testing.assert_array_equal(episode.get_extra_model_outputs("mo", [0, 2]), [1, 3])
     np.testing.assert_array_equal(episode.get_extra_model_outputs("mo", [-1, 0]), [3, 1])
     np.testing.assert_array_equal(episode.get_extra_model_outputs("mo", slice(None, 2)), [1, 2])
@@ -361,7 +361,7 @@ def test_set_extra_model_outputs_new_key(finalized):
 # ---- Construction, data entry, validation ------------------------------------------------
 
 
-def test_len_lookback_buffer_auto_makes_all_provided_steps_lookback():  # D7
+def test_len_lookback_buffer_auto_makes_all_provided_steps_lookback():
     episode = SingleAgentEpisode(observations=[0, 1, 2], actions=[1, 2], rewards=[0.1, 0.2])
     assert len(episode) == 0
     assert episode.observations.lookback == 2
@@ -696,7 +696,7 @@ def test_concat_episode_rebuilds_the_full_episode(finalize_other):
     full, first, second = _collected(5, done_at_end=True)
     if finalize_other:
         second.finalize()
-    assert first.concat_episode(second) is None  # D6: in place.
+    assert first.concat_episode(second) is None  # in place
     assert len(first) == 5 and first.env_t == 5 and first.is_terminated
     expected, actual = full.get_data_dict(), first.get_data_dict()
     assert expected.keys() == actual.keys()

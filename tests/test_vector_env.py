@@ -409,7 +409,7 @@ def test_vectorize_gym_envs_uses_existing_envs_and_makes_the_rest():
     env = VectorEnv.vectorize_gym_envs(make_env, existing_envs=[first], num_envs=3)
     assert isinstance(env, _VectorizedGymEnv) and made == [1, 2]
     assert env.get_sub_environments()[0] is first and env.num_envs == 3
-    # D18: both spaces default to existing_envs[0]'s.
+    # Both spaces default to existing_envs[0]'s.
     assert env.observation_space is first.observation_space and env.action_space is first.action_space
     box = gym.spaces.Box(0, 1, (3,))
     assert VectorEnv.vectorize_gym_envs(existing_envs=[first], observation_space=box).observation_space is box

@@ -188,10 +188,10 @@ def thread_config(**overrides):
 def make_set():
     made = []
 
-    def make(num_workers=2, local_worker=True, **config):
+    def make(num_workers=2, local_worker=True, worker_cls=StandInWorker, **config):
         ws = WorkerSet(env_creator=make_env, policy_class=NumpyPolicy,
                        trainer_config=thread_config(**config), num_workers=num_workers,
-                       local_worker=local_worker, worker_cls=StandInWorker)
+                       local_worker=local_worker, worker_cls=worker_cls)
         made.append(ws)
         return ws
 
@@ -459,24 +459,16 @@ def test_worker_dead_before_sample_all_is_recreated(make_set):
 
 
 def test_a_worker_that_keeps_crashing_is_given_up(make_set):
-    ws = make_set(num_workers=1, recreate_failed_workers=True)
     kills = []
 
-    def crash_on_sample(worker):
-        handle = next(h for h in ws.remote_workers() if h.worker is worker)
+    def sample(self):  # every remote worker, recreated ones too, crashes in sample()
+        handle = next(h for h in ws.remote_workers() if h.worker is self)
         kills.append(handle)
         handle.kill()
+        return StandInWorker.sample(self)
 
-    original = StandInWorker.sample
-
-    def sample(self):
-        crash_on_sample(self)
-        return original(self)
-
-    ws.remote_workers()[0].worker.__class__ = type("Crashy", (StandInWorker,),
-                                                    {"sample": sample})
-    # Recreated workers are StandInWorkers again; make them crash too.
-    ws._cls = type("Crashy", (StandInWorker,), {"sample": sample})
+    ws = make_set(num_workers=1, recreate_failed_workers=True,
+                  worker_cls=type("Crashy", (StandInWorker,), {"sample": sample}))
     with pytest.raises(WorkerCrashedError, match=f"crashed again after "
                        f"{MAX_RECREATIONS_PER_CALL} recreations"):
         ws.sample_all(timeout_s=TIMEOUT)
@@ -507,7 +499,8 @@ def test_foreach_with_a_dead_worker(make_set):
     ws.remote_workers()[0].kill()
     with pytest.raises(WorkerCrashedError, match=r"Worker 1 crashed.*foreach_worker"):
         ws.foreach_worker(lambda w: w.worker_index)
-    ws._config["recreate_failed_workers"] = True
+    ws = make_set(num_workers=2, recreate_failed_workers=True)
+    ws.remote_workers()[0].kill()
     # With recreation on, the dead worker is left out of this call and recreated.
     assert ws.foreach_worker(lambda w: w.worker_index) == [0, 2]
     assert ws.foreach_worker(lambda w: w.worker_index) == [0, 1, 2]

@@ -1,4 +1,4 @@
-"""AlgorithmConfig: the typed, frozen config every algorithm starts from (contract C9).
+"""AlgorithmConfig: the typed, frozen config every algorithm starts from.
 
 Fields carry RLlib's classic config names and defaults, except three that would clash
 with Python or the builder methods, named as in RLlib 2.x: `lambda_`, `framework_str`,
@@ -318,7 +318,7 @@ class AlgorithmConfig:
 
 
 def __getattr__(name: str) -> Any:
-    # COMMON_CONFIG / DEFAULT_CONFIG: the key sets WorkerSet accepts (C9); lazy so that
+    # COMMON_CONFIG / DEFAULT_CONFIG: the key sets WorkerSet accepts; lazy so that
     # the algorithm modules (which import this one) can add their keys.
     if name == "COMMON_CONFIG":
         return AlgorithmConfig().to_dict()

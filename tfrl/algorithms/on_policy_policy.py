@@ -3,7 +3,7 @@
 `OnPolicyTFPolicy` is a `TFPolicy` that
 
 - postprocesses each trajectory with `compute_advantages` (GAE or discounted returns),
-  bootstrapping per contract C6: `last_r = 0` iff the trajectory ended in a
+  bootstrapping with `last_r = 0` iff the trajectory ended in a
   termination, otherwise the value of the observation after its last step (a fragment
   cut or a truncation), unless `no_done_at_end`;
 - keeps the learning rate and the entropy coefficient in `tf.Variable`s, moved along
@@ -42,7 +42,7 @@ ON_POLICY_DEFAULTS: Dict[str, Any] = {
 
 
 def bootstrap_value(policy: Any, batch: Any) -> float:
-    """`last_r` for the trajectory `batch` (contract C6).
+    """`last_r` for the trajectory `batch`.
 
     0.0 if its last step terminated the episode (and `no_done_at_end` is off);
     otherwise the policy's value estimate of `new_obs[-1]`, with the recurrent state

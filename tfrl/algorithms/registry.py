@@ -9,7 +9,8 @@ import difflib
 import importlib
 from typing import List, Tuple
 
-# name -> (module, class name, config class name)
+# name -> (module, class name, config class name). Every algorithm registered here runs
+# through the conformance suite (tests/conformance) with its default config.
 ALGORITHMS = {
     "PG": ("tfrl.algorithms.pg.pg", "PG", "PGConfig"),
     "A2C": ("tfrl.algorithms.a2c.a2c", "A2C", "A2CConfig"),

@@ -138,7 +138,7 @@ class ExternalEnv(threading.Thread):
                 episode that is already waiting in another `get_action`.
             TimeoutError: If no action arrives within `get_action_timeout` seconds.
         """
-        return self._get_actions([episode_id], {episode_id: observation})[episode_id]
+        return self.get_actions([episode_id], {episode_id: observation})[episode_id]
 
     def log_action(self, episode_id: str, observation: EnvObsType, action: EnvActionType) -> None:
         """Records an observation and the action taken for it off-policy (no waiting).
@@ -216,13 +216,23 @@ class ExternalEnv(threading.Thread):
             )
         return _ExternalEnvToBaseEnv(self, poll_timeout=poll_timeout)
 
-    # ---- Internals shared with ExternalMultiAgentEnv and the policy server -------------
-
-    def _get_actions(self, episode_ids: List[str], observations: Dict[str, Any]) -> Dict[str, Any]:
-        """Submits observations of several episodes at once, then waits for all actions.
+    def get_actions(self, episode_ids: List[str], observations: Dict[str, Any]) -> Dict[str, Any]:
+        """Submits observations of several episodes at once, then waits for all actions
+        (tfrl extension; `get_action` for one episode).
 
         The policy computes the actions in one batch when the episodes are polled
-        together. Used by `get_action` and by PolicyClient/PolicyServerInput.
+        together (PolicyClient and PolicyServerInput use this for a list of episode ids).
+
+        Args:
+            episode_ids: The episodes, each started and not waiting for an action.
+            observations: Episode id -> observation (an agent dict for multi-agent envs).
+
+        Returns:
+            Episode id -> action.
+
+        Raises:
+            ValueError: For duplicate ids, a missing observation, or as `get_action`.
+            TimeoutError: If no action arrives within `get_action_timeout` seconds.
         """
         if len(set(episode_ids)) != len(episode_ids):
             raise ValueError(f"get_action() received duplicate episode ids: {episode_ids}.")
@@ -250,6 +260,8 @@ class ExternalEnv(threading.Thread):
             actions = {} if ticket is None else ticket.wait(self.get_action_timeout, eid)
             result[eid] = self._from_agent_dict(actions)
         return result
+
+    # ---- Internals shared with ExternalMultiAgentEnv and the policy server -------------
 
     def _log_returns(self, episode_id: str, rewards: MultiAgentDict,
                      infos: Optional[MultiAgentDict],

@@ -98,6 +98,11 @@ class ExternalEnvRunner:
         """Starts the background thread."""
         self._thread.start()
 
+    @property
+    def thread(self) -> threading.Thread:
+        """The background thread (started by `start`, ended by `stop`)."""
+        return self._thread
+
     def stop(self, timeout: float = 10.0, drain: bool = True) -> None:
         """Stops the env (waiting callers raise RuntimeError) and joins the thread.
 

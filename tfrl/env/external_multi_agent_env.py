@@ -57,7 +57,7 @@ class ExternalMultiAgentEnv(ExternalEnv):
         Returns:
             Agent id -> action, for the agents in `observation_dict` that are not done.
         """
-        return self._get_actions([episode_id], {episode_id: observation_dict})[episode_id]
+        return self.get_actions([episode_id], {episode_id: observation_dict})[episode_id]
 
     def log_action(self, episode_id: str, observation_dict: MultiAgentDict,
                    action_dict: MultiAgentDict) -> None:

@@ -22,7 +22,8 @@ import importlib
 import re
 import threading
 import time
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
+import types
+from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
 from tfrl.env import policy_protocol as P
 from tfrl.env.external_env_runner import ExternalEnvRunner, fragment_length, make_serving_env
@@ -85,6 +86,7 @@ class PolicyClient:
         self.env = None
         self._local_connections = threading.local()
         self._runner: Optional[ExternalEnvRunner] = None
+        self._policies: Dict[str, Any] = {}
         if inference_mode == "local":
             self.local = True
             if update_interval is not None and (
@@ -122,7 +124,7 @@ class PolicyClient:
             self._update_local_policy()
             if ids is None:
                 return self.env.get_action(episode_id, observation)
-            return self.env._get_actions(ids, observation)  # pylint: disable=protected-access
+            return self.env.get_actions(ids, observation)
         return self._send({"command": P.GET_ACTION, "observation": observation,
                            "episode_id": episode_id if ids is None else ids})["action"]
 
@@ -165,6 +167,12 @@ class PolicyClient:
         self._send({"command": P.END_EPISODE, "observation": observation,
                     "episode_id": episode_id, "truncated": truncated})
         return None
+
+    @property
+    def policies(self) -> Mapping[str, Any]:
+        """Policy id -> the local copy of the server's policy (read-only view; empty in
+        remote inference mode)."""
+        return types.MappingProxyType(self._policies)
 
     def update_policy_weights(self) -> None:
         """Fetches the server's current weights now (local inference mode only)."""

@@ -130,7 +130,7 @@ class PolicyServerCommands:
                                "episode id -> observation with exactly those ids; received "
                                f"{type(observation).__name__} with keys "
                                f"{sorted(observation) if isinstance(observation, dict) else None}.")
-        actions = self.env._get_actions(episode_id, observation)  # pylint: disable=protected-access
+        actions = self.env.get_actions(episode_id, observation)
         return {"action": actions[episode_id[0]] if single else actions}
 
     def _log_action(self, episode_id: str, observation: Any, action: Any) -> dict:

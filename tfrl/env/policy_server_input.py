@@ -32,7 +32,7 @@ import socketserver
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from tfrl.env import policy_protocol as P
 from tfrl.env.external_env_runner import ExternalEnvRunner, fragment_length, make_serving_env
@@ -178,6 +178,17 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
         self.server_close()
         for thread in threads + self._service_threads:
             thread.join(timeout)
+
+    @property
+    def stopped(self) -> bool:
+        """Whether `stop()` was called (the port is released once it returns)."""
+        return self._stop_event.is_set()
+
+    @property
+    def threads(self) -> List[threading.Thread]:
+        """The threads this server started (serving, heartbeat, inference loop, serving
+        env); `stop()` ends them all."""
+        return [*self._service_threads, self._runner.thread, self._commands.env]
 
     def __enter__(self) -> "PolicyServerInput":
         return self

@@ -5,7 +5,7 @@ Both sampler loops (the generic `env_runner` and the array-based `vector_env_run
 produce per-agent trajectory chunks as column dicts and hand them to
 `postprocess_episode_chunks`, so the batches they build are identical.
 
-Columns of a chunk before postprocessing (contract C6): `obs`, `new_obs`, `actions`,
+Columns of a chunk before postprocessing: `obs`, `new_obs`, `actions`,
 `rewards` (float32, clipped), `terminateds`, `truncateds`, `dones`, `infos`, `eps_id`
 (int64), `unroll_id`, `agent_index`, `t`, `env_id`, `prev_actions`/`prev_rewards` (if
 the policy's view requirements name them), the policy's extra action outputs, and

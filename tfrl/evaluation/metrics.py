@@ -186,7 +186,7 @@ def collect_metrics(
 
     Args:
         local_worker: The local RolloutWorker, or None.
-        remote_workers: Worker handles (contract C7), or None.
+        remote_workers: Worker handles (`call(method, ...) -> Future`), or None.
         to_be_collected: Futures pending from an earlier call, or None. If a list is
             given it is updated in place to hold the futures still pending after this
             call, so their episodes are counted by the next call given the same list.

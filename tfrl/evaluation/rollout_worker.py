@@ -54,7 +54,7 @@ def _default_mapping_fn(agent_id: Any, episode: Any, worker: Any = None, **kwarg
 
 
 class RolloutWorker:
-    """Collects experience with policies in an environment; see SPEC §2.2.
+    """Collects experience with policies in an environment (RLlib's RolloutWorker).
 
     The 41 keyword-only constructor arguments are RLlib's (their defaults, and tfrl's
     treatment of each, are in `tfrl.evaluation.worker_setup.WorkerArgs`); an unknown

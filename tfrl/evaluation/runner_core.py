@@ -2,7 +2,7 @@
 callbacks, step counting, fragment output, per-policy helpers and batched inference
 over several TF policies.
 
-What the loops read from their worker (contract C4): `policy_map`,
+What the loops read from their worker: `policy_map`,
 `policy_mapping_fn`, `preprocessors`, `filters` (all looked up when needed, so
 policies added later are seen).
 """
@@ -25,7 +25,8 @@ class RunnerCore:
     """State and helpers shared by `EnvRunner` and `VectorEnvRunner`.
 
     Args:
-        worker: The worker (C4 attributes).
+        worker: The worker (`policy_map`, `policy_mapping_fn`, `preprocessors`,
+            `filters`).
         base_env: The BaseEnv to sample.
         extra_batch_callback: Receives batches given to `Episode.add_extra_batch`.
         callbacks: A DefaultCallbacks instance.

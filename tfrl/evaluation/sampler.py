@@ -67,7 +67,7 @@ class SyncSampler(SamplerInput):
     """Collects experience in the caller's thread.
 
     Args (keyword-only):
-        worker: The owning RolloutWorker (C4: `policy_map`, `policy_mapping_fn`,
+        worker: The owning RolloutWorker (read: `policy_map`, `policy_mapping_fn`,
             `preprocessors`, `filters`).
         env: Any env; converted with `BaseEnv.to_base_env`.
         clip_rewards: True: sign of the reward; a number c: clip to [-c, c]; False/None:

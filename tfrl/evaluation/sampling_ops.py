@@ -79,7 +79,7 @@ def _box_leaves(space: gym.Space) -> list:
 
 
 def clip_rewards_array(rewards: np.ndarray, clip_rewards: Union[bool, float, None]) -> np.ndarray:
-    """`True`: the sign of each reward (RLlib's choice, D22); a number c: clip to
+    """`True`: the sign of each reward (RLlib's choice); a number c: clip to
     [-c, c]; False/None: unchanged. Returns float32."""
     if clip_rewards is True:
         rewards = np.sign(rewards)

@@ -6,7 +6,7 @@
   with per-agent spaces) or from the `spaces` argument.
 * `build_policy` builds one policy with its preprocessor: the policy gets the
   PREPROCESSED observation space (`preprocessor.observation_space`, which carries
-  `.original_space`), so it always receives flat/Box observations (contract C4).
+  `.original_space`), so it always receives flat/Box observations.
 * `check_gpus` compares the GPUs requested with those TensorFlow sees.
 """
 

@@ -1,7 +1,7 @@
 """WorkerSet: the local rollout worker plus remote workers reached through handles.
 
 The local worker (index 0) lives in the driver and holds the policies that learn; remote
-workers (indices 1..n) sample in parallel, each behind a `WorkerHandle` (C7): Ray actors
+workers (indices 1..n) sample in parallel, each behind a `WorkerHandle`: Ray actors
 (`remote_backend="ray"`, the default, `pip install 'tfrl[ray]'`) or in-process threads
 (`remote_backend="thread"`, for tests and one-box pipelines). Weights travel as numpy
 dicts, put in the object store once per broadcast.
@@ -53,7 +53,7 @@ class WorkerSet:
         validate_env: Optional `(env, env_context) -> None` check run on every env.
         policy_class: The policy class used when `multiagent.policies` is empty (as
             `"default_policy"`) and for entries that name no class.
-        trainer_config: RLlib-style config dict (C9; or an `AlgorithmConfig`); unknown
+        trainer_config: RLlib-style config dict (or an `AlgorithmConfig`); unknown
             keys raise `ValueError`.
         num_workers: Number of remote workers.
         local_worker: Whether to build the local worker (in this process).

@@ -2,7 +2,7 @@
 
 `WorkerSet` receives the algorithm's flat config dict (with the `model` and `multiagent`
 subdicts). This module checks its keys and maps them, per worker, to the keyword
-arguments of `RolloutWorker` (SPEC §2.2.1) and to the resources of a remote worker:
+arguments of `RolloutWorker` and to the resources of a remote worker:
 
 =============================  ==============================================
 trainer config                 RolloutWorker argument
@@ -70,8 +70,8 @@ _OTHER_WORKER_KEYS = (
     "evaluation_interval", "evaluation_num_workers", "evaluation_duration",
     "in_evaluation", "log_sys_usage", "logger_config",
 )
-# Algorithm keys named by SPEC §8 and TFPolicy's config, accepted until the canonical
-# list of `tfrl.algorithms.algorithm_config` is importable.
+# Algorithm keys (RLlib's execution-plan keys and TFPolicy's config), accepted even when
+# the canonical list of `tfrl.algorithms.algorithm_config` is not importable.
 _ALGORITHM_KEYS = (
     "timesteps_per_iteration", "min_iter_time_s", "metrics_smoothing_episodes",
     "collect_metrics_timeout", "min_time_s_per_reporting", "min_sample_timesteps_per_reporting",

@@ -6,7 +6,8 @@ spaces, so a policy can be rebuilt) — plus the global vars. Filters travel as 
 `get_state()` dicts (numpy arrays), not as objects.
 
 `restore_worker` rebuilds missing policies from their specs and then sets their state
-too (RLlib re-adds them without their state; SPEC decision D19).
+too (RLlib re-adds them without their state; tfrl restores it, so a restored worker
+acts like the saved one).
 """
 
 import logging

@@ -41,7 +41,7 @@ class StoreToReplayBuffer:
 
     Args:
         local_buffer: A buffer with `add_batch(batch)` (or `add(batch)`).
-        actors: Instead: replay worker handles (C7); each batch goes to one chosen at
+        actors: Instead: replay worker handles (`call(method, ...) -> Future`); each batch goes to one chosen at
             random (`handle.call("add_batch", batch)`).
 
     Raises:
@@ -63,7 +63,7 @@ class StoreToReplayBuffer:
         return batch
 
 
-StoreToReplayActors = StoreToReplayBuffer  # the seed example's name (D15)
+StoreToReplayActors = StoreToReplayBuffer  # the name in RLlib's execution-plan examples
 
 
 def Replay(*, local_buffer: Any = None, actors: Optional[List[types.RemoteWorker]] = None,

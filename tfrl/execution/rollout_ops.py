@@ -80,10 +80,10 @@ def ParallelRollouts(workers: types.WorkerSet, *, mode: str = "bulk_sync",
     steps to `AGENT_STEPS_SAMPLED_COUNTER`.
 
     Args:
-        workers: The WorkerSet (C8): `local_worker()`, `remote_workers()`, `sync_weights()`.
+        workers: The WorkerSet: `local_worker()`, `remote_workers()`, `sync_weights()`.
         mode: "bulk_sync": one batch from every remote worker per item, concatenated
             (count = rollout_fragment_length x num_workers); through
-            `workers.sample_all()` when the WorkerSet has it (C8), else one
+            `workers.sample_all()` when the WorkerSet has it, else one
             `handle.call("sample")` per remote worker. "async": each worker's batch
             as soon as it is ready (no order guarantee; the producing handle is recorded in
             `SharedMetrics.current_worker`). "raw": the `WorkerPool` over the remote

@@ -333,4 +333,4 @@ class UpdateTargetNetwork:
         return item
 
 
-UpdateTargetIfNeeded = UpdateTargetNetwork  # the seed example's name
+UpdateTargetIfNeeded = UpdateTargetNetwork  # the name in RLlib's execution-plan examples

@@ -32,7 +32,7 @@ class WorkerPool:
     """Repeated remote calls on a set of worker handles, as LocalIterators.
 
     Args:
-        handles: Worker handles (C7), or a function returning the current list (so a
+        handles: Worker handles (`call(method, ...) -> Future`), or a function returning the current list (so a
             WorkerSet's recreated workers are picked up); read again on every
             `batch_across_shards` step and when a gather starts.
         submit: `submit(handle) -> Future`; default `handle.call("sample")`.

@@ -14,7 +14,7 @@ class FilterManager:
                     update_remote: bool = True, timeout_seconds: float = 60.0) -> None:
         """Aggregates the remote workers' filter buffers into `local_filters`.
 
-        Each remote worker (a handle with `call(method, ...) -> Future`, contract C7)
+        Each remote worker (a handle with `call(method, ...) -> Future`)
         returns its filters and clears their buffers (`get_filters(flush_after=True)`);
         their changes are merged into `local_filters` (`apply_changes`), and, with
         `update_remote`, the merged filters are sent back (`sync_filters`) so every worker
