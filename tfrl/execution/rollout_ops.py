@@ -35,6 +35,7 @@ from tfrl.execution.worker_pool import WorkerPool, _check_num_async
 from tfrl.policy.multi_agent_batch import MultiAgentBatch
 from tfrl.policy.sample_batch import DEFAULT_POLICY_ID, SampleBatch
 from tfrl.policy.sample_batch_concat import concat_samples
+from tfrl.utils.sgd import standardized
 
 logger = logging.getLogger(__name__)
 
@@ -260,17 +261,6 @@ class SelectExperiences:
                else frozenset(self.local_worker.policies_to_train))
         return MultiAgentBatch(
             {pid: b for pid, b in samples.policy_batches.items() if pid in ids}, samples.count)
-
-
-def standardized(values: np.ndarray) -> np.ndarray:
-    """`(x - mean(x)) / max(1e-4, std(x))` with the population std."""
-    values = np.asarray(values)
-    if values.size == 0:
-        return values
-    centered = values - values.mean()
-    flat = centered.ravel()
-    std = float(np.sqrt(np.dot(flat, flat) / flat.size))
-    return centered / max(1e-4, std)
 
 
 class StandardizeFields:

@@ -19,19 +19,16 @@ from typing import Dict
 import keras
 import tensorflow as tf
 
-from tfrl.algorithms.on_policy_policy import (ON_POLICY_DEFAULTS, OnPolicyTFPolicy,
-                                           explained_variance, local_mean)
+from tfrl.algorithms.a2c.a2c_config import A2CConfig
+from tfrl.algorithms.on_policy_policy import (OnPolicyTFPolicy, explained_variance,
+                                           local_mean)
 from tfrl.core.columns import Columns
-
-A2C_POLICY_DEFAULTS = {**ON_POLICY_DEFAULTS, "vf_loss_coeff": 0.5, "entropy_coeff": 0.01,
-                       "grad_clip": 40.0}
-
 
 class A3CTFPolicy(OnPolicyTFPolicy):
     """Actor-critic policy (config: `gamma`, `lambda`, `use_gae`, `vf_loss_coeff`,
     `entropy_coeff(_schedule)`, `lr(_schedule)`, `grad_clip`)."""
 
-    defaults = A2C_POLICY_DEFAULTS
+    config_class = A2CConfig
 
     @tf.autograph.experimental.do_not_convert  # plain TF ops; converting costs seconds
     def loss(self, model: keras.Model, dist_class: type,

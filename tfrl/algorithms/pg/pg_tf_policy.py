@@ -23,17 +23,14 @@ from typing import Dict
 import keras
 import tensorflow as tf
 
-from tfrl.algorithms.on_policy_policy import (ON_POLICY_DEFAULTS, OnPolicyTFPolicy,
-                                           local_mean)
+from tfrl.algorithms.on_policy_policy import OnPolicyTFPolicy, local_mean
+from tfrl.algorithms.pg.pg_config import PGConfig
 from tfrl.core.columns import Columns
-
-PG_POLICY_DEFAULTS = {**ON_POLICY_DEFAULTS, "use_gae": False, "use_critic": False}
-
 
 class PGTFPolicy(OnPolicyTFPolicy):
     """Policy gradient on discounted returns (config: `gamma`, `lr`, `lr_schedule`)."""
 
-    defaults = PG_POLICY_DEFAULTS
+    config_class = PGConfig
 
     @tf.autograph.experimental.do_not_convert  # plain TF ops; converting costs seconds
     def loss(self, model: keras.Model, dist_class: type,
