@@ -98,7 +98,7 @@ class Algorithm:
         if algo_config.seed is not None:
             keras.utils.set_random_seed(int(algo_config.seed))
         self.callbacks = algo_config.callbacks_class()
-        self.workers = self._make_workers(self.config, algo_config.num_workers)
+        self.workers = self._make_workers(algo_config, algo_config.num_workers)
         self.evaluation_workers = None
         if algo_config.evaluation_interval or algo_config.evaluation_num_workers:
             self.evaluation_workers = self._make_evaluation_workers()
@@ -123,16 +123,17 @@ class Algorithm:
         """The default config as an RLlib-style dict."""
         return cls.config_class().to_dict()
 
-    def _make_workers(self, config: Dict[str, Any], num_workers: int) -> Any:
+    def _make_workers(self, config: AlgorithmConfig, num_workers: int) -> Any:
         from tfrl.evaluation.worker_set import WorkerSet
 
+        # The frozen config: WorkerSet takes its dict (keys already checked).
         return WorkerSet(policy_class=self.default_policy_class, trainer_config=config,
                          num_workers=num_workers, logdir=self._logdir)
 
     def _make_evaluation_workers(self) -> Any:
         overrides = {"explore": False, "in_evaluation": True,
                      **self.algo_config.evaluation_config}
-        eval_config = self.algo_config.replace(**overrides).to_dict()
+        eval_config = self.algo_config.replace(**overrides)
         return self._make_workers(eval_config, self.algo_config.evaluation_num_workers)
 
     @property

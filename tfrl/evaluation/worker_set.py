@@ -48,8 +48,11 @@ class WorkerSet(WorkerFailures):
         validate_env: Optional `(env, env_context) -> None` check run on every env.
         policy_class: The policy class used when `multiagent.policies` is empty (as
             `"default_policy"`) and for entries that name no class.
-        trainer_config: RLlib-style config dict (C9; or an `AlgorithmConfig`); unknown
-            keys raise `ValueError`.
+        trainer_config: An `AlgorithmConfig` (what `Algorithm` passes), or an RLlib-style
+            config dict (C9) whose keys are checked: unknown keys (not read by the
+            workers, nor in the config of `policy_class` or of the classes in
+            `multiagent.policies`, see `worker_set_config.valid_config_keys`) raise
+            `ValueError`.
         num_workers: Number of remote workers.
         local_worker: Whether to build the local worker (in this process).
         logdir: Directory passed to the workers as `log_dir`.
@@ -65,9 +68,12 @@ class WorkerSet(WorkerFailures):
                  trainer_config: Optional[dict] = None, num_workers: int = 0,
                  local_worker: bool = True, logdir: Optional[str] = None,
                  worker_cls: Optional[type] = None):
-        if hasattr(trainer_config, "to_dict"):  # An AlgorithmConfig.
+        if hasattr(trainer_config, "to_dict"):
+            # A frozen AlgorithmConfig: its keys were checked when it was built.
             trainer_config = trainer_config.to_dict()
-        wsc.check_trainer_config(trainer_config if trainer_config is not None else {})
+        else:
+            wsc.check_trainer_config(trainer_config if trainer_config is not None else {},
+                                     [policy_class] if policy_class is not None else [])
         config = dict(trainer_config or {})
         if int(num_workers) < 0:
             raise ValueError(f"num_workers must be >= 0; received {num_workers}.")
