@@ -130,21 +130,13 @@ class OnPolicyTFPolicy(TFPolicy):
                                   self.config["lambda"], use_gae=self.config["use_gae"],
                                   use_critic=self.config["use_critic"])
 
-    def _as_train_batch(self, samples: Any) -> Any:
-        # Recurrent models learn on sequences; sampled batches hold rows.
+    def train_batch(self, samples: Any) -> Any:
+        """Recurrent models learn on sequences: row batches (as sampled) are cut into
+        them (`add_sequences`); other batches are returned as they are."""
         if (self.is_recurrent() and isinstance(samples, dict)
                 and Columns.SEQ_LENS not in samples):
             return add_sequences(samples, int(self.config["model"].get("max_seq_len", 20)))
         return samples
-
-    def learn_on_batch(self, samples: Any, **sgd: Any) -> Dict[str, Any]:
-        """TFPolicy.learn_on_batch (same keyword arguments), cutting row batches into
-        sequences for RNN models."""
-        return super().learn_on_batch(self._as_train_batch(samples), **sgd)
-
-    def compute_gradients(self, postprocessed_batch: Any):
-        """TFPolicy.compute_gradients, cutting row batches into sequences for RNN models."""
-        return super().compute_gradients(self._as_train_batch(postprocessed_batch))
 
     def get_state(self) -> Dict[str, Any]:
         """TFPolicy's state plus the current entropy coefficient."""

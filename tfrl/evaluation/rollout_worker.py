@@ -202,14 +202,9 @@ class RolloutWorker(WorkerArgs):
                                                 sgd_minibatch_size, standardize_fields)
 
     # ------------------------------------------------------------------ learning
-    def learn_on_batch(self, samples: Any, *, num_sgd_iter: Optional[int] = None,
-                       sgd_minibatch_size: Optional[int] = None,
-                       shuffle_sequences: Optional[bool] = None) -> dict:
-        """`{pid: info}` of `policy.learn_on_batch` for each trainable policy's batch; the
-        SGD settings (None: each policy's config) are passed on to the policies."""
-        return worker_learning.learn_on_batch(
-            self, samples, num_sgd_iter=num_sgd_iter, sgd_minibatch_size=sgd_minibatch_size,
-            shuffle_sequences=shuffle_sequences)
+    # `{pid: info}` of `policy.learn_on_batch` for each trainable policy's batch (the
+    # function itself, not a method handing the batch on: see `worker_learning`).
+    learn_on_batch = worker_learning.learn_on_batch
 
     def compute_gradients(self, samples: Any) -> tuple:
         """`(grads, info)`; dicts by policy id for a MultiAgentBatch."""

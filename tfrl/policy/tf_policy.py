@@ -328,6 +328,12 @@ class TFPolicy(Policy):
         max_len = tf.shape(tree.flatten(train_batch[Columns.OBS])[0])[1]
         return tf.sequence_mask(seq_lens, max_len)
 
+    def train_batch(self, samples: Any) -> Any:
+        """The batch `learn_on_batch` and `compute_gradients` learn on, from the one they
+        were given; default: unchanged. (OnPolicyTFPolicy cuts row batches into
+        sequences for recurrent models here.)"""
+        return samples
+
     def learn_on_batch(self, samples: Any, *, num_sgd_iter: Optional[int] = None,
                        sgd_minibatch_size: Optional[int] = None,
                        shuffle_sequences: Optional[bool] = None) -> Dict[str, Any]:
@@ -364,14 +370,14 @@ class TFPolicy(Policy):
         _check_count(num_sgd_iter, "num_sgd_iter", 1)
         if sgd_minibatch_size is not None:
             _check_count(sgd_minibatch_size, "sgd_minibatch_size", 0)
-        stats = self._train.learn(samples, int(num_sgd_iter), sgd_minibatch_size,
-                                  bool(shuffle_sequences))
+        stats = self._train.learn(self.train_batch(samples), int(num_sgd_iter),
+                                  sgd_minibatch_size, bool(shuffle_sequences))
         self._weights_changed()
         return {"learner_stats": stats, "num_traces": dict(self.num_traces)}
 
     def compute_gradients(self, postprocessed_batch: Any) -> Tuple[List[np.ndarray], Dict]:
         """Gradients of the loss on the whole batch (summed over replicas), as numpy."""
-        grads, stats = self._train.gradients(postprocessed_batch)
+        grads, stats = self._train.gradients(self.train_batch(postprocessed_batch))
         return grads, {"learner_stats": stats, "num_traces": dict(self.num_traces)}
 
     def apply_gradients(self, gradients: List[Any]) -> None:
