@@ -22,15 +22,19 @@ class FakePolicy:
         self.config = dict(config or {})
         self.weights = [np.zeros(2, np.float32)]
         self.learned_on: List[int] = []
+        self.sgd_settings: List[tuple] = []  # (num_sgd_iter, sgd_minibatch_size, shuffle)
         self.applied: List[Any] = []
         self.target_updates = 0
         self.global_vars = None
 
-    def learn_on_batch(self, batch):
+    def learn_on_batch(self, batch, *, num_sgd_iter=None, sgd_minibatch_size=None,
+                       shuffle_sequences=None):
         self.learned_on.append(batch.count)
+        self.sgd_settings.append((num_sgd_iter, sgd_minibatch_size, shuffle_sequences))
         self.weights = [self.weights[0] + 1.0]
-        return {"learner_stats": {"loss": float(batch.count),
-                                  "num_sgd_iter": self.config.get("num_sgd_iter", 1)}}
+        if num_sgd_iter is None:
+            num_sgd_iter = self.config.get("num_sgd_iter", 1)
+        return {"learner_stats": {"loss": float(batch.count), "num_sgd_iter": num_sgd_iter}}
 
     def compute_gradients(self, batch):
         return [np.full(2, float(batch.count), np.float32)], {"learner_stats": {"n": batch.count}}
@@ -92,12 +96,13 @@ class FakeWorker:
             {pid: fake_rows((i + 1) * self.fragment_length, base, seed=base + i)
              for i, pid in enumerate(self.policy_map)}, self.fragment_length)
 
-    def learn_on_batch(self, samples):
+    def learn_on_batch(self, samples, **sgd):
         self.learn_calls.append(samples)
+        sgd = {k: v for k, v in sgd.items() if v is not None}
         if isinstance(samples, MultiAgentBatch):
-            return {pid: self.policy_map[pid].learn_on_batch(b)
+            return {pid: self.policy_map[pid].learn_on_batch(b, **sgd)
                     for pid, b in samples.policy_batches.items() if pid in self.policies_to_train}
-        return {DEFAULT_POLICY_ID: self.policy_map[DEFAULT_POLICY_ID].learn_on_batch(samples)}
+        return {DEFAULT_POLICY_ID: self.policy_map[DEFAULT_POLICY_ID].learn_on_batch(samples, **sgd)}
 
     def compute_gradients(self, samples):
         return self.policy_map[DEFAULT_POLICY_ID].compute_gradients(samples)

@@ -14,6 +14,7 @@ class CountingPolicy(Policy):
         super().__init__(observation_space, action_space, config)
         self.w = np.zeros(2, np.float32)
         self.learned, self.applied, self.global_vars = [], [], []
+        self.sgd_settings = []  # the keyword arguments of each learn_on_batch call
 
     def compute_actions(self, obs_batch, state_batches=None, prev_action_batch=None,
                         prev_reward_batch=None, info_batch=None, episodes=None, explore=None,
@@ -24,8 +25,9 @@ class CountingPolicy(Policy):
     def value(self, obs_batch, *args, **kwargs):
         return np.zeros(len(obs_batch), np.float32)
 
-    def learn_on_batch(self, samples):
+    def learn_on_batch(self, samples, **sgd):
         self.learned.append(samples)
+        self.sgd_settings.append(sgd)
         self.w = self.w + 1.0
         return {"learner_stats": {"rows": samples.count}}
 

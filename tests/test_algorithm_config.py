@@ -140,12 +140,39 @@ def test_module_key_sets_for_worker_set():
 
 
 def test_every_worker_set_and_policy_key_is_accepted():
+    from tfrl.algorithms.a2c import A2CTFPolicy
+    from tfrl.algorithms.ppo import PPOTFPolicy
     from tfrl.evaluation import worker_set_config as wsc
     from tfrl.policy.tf_policy import DEFAULT_CONFIG as policy_defaults
 
-    worker_keys = (set(wsc.SAME_NAME_KEYS) | set(wsc.RENAMED_KEYS)
-                   | set(wsc.WORKER_SET_DEFAULTS) | set(wsc._OTHER_WORKER_KEYS))
-    assert worker_keys <= AlgorithmConfig.valid_keys()
+    assert wsc.worker_keys() <= AlgorithmConfig.valid_keys()
     assert set(policy_defaults) <= PPOConfig.valid_keys()
-    wsc.check_trainer_config(PPOConfig().to_dict())  # WorkerSet accepts what we produce
-    wsc.check_trainer_config(A2CConfig().to_dict())
+    # WorkerSet accepts what we produce, given the policy class that reads it.
+    wsc.check_trainer_config(PPOConfig().to_dict(), [PPOTFPolicy])
+    wsc.check_trainer_config(A2CConfig().to_dict(), [A2CTFPolicy])
+
+
+def test_worker_set_key_list_is_derived_from_the_config_dataclasses():
+    from tfrl.algorithms.pg import PGTFPolicy
+    from tfrl.algorithms.ppo import PPOTFPolicy
+    from tfrl.evaluation import worker_set_config as wsc
+    from tfrl.algorithms.registry import ALGORITHMS
+
+    classes = []
+    for name in ALGORITHMS:
+        algo_class, config_class = get_algorithm_class(name, return_config=True)
+        policy_class = algo_class.default_policy_class
+        classes.append(policy_class)
+        derived = wsc.valid_config_keys([policy_class])
+        # The copy the WorkerSet checks against is the config class's own key set.
+        assert set(config_class().to_dict()) <= derived
+        assert derived - set(config_class().to_dict()) <= (
+            wsc.worker_keys() | set(wsc.EXECUTION_OPERATOR_KEYS))
+    assert set(algorithm_config.DEFAULT_CONFIG) <= wsc.valid_config_keys(classes)
+    # A key of another algorithm's config is not valid for this policy.
+    wsc.check_trainer_config({"clip_param": 0.2}, [PPOTFPolicy])
+    with pytest.raises(ValueError, match="Unknown trainer_config key 'clip_param'"):
+        wsc.check_trainer_config({"clip_param": 0.2}, [PGTFPolicy])
+    # Policies named in multiagent.policies count too.
+    wsc.check_trainer_config({"clip_param": 0.2, "multiagent": {
+        "policies": {"p": (PPOTFPolicy, None, None, {})}}})

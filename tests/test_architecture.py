@@ -266,17 +266,6 @@ def test_base_env_to_base_env_needs_the_converter_of_tfrl_env_base_env():
     assert isinstance(convert_to_base_env(gym.make("CartPole-v1")), _VectorEnvToBaseEnv)
 
 
-def test_every_algorithm_config_key_is_a_valid_worker_set_key():
-    from tfrl.algorithms.algorithm_config import AlgorithmConfig
-    from tfrl.algorithms.registry import all_config_classes
-    from tfrl.evaluation.worker_set_config import valid_config_keys
-
-    valid = valid_config_keys()
-    for config_class in [AlgorithmConfig, *all_config_classes()]:
-        missing = sorted(set(config_class().to_dict()) - valid)
-        assert not missing, f"{config_class.__name__} keys WorkerSet rejects: {missing}"
-
-
 def _private_writes_to_other_objects(path):
     """`x._field = ...` (or `x._field[k] = ...`, `x._field += ...`) with x not self/cls."""
     tree = ast.parse(path.read_text(encoding="utf-8"))

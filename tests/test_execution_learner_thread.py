@@ -99,6 +99,7 @@ def test_multi_gpu_learner_thread_passes_and_one_step_per_pass():
     assert [count for count, _ in out] == [4, 4, 4]
     # each pass is one step on the whole batch: the policy saw num_sgd_iter=1
     assert [info["default_policy"]["learner_stats"]["num_sgd_iter"] for _, info in out] == [1, 1, 1]
+    assert worker.policy_map["default_policy"].sgd_settings == [(1, 0, None)] * 3
     assert worker.policy_map["default_policy"].config["num_sgd_iter"] == 7
     assert not any(t.is_alive() for t in learner.loader_threads)
 

@@ -60,19 +60,19 @@ def test_train_one_step_multi_agent_counts_agent_steps_and_syncs_listed_policies
     assert workers.sync_calls[-1]["policies"] == ["p1"]
 
 
-def test_train_one_step_python_minibatch_loop_when_policy_config_differs():
+def test_train_one_step_passes_its_sgd_settings_to_one_learn_call():
     workers = make_workers(num_remote=0, fragment_length=10)
     op = TrainOneStep(workers, num_sgd_iter=3, sgd_minibatch_size=4)
     train_op = ParallelRollouts(workers).for_each(op)
     _, info = next(train_op)
     policy = workers.local_worker().policy_map["default_policy"]
-    assert policy.learned_on == [4, 4] * 3  # 10 rows -> two minibatches of 4, three epochs
-    assert info == {"default_policy": {"learner_stats": {"loss": 4.0, "num_sgd_iter": 1.0}}}
-    assert "num_sgd_iter" not in policy.config  # override undone
-    # minibatches are shuffled rows of the batch
-    calls = workers.local_worker().learn_calls
-    rows = np.concatenate([c.policy_batches["default_policy"]["obs"] for c in calls[:2]])
-    assert len(set(rows.tolist())) == 8 and set(rows.tolist()) <= set(range(10))
+    assert policy.learned_on == [10]  # the policy runs the epochs and minibatches itself
+    assert policy.sgd_settings == [(3, 4, None)]
+    assert info == {"default_policy": {"learner_stats": {"loss": 10.0, "num_sgd_iter": 3}}}
+    assert policy.config == {}  # nothing written into the policy's config
+    # Left at None, the policy's own config decides.
+    next(ParallelRollouts(workers).for_each(TrainOneStep(workers)))
+    assert policy.sgd_settings[-1] == (None, None, None)
 
 
 def test_train_one_step_single_call_when_policy_config_matches():
@@ -90,15 +90,12 @@ def test_train_one_step_errors():
         TrainOneStep(workers, num_sgd_iter=0)
     with pytest.raises(ValueError, match="sgd_minibatch_size=...\\) must be an int >= 0"):
         TrainOneStep(workers, sgd_minibatch_size=-1)
-    with pytest.raises(ValueError, match="sgd_minibatch_size=8 is larger than the batch of "
-                                         "policy 'default_policy' \\(3 rows\\)"):
-        next(ParallelRollouts(workers).for_each(TrainOneStep(workers, sgd_minibatch_size=8)))
     with metrics_context(SharedMetrics()):
         with pytest.raises(TypeError, match="TrainOneStep takes SampleBatch"):
             TrainOneStep(workers)("batch")
 
 
-def test_multi_gpu_train_one_step_overrides_config_for_one_call():
+def test_multi_gpu_train_one_step_passes_its_settings_for_one_call():
     workers = make_workers(num_remote=1, fragment_length=8)
     op = MultiGPUTrainOneStep(workers, sgd_minibatch_size=4, num_sgd_iter=5, num_gpus=0)
     train_op = ParallelRollouts(workers).for_each(op)
@@ -106,6 +103,7 @@ def test_multi_gpu_train_one_step_overrides_config_for_one_call():
     assert info["default_policy"]["learner_stats"]["num_sgd_iter"] == 5  # seen by the policy
     policy = workers.local_worker().policy_map["default_policy"]
     assert policy.learned_on == [8] and "num_sgd_iter" not in policy.config
+    assert policy.sgd_settings == [(5, 4, True)]
     assert train_op.shared_metrics.counters[STEPS_TRAINED_COUNTER] == 8
     assert workers.sync_calls[-1]["global_vars"] == {"timestep": 8}
 
@@ -249,17 +247,3 @@ def test_a3c_pipeline_updates_each_gradient_source():
             assert handle.worker.global_vars == {"timestep": 10 * (last + 1)}
     assert op.shared_metrics.counters[STEPS_SAMPLED_COUNTER] == 40
     assert op.shared_metrics.counters[STEPS_TRAINED_COUNTER] == 40
-
-
-def test_python_minibatch_loop_is_deterministic_under_numpy_seed():
-    def minibatch_rows():
-        np.random.seed(123)
-        workers = make_workers(num_remote=0, fragment_length=12)
-        next(ParallelRollouts(workers).for_each(TrainOneStep(workers, num_sgd_iter=2,
-                                                             sgd_minibatch_size=4)))
-        return [c.policy_batches["default_policy"]["obs"].tolist()
-                for c in workers.local_worker().learn_calls]
-
-    first, second = minibatch_rows(), minibatch_rows()
-    assert first == second and len(first) == 6
-    assert first[:3] != first[3:]  # a new permutation per epoch

@@ -54,7 +54,7 @@ def test_train_one_step_one_compiled_call_when_config_matches():
     _assert_weights_close(policy.get_weights(), _reference_weights(config, _batches()))
 
 
-def test_train_one_step_python_loop_restores_policy_config():
+def test_train_one_step_settings_run_in_the_policys_compiled_loop_for_that_call():
     workers = _workers({})
     op = from_items(_batches(1)).for_each(TrainOneStep(workers, num_sgd_iter=3, sgd_minibatch_size=8))
     _, info = next(op)
@@ -63,6 +63,17 @@ def test_train_one_step_python_loop_restores_policy_config():
     assert policy.config["num_sgd_iter"] == 1 and policy.config["sgd_minibatch_size"] is None
     assert np.isfinite(info["default_policy"]["learner_stats"]["total_loss"])
     assert policy.num_traces["learn_on_batch"] == 1
+    # The same update as a policy whose config asks for these settings.
+    expected = _reference_weights({"num_sgd_iter": 3, "sgd_minibatch_size": 8}, _batches(1))
+    _assert_weights_close(policy.get_weights(), expected)
+
+
+def test_train_one_step_minibatch_larger_than_the_batch_is_the_policys_error():
+    workers = _workers({})
+    op = from_items(_batches(1, rows=4)).for_each(TrainOneStep(workers, sgd_minibatch_size=8))
+    with pytest.raises(ValueError, match=r"sgd_minibatch_size=8 \(8 rows\) is larger than the "
+                                         r"batch \(4 rows\)"):
+        next(op)
 
 
 def test_multi_gpu_train_one_step_two_replicas_matches_one_device():
@@ -75,7 +86,7 @@ def test_multi_gpu_train_one_step_two_replicas_matches_one_device():
     assert len(results) == 2
     assert int(policy.num_grad_updates.numpy()) == 2 * 3 * 2
     assert policy.num_traces["learn_on_batch"] == 1
-    assert policy.config["num_sgd_iter"] == 1  # restored after each call
+    assert policy.config["num_sgd_iter"] == 1  # the settings were arguments, not config
     expected = _reference_weights({"num_sgd_iter": 3, "sgd_minibatch_size": 8}, _batches())
     _assert_weights_close(policy.get_weights(), expected)
 

@@ -48,6 +48,16 @@ def test_base_defaults():
     assert policy.postprocess_trajectory(batch) is batch
     with pytest.raises(NotImplementedError, match="EchoPolicy does not compute gradients"):
         policy.learn_on_batch(batch)
+    with pytest.raises(NotImplementedError, match=r"EchoPolicy.learn_on_batch\(\) learns in one "
+                                                  r"step on the whole batch; received "
+                                                  r"num_sgd_iter=3, sgd_minibatch_size=None"):
+        policy.learn_on_batch(batch, num_sgd_iter=3)
+    with pytest.raises(NotImplementedError, match="sgd_minibatch_size=2. Override learn_on_batch"):
+        policy.learn_on_batch(batch, sgd_minibatch_size=2)
+    with pytest.raises(NotImplementedError, match="EchoPolicy does not compute gradients"):
+        policy.learn_on_batch(batch, num_sgd_iter=1, sgd_minibatch_size=0)  # one whole step
+    with pytest.raises(TypeError, match="policy.config is read-only"):
+        policy.config["lr"] = 1.0
     with pytest.raises(NotImplementedError, match="does not apply gradients"):
         policy.apply_gradients([])
     with pytest.raises(NotImplementedError, match="cannot export a model"):

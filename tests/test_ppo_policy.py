@@ -12,7 +12,10 @@ ACT = gym.spaces.Discrete(3)
 
 
 def make_policy(**config):
-    base = {"seed": 0, "model": {"fcnet_hiddens": [8]}, "lr": 0.0}
+    # One step on the whole batch per learn call (PPOConfig's defaults, which the policy
+    # takes for missing keys, are 30 epochs of 128-row minibatches).
+    base = {"seed": 0, "model": {"fcnet_hiddens": [8]}, "lr": 0.0, "num_sgd_iter": 1,
+            "sgd_minibatch_size": None}
     return PPOTFPolicy(OBS, ACT, {**base, **config})
 
 

@@ -350,12 +350,28 @@ def test_sample_and_learn_minibatches():
     w = no_env_worker(input_creator=lambda ioctx: Reader(), rollout_fragment_length=8)
     info, count = w.sample_and_learn(8, num_sgd_iter=2, sgd_minibatch_size=4,
                                      standardize_fields=["rewards"])
-    assert count == 8 and info["default_policy"]["learner_stats"] == {"rows": 4}
-    learned = w.get_policy().learned
-    assert [b.count for b in learned] == [4, 4, 4, 4]
-    np.testing.assert_array_equal(learned[0]["rewards"], np.zeros(4))  # standardized constant
+    assert count == 8 and info["default_policy"]["learner_stats"] == {"rows": 8}
+    policy = w.get_policy()
+    # One learn call: the policy runs the epochs and minibatches (TFPolicy: in one
+    # compiled call).
+    assert [b.count for b in policy.learned] == [8]
+    assert policy.sgd_settings == [{"num_sgd_iter": 2, "sgd_minibatch_size": 4}]
+    np.testing.assert_array_equal(policy.learned[0]["rewards"], np.zeros(8))  # standardized
     with pytest.raises(ValueError, match="Batch size possibly out of sync between workers: expected 5"):
         w.sample_and_learn(5, 1, 4, [])
+
+
+def test_sgd_settings_need_a_policy_that_takes_them():
+    class OldStylePolicy(CountingPolicy):
+        def learn_on_batch(self, samples):
+            return super().learn_on_batch(samples)
+
+    w = no_env_worker(policy_spec=OldStylePolicy)
+    assert w.learn_on_batch(sb(4)) == {"default_policy": {"learner_stats": {"rows": 4}}}
+    with pytest.raises(TypeError, match=r"Policy 'default_policy' \(OldStylePolicy\) cannot run "
+                                        r"minibatch SGD: its learn_on_batch\(samples\) takes no "
+                                        r"num_sgd_iter argument"):
+        w.learn_on_batch(sb(4), num_sgd_iter=2)
 
 
 # ----------------------------------------------------------------- weights, vars, policies

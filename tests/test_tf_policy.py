@@ -251,10 +251,9 @@ def test_learn_on_batch_bad_input():
         policy.learn_on_batch(make_batch(8))
     with pytest.raises(TypeError, match=r"takes a SampleBatch or a dict of columns; received list"):
         policy.learn_on_batch([batch])
-    policy.config["learn_input"] = "dataset"
-    with pytest.raises(ValueError, match=r"config\['learn_input'\] must be 'in_graph' or 'tf_data'; "
-                                         r"received 'dataset'"):
-        policy.learn_on_batch(batch)
+    with pytest.raises(ValueError, match=r"PGPolicy: config\['learn_input'\] must be 'in_graph' "
+                                         r"or 'tf_data'; received 'dataset'"):
+        make_policy(learn_input="dataset")
 
 
 def test_learn_on_batch_rejects_multi_agent_and_sequence_batches():

@@ -23,7 +23,7 @@ import os
 import random
 import tempfile
 import time
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, ClassVar, Dict, List, Optional, Type, Union
 
 import keras
 import numpy as np
@@ -91,7 +91,7 @@ class Algorithm:
         iteration: Number of completed `train()` calls.
     """
 
-    config_class = AlgorithmConfig
+    config_class: ClassVar[Type[AlgorithmConfig]] = AlgorithmConfig
     default_policy_class: Optional[type] = None
     _name = "Algorithm"
 
@@ -118,7 +118,7 @@ class Algorithm:
         if algo_config.seed is not None:
             keras.utils.set_random_seed(int(algo_config.seed))
         self.callbacks = algo_config.callbacks_class()
-        self.workers: types.WorkerSet = self._make_workers(self.config, algo_config.num_workers)
+        self.workers: types.WorkerSet = self._make_workers(algo_config, algo_config.num_workers)
         self.evaluation_workers: Optional[types.WorkerSet] = None
         if algo_config.evaluation_interval or algo_config.evaluation_num_workers:
             self.evaluation_workers = self._make_evaluation_workers()
@@ -144,14 +144,15 @@ class Algorithm:
         """The default config as an RLlib-style dict."""
         return cls.config_class().to_dict()
 
-    def _make_workers(self, config: Dict[str, Any], num_workers: int) -> types.WorkerSet:
+    def _make_workers(self, config: AlgorithmConfig, num_workers: int) -> types.WorkerSet:
+        # The frozen config: WorkerSet takes its dict (keys already checked).
         return WorkerSet(policy_class=self.default_policy_class, trainer_config=config,
                          num_workers=num_workers, logdir=self._logdir)
 
     def _make_evaluation_workers(self) -> types.WorkerSet:
         overrides = {"explore": False, "in_evaluation": True,
                      **self.algo_config.evaluation_config}
-        eval_config = self.algo_config.replace(**overrides).to_dict()
+        eval_config = self.algo_config.replace(**overrides)
         return self._make_workers(eval_config, self.algo_config.evaluation_num_workers)
 
     @property

@@ -35,6 +35,7 @@ from typing import Any, ClassVar, Dict, Mapping, Optional
 from tfrl.algorithms.registry import all_config_classes
 from tfrl.evaluation.callbacks import DefaultCallbacks
 from tfrl.offline.input_creators import check_input_config
+from tfrl.policy.policy_config import PolicyConfig
 from tfrl.utils.config_keys import check_keys
 
 # Field name -> its key in RLlib dicts (where they differ: a keyword or a builder method).
@@ -66,8 +67,13 @@ _MULTIAGENT_DEFAULTS: Dict[str, Any] = {
 
 
 @dataclasses.dataclass(frozen=True)
-class AlgorithmConfig:
-    """Keys common to every algorithm (RLlib's COMMON_CONFIG); see the module docstring."""
+class AlgorithmConfig(PolicyConfig):
+    """Keys common to every algorithm (RLlib's COMMON_CONFIG); see the module docstring.
+
+    The keys the policy reads (`lr`, `grad_clip`, `num_sgd_iter`, `sgd_minibatch_size`,
+    `model`, `seed`, ...) and their defaults come from `PolicyConfig`, which this class
+    extends; an algorithm config class overrides the defaults it changes.
+    """
 
     algo_class: ClassVar[Optional[type]] = None
 
@@ -98,7 +104,6 @@ class AlgorithmConfig:
     remote_worker_envs: bool = False
     remote_env_batch_wait_ms: float = 0
     preprocessor_pref: str = "deepmind"
-    explore: bool = True
     exploration_config: dict = _field({})
     recreate_failed_workers: bool = False
     restart_failed_sub_environments: bool = False
@@ -120,18 +125,11 @@ class AlgorithmConfig:
     # Training.
     train_batch_size: int = 200
     gamma: float = 0.99
-    lr: float = 1e-4
     lr_schedule: Optional[list] = None
-    grad_clip: Optional[float] = None
-    model: dict = _field({})
     optimizer: dict = _field({})
-    learn_input: str = "in_graph"
-    inference: str = "auto"
     _disable_preprocessor_api: bool = False
     # Resources.
     framework_str: str = "tf2"
-    num_gpus: float = 0
-    _fake_gpus: bool = False
     num_cpus_per_worker: float = 1
     num_gpus_per_worker: float = 0
     num_cpus_for_driver: float = 1
@@ -150,7 +148,6 @@ class AlgorithmConfig:
     timesteps_per_iteration: int = 0
     collect_metrics_timeout: float = 180.0
     # Debugging, callbacks, multi-agent.
-    seed: Optional[int] = None
     log_level: str = "WARN"
     log_sys_usage: bool = True
     logger_config: Optional[dict] = None
@@ -179,6 +176,11 @@ class AlgorithmConfig:
         for name in ("num_envs_per_worker", "rollout_fragment_length", "train_batch_size"):
             if int(getattr(self, name)) < 1:
                 fail(f"{name} must be >= 1; received {getattr(self, name)!r}.")
+        if isinstance(self.num_sgd_iter, bool) or int(self.num_sgd_iter) < 1:
+            fail(f"num_sgd_iter must be >= 1; received {self.num_sgd_iter!r}.")
+        if self.sgd_minibatch_size is not None and int(self.sgd_minibatch_size) < 0:
+            fail(f"sgd_minibatch_size must be None or >= 0; received "
+                 f"{self.sgd_minibatch_size!r}.")
         if not 0.0 <= float(self.gamma) <= 1.0:
             fail(f"gamma must be in [0, 1]; received {self.gamma!r}.")
         if self.evaluation_duration_unit not in ("episodes", "timesteps"):
@@ -315,6 +317,32 @@ class AlgorithmConfig:
                              "PGConfig, A2CConfig or PPOConfig, or call "
                              "get_algorithm_class(name)(config=...).")
         return self.algo_class(config=self, env=env)
+
+
+@dataclasses.dataclass(frozen=True)
+class OnPolicyConfig(AlgorithmConfig):
+    """AlgorithmConfig plus the keys of the on-policy policies (PG, A2C, PPO), which
+    `tfrl.algorithms.on_policy_policy.OnPolicyTFPolicy` reads.
+
+    Attributes:
+        lambda_: GAE parameter (key "lambda").
+        use_gae: GAE advantages (needs `use_critic`); otherwise discounted returns.
+        use_critic: A value function as baseline (and to bootstrap cut trajectories).
+        entropy_coeff, entropy_coeff_schedule: The entropy bonus and its schedule
+            (`[[timestep, value], ...]`).
+    """
+
+    lambda_: float = 1.0
+    use_gae: bool = True
+    use_critic: bool = True
+    entropy_coeff: float = 0.0
+    entropy_coeff_schedule: Optional[list] = None
+
+    def validate(self) -> None:
+        super().validate()
+        if self.use_gae and not self.use_critic:
+            raise ValueError(f"{type(self).__name__}: use_gae=True needs use_critic=True (GAE "
+                             "uses the value function); set use_gae=False or use_critic=True.")
 
 
 def __getattr__(name: str) -> Any:

@@ -15,31 +15,19 @@ algorithm's pure loss function (e.g. `ppo_loss.ppo_loss`), whose stats they join
 `stats()`; their `loss` returns the loss alone (RLlib's signature).
 """
 
-from typing import Any, Dict, Optional
+from typing import Any, ClassVar, Dict, Optional
 
 import gymnasium as gym
 import keras
 import numpy as np
 import tensorflow as tf
 
+from tfrl.algorithms.algorithm_config import OnPolicyConfig
 from tfrl.algorithms.sequencing import add_sequences
 from tfrl.core.columns import Columns
 from tfrl.evaluation.postprocessing import compute_advantages
 from tfrl.policy.tf_policy import TFPolicy
 from tfrl.utils.schedules import make_schedule
-
-ON_POLICY_DEFAULTS: Dict[str, Any] = {
-    "gamma": 0.99,
-    "lambda": 1.0,
-    "use_gae": True,
-    "use_critic": True,
-    "lr_schedule": None,
-    "entropy_coeff": 0.0,
-    "entropy_coeff_schedule": None,
-    "no_done_at_end": False,
-    "optimizer": {},
-}
-
 
 def bootstrap_value(policy: Any, batch: Any) -> float:
     """`last_r` for the trajectory `batch`.
@@ -77,20 +65,20 @@ class OnPolicyTFPolicy(TFPolicy):
     Args:
         observation_space: Observation space of one agent.
         action_space: Action space of one agent.
-        config: The algorithm config dict; adds to `TFPolicy`'s keys `gamma`,
-            `lambda`, `use_gae`, `use_critic`, `lr_schedule`, `entropy_coeff`,
-            `entropy_coeff_schedule`, `no_done_at_end`, `optimizer` (Adam's keyword
-            arguments).
+        config: The algorithm config dict (missing keys: the defaults of
+            `config_class`); adds to `TFPolicy`'s keys `gamma`, `lambda`, `use_gae`,
+            `use_critic`, `lr_schedule`, `entropy_coeff`, `entropy_coeff_schedule`,
+            `no_done_at_end`, `optimizer` (Adam's keyword arguments).
         strategy: See `TFPolicy`.
     """
 
-    # Subclasses add their own keys on top.
-    defaults: Dict[str, Any] = ON_POLICY_DEFAULTS
+    # Each algorithm's policy names its algorithm's config class.
+    config_class: ClassVar[type] = OnPolicyConfig
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space,
                  config: Optional[dict] = None, *,
                  strategy: Optional[tf.distribute.Strategy] = None):
-        config = {**self.defaults, **(config or {})}
+        config = {**self.default_config(), **(config or {})}
         if config["use_gae"] and not config["use_critic"]:
             raise ValueError(
                 f"{type(self).__name__}: use_gae=True needs a value function; received "
@@ -144,20 +132,13 @@ class OnPolicyTFPolicy(TFPolicy):
                                   self.config["lambda"], use_gae=self.config["use_gae"],
                                   use_critic=self.config["use_critic"])
 
-    def _as_train_batch(self, samples: Any) -> Any:
-        # Recurrent models learn on sequences; sampled batches hold rows.
+    def train_batch(self, samples: Any) -> Any:
+        """Recurrent models learn on sequences: row batches (as sampled) are cut into
+        them (`add_sequences`); other batches are returned as they are."""
         if (self.is_recurrent() and isinstance(samples, dict)
                 and Columns.SEQ_LENS not in samples):
             return add_sequences(samples, int(self.config["model"].get("max_seq_len", 20)))
         return samples
-
-    def learn_on_batch(self, samples: Any) -> Dict[str, Any]:
-        """TFPolicy.learn_on_batch, cutting row batches into sequences for RNN models."""
-        return super().learn_on_batch(self._as_train_batch(samples))
-
-    def compute_gradients(self, postprocessed_batch: Any):
-        """TFPolicy.compute_gradients, cutting row batches into sequences for RNN models."""
-        return super().compute_gradients(self._as_train_batch(postprocessed_batch))
 
     def get_state(self) -> Dict[str, Any]:
         """TFPolicy's state plus the current entropy coefficient."""

@@ -117,8 +117,12 @@ class Policy(Protocol):
                               **kwargs: Any) -> Tuple[Any, List[Any], Dict[str, Any]]:
         """`compute_actions` for one observation, without the batch axis."""
 
-    def learn_on_batch(self, samples: Any) -> LearnerInfo:
-        """Trains on a SampleBatch of this policy's rows; returns the learner info."""
+    def learn_on_batch(self, samples: Any, *, num_sgd_iter: Optional[int] = None,
+                       sgd_minibatch_size: Optional[int] = None,
+                       shuffle_sequences: Optional[bool] = None) -> LearnerInfo:
+        """Trains on a SampleBatch of this policy's rows (`num_sgd_iter` epochs of
+        `sgd_minibatch_size`-row minibatches; None: the policy's config); returns the
+        learner info."""
 
     def compute_gradients(self, postprocessed_batch: Any) -> Tuple[Any, LearnerInfo]:
         """`(gradients, learner info)` of the loss on a batch."""
@@ -184,8 +188,11 @@ class Worker(Protocol):
     def sample(self) -> Batch:
         """A batch of experiences from the worker's env (or input reader)."""
 
-    def learn_on_batch(self, samples: Batch) -> Dict[str, LearnerInfo]:
-        """Each trainable policy learns on its part of `samples`; `{policy_id: info}`."""
+    def learn_on_batch(self, samples: Batch, *, num_sgd_iter: Optional[int] = None,
+                       sgd_minibatch_size: Optional[int] = None,
+                       shuffle_sequences: Optional[bool] = None) -> Dict[str, LearnerInfo]:
+        """Each trainable policy learns on its part of `samples` (SGD settings as in
+        `Policy.learn_on_batch`); `{policy_id: info}`."""
 
     def compute_gradients(self, samples: Batch) -> Tuple[Any, Dict[str, Any]]:
         """`(gradients, info)`; both by policy id for a MultiAgentBatch."""

@@ -214,9 +214,9 @@ class RolloutWorker:
                                                 sgd_minibatch_size, standardize_fields)
 
     # ------------------------------------------------------------------ learning
-    def learn_on_batch(self, samples: types.Batch) -> Dict[str, types.LearnerInfo]:
-        """`{pid: info}` of `policy.learn_on_batch` for each trainable policy's batch."""
-        return worker_learning.learn_on_batch(self, samples)
+    # `{pid: info}` of `policy.learn_on_batch` for each trainable policy's batch (the
+    # function itself, not a method handing the batch on: see `worker_learning`).
+    learn_on_batch = worker_learning.learn_on_batch
 
     def compute_gradients(self, samples: types.Batch) -> Tuple[Any, Dict[str, Any]]:
         """`(grads, info)`; dicts by policy id for a MultiAgentBatch."""

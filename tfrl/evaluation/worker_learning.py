@@ -4,12 +4,11 @@ Only policies in `worker.policies_to_train` learn or apply gradients; batches of
 policies are skipped. A plain SampleBatch belongs to the default policy.
 """
 
+import inspect
 from typing import Any, Dict, List, Optional, Tuple
 
-import numpy as np
-
-from tfrl.data.sample_batch import MultiAgentBatch
-from tfrl.data.sample_batch import DEFAULT_POLICY_ID, SampleBatch
+from tfrl.data.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch, SampleBatch
+from tfrl.utils.sgd import standardized
 
 
 def _policy_batches(worker: Any, samples: Any) -> Dict[Any, SampleBatch]:
@@ -26,24 +25,56 @@ def _policy_batches(worker: Any, samples: Any) -> Dict[Any, SampleBatch]:
     return {pid: b.decompress_if_needed() for pid, b in batches.items() if pid in trainable}
 
 
-def learn_on_batch(worker: Any, samples: Any) -> Dict[Any, dict]:
-    """`{pid: policy.learn_on_batch(batch)}` over the trainable policies in `samples`.
+def learn_on_batch(worker: Any, samples: Any, *, num_sgd_iter: Optional[int] = None,
+                   sgd_minibatch_size: Optional[int] = None,
+                   shuffle_sequences: Optional[bool] = None) -> Dict[Any, dict]:
+    """`{pid: policy.learn_on_batch(batch, ...)}` over the trainable policies in `samples`.
 
+    `num_sgd_iter`, `sgd_minibatch_size` and `shuffle_sequences` are passed on to each
+    policy's `learn_on_batch` when given (None: each policy's own config), so one
+    compiled minibatch loop serves every caller (see `TFPolicy.learn_on_batch`).
     `callbacks.on_learn_on_batch(policy=, train_batch=, result=)` is called before each
     policy learns; whatever it puts into `result` is returned under `"custom_metrics"`.
+
+    Raises:
+        TypeError: If SGD settings are given and a policy's `learn_on_batch` takes none.
     """
+    sgd = {name: value for name, value in (("num_sgd_iter", num_sgd_iter),
+                                           ("sgd_minibatch_size", sgd_minibatch_size),
+                                           ("shuffle_sequences", shuffle_sequences))
+           if value is not None}
     callbacks = worker.callbacks
     call_hook = not hasattr(callbacks, "overrides") or callbacks.overrides("on_learn_on_batch")
     info = {}
     for pid, batch in _policy_batches(worker, samples).items():
         policy = worker.policy_map[pid]
+        if sgd:
+            _check_takes(policy, sgd, pid)
         extra = {}
         if call_hook:
             callbacks.on_learn_on_batch(policy=policy, train_batch=batch, result=extra)
-        info[pid] = policy.learn_on_batch(batch)
+        info[pid] = policy.learn_on_batch(batch, **sgd)
         if extra:
             info[pid] = {**info[pid], "custom_metrics": extra}
     return info
+
+
+def _check_takes(policy: Any, sgd: Dict[str, Any], pid: Any) -> None:
+    """Raises a clear TypeError if `policy.learn_on_batch` cannot take the `sgd` keywords."""
+    try:
+        parameters = inspect.signature(policy.learn_on_batch).parameters
+    except (TypeError, ValueError):  # no signature to read: let the call decide
+        return
+    if any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+        return
+    missing = [name for name in sgd if name not in parameters]
+    if missing:
+        raise TypeError(
+            f"Policy {pid!r} ({type(policy).__name__}) cannot run minibatch SGD: its "
+            f"learn_on_batch(samples) takes no {', '.join(missing)} argument, and "
+            f"{sgd} was asked for. Accept learn_on_batch(samples, *, num_sgd_iter=None, "
+            "sgd_minibatch_size=None, shuffle_sequences=None) (as Policy and TFPolicy do), "
+            "or leave the SGD settings to the policy's config.")
 
 
 def compute_gradients(worker: Any, samples: Any) -> Tuple[Any, dict]:
@@ -79,39 +110,11 @@ def apply_gradients(worker: Any, grads: Any) -> None:
         worker.policy_map[DEFAULT_POLICY_ID].apply_gradients(grads)
 
 
-def standardize(batch: SampleBatch, fields: List[str]) -> None:
-    """Normalises each field in place to mean 0, std 1 (std floored at 1e-4)."""
-    for field in fields:
-        if field in batch:
-            x = np.asarray(batch[field], np.float32)
-            batch[field] = (x - x.mean()) / max(1e-4, float(x.std()))
-
-
-def minibatch_sgd(worker: Any, samples: Any, num_sgd_iter: int, sgd_minibatch_size: int,
-                  standardize_fields: List[str], seed: Optional[int] = None) -> Dict[Any, dict]:
-    """`num_sgd_iter` epochs of `learn_on_batch` over shuffled minibatches, per policy.
-
-    Returns:
-        `{pid: info of the last minibatch}`.
-    """
-    rng = np.random.default_rng(seed)
-    info = {}
-    for pid, batch in _policy_batches(worker, samples).items():
-        batch = batch.copy()
-        standardize(batch, standardize_fields)
-        size = sgd_minibatch_size or batch.count
-        for _ in range(num_sgd_iter):
-            batch.shuffle(seed=int(rng.integers(2**31)))
-            for start in range(0, batch.count, size):
-                info[pid] = learn_on_batch(
-                    worker, MultiAgentBatch({pid: batch.slice(start, start + size)},
-                                            min(size, batch.count - start)))[pid]
-    return info
-
-
 def sample_and_learn(worker: Any, expected_batch_size: int, num_sgd_iter: int,
                      sgd_minibatch_size: int, standardize_fields: List[str]) -> tuple:
-    """`RolloutWorker.sample_and_learn`: sample, then minibatch SGD; `(info, count)`.
+    """`RolloutWorker.sample_and_learn`: sample, standardize `standardize_fields` of each
+    policy's rows, then `learn_on_batch` with `num_sgd_iter` epochs of
+    `sgd_minibatch_size` minibatches (the policy's one minibatch loop); `(info, count)`.
 
     Raises:
         ValueError: If the batch does not have `expected_batch_size` steps.
@@ -121,6 +124,13 @@ def sample_and_learn(worker: Any, expected_batch_size: int, num_sgd_iter: int,
         raise ValueError(
             f"Batch size possibly out of sync between workers: expected {expected_batch_size} "
             f"steps, sampled {batch.count}. Check rollout_fragment_length * num_envs.")
-    info = minibatch_sgd(worker, batch, num_sgd_iter, sgd_minibatch_size, standardize_fields,
-                         seed=worker.args.seed)
+    policy_batches = {}
+    for pid, rows in _policy_batches(worker, batch).items():
+        rows = rows.copy()
+        for field in standardize_fields:
+            if field in rows:
+                rows[field] = standardized(rows[field])
+        policy_batches[pid] = rows
+    info = learn_on_batch(worker, MultiAgentBatch(policy_batches, batch.count),
+                          num_sgd_iter=num_sgd_iter, sgd_minibatch_size=sgd_minibatch_size or 0)
     return info, batch.count

@@ -53,8 +53,11 @@ class WorkerSet:
         validate_env: Optional `(env, env_context) -> None` check run on every env.
         policy_class: The policy class used when `multiagent.policies` is empty (as
             `"default_policy"`) and for entries that name no class.
-        trainer_config: RLlib-style config dict (or an `AlgorithmConfig`); unknown
-            keys raise `ValueError`.
+        trainer_config: An `AlgorithmConfig` (what `Algorithm` passes), or an RLlib-style
+            config dict whose keys are checked: unknown keys (not read by the
+            workers, nor in the config of `policy_class` or of the classes in
+            `multiagent.policies`, see `worker_set_config.valid_config_keys`) raise
+            `ValueError`.
         num_workers: Number of remote workers.
         local_worker: Whether to build the local worker (in this process).
         logdir: Directory passed to the workers as `log_dir`.
@@ -67,12 +70,15 @@ class WorkerSet:
 
     def __init__(self, *, env_creator: Optional[Callable] = None,
                  validate_env: Optional[Callable] = None, policy_class: Optional[type] = None,
-                 trainer_config: Optional[dict] = None, num_workers: int = 0,
+                 trainer_config: Any = None, num_workers: int = 0,
                  local_worker: bool = True, logdir: Optional[str] = None,
                  worker_cls: Optional[type] = None):
-        if hasattr(trainer_config, "to_dict"):  # An AlgorithmConfig.
+        if hasattr(trainer_config, "to_dict"):
+            # A frozen AlgorithmConfig: its keys were checked when it was built.
             trainer_config = trainer_config.to_dict()
-        wsc.check_trainer_config(trainer_config if trainer_config is not None else {})
+        else:
+            wsc.check_trainer_config(trainer_config if trainer_config is not None else {},
+                                     [policy_class] if policy_class is not None else [])
         config = dict(trainer_config or {})
         if int(num_workers) < 0:
             raise ValueError(f"num_workers must be >= 0; received {num_workers}.")

@@ -25,11 +25,12 @@ Keys the config does not hold are not passed, so the worker's own defaults apply
 """
 
 import collections.abc
-from typing import Any, Callable, Dict, Mapping, Optional, Set
+import dataclasses
+from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Set
 
 from tfrl.env.registry import get_env_creator
 from tfrl.policy.policy import PolicySpec
-from tfrl.policy.tf_policy import DEFAULT_CONFIG as POLICY_DEFAULT_CONFIG
+from tfrl.policy.policy_config import PolicyConfig
 from tfrl.utils.config_keys import check_keys
 
 # Trainer-config keys passed to RolloutWorker under the same name.
@@ -70,54 +71,68 @@ _OTHER_WORKER_KEYS = (
     "evaluation_interval", "evaluation_num_workers", "evaluation_duration",
     "in_evaluation", "log_sys_usage", "logger_config",
 )
-# Algorithm keys (RLlib's execution-plan keys and TFPolicy's config), accepted even when
-# the canonical list of `tfrl.algorithms.algorithm_config` is not importable.
-_ALGORITHM_KEYS = (
-    "timesteps_per_iteration", "min_iter_time_s", "metrics_smoothing_episodes",
-    "collect_metrics_timeout", "min_time_s_per_reporting", "min_sample_timesteps_per_reporting",
-    "train_batch_size", "num_sgd_iter", "sgd_minibatch_size", "num_multi_gpu_tower_stacks",
-    "learner_queue_size", "learner_queue_timeout", "minibatch_buffer_size",
-    "num_data_load_threads", "target_update_freq", "replay_proportion", "num_slots",
-    "gamma", "lambda", "use_gae", "use_critic", "lr", "lr_schedule", "grad_clip",
-    "shuffle_sequences", "learn_input", "optimizer", "entropy_coeff", "vf_loss_coeff",
-    "clip_param", "vf_clip_param", "kl_coeff", "kl_target", "entropy_coeff_schedule",
-    "simple_optimizer",
+# Keys that RLlib's execution operators (learner threads, replay mixing, target updates)
+# read from a trainer config and that no registered algorithm config has yet; a
+# WorkerSet built directly (RLlib's API) may carry them for its own execution plan.
+EXECUTION_OPERATOR_KEYS = (
+    "num_multi_gpu_tower_stacks", "learner_queue_size", "learner_queue_timeout",
+    "minibatch_buffer_size", "num_data_load_threads", "target_update_freq",
+    "replay_proportion", "num_slots", "simple_optimizer",
 )
 
-# Keys of the algorithm configs (`AlgorithmConfig` and the registered algorithms' config
-# classes) that none of the lists above holds. They are defined here, in the layer
-# that checks them, not imported from tfrl.algorithms (which sits above);
-# tests/test_architecture.py checks that every registered algorithm's config key is valid.
-_ALGORITHM_CONFIG_KEYS = (
-    "action_space", "observation_space", "evaluation_duration_unit",
-    "metrics_num_episodes_for_smoothing", "min_sample_timesteps_per_iteration",
-    "min_time_s_per_iteration", "num_cpus_for_driver", "microbatch_size",
-)
+def worker_keys() -> Set[str]:
+    """The keys the WorkerSet, its workers and every TFPolicy read (see the tables above
+    and `PolicyConfig`)."""
+    return (set(SAME_NAME_KEYS) | set(RENAMED_KEYS) | set(WORKER_SET_DEFAULTS)
+            | set(_OTHER_WORKER_KEYS) | {f.name for f in dataclasses.fields(PolicyConfig)})
 
 
-def valid_config_keys() -> Set[str]:
-    """Every key a trainer config given to `WorkerSet` may hold."""
-    keys = set(SAME_NAME_KEYS) | set(RENAMED_KEYS) | set(WORKER_SET_DEFAULTS)
-    keys |= set(_OTHER_WORKER_KEYS) | set(_ALGORITHM_KEYS) | set(_ALGORITHM_CONFIG_KEYS)
-    keys |= set(POLICY_DEFAULT_CONFIG)
+def valid_config_keys(policy_classes: Iterable[Any] = ()) -> Set[str]:
+    """Every key a trainer config given to `WorkerSet` may hold.
+
+    The workers' own keys, `EXECUTION_OPERATOR_KEYS`, and the keys of each policy
+    class's config (`policy_class.default_config()`: for an algorithm's policy, every
+    key of its algorithm's config dataclass). The algorithm layer is not imported: the
+    policy classes bring their config classes with them.
+    """
+    keys = worker_keys() | set(EXECUTION_OPERATOR_KEYS)
+    for policy_class in policy_classes:
+        default_config = getattr(policy_class, "default_config", None)
+        if callable(default_config):
+            keys |= set(default_config())
     return keys
 
 
-def check_trainer_config(config: Mapping[str, Any]) -> None:
+def check_trainer_config(config: Mapping[str, Any], policy_classes: Iterable[Any] = ()) -> None:
     """Raises `ValueError` naming an unknown key (and the closest valid one).
 
-    Also checks the `multiagent` subdict and `remote_backend`.
+    Valid keys: `valid_config_keys(policy_classes)`. Also checks the `multiagent`
+    subdict and `remote_backend`.
     """
     if not isinstance(config, collections.abc.Mapping):
         raise TypeError(f"trainer_config must be a dict; received {type(config).__name__}: "
                         f"{config!r}.")
-    check_keys(config, valid_config_keys(), "trainer_config")
     multiagent = config.get("multiagent") or {}
+    policies = multiagent.get("policies") if isinstance(multiagent, Mapping) else None
+    classes = list(policy_classes) + list(_spec_classes(policies))
+    check_keys(config, valid_config_keys(classes), "trainer_config")
     check_keys(multiagent, MULTIAGENT_KEYS, "trainer_config['multiagent']")
     backend = config.get("remote_backend", WORKER_SET_DEFAULTS["remote_backend"])
     if backend not in ("ray", "thread"):
         raise ValueError(f"trainer_config['remote_backend'] must be 'ray' or 'thread'; "
                          f"received {backend!r}.")
+
+
+def _spec_classes(policies: Any) -> Iterable[type]:
+    """The policy classes named in a `multiagent.policies` dict (entries may be
+    PolicySpecs, tuples, classes or None)."""
+    if not isinstance(policies, collections.abc.Mapping):
+        return
+    for spec in policies.values():
+        if isinstance(spec, type):
+            yield spec
+        elif isinstance(spec, (tuple, list)) and spec and isinstance(spec[0], type):
+            yield spec[0]
 
 
 def setting(config: Mapping[str, Any], key: str) -> Any:

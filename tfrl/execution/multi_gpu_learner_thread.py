@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional
 
 from tfrl.core import types
 from tfrl.execution.learner_thread import _POLL_S, LearnerThread, MinibatchBuffer
-from tfrl.execution.train_ops import _check_int, _overridden_config
+from tfrl.execution.train_ops import _check_int
 
 
 class MultiGPULearnerThread(LearnerThread):
@@ -107,9 +107,8 @@ class MultiGPULearnerThread(LearnerThread):
                     continue
 
     def _learn(self, batch: types.Batch) -> Dict[str, types.LearnerInfo]:
-        with _overridden_config(list(self.policy_map.values()), num_sgd_iter=1,
-                                sgd_minibatch_size=None):
-            return self.local_worker.learn_on_batch(batch)
+        # One SGD step on the whole batch per pass (the passes are the epochs).
+        return self.local_worker.learn_on_batch(batch, num_sgd_iter=1, sgd_minibatch_size=0)
 
     def stop(self, timeout: Optional[float] = 10.0) -> None:
         """Stops the learner and the loader threads."""

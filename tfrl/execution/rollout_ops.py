@@ -37,6 +37,7 @@ from tfrl.data.sample_batch import MultiAgentBatch
 from tfrl.data.sample_batch import DEFAULT_POLICY_ID, SampleBatch
 from tfrl.data.sample_batch import concat_samples
 from tfrl.utils.typing import SampleBatchType
+from tfrl.utils.sgd import standardized
 
 logger = logging.getLogger(__name__)
 
@@ -276,17 +277,6 @@ class SelectExperiences:
             ids = frozenset(self.local_worker.policies_to_train)
         return MultiAgentBatch(
             {pid: b for pid, b in samples.policy_batches.items() if pid in ids}, samples.count)
-
-
-def standardized(values: np.ndarray) -> np.ndarray:
-    """`(x - mean(x)) / max(1e-4, std(x))` with the population std."""
-    values = np.asarray(values)
-    if values.size == 0:
-        return values
-    centered = values - values.mean()
-    flat = centered.ravel()
-    std = float(np.sqrt(np.dot(flat, flat) / flat.size))
-    return centered / max(1e-4, std)
 
 
 class StandardizeFields:

@@ -12,17 +12,15 @@ pipeline's `SharedMetrics` (names in `tfrl.execution.common`).
     batch, info = next(train_op)    # info: {policy_id: {"learner_stats": {...}}}
 """
 
-import collections
-import contextlib
 import warnings
-from typing import Any, Collection, Dict, Iterator, List, Optional, Tuple, TypeVar
+from typing import Any, Collection, Dict, List, Optional, Tuple, TypeVar
 
 import numpy as np
 
 from tfrl.core import types
 
 from tfrl.execution.common import (AGENT_STEPS_TRAINED_COUNTER, LAST_TARGET_UPDATE_TS,
-                                   LEARN_ON_BATCH_TIMER, LEARNER_INFO, LEARNER_STATS_KEY,
+                                   LEARN_ON_BATCH_TIMER, LEARNER_INFO,
                                    NUM_TARGET_UPDATES, STEPS_SAMPLED_COUNTER,
                                    STEPS_TRAINED_COUNTER, STEPS_TRAINED_THIS_ITER_COUNTER,
                                    WORKER_UPDATE_TIMER, _get_global_vars)
@@ -42,33 +40,6 @@ def _check_int(value: Any, name: str, where: str, minimum: int) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
         raise ValueError(f"{where}({name}=...) must be an int >= {minimum}; received {value!r}.")
     return int(value)
-
-
-@contextlib.contextmanager
-def _overridden_config(policies: List[Any], **overrides: Any) -> Iterator[None]:
-    """Temporarily sets `policy.config[key]` (TFPolicy reads them at every learn call)."""
-    saved = []
-    for policy in policies:
-        config = getattr(policy, "config", None)
-        if isinstance(config, dict):
-            saved.append((config, {k: config[k] for k in overrides if k in config}))
-            config.update(overrides)
-    try:
-        yield
-    finally:
-        for config, old in saved:
-            for key in overrides:
-                config.pop(key, None)
-            config.update(old)
-
-
-def _mean_stats(stats: Dict[str, List[Any]]) -> Dict[str, Any]:
-    out = {}
-    for key, values in stats.items():
-        numeric = all(isinstance(v, (int, float, np.number)) and not isinstance(v, bool)
-                      for v in values)
-        out[key] = float(np.mean(values)) if numeric else values[-1]
-    return out
 
 
 class _LearnOp:
@@ -107,91 +78,44 @@ class TrainOneStep(_LearnOp):
     ...}}`. Updates `STEPS_TRAINED_COUNTER`, `AGENT_STEPS_TRAINED_COUNTER`,
     `info[LEARNER_INFO]` and the `LEARN_ON_BATCH_TIMER` / `WORKER_UPDATE_TIMER` timers.
 
-    A TFPolicy runs all epochs and minibatches in one compiled call when its own config has
-    `num_sgd_iter` and `sgd_minibatch_size`. If this operator asks for epochs or minibatches
-    (`num_sgd_iter > 1` or `sgd_minibatch_size > 0`) that a trained policy's config does not
-    have, the minibatch loop runs here in Python instead (RLlib's `do_minibatch_sgd`): per
-    epoch the policy's rows are shuffled and cut into `sgd_minibatch_size` minibatches (a
-    remainder is dropped), each learned on in one step; stats are averaged over the last
-    epoch.
+    `num_sgd_iter` and `sgd_minibatch_size` go to `local_worker.learn_on_batch` and from
+    there to each policy's `learn_on_batch`, which runs all epochs and minibatches in one
+    compiled call (a TFPolicy; see `tfrl.policy.tf_train_step` for the minibatch rule:
+    per epoch a new shuffle, `floor(rows / sgd_minibatch_size)` full minibatches, the
+    remaining rows of that epoch dropped; stats averaged over all steps). Left at None,
+    each policy uses its own config.
 
     Args:
         workers: The WorkerSet.
-        policies: Policy ids to train and sync; default: the local worker's
-            `policies_to_train`.
-        num_sgd_iter: Epochs over each batch.
-        sgd_minibatch_size: Rows per minibatch; 0 means the whole batch.
+        policies: Policy ids to sync; default: the local worker's `policies_to_train`.
+            (The local worker trains its `policies_to_train`.)
+        num_sgd_iter: Epochs over each batch; None: each policy's `num_sgd_iter`.
+        sgd_minibatch_size: Rows per minibatch, 0 meaning the whole batch; None: each
+            policy's `sgd_minibatch_size`.
 
     Raises:
         ValueError: If `num_sgd_iter` < 1 or `sgd_minibatch_size` < 0; (when called) if
-            `sgd_minibatch_size` exceeds a policy's rows in the Python loop.
+            `sgd_minibatch_size` exceeds a policy's rows.
     """
 
     def __init__(self, workers: types.WorkerSet, policies: Collection[str] = frozenset(),
-                 num_sgd_iter: int = 1, sgd_minibatch_size: int = 0):
+                 num_sgd_iter: Optional[int] = None, sgd_minibatch_size: Optional[int] = None):
         super().__init__(workers, policies)
-        self.num_sgd_iter = _check_int(num_sgd_iter, "num_sgd_iter", "TrainOneStep", 1)
-        self.sgd_minibatch_size = _check_int(sgd_minibatch_size or 0, "sgd_minibatch_size",
-                                             "TrainOneStep", 0)
-        # Seeded from numpy's global RNG when the Python loop first runs.
-        self._rng: Optional[np.random.Generator] = None
-
-    def _policy_config_matches(self, policy: Optional[types.Policy]) -> bool:
-        config = getattr(policy, "config", None) or {}
-        return (config.get("num_sgd_iter", 1) == self.num_sgd_iter
-                and (config.get("sgd_minibatch_size") or 0) == self.sgd_minibatch_size)
+        self.num_sgd_iter = (None if num_sgd_iter is None
+                             else _check_int(num_sgd_iter, "num_sgd_iter", "TrainOneStep", 1))
+        self.sgd_minibatch_size = (
+            None if sgd_minibatch_size is None
+            else _check_int(sgd_minibatch_size, "sgd_minibatch_size", "TrainOneStep", 0))
 
     def __call__(self, batch: types.Batch) -> Tuple[types.Batch, Dict[str, types.LearnerInfo]]:
         _check_batch(batch, "TrainOneStep")
         timer = get_shared_metrics().timers[LEARN_ON_BATCH_TIMER]
         with timer:
-            python_loop = (self.num_sgd_iter > 1 or self.sgd_minibatch_size > 0) and not all(
-                self._policy_config_matches(self.local_worker.get_policy(pid))
-                for pid in self._policy_ids())
-            if python_loop:
-                info = self._minibatch_sgd(batch)
-            else:
-                info = self.local_worker.learn_on_batch(batch)
+            info = self.local_worker.learn_on_batch(
+                batch, num_sgd_iter=self.num_sgd_iter,
+                sgd_minibatch_size=self.sgd_minibatch_size)
             timer.push_units_processed(batch.count)
         return self._finish(batch, info)
-
-    def _minibatch_sgd(self, batch: Any) -> Dict[str, Any]:
-        policy_batches = (batch.policy_batches if isinstance(batch, MultiAgentBatch)
-                          else {DEFAULT_POLICY_ID: batch})
-        if self._rng is None:
-            self._rng = np.random.default_rng(np.random.randint(2**31))
-        rng = self._rng
-        info = {}
-        for pid in self._policy_ids():
-            if pid not in policy_batches:
-                continue
-            policy = self.local_worker.get_policy(pid)
-            rows = policy_batches[pid]
-            if "seq_lens" in rows:  # whole sequences: let the policy cut its minibatches
-                with _overridden_config([policy], num_sgd_iter=self.num_sgd_iter,
-                                        sgd_minibatch_size=self.sgd_minibatch_size or None):
-                    info[pid] = self._learn(pid, rows)
-                continue
-            size = self.sgd_minibatch_size or rows.count
-            if size > rows.count:
-                raise ValueError(
-                    f"TrainOneStep: sgd_minibatch_size={size} is larger than the batch of "
-                    f"policy {pid!r} ({rows.count} rows). Lower sgd_minibatch_size or collect "
-                    "larger train batches."
-                )
-            with _overridden_config([policy], num_sgd_iter=1, sgd_minibatch_size=None):
-                for _ in range(self.num_sgd_iter):
-                    stats = collections.defaultdict(list)
-                    shuffled = rows.copy(shallow=True).shuffle(seed=int(rng.integers(2**31)))
-                    for i in range(rows.count // size):
-                        out = self._learn(pid, shuffled.slice(i * size, (i + 1) * size))
-                        for key, value in out.get(LEARNER_STATS_KEY, {}).items():
-                            stats[key].append(value)
-            info[pid] = {LEARNER_STATS_KEY: _mean_stats(stats)}
-        return info
-
-    def _learn(self, pid: str, rows: Any) -> Dict[str, Any]:
-        return self.local_worker.learn_on_batch(MultiAgentBatch({pid: rows}, rows.count))[pid]
 
 
 class MultiGPUTrainOneStep(_LearnOp):
@@ -269,7 +193,6 @@ class MultiGPUTrainOneStep(_LearnOp):
         _check_batch(batch, "MultiGPUTrainOneStep")
         policy_batches = (batch.policy_batches if isinstance(batch, MultiAgentBatch)
                           else {DEFAULT_POLICY_ID: batch})
-        trained = []
         for pid in self._policy_ids():
             if pid not in policy_batches:
                 continue
@@ -284,12 +207,12 @@ class MultiGPUTrainOneStep(_LearnOp):
                     f"MultiGPUTrainOneStep: the batch of policy {pid!r} ({rows} rows) must be "
                     f"divisible by the number of devices ({self.num_devices}) when "
                     "sgd_minibatch_size=0 (the whole batch is one minibatch).")
-            trained.append(self.local_worker.get_policy(pid))
         timer = get_shared_metrics().timers[LEARN_ON_BATCH_TIMER]
-        with timer, _overridden_config(trained, num_sgd_iter=self.num_sgd_iter,
-                                       sgd_minibatch_size=self.sgd_minibatch_size or None,
-                                       shuffle_sequences=self.shuffle_sequences):
-            info = self.local_worker.learn_on_batch(batch)
+        with timer:
+            info = self.local_worker.learn_on_batch(
+                batch, num_sgd_iter=self.num_sgd_iter,
+                sgd_minibatch_size=self.sgd_minibatch_size,
+                shuffle_sequences=self.shuffle_sequences)
             timer.push_units_processed(batch.count)
         return self._finish(batch, info)
 

@@ -23,6 +23,7 @@ import numpy as np
 import tree
 
 from tfrl.core.columns import Columns
+from tfrl.policy.policy_config import FrozenConfig
 from tfrl.policy.view_requirement import ViewRequirement
 
 
@@ -52,7 +53,9 @@ class Policy(abc.ABC):
     Args:
         observation_space: Observation space of one agent.
         action_space: Action space of one agent.
-        config: The policy config (an algorithm config dict).
+        config: The policy config (an algorithm config dict); kept read-only as
+            `self.config` (a `FrozenConfig`; a subclass may assign a new mapping in its
+            constructor).
     """
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space, config: dict):
@@ -70,7 +73,7 @@ class Policy(abc.ABC):
             )
         self.observation_space = observation_space
         self.action_space = action_space
-        self.config = dict(config or {})
+        self.config = FrozenConfig(config or {})
         self.global_timestep = 0
         self.exploration = None
         self.view_requirements: Dict[str, ViewRequirement] = self._default_view_requirements()
@@ -212,12 +215,33 @@ class Policy(abc.ABC):
         """Adds derived columns (e.g. advantages) to one trajectory; default: unchanged."""
         return sample_batch
 
-    def learn_on_batch(self, samples: Any) -> Dict[str, Any]:
-        """Trains on `samples`; default: `apply_gradients(compute_gradients(samples))`.
+    def learn_on_batch(self, samples: Any, *, num_sgd_iter: Optional[int] = None,
+                       sgd_minibatch_size: Optional[int] = None,
+                       shuffle_sequences: Optional[bool] = None) -> Dict[str, Any]:
+        """Trains on `samples`; default: `apply_gradients(compute_gradients(samples))`,
+        one step on the whole batch.
+
+        Args:
+            samples: The batch.
+            num_sgd_iter: Epochs (None: the policy's own choice). The default
+                implementation runs one.
+            sgd_minibatch_size: Rows per minibatch (0 or None: the whole batch). The
+                default implementation learns on the whole batch.
+            shuffle_sequences: Shuffle every epoch; ignored by the default implementation.
 
         Returns:
             An info dict with a `"learner_stats"` entry.
+
+        Raises:
+            NotImplementedError: If asked for more than one epoch or for minibatches
+                (`TFPolicy` runs them in one compiled call).
         """
+        if num_sgd_iter not in (None, 1) or sgd_minibatch_size not in (None, 0):
+            raise NotImplementedError(
+                f"{type(self).__name__}.learn_on_batch() learns in one step on the whole "
+                f"batch; received num_sgd_iter={num_sgd_iter!r}, sgd_minibatch_size="
+                f"{sgd_minibatch_size!r}. Override learn_on_batch to run minibatch SGD "
+                "(TFPolicy does).")
         grads, info = self.compute_gradients(samples)
         self.apply_gradients(grads)
         return info

@@ -44,7 +44,7 @@ Example:
     (['num_grad_updates', 'num_traces', 'total_loss'], 1)
 """
 
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, ClassVar, Dict, List, Optional, Tuple
 
 import gymnasium as gym
 import keras
@@ -58,25 +58,14 @@ from tfrl.policy import numpy_inference, space_specs, tf_policy_export, tf_polic
 from tfrl.policy.numpy_inference import NumpyInference
 from tfrl.policy.policy import (Policy, action_output_view_requirements,
                                 recurrent_view_requirements)
+from tfrl.policy.policy_config import FrozenConfig, PolicyConfig
 from tfrl.policy.strategy import make_strategy, strategy_devices
 from tfrl.policy.tf_policy_actions import PREV_COLUMNS, ActionFunctions
 from tfrl.policy.tf_train_step import TrainStep, global_mean
 from tfrl.policy.train_columns import autograph_converted
 
-DEFAULT_CONFIG = {
-    "explore": True,
-    "lr": 1e-4,
-    "grad_clip": None,
-    "num_sgd_iter": 1,
-    "sgd_minibatch_size": None,
-    "shuffle_sequences": True,
-    "learn_input": "in_graph",
-    "seed": None,
-    "num_gpus": 0,
-    "_fake_gpus": False,
-    "inference": "auto",
-    "model": {},
-}
+# RLlib 1.x name: TFPolicy's defaults as a flat dict (the source is `PolicyConfig`).
+DEFAULT_CONFIG = PolicyConfig().to_dict()
 # Methods whose override takes a policy off the numpy inference path.
 _ACTION_METHODS = ("action_graph", "call_model", "extra_action_out", "compute_actions", "value")
 
@@ -87,7 +76,9 @@ class TFPolicy(Policy):
     Args:
         observation_space: Observation space of one agent.
         action_space: Action space of one agent.
-        config: Policy config; keys used (defaults in `DEFAULT_CONFIG`): `explore`,
+        config: Policy config; missing keys take the defaults of `config_class`
+            (for an algorithm's policy, its algorithm's config class). Kept read-only
+            as `self.config` (a `FrozenConfig`). Keys used: `explore`,
             `lr`, `grad_clip` (global-norm clipping of the summed gradients),
             `num_sgd_iter` (epochs per `learn_on_batch`), `sgd_minibatch_size` (rows
             per minibatch; None: the whole batch, one step per epoch; for recurrent
@@ -107,11 +98,19 @@ class TFPolicy(Policy):
             devices collide in their collective ops.
     """
 
+    # The config dataclass whose defaults fill the keys a given config lacks; an
+    # algorithm's policy names its algorithm's config class.
+    config_class: ClassVar[type] = PolicyConfig
+
     def __init__(self, observation_space: gym.Space, action_space: gym.Space,
                  config: Optional[dict] = None, *,
                  strategy: Optional[tf.distribute.Strategy] = None):
         super().__init__(observation_space, action_space, config)
-        self.config = {**DEFAULT_CONFIG, **self.config}
+        self.config = FrozenConfig({**self.default_config(), **self.config})
+        if self.config["learn_input"] not in ("in_graph", "tf_data"):
+            raise ValueError(
+                f"{type(self).__name__}: config['learn_input'] must be 'in_graph' or "
+                f"'tf_data'; received {self.config['learn_input']!r}.")
         self.strategy = strategy if strategy is not None else make_strategy(self.config)
         self.devices = strategy_devices(self.strategy)
         seed = self.config["seed"]
@@ -139,6 +138,11 @@ class TFPolicy(Policy):
         self._set_view_requirements()
         self._numpy = self._make_numpy_inference()
         self._train = TrainStep(self)
+
+    @classmethod
+    def default_config(cls) -> Dict[str, Any]:
+        """The defaults of this policy's keys: `config_class().to_dict()`."""
+        return cls.config_class().to_dict()
 
     def _set_view_requirements(self) -> None:
         self.view_requirements.update(action_output_view_requirements())
@@ -384,21 +388,56 @@ class TFPolicy(Policy):
         max_len = tf.shape(tree.flatten(train_batch[Columns.OBS])[0])[1]
         return tf.sequence_mask(seq_lens, max_len)
 
-    def learn_on_batch(self, samples: Any) -> Dict[str, Any]:
+    def train_batch(self, samples: Any) -> Any:
+        """The batch `learn_on_batch` and `compute_gradients` learn on, from the one they
+        were given; default: unchanged. (OnPolicyTFPolicy cuts row batches into
+        sequences for recurrent models here.)"""
+        return samples
+
+    def learn_on_batch(self, samples: Any, *, num_sgd_iter: Optional[int] = None,
+                       sgd_minibatch_size: Optional[int] = None,
+                       shuffle_sequences: Optional[bool] = None) -> Dict[str, Any]:
         """Runs `num_sgd_iter` epochs of minibatch SGD on `samples` in one compiled call.
 
+        Every epoch shuffles the rows (whole sequences for recurrent policies), cuts
+        `floor(rows / minibatch)` minibatches and drops the rest of that epoch's rows:
+        `num_sgd_iter * floor(rows / minibatch)` optimizer steps (see
+        `tfrl.policy.tf_train_step`). The arguments change nothing but this call.
+
+        Args:
+            samples: One policy's SampleBatch (or dict of columns).
+            num_sgd_iter: Epochs; None: `config["num_sgd_iter"]`.
+            sgd_minibatch_size: Rows per minibatch (timesteps for recurrent policies); 0:
+                the whole batch; None: `config["sgd_minibatch_size"]`.
+            shuffle_sequences: Shuffle every epoch; None: `config["shuffle_sequences"]`.
+
         Returns:
-            `{"learner_stats": {...}, "num_traces": {...}}`; learner stats are averaged
-            over minibatches: `total_loss`, the `stats()` entries, `num_grad_updates`
-            and `num_traces` (traces of the compiled learn function).
+            `{"learner_stats": {...}, "num_traces": {...}}`; learner stats are the mean
+            over every minibatch step of every epoch: `total_loss`, the `stats()`
+            entries; plus `num_grad_updates` and `num_traces` (traces of the compiled
+            learn function).
+
+        Raises:
+            ValueError: If `num_sgd_iter` is not an int >= 1 or `sgd_minibatch_size` not
+                an int >= 0 (or the batch is smaller than a minibatch).
         """
-        stats = self._train.learn(samples)
+        config = self.config
+        num_sgd_iter = config["num_sgd_iter"] if num_sgd_iter is None else num_sgd_iter
+        if sgd_minibatch_size is None:
+            sgd_minibatch_size = config["sgd_minibatch_size"]
+        if shuffle_sequences is None:
+            shuffle_sequences = config["shuffle_sequences"]
+        _check_count(num_sgd_iter, "num_sgd_iter", 1)
+        if sgd_minibatch_size is not None:
+            _check_count(sgd_minibatch_size, "sgd_minibatch_size", 0)
+        stats = self._train.learn(self.train_batch(samples), int(num_sgd_iter),
+                                  sgd_minibatch_size, bool(shuffle_sequences))
         self._weights_changed()
         return {"learner_stats": stats, "num_traces": dict(self.num_traces)}
 
     def compute_gradients(self, postprocessed_batch: Any) -> Tuple[List[np.ndarray], Dict]:
         """Gradients of the loss on the whole batch (summed over replicas), as numpy."""
-        grads, stats = self._train.gradients(postprocessed_batch)
+        grads, stats = self._train.gradients(self.train_batch(postprocessed_batch))
         return grads, {"learner_stats": stats, "num_traces": dict(self.num_traces)}
 
     def apply_gradients(self, gradients: List[Any]) -> None:
@@ -453,3 +492,9 @@ class TFPolicy(Policy):
     def is_recurrent(self) -> bool:
         """Whether the model is recurrent."""
         return self._recurrent
+
+
+def _check_count(value: Any, name: str, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"learn_on_batch(): {name} must be an int >= {minimum} (or None for "
+                         f"the policy's config); received {value!r}.")

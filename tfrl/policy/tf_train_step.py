@@ -12,6 +12,12 @@ Three compiled functions, each traced once:
   same minibatches (whole sequences, padded to `max_seq_len`, for recurrent policies),
   but building the pipeline and its iterator cost 130-190 ms per call on this machine
   against 4-12 ms for the whole in-graph update (bench_policy.py).
+  Both inputs follow one minibatch rule (see `TrainStep.learn`): per epoch a new
+  permutation, `floor(units / minibatch)` full minibatches, the remainder of that
+  epoch's permutation dropped; stats are the mean over every step of every epoch.
+  This is the only minibatch SGD loop in tfrl: `TrainOneStep`, `MultiGPUTrainOneStep`,
+  the learner threads and `RolloutWorker.sample_and_learn` all pass their epochs and
+  minibatch size to `learn_on_batch`.
 - `gradients`: the loss gradients on a whole batch, each replica taking its contiguous
   share of the rows, summed over replicas.
 - `apply`: an optimizer update from given gradients.
@@ -88,8 +94,23 @@ class TrainStep:
 
     # ------------------------------------------------------------- host side
 
-    def learn(self, samples: Any) -> Dict[str, float]:
-        """Runs one `learn_on_batch`; returns stats averaged over minibatches."""
+    def learn(self, samples: Any, num_sgd_iter: int, sgd_minibatch_size: Optional[int],
+              shuffle: bool) -> Dict[str, float]:
+        """Runs `num_sgd_iter` epochs of minibatch SGD on `samples` in one compiled call.
+
+        Minibatches (the one rule for every caller): each epoch draws a new permutation
+        of the units (rows; whole sequences for recurrent policies) if `shuffle`, cuts
+        it into `floor(units / minibatch)` minibatches of exactly `minibatch` units and
+        drops the rest of that epoch's permutation, so every optimizer step sees the
+        same shape and the compiled loop is traced once. `sgd_minibatch_size` None or
+        0 means the whole batch (one step per epoch). Optimizer steps:
+        `num_sgd_iter * floor(units / minibatch)`.
+
+        Returns:
+            The stats of every minibatch step of every epoch, averaged (one mean over
+            `num_sgd_iter * floor(units / minibatch)` steps), plus `num_grad_updates`
+            and `num_traces`.
+        """
         policy = self._policy
         max_seq_len = int(policy.config["model"].get("max_seq_len", 20))
         sequences = self._train_columns.sequences
@@ -97,30 +118,29 @@ class TrainStep:
         # A tf.data pipeline has static shapes: pad sequences to a fixed length.
         columns, num_rows = self._train_columns.prepare(
             samples, pad_to=max_seq_len if tf_data and sequences else 0)
-        minibatch = policy.config["sgd_minibatch_size"] or None
+        minibatch = sgd_minibatch_size or None
         unit = "rows"
         if sequences:
             # sgd_minibatch_size counts timesteps; minibatches hold whole sequences.
             unit = "sequences"
             minibatch = max(1, minibatch // max_seq_len) if minibatch else None
         minibatch = minibatch or num_rows
-        num_epochs = policy.config["num_sgd_iter"]
+        num_epochs = num_sgd_iter
         if minibatch > num_rows:
             raise ValueError(
-                f"learn_on_batch(): sgd_minibatch_size={policy.config['sgd_minibatch_size']} "
+                f"learn_on_batch(): sgd_minibatch_size={sgd_minibatch_size} "
                 f"({minibatch} {unit}) is larger than the batch ({num_rows} {unit}). Lower "
                 "sgd_minibatch_size or pass a larger batch."
             )
         self._check_divisible(minibatch, "sgd_minibatch_size")
         seed = int(policy._np_random.integers(2**31))
-        shuffle = bool(policy.config["shuffle_sequences"])
         if tf_data:
             dataset = self._dataset(columns, minibatch, num_epochs, seed, shuffle)
             iterator = iter(self._strategy.experimental_distribute_dataset(dataset))
             num_steps = num_epochs * (num_rows // minibatch)
             self._build_optimizer()
             stats = self._learn_dataset_fn(iterator, tf.constant(num_steps, tf.int64))
-        elif policy.config["learn_input"] == "in_graph":
+        else:  # "in_graph" (TFPolicy checks the value)
             if self._learn_graph_fn is None:
                 self._build_optimizer()
                 self._learn_graph_fn = tf.function(self._learn_in_graph, input_signature=[
@@ -129,11 +149,6 @@ class TrainStep:
             stats = self._learn_graph_fn(columns, tf.constant([seed, 0], tf.int64),
                                          tf.constant(num_epochs, tf.int32),
                                          tf.constant(minibatch, tf.int32), tf.constant(shuffle))
-        else:
-            raise ValueError(
-                f"learn_on_batch(): config['learn_input'] must be 'in_graph' or 'tf_data'; "
-                f"received {policy.config['learn_input']!r}."
-            )
         stats = {k: float(v) for k, v in stats.items()}
         stats["num_grad_updates"] = int(policy.num_grad_updates.numpy())
         stats["num_traces"] = policy.num_traces["learn_on_batch"]

@@ -14,20 +14,17 @@ from typing import Dict, Tuple
 import keras
 import tensorflow as tf
 
+from tfrl.algorithms.a2c.a2c_config import A2CConfig
 from tfrl.algorithms.a2c.a2c_loss import a2c_loss
-from tfrl.algorithms.on_policy_policy import ON_POLICY_DEFAULTS, OnPolicyTFPolicy
+from tfrl.algorithms.on_policy_policy import OnPolicyTFPolicy
 from tfrl.core.columns import Columns
 from tfrl.policy.train_columns import autograph_converted
-
-A2C_POLICY_DEFAULTS = {**ON_POLICY_DEFAULTS, "vf_loss_coeff": 0.5, "entropy_coeff": 0.01,
-                       "grad_clip": 40.0}
-
 
 class A3CTFPolicy(OnPolicyTFPolicy):
     """Actor-critic policy (config: `gamma`, `lambda`, `use_gae`, `vf_loss_coeff`,
     `entropy_coeff(_schedule)`, `lr(_schedule)`, `grad_clip`)."""
 
-    defaults = A2C_POLICY_DEFAULTS
+    config_class = A2CConfig
 
     @tf.autograph.experimental.do_not_convert  # plain TF ops; converting costs seconds
     def loss_and_stats(self, model: keras.Model, dist_class: type,

@@ -9,28 +9,16 @@ Example:
     0.01
 """
 
-import dataclasses
 from typing import Any, Dict
 
 from tfrl.algorithms.algorithm import Algorithm, metrics_reporting
-from tfrl.algorithms.algorithm_config import AlgorithmConfig
+from tfrl.algorithms.pg.pg_config import PGConfig
 from tfrl.algorithms.pg.pg_tf_policy import PGTFPolicy
 from tfrl.execution.rollout_ops import ConcatBatches, ParallelRollouts
 from tfrl.execution.train_ops import TrainOneStep
 from tfrl.core import types
 from tfrl.execution.iter import LocalIterator
 from tfrl.utils.typing import SampleBatchType
-
-
-@dataclasses.dataclass(frozen=True)
-class PGConfig(AlgorithmConfig):
-    """PG's config: AlgorithmConfig with RLlib's PG defaults (lr 0.0004, batches of 200
-    steps); whole episodes per batch, since PG does not bootstrap cut episodes."""
-
-    lr: float = 0.0004
-    train_batch_size: int = 200
-    rollout_fragment_length: int = 200
-    batch_mode: str = "complete_episodes"
 
 
 def concat_rollouts(workers: types.WorkerSet, config: Dict[str, Any],

@@ -24,18 +24,16 @@ from typing import Dict, Tuple
 import keras
 import tensorflow as tf
 
-from tfrl.algorithms.on_policy_policy import ON_POLICY_DEFAULTS, OnPolicyTFPolicy
+from tfrl.algorithms.on_policy_policy import OnPolicyTFPolicy
+from tfrl.algorithms.pg.pg_config import PGConfig
 from tfrl.algorithms.pg.pg_loss import pg_loss
 from tfrl.core.columns import Columns
 from tfrl.policy.train_columns import autograph_converted
 
-PG_POLICY_DEFAULTS = {**ON_POLICY_DEFAULTS, "use_gae": False, "use_critic": False}
-
-
 class PGTFPolicy(OnPolicyTFPolicy):
     """Policy gradient on discounted returns (config: `gamma`, `lr`, `lr_schedule`)."""
 
-    defaults = PG_POLICY_DEFAULTS
+    config_class = PGConfig
 
     @tf.autograph.experimental.do_not_convert  # plain TF ops; converting costs seconds
     def loss_and_stats(self, model: keras.Model, dist_class: type,

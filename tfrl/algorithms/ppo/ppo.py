@@ -12,12 +12,11 @@ Example:
     (0.8, 128)
 """
 
-import dataclasses
 import logging
 from typing import Any, Dict, Optional, Tuple, Union
 
 from tfrl.algorithms.algorithm import Algorithm, metrics_reporting
-from tfrl.algorithms.algorithm_config import AlgorithmConfig
+from tfrl.algorithms.ppo.ppo_config import PPOConfig
 from tfrl.algorithms.ppo.ppo_tf_policy import PPOTFPolicy
 from tfrl.core import types
 from tfrl.execution.common import LEARNER_STATS_KEY
@@ -27,52 +26,6 @@ from tfrl.execution.train_ops import TrainOneStep
 from tfrl.execution.iter import LocalIterator
 
 logger = logging.getLogger(__name__)
-
-
-@dataclasses.dataclass(frozen=True)
-class PPOConfig(AlgorithmConfig):
-    """PPO's config: AlgorithmConfig plus the keys below (RLlib's defaults).
-
-    Attributes:
-        lambda_: GAE parameter (key "lambda").
-        use_gae, use_critic: GAE advantages / a value baseline.
-        kl_coeff, kl_target: Initial KL penalty coefficient and the KL it adapts toward.
-        sgd_minibatch_size, num_sgd_iter, shuffle_sequences: Minibatch SGD per batch.
-        vf_loss_coeff, entropy_coeff, entropy_coeff_schedule: Loss weights.
-        clip_param, vf_clip_param: Surrogate and value clipping ranges.
-        grad_clip: Global-norm gradient clipping (None: off).
-    """
-
-    lr: float = 5e-5
-    rollout_fragment_length: int = 200
-    train_batch_size: int = 4000
-    lambda_: float = 1.0
-    use_gae: bool = True
-    use_critic: bool = True
-    kl_coeff: float = 0.2
-    kl_target: float = 0.01
-    sgd_minibatch_size: int = 128
-    num_sgd_iter: int = 30
-    shuffle_sequences: bool = True
-    vf_loss_coeff: float = 1.0
-    entropy_coeff: float = 0.0
-    entropy_coeff_schedule: Optional[list] = None
-    clip_param: float = 0.3
-    vf_clip_param: float = 10.0
-    grad_clip: Optional[float] = None
-
-    def validate(self) -> None:
-        super().validate()
-        if self.sgd_minibatch_size > self.train_batch_size:
-            raise ValueError(
-                f"PPOConfig: sgd_minibatch_size ({self.sgd_minibatch_size}) must be <= "
-                f"train_batch_size ({self.train_batch_size}). Lower sgd_minibatch_size or "
-                "raise train_batch_size.")
-        if self.num_sgd_iter < 1:
-            raise ValueError(f"PPOConfig: num_sgd_iter must be >= 1; received {self.num_sgd_iter}.")
-        if self.use_gae and not self.use_critic:
-            raise ValueError("PPOConfig: use_gae=True needs use_critic=True (GAE uses the value "
-                             "function); set use_gae=False or use_critic=True.")
 
 
 class UpdateKL:

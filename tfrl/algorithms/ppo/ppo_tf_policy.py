@@ -15,28 +15,18 @@ from typing import Dict, Tuple
 import keras
 import tensorflow as tf
 
-from tfrl.algorithms.on_policy_policy import ON_POLICY_DEFAULTS, OnPolicyTFPolicy
+from tfrl.algorithms.on_policy_policy import OnPolicyTFPolicy
+from tfrl.algorithms.ppo.ppo_config import PPOConfig
 from tfrl.algorithms.ppo.ppo_loss import ppo_loss
 from tfrl.core.columns import Columns
 from tfrl.policy.train_columns import autograph_converted
-
-PPO_POLICY_DEFAULTS = {
-    **ON_POLICY_DEFAULTS,
-    "lambda": 1.0,
-    "kl_coeff": 0.2,
-    "kl_target": 0.01,
-    "vf_loss_coeff": 1.0,
-    "clip_param": 0.3,
-    "vf_clip_param": 10.0,
-}
-
 
 class PPOTFPolicy(OnPolicyTFPolicy):
     """PPO policy (config: `clip_param`, `vf_clip_param`, `vf_loss_coeff`, `kl_coeff`,
     `kl_target`, `entropy_coeff(_schedule)`, `lr(_schedule)`, `gamma`, `lambda`,
     `use_gae`, `use_critic`, `num_sgd_iter`, `sgd_minibatch_size`, `grad_clip`)."""
 
-    defaults = PPO_POLICY_DEFAULTS
+    config_class = PPOConfig
 
     def __init__(self, observation_space, action_space, config=None, *, strategy=None):
         super().__init__(observation_space, action_space, config, strategy=strategy)

@@ -1,0 +1,97 @@
+"""One source for each default: policies take their missing keys from their algorithm's
+config class, and `policy.config` is read-only."""
+
+import copy
+import pickle
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from tfrl.algorithms.registry import ALGORITHMS, get_algorithm_class
+from tfrl.policy.policy_config import FrozenConfig, PolicyConfig
+from tfrl.policy.tf_policy import DEFAULT_CONFIG, TFPolicy
+
+OBS = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+ACT = gym.spaces.Discrete(2)
+
+
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+def test_policy_built_by_the_algorithm_sees_exactly_the_default_config(name):
+    algo_class, config_class = get_algorithm_class(name, return_config=True)
+    config = config_class().environment("CartPole-v1")
+    algo = algo_class(config=config)
+    try:
+        policy = algo.get_policy()
+        assert type(policy) is algo_class.default_policy_class
+        assert policy.config_class is config_class
+        assert dict(policy.config) == config.to_dict()
+    finally:
+        algo.stop()
+
+
+@pytest.mark.parametrize("name", sorted(ALGORITHMS))
+def test_policy_built_from_a_partial_dict_takes_the_algorithm_defaults(name):
+    algo_class, config_class = get_algorithm_class(name, return_config=True)
+    policy = algo_class.default_policy_class(OBS, ACT, {"lr": 1e-3, "seed": 0})
+    assert dict(policy.config) == {**config_class().to_dict(), "lr": 1e-3, "seed": 0}
+    assert policy.cur_lr == pytest.approx(1e-3)
+
+
+def test_ppo_policy_defaults_are_ppo_configs():
+    from tfrl.algorithms.ppo import PPOConfig, PPOTFPolicy
+
+    policy = PPOTFPolicy(OBS, ACT, {"seed": 0})
+    defaults = PPOConfig()
+    assert (policy.config["lr"], policy.config["num_sgd_iter"],
+            policy.config["sgd_minibatch_size"]) == (defaults.lr, defaults.num_sgd_iter,
+                                                     defaults.sgd_minibatch_size) == (5e-5, 30, 128)
+
+
+def test_tf_policy_defaults_come_from_policy_config():
+    assert TFPolicy.config_class is PolicyConfig
+    assert DEFAULT_CONFIG == PolicyConfig().to_dict()
+    from tfrl.algorithms.algorithm_config import AlgorithmConfig
+
+    # AlgorithmConfig extends PolicyConfig: the policy keys are declared once.
+    assert issubclass(AlgorithmConfig, PolicyConfig)
+    common = AlgorithmConfig().to_dict()
+    assert {k: common[k] for k in DEFAULT_CONFIG} == DEFAULT_CONFIG
+
+
+def test_policy_config_is_read_only():
+    from tfrl.algorithms.pg import PGTFPolicy
+
+    policy = PGTFPolicy(OBS, ACT, {"seed": 0, "lr": 0.01})
+    assert policy.config["lr"] == 0.01 and isinstance(policy.config, dict)
+    message = (r"policy.config is read-only \(it was fixed when the policy was built\); cannot "
+               r"set 'lr'. Build the policy with the config you want; pass per-call learning "
+               r"settings to learn_on_batch\(samples, num_sgd_iter=..., "
+               r"sgd_minibatch_size=...\)")
+    with pytest.raises(TypeError, match=message):
+        policy.config["lr"] = 0.5
+    with pytest.raises(TypeError, match="cannot delete 'lr'"):
+        del policy.config["lr"]
+    with pytest.raises(TypeError, match="cannot update it"):
+        policy.config.update(lr=0.5)
+    with pytest.raises(TypeError, match="cannot update it"):
+        policy.config |= {"lr": 0.5}
+    with pytest.raises(TypeError, match="cannot pop 'lr'"):
+        policy.config.pop("lr")
+    with pytest.raises(TypeError, match="cannot setdefault 'foo'"):
+        policy.config.setdefault("foo", 1)
+    with pytest.raises(TypeError, match="cannot clear it"):
+        policy.config.clear()
+    with pytest.raises(TypeError, match="cannot pop an item"):
+        policy.config.popitem()
+    assert policy.config["lr"] == 0.01
+
+
+def test_frozen_config_copies_are_plain_or_frozen_as_asked():
+    config = FrozenConfig({"lr": 0.1, "model": {"fcnet_hiddens": [8]}})
+    plain = config.copy()
+    plain["lr"] = 0.2
+    assert type(plain) is dict and config["lr"] == 0.1
+    for clone in (copy.copy(config), copy.deepcopy(config), pickle.loads(pickle.dumps(config))):
+        assert type(clone) is FrozenConfig and clone == config
+    assert {**config, "lr": 0.3}["lr"] == 0.3

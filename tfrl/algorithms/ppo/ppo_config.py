@@ -1,0 +1,45 @@
+"""PPOConfig: PPO's config dataclass (re-exported by `tfrl.algorithms.ppo.ppo`, RLlib's path).
+
+A module of its own so that `PPOTFPolicy` takes its defaults from it
+(`PPOTFPolicy.config_class`) while `ppo.py` imports the policy.
+
+Example:
+    >>> PPOConfig().training(lambda_=0.8, num_sgd_iter=20).to_dict()["lambda"]
+    0.8
+"""
+
+import dataclasses
+
+from tfrl.algorithms.algorithm_config import OnPolicyConfig
+
+
+@dataclasses.dataclass(frozen=True)
+class PPOConfig(OnPolicyConfig):
+    """PPO's config: OnPolicyConfig plus the keys below (RLlib's defaults).
+
+    Attributes:
+        kl_coeff, kl_target: Initial KL penalty coefficient and the KL it adapts toward.
+        sgd_minibatch_size, num_sgd_iter: Minibatch SGD per batch.
+        vf_loss_coeff: Weight of the value loss.
+        clip_param, vf_clip_param: Surrogate and value clipping ranges.
+        (`lambda_`, `use_gae`, `use_critic`, `entropy_coeff(_schedule)`: see
+        `OnPolicyConfig`; `shuffle_sequences`, `grad_clip`: see `PolicyConfig`.)
+    """
+
+    lr: float = 5e-5
+    train_batch_size: int = 4000
+    kl_coeff: float = 0.2
+    kl_target: float = 0.01
+    sgd_minibatch_size: int = 128
+    num_sgd_iter: int = 30
+    vf_loss_coeff: float = 1.0
+    clip_param: float = 0.3
+    vf_clip_param: float = 10.0
+
+    def validate(self) -> None:
+        super().validate()
+        if self.sgd_minibatch_size > self.train_batch_size:
+            raise ValueError(
+                f"PPOConfig: sgd_minibatch_size ({self.sgd_minibatch_size}) must be <= "
+                f"train_batch_size ({self.train_batch_size}). Lower sgd_minibatch_size or "
+                "raise train_batch_size.")

@@ -1,0 +1,118 @@
+"""PolicyConfig: the keys a TFPolicy reads and their defaults; FrozenConfig: `policy.config`.
+
+`PolicyConfig` is the one place these defaults are written down. `AlgorithmConfig`
+extends it (every algorithm config is a policy config plus the keys of workers,
+execution and reporting), and an algorithm's policy class names its algorithm's config
+class (`TFPolicy.config_class`), so a policy built from a partial dict gets the
+algorithm's defaults for the rest:
+
+    >>> PolicyConfig().to_dict()["num_sgd_iter"], PolicyConfig(lr=0.5).to_dict()["lr"]
+    (1, 0.5)
+
+A policy's `config` is a `FrozenConfig`: a dict that cannot be changed after the policy
+is built, so no component changes what a policy learns with behind its back (learning
+settings that vary per call are arguments of `learn_on_batch`).
+
+    >>> config = FrozenConfig({"lr": 0.1})
+    >>> config["lr"], dict(config)
+    (0.1, {'lr': 0.1})
+    >>> config["lr"] = 0.2
+    Traceback (most recent call last):
+    ...
+    TypeError: policy.config is read-only (it was fixed when the policy was built); cannot set 'lr'. Build the policy with the config you want; pass per-call learning settings to learn_on_batch(samples, num_sgd_iter=..., sgd_minibatch_size=...).
+"""
+
+import copy
+import dataclasses
+from typing import Any, Dict, NoReturn, Optional
+
+
+@dataclasses.dataclass(frozen=True)
+class PolicyConfig:
+    """The keys `TFPolicy` reads (RLlib's names), with their defaults.
+
+    Attributes:
+        explore: Sample actions (True) or act deterministically.
+        lr: The optimizer's learning rate.
+        grad_clip: Global-norm clipping of the gradients summed over replicas (None:
+            off).
+        num_sgd_iter: Epochs per `learn_on_batch` (unless the call passes its own).
+        sgd_minibatch_size: Rows per minibatch (None or 0: the whole batch; recurrent
+            policies count timesteps and minibatch whole sequences).
+        shuffle_sequences: A new permutation of the rows (sequences) every epoch.
+        learn_input: "in_graph" or "tf_data" (see `tfrl.policy.tf_train_step`).
+        seed: Seeds the model's initial weights, minibatch shuffling and sampling.
+        num_gpus, _fake_gpus: The devices to learn on (see `tfrl.policy.strategy`).
+        inference: "auto", "tf" or "numpy" (see `tfrl.policy.numpy_inference`).
+        model: The model config for the catalog.
+    """
+
+    explore: bool = True
+    lr: float = 1e-4
+    grad_clip: Optional[float] = None
+    num_sgd_iter: int = 1
+    sgd_minibatch_size: Optional[int] = None
+    shuffle_sequences: bool = True
+    learn_input: str = "in_graph"
+    seed: Optional[int] = None
+    num_gpus: float = 0
+    _fake_gpus: bool = False
+    inference: str = "auto"
+    model: dict = dataclasses.field(default_factory=dict)
+
+    def to_dict(self) -> Dict[str, Any]:
+        """The config as a flat dict (subdicts and lists copied)."""
+        return {f.name: copy.copy(getattr(self, f.name)) for f in dataclasses.fields(self)}
+
+
+class FrozenConfig(dict):
+    """A read-only config dict: reading works as on a dict; every change raises.
+
+    `policy.config["lr"]`, `policy.config.get("model")`, `dict(policy.config)` and
+    `{**policy.config, ...}` work as in RLlib; assignment, deletion, `update`, `pop`,
+    `setdefault` and `clear` raise a `TypeError` that says why.
+    """
+
+    __slots__ = ()
+
+    def _refuse(self, what: str) -> NoReturn:
+        raise TypeError(
+            f"policy.config is read-only (it was fixed when the policy was built); cannot "
+            f"{what}. Build the policy with the config you want; pass per-call learning "
+            "settings to learn_on_batch(samples, num_sgd_iter=..., sgd_minibatch_size=...).")
+
+    def __setitem__(self, key: Any, value: Any) -> NoReturn:
+        self._refuse(f"set {key!r}")
+
+    def __delitem__(self, key: Any) -> NoReturn:
+        self._refuse(f"delete {key!r}")
+
+    def __ior__(self, other: Any) -> NoReturn:
+        self._refuse("update it")
+
+    def update(self, *args: Any, **kwargs: Any) -> NoReturn:
+        self._refuse("update it")
+
+    def pop(self, *args: Any) -> NoReturn:
+        self._refuse(f"pop {args[0]!r}" if args else "pop")
+
+    def popitem(self) -> NoReturn:
+        self._refuse("pop an item")
+
+    def setdefault(self, key: Any, default: Any = None) -> NoReturn:
+        self._refuse(f"setdefault {key!r}")
+
+    def clear(self) -> NoReturn:
+        self._refuse("clear it")
+
+    def copy(self) -> Dict[str, Any]:
+        """A plain, mutable copy."""
+        return dict(self)
+
+    def __reduce__(self):
+        # Pickling and copy.copy/deepcopy rebuild from a plain dict (the default
+        # protocol would call __setitem__ on the new object).
+        return (type(self), (dict(self),))
+
+    def __repr__(self) -> str:
+        return f"FrozenConfig({dict.__repr__(self)})"
