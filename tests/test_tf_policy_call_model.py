@@ -127,7 +127,8 @@ def ppo_batch(n=8, seed=0):
         vf_preds=rng.normal(size=n).astype(np.float32))
 
 
-PPO_CONFIG = {"seed": 0, "model": {"fcnet_hiddens": [8]}, "lr": 0.01, "entropy_coeff": 0.01}
+PPO_CONFIG = {"seed": 0, "model": {"fcnet_hiddens": [8]}, "lr": 0.01, "entropy_coeff": 0.01,
+              "num_sgd_iter": 1, "sgd_minibatch_size": None}  # one step on the whole batch
 
 
 def test_loss_returns_the_loss_of_loss_and_stats():
