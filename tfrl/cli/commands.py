@@ -50,12 +50,12 @@ def check_checkpoint(path: str, flag: str = "--checkpoint") -> str:
     Raises:
         CliError: If there is no checkpoint at `path`.
     """
-    from tfrl.algorithms.checkpoints import STATE_FILE
+    from tfrl.algorithms.checkpoints import STATE_FILE, resolve_checkpoint
 
     if not path:
         raise CliError(f"{flag} is required; pass {flag}=<logdir>/checkpoint_NNNNNN as "
                        "printed by `tfrl train`.")
-    if not os.path.isfile(os.path.join(path, STATE_FILE)):
+    if not os.path.isfile(os.path.join(resolve_checkpoint(path), STATE_FILE)):
         what = "is not a tfrl checkpoint" if os.path.isdir(path) else "does not exist"
         raise CliError(f"{flag}={path!r} {what}; pass the checkpoint_NNNNNN directory "
                        "printed by `tfrl train` (or returned by Algorithm.save()).")
@@ -72,9 +72,9 @@ def experiment_of_checkpoint(path: str) -> Experiment:
                 doc = json.load(f)
             return Experiment(algo=doc.get("algo"), env=doc.get("env"),
                               config=doc.get("config") or {}, stop=doc.get("stop") or {})
-    from tfrl.algorithms.checkpoints import STATE_FILE
+    from tfrl.algorithms.checkpoints import STATE_FILE, resolve_checkpoint
 
-    with open(os.path.join(path, STATE_FILE)) as f:
+    with open(os.path.join(resolve_checkpoint(path), STATE_FILE)) as f:
         algo = json.load(f).get("metadata", {}).get("algorithm")
     return Experiment(algo=algo)
 
