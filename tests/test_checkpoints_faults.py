@@ -21,6 +21,7 @@ import tfrl
 from tfrl.algorithms import checkpoints
 from tfrl.algorithms.checkpoints import (CheckpointError, read_checkpoint, resolve_checkpoint,
                                          write_checkpoint)
+from tfrl.cli import commands
 
 OLD = {"w": [np.arange(6, dtype=np.float32).reshape(2, 3)], "it": 1, "name": "old"}
 NEW = {"w": [np.full(4, 2, np.int64), np.zeros(2)], "it": 2, "extra": (1, "x"),
@@ -131,11 +132,12 @@ def outcome(path):
     raise AssertionError(f"read something else: {state}")
 
 
-def copy_of(folder, state):
+def copy_of(folder, state, metadata=None):
     """A complete checkpoint at `folder`, written elsewhere and moved there (a save to
     `folder`'s parent would already tidy it up)."""
-    os.rename(write_checkpoint(os.path.join(os.path.dirname(folder), "staging", "c"), state),
-              folder)
+    staged = write_checkpoint(os.path.join(os.path.dirname(folder), "staging", "c"), state,
+                              metadata)
+    os.rename(staged, folder)
     os.rmdir(os.path.join(os.path.dirname(folder), "staging"))
 
 
@@ -400,3 +402,45 @@ def test_kill_9_while_saving_in_a_loop(tmp_path):
         first = last + 1
     write_checkpoint(path, {"it": first, "w": np.full(50000, first), "tag": str(first) * 50})
     assert consistent(path) == first and os.listdir(tmp_path) == ["ckpt"]
+
+
+def test_the_cli_finds_a_checkpoint_whose_overwrite_was_killed(tmp_path):
+    copy_of(tmp_path / ".checkpoint_000002.old-ab12cd34", OLD, {"algorithm": "PPO"})
+    path = str(tmp_path / "checkpoint_000002")
+    assert commands.check_checkpoint(path) == path
+    assert commands.experiment_of_checkpoint(path).algo == "PPO"
+    with pytest.raises(commands.CliError, match="checkpoint_000003' does not exist"):
+        commands.check_checkpoint(str(tmp_path / "checkpoint_000003"))
+
+
+def test_reading_where_open_takes_no_dir_fd(tmp_path, monkeypatch):
+    # Windows: each file is opened by its path.
+    path = write_checkpoint(str(tmp_path / "ckpt"), NEW)
+    monkeypatch.setattr(checkpoints, "_OPEN_BY_DIR_FD", False)
+    assert same(read_checkpoint(path), NEW)
+    os.remove(os.path.join(path, "state.json"))
+    with pytest.raises(CheckpointError, match="not a complete tfrl checkpoint: state.json is "
+                                              "missing \\(it has \\['arrays.npz'\\]\\)"):
+        read_checkpoint(path)
+
+
+def test_a_leftover_that_cannot_be_tidied_does_not_stop_the_save(tmp_path, monkeypatch,
+                                                                 caplog):
+    fake_leftover(tmp_path / ".ckpt.tmp-abcdefgh")
+    listdir = os.listdir
+
+    def unreadable(folder="."):
+        if str(folder).endswith(".ckpt.tmp-abcdefgh"):
+            raise PermissionError(13, "Permission denied", str(folder))
+        return listdir(folder)
+
+    monkeypatch.setattr(os, "listdir", unreadable)
+    with caplog.at_level(logging.WARNING, logger=checkpoints.__name__):
+        path = write_checkpoint(str(tmp_path / "ckpt"), NEW)
+    monkeypatch.undo()
+    assert same(read_checkpoint(path), NEW)
+    assert caplog.messages == [
+        f"Could not remove the leftovers of killed saves in '{tmp_path}' (PermissionError: "
+        f"[Errno 13] Permission denied: '{tmp_path}/.ckpt.tmp-abcdefgh'); saving anyway."]
+    write_checkpoint(path, OLD)  # readable again: tidied by the next save
+    assert sorted(os.listdir(tmp_path)) == ["ckpt"]

@@ -46,7 +46,7 @@ import numpy as np
 try:
     import fcntl
 except ImportError:  # Windows: saves to one folder are not serialized, nothing is cleaned
-    fcntl = None
+    fcntl = None  # type: ignore[assignment]
 
 FORMAT_VERSION = 1
 STATE_FILE = "state.json"
@@ -54,6 +54,8 @@ ARRAYS_FILE = "arrays.npz"
 _FILES = (STATE_FILE, ARRAYS_FILE)
 # `.<name>.tmp-<8>` (tempfile.mkdtemp) and `.<name>.old-<8>`: what a save leaves behind.
 _LEFTOVER = re.compile(r"\.(?P<name>.+)\.(?P<kind>tmp|old)-[a-z0-9_]{8}")
+# Not on Windows: there a reader opens each file by its path.
+_OPEN_BY_DIR_FD = os.open in os.supports_dir_fd
 # A reader retries when a concurrent save replaced the folder it was opening.
 _READ_ATTEMPTS = 20
 
@@ -219,7 +221,11 @@ def write_checkpoint(path: str, state: Any, metadata: Dict[str, Any] = None) -> 
     tree, arrays = flatten_state(state)
     with _save_turn(parent) as locked:
         if locked:
-            _clean_up(parent)
+            try:
+                _clean_up(parent)
+            except OSError as e:  # the save matters more than the tidying
+                logger.warning("Could not remove the leftovers of killed saves in %r (%s: "
+                               "%s); saving anyway.", parent, type(e).__name__, e)
         tmp = tempfile.mkdtemp(prefix=f".{name}.tmp-", dir=parent)
         old = None
         try:
@@ -263,39 +269,43 @@ def resolve_checkpoint(path: str) -> str:
 
 
 def _open_files(directory: str) -> Optional[Dict[str, int]]:
-    """File descriptors of the checkpoint files, both opened from the same folder;
-    None if `directory` was replaced or removed meanwhile (by a concurrent save).
+    """File descriptors of the checkpoint files, both opened from the same folder (where
+    `os.open` takes `dir_fd`, i.e. not on Windows); None if `directory` was replaced or
+    removed meanwhile (by a concurrent save).
 
     Raises:
         CheckpointError: If a file is missing.
     """
+    by_fd = _OPEN_BY_DIR_FD
     try:
-        dir_fd = os.open(directory, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+        dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY) if by_fd else None
     except (FileNotFoundError, NotADirectoryError):
         return None
     fds: Dict[str, int] = {}
     try:
         for name in _FILES:
             try:
-                fds[name] = os.open(name, os.O_RDONLY, dir_fd=dir_fd)
+                fds[name] = os.open(name if by_fd else os.path.join(directory, name),
+                                    os.O_RDONLY | getattr(os, "O_BINARY", 0), dir_fd=dir_fd)
             except FileNotFoundError:
                 pass
         if len(fds) == len(_FILES):
             return fds
         for fd in fds.values():
             os.close(fd)
-        try:
-            same = os.path.samestat(os.fstat(dir_fd), os.stat(directory))
-        except FileNotFoundError:
-            same = False
-        if not same:
-            return None
+        if dir_fd is not None:
+            try:
+                if not os.path.samestat(os.fstat(dir_fd), os.stat(directory)):
+                    return None
+            except FileNotFoundError:
+                return None
         missing = next(name for name in _FILES if name not in fds)
         raise CheckpointError(
             f"{directory!r} is not a complete tfrl checkpoint: {missing} is missing (it has "
             f"{sorted(os.listdir(directory))}).")
     finally:
-        os.close(dir_fd)
+        if dir_fd is not None:
+            os.close(dir_fd)
 
 
 def read_checkpoint(path: str, with_metadata: bool = False) -> Any:
