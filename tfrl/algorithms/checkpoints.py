@@ -268,6 +268,11 @@ def resolve_checkpoint(path: str) -> str:
     return copies[0] if copies else path
 
 
+def _leftovers_of(path: str) -> bool:
+    parent, name = os.path.split(os.path.abspath(path))
+    return os.path.isdir(parent) and bool(_leftovers(parent, name))
+
+
 def _open_files(directory: str) -> Optional[Dict[str, int]]:
     """File descriptors of the checkpoint files, both opened from the same folder (where
     `os.open` takes `dir_fd`, i.e. not on Windows); None if `directory` was replaced or
@@ -277,6 +282,8 @@ def _open_files(directory: str) -> Optional[Dict[str, int]]:
         CheckpointError: If a file is missing.
     """
     by_fd = _OPEN_BY_DIR_FD
+    if not os.path.isdir(directory):
+        return None
     try:
         dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY) if by_fd else None
     except (FileNotFoundError, NotADirectoryError):
@@ -319,12 +326,12 @@ def read_checkpoint(path: str, with_metadata: bool = False) -> Any:
         CheckpointError: If a file is missing or corrupt, or of another format version.
     """
     fds = None
-    for _ in range(_READ_ATTEMPTS):  # again while concurrent saves replace the folder
+    for _ in range(_READ_ATTEMPTS):
         directory = resolve_checkpoint(path)
-        if not os.path.isdir(directory):
-            break
         fds = _open_files(directory)
-        if fds is not None:
+        # Try again if a concurrent save replaced or removed `directory` meanwhile: there is
+        # no checkpoint only if neither `path` nor any copy or temporary of it exists.
+        if fds is not None or not (os.path.lexists(path) or _leftovers_of(path)):
             break
     if fds is None:
         raise FileNotFoundError(
