@@ -333,6 +333,28 @@ def test_a_save_between_a_readers_file_opens_never_gives_it_a_mix(tmp_path, monk
     assert os.listdir(tmp_path) == ["ckpt"]
 
 
+def test_a_moved_aside_copy_removed_while_it_is_read_is_not_reported_broken(tmp_path,
+                                                                           monkeypatch):
+    # The reader picks the copy a killed overwrite moved aside; before it opens the
+    # arrays, a save puts a new checkpoint at the path and starts removing that copy.
+    copy_of(tmp_path / ".ckpt.old-ab12cd34", OLD)
+    path = str(tmp_path / "ckpt")
+    real_open, saved = os.open, []
+
+    def open_then_save(file, *args, **kwargs):
+        fd = real_open(file, *args, **kwargs)
+        if str(file).endswith("state.json") and not saved:
+            saved.append(True)
+            copy_of(tmp_path / "ckpt", NEW)
+            os.remove(tmp_path / ".ckpt.old-ab12cd34" / "arrays.npz")
+        return fd
+
+    monkeypatch.setattr(os, "open", open_then_save)
+    state = read_checkpoint(path)
+    monkeypatch.undo()
+    assert saved and same(state, NEW)
+
+
 def test_concurrent_saves_to_one_folder_take_turns(tmp_path):
     # Each save cleans the folder's leftovers first; without taking turns it would remove
     # the other thread's temporary folder in the middle of its save.
@@ -389,7 +411,7 @@ def test_kill_9_while_saving_in_a_loop(tmp_path):
         try:
             assert child.stdout.readline() == "saved\n"
             deadline = time.monotonic() + rng.uniform(0.2, 0.6)
-            reads = []
+            reads = [consistent(path)]
             while time.monotonic() < deadline:  # a reader never sees a mix or nothing
                 reads.append(consistent(path))
             assert reads == sorted(reads) and reads[0] >= first

@@ -273,10 +273,11 @@ def _leftovers_of(path: str) -> bool:
     return os.path.isdir(parent) and bool(_leftovers(parent, name))
 
 
-def _open_files(directory: str) -> Optional[Dict[str, int]]:
+def _open_files(directory: str, aside: bool) -> Optional[Dict[str, int]]:
     """File descriptors of the checkpoint files, both opened from the same folder (where
     `os.open` takes `dir_fd`, i.e. not on Windows); None if `directory` was replaced or
-    removed meanwhile (by a concurrent save).
+    removed meanwhile (by a concurrent save), or lacks a file while it is a moved-aside
+    copy (`aside`: those are complete until a save removes them).
 
     Raises:
         CheckpointError: If a file is missing.
@@ -300,6 +301,8 @@ def _open_files(directory: str) -> Optional[Dict[str, int]]:
             return fds
         for fd in fds.values():
             os.close(fd)
+        if aside:
+            return None
         if dir_fd is not None:
             try:
                 if not os.path.samestat(os.fstat(dir_fd), os.stat(directory)):
@@ -328,7 +331,7 @@ def read_checkpoint(path: str, with_metadata: bool = False) -> Any:
     fds = None
     for _ in range(_READ_ATTEMPTS):
         directory = resolve_checkpoint(path)
-        fds = _open_files(directory)
+        fds = _open_files(directory, aside=directory != path)
         # Try again if a concurrent save replaced or removed `directory` meanwhile: there is
         # no checkpoint only if neither `path` nor any copy or temporary of it exists.
         if fds is not None or not (os.path.lexists(path) or _leftovers_of(path)):
