@@ -21,7 +21,7 @@ from typing import Any, Dict, Optional, TextIO, Tuple
 
 import numpy as np
 
-from tfrl.algorithms.checkpoints import STATE_FILE, CheckpointError
+from tfrl.algorithms.checkpoints import STATE_FILE, CheckpointError, resolve_checkpoint
 from tfrl.algorithms.registry import get_algorithm_class
 from tfrl.cli.experiment import CliError, Experiment, build_config
 from tfrl.env.registry import _ENV_CREATORS
@@ -58,7 +58,7 @@ def check_checkpoint(path: str, flag: str = "--checkpoint") -> str:
     if not path:
         raise CliError(f"{flag} is required; pass {flag}=<logdir>/checkpoint_NNNNNN as "
                        "printed by `tfrl train`.")
-    if not os.path.isfile(os.path.join(path, STATE_FILE)):
+    if not os.path.isfile(os.path.join(resolve_checkpoint(path), STATE_FILE)):
         what = "is not a tfrl checkpoint" if os.path.isdir(path) else "does not exist"
         raise CliError(f"{flag}={path!r} {what}; pass the checkpoint_NNNNNN directory "
                        "printed by `tfrl train` (or returned by Algorithm.save()).")
@@ -75,7 +75,7 @@ def experiment_of_checkpoint(path: str) -> Experiment:
                 doc = json.load(f)
             return Experiment(algo=doc.get("algo"), env=doc.get("env"),
                               config=doc.get("config") or {}, stop=doc.get("stop") or {})
-    with open(os.path.join(path, STATE_FILE)) as f:
+    with open(os.path.join(resolve_checkpoint(path), STATE_FILE)) as f:
         algo = json.load(f).get("metadata", {}).get("algorithm")
     return Experiment(algo=algo)
 
