@@ -10,16 +10,16 @@ import queue
 import threading
 from typing import Any, Dict, Mapping, Optional
 
-import tree
+import gymnasium as gym
+import numpy as np
 
 from tfrl.env import policy_protocol as P
+from tfrl.env.policy_server_checks import (BatchValidator, InvalidData, batch_error,
+                                           nonfinite_error, reward_error)
 from tfrl.env.space_checks import observation_error
 from tfrl.env.wire_format import encodable_subset
 from tfrl.evaluation.rollout_metrics import RolloutMetrics
-from tfrl.policy.multi_agent_batch import MultiAgentBatch
-from tfrl.policy.sample_batch import SampleBatch
 
-_REQUIRED_COLUMNS = (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.REWARDS)
 _METRICS_FIELDS = frozenset(RolloutMetrics._fields)
 _METRICS_DICTS = ("agent_rewards", "custom_metrics", "perf_stats", "hist_data", "media")
 
@@ -83,11 +83,14 @@ class PolicyServerCommands:
         metrics_queue: Receives uploaded episode metrics.
         policy_lock: Held while reading weights.
         action_timeout: Seconds a GET_ACTION waits for the runner.
+        put_samples: Queues one accepted batch (default: `samples_queue.put`); may
+            raise `queue.Full` (then the request gets HTTP 503 and nothing is queued).
     """
 
     def __init__(self, env: Any, policies: Dict[str, Any], multiagent: bool, config: dict,
                  samples_queue: queue.Queue, metrics_queue: queue.Queue,
-                 policy_lock: threading.Lock, action_timeout: float = 60.0):
+                 policy_lock: threading.Lock, action_timeout: float = 60.0,
+                 put_samples: Optional[Any] = None):
         self.env = env
         self.policies = policies
         self.multiagent = multiagent
@@ -95,13 +98,19 @@ class PolicyServerCommands:
         self.samples_queue = samples_queue
         self.metrics_queue = metrics_queue
         self.policy_lock = policy_lock
+        self.put_samples = put_samples or samples_queue.put
+        self.validator = BatchValidator(policies, multiagent, policy_lock)
         env.get_action_timeout = action_timeout
 
     def handle(self, request: Any) -> dict:
         """Runs one request and returns the response object.
 
         Raises:
-            BadRequest / ValueError / TypeError: For bad requests (HTTP 400).
+            BadRequest / ValueError / TypeError: For bad requests (HTTP 400): malformed
+                ones, and data the sampler would refuse from an env (non-finite numbers,
+                observations/actions outside their spaces, batches a policy cannot
+                train on); see `tfrl.env.policy_server_checks`.
+            queue.Full: If the sample queue is full (HTTP 503, retry later).
             TimeoutError: If no action was computed in time (HTTP 504).
             RuntimeError: If the server is stopping (HTTP 503).
         """
@@ -130,16 +139,26 @@ class PolicyServerCommands:
                                "episode id -> observation with exactly those ids; received "
                                f"{type(observation).__name__} with keys "
                                f"{sorted(observation) if isinstance(observation, dict) else None}.")
+        for eid in episode_id:
+            self._check_observation(f"GET_ACTION: observation of episode {eid}",
+                                    observation[eid])
         actions = self.env._get_actions(episode_id, observation)  # pylint: disable=protected-access
         return {"action": actions[episode_id[0]] if single else actions}
 
     def _log_action(self, episode_id: str, observation: Any, action: Any) -> dict:
+        self._check_observation("LOG_ACTION: observation", observation)
+        problem = nonfinite_error(action, "action")
+        if problem:
+            raise InvalidData(f"LOG_ACTION: {problem}.")
         self.env.log_action(episode_id, observation, action)
         return {}
 
     def _log_returns(self, episode_id: str, reward: Any, info: Any, done: Any) -> dict:
         if info is not None and not isinstance(info, dict):
             raise P.BadRequest(f"LOG_RETURNS: info must be a dict or None; received {info!r}.")
+        problem = reward_error(reward)
+        if problem:
+            raise InvalidData(f"LOG_RETURNS: {problem}.")
         if self.multiagent:
             self.env.log_returns(episode_id, reward, info, done)
         elif done is not None:
@@ -152,6 +171,7 @@ class PolicyServerCommands:
     def _end_episode(self, episode_id: str, observation: Any, truncated: Any) -> dict:
         if not isinstance(truncated, bool):
             raise P.BadRequest(f"END_EPISODE: truncated must be a bool; received {truncated!r}.")
+        self._check_observation("END_EPISODE: observation", observation)
         self.env.end_episode(episode_id, observation, truncated=truncated)
         return {}
 
@@ -182,7 +202,7 @@ class PolicyServerCommands:
                                f"a list of dicts; received {type(samples).__name__} and "
                                f"{type(metrics).__name__}.")
         for i, batch in enumerate(samples):
-            self._check_batch(batch, i)
+            self.validator.check(batch, f"REPORT_SAMPLES: samples[{i}]")
         records = []
         for i, m in enumerate(metrics):
             try:
@@ -190,26 +210,38 @@ class PolicyServerCommands:
             except ValueError as e:
                 raise P.BadRequest(f"REPORT_SAMPLES: metrics[{i}]: {e}") from None
         for batch in samples:
-            self.samples_queue.put(batch)
+            if batch.count > 0:
+                self.put_samples(batch)
         for m in records:
             self.metrics_queue.put(m)
         return {}
 
-    def _check_batch(self, batch: Any, index: int) -> None:
-        expected = MultiAgentBatch if self.multiagent else SampleBatch
-        if not isinstance(batch, expected):
-            raise P.BadRequest(f"REPORT_SAMPLES: samples[{index}] must be a {expected.__name__}; "
-                               f"received {type(batch).__name__}.")
-        per_policy = batch.policy_batches if self.multiagent else {next(iter(self.policies)): batch}
-        for pid, policy_batch in per_policy.items():
-            if pid not in self.policies:
-                raise P.BadRequest(f"REPORT_SAMPLES: samples[{index}] has data of unknown policy "
-                                   f"{pid!r}; known: {sorted(self.policies)}.")
-            missing = [c for c in _REQUIRED_COLUMNS if c not in policy_batch]
-            if missing:
-                raise P.BadRequest(f"REPORT_SAMPLES: samples[{index}] lacks columns {missing}.")
-            if len(policy_batch) > 0:
-                first_obs = tree.map_structure(lambda x: x[0], policy_batch[SampleBatch.OBS])
-                problem = observation_error(self.policies[pid].observation_space, first_obs)
-                if problem:
-                    raise P.BadRequest(f"REPORT_SAMPLES: samples[{index}]: {problem}.")
+    def _check_observation(self, where: str, observation: Any) -> None:
+        """Observations must be finite; single-agent ones in the observation space (the
+        env's own checks give the shape errors of multi-agent observations)."""
+        problem = nonfinite_error(observation, "observation")
+        if not problem and not self.multiagent:
+            space = next(iter(self.policies.values())).observation_space
+            problem = _observation_error(space, observation)
+        if problem:
+            raise InvalidData(f"{where}: {problem}.")
+
+
+def _observation_error(space: Any, observation: Any) -> Optional[str]:
+    """Why one observation is not in `space`: structure and shape (as the env checks
+    them), then bounds and finiteness (as the sampler checks an env's observations)."""
+    problem = observation_error(space, observation)
+    if problem:
+        return problem
+    batch = _as_one_row(space, observation)
+    problem = batch_error(space, batch, "observation")
+    return problem.replace("observation[0] is", "observation is", 1) if problem else None
+
+
+def _as_one_row(space: Any, value: Any) -> Any:
+    """`value` as a batch of one row, following the structure of `space`."""
+    if isinstance(space, gym.spaces.Dict):
+        return {k: _as_one_row(sub, value[k]) for k, sub in space.spaces.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(_as_one_row(sub, v) for sub, v in zip(space.spaces, value))
+    return np.asarray(value)[None]
