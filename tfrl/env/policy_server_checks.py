@@ -22,7 +22,7 @@ Example:
     >>> batch_error(space, np.array([0, 1, 7]), "actions", integral=True)
     'actions[2] is 7, not an integer in [0, 2) (the space is Discrete(2))'
     >>> nonfinite_error({"pos": [0.0, float("nan")]}, "observation")
-    "observation['pos'] holds a non-finite number (nan)"
+    "observation['pos'][1] holds a non-finite number (nan)"
 """
 
 import copy
@@ -79,7 +79,7 @@ def nonfinite_error(value: Any, what: str) -> Optional[str]:
     if arr.ndim == 0:
         return f"{what} is not finite ({arr.item()!r})"
     index = tuple(int(i) for i in np.argwhere(bad)[0])
-    where = what + "".join(f"[{i}]" for i in index) if arr.ndim > 1 else what
+    where = what + "".join(f"[{i}]" for i in index)
     return f"{where} holds a non-finite number ({arr[index].item()!r})"
 
 
@@ -221,8 +221,6 @@ class BatchValidator:
                 if arr.ndim == 0 or len(arr) != n:
                     raise InvalidData(f"{where}: column {column!r} has {_length(arr)} rows, "
                                       f"expected {n} (every column needs one value per row).")
-            if reference is not None:
-                self._check_like_reference(column, value, reference[column], where)
             if column in _OBS_COLUMNS:
                 problem = batch_error(policy.observation_space, value, column)
             elif column == SampleBatch.ACTIONS:
@@ -231,6 +229,8 @@ class BatchValidator:
                 problem = nonfinite_error(value, column)
             if problem:
                 raise InvalidData(f"{where}: {problem}.")
+            if reference is not None:
+                self._check_like_reference(column, value, reference[column], where)
 
     @staticmethod
     def _check_like_reference(column: str, value: Any, reference: Any, where: str) -> None:
@@ -320,5 +320,5 @@ def _length(arr: np.ndarray) -> Any:
 
 
 def _short(value: Any) -> str:
-    text = repr(value.tolist() if isinstance(value, np.ndarray) else value)
+    text = repr(value.tolist() if isinstance(value, (np.ndarray, np.generic)) else value)
     return text if len(text) <= 80 else text[:77] + "..."

@@ -52,6 +52,7 @@ import hmac
 import logging
 import os
 import queue
+import re
 import socket
 import socketserver
 import threading
@@ -76,6 +77,8 @@ _POLL_TIMEOUT_S = 0.2
 TOKEN_ENV_VAR = "TFRL_POLICY_SERVER_TOKEN"
 # Seconds a client is told to wait (Retry-After) when the server is busy.
 _RETRY_AFTER_S = 1
+# Seconds the serving thread spends reading a request it refuses (too many connections).
+_REFUSE_READ_S = 0.25
 # In-flight body bytes allowed, as a multiple of max_request_bytes.
 _INFLIGHT_BODIES = 4
 
@@ -527,17 +530,30 @@ class _HTTPError(Exception):
 
 
 def _refuse_busy(sock: socket.socket, message: str) -> None:
-    """Answers 503 + Retry-After on a connection that gets no handler thread."""
+    """Answers 503 + Retry-After on a connection that gets no handler thread.
+
+    The request is read first (up to `_REFUSE_READ_S` seconds and a small body): closing
+    a socket with unread data resets the connection before the client reads the answer.
+    """
     body = dumps({"error": message})
     head = (f"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\nRetry-After: {_RETRY_AFTER_S}\r\n"
             "Connection: close\r\n\r\n").encode("ascii")
+    deadline = time.monotonic() + _REFUSE_READ_S
+    received = b""
     try:
-        # Read what already arrived of the request: closing a socket with unread data
-        # would reset the connection before the client reads this answer.
-        sock.setblocking(False)
-        for _ in range(64):
-            if not sock.recv(65536):
+        while time.monotonic() < deadline:
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            received += chunk
+            request_head, sep, rest = received.partition(b"\r\n\r\n")
+            if sep:
+                match = re.search(rb"(?im)^content-length:\s*(\d{1,9})\s*$", request_head)
+                if match is None or len(rest) >= min(int(match.group(1)), 2**16):
+                    break
+            if len(received) > 2**17:
                 break
     except OSError:
         pass
