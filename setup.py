@@ -26,7 +26,7 @@ INSTALL_REQUIRES = [
 
 EXTRAS_REQUIRE = {
     # Ray is in the test extra so that CI exercises the Ray backends too.
-    "test": ["pytest>=8", "ray>=2.60,<3"],
+    "test": ["pytest>=8", "hypothesis>=6", "ray>=2.60,<3"],
     "ray": ["ray[default]>=2.60,<3"],
     # Reference implementation for bench/bench_ppo_cartpole.py. Take torch's CPU wheel:
     # pip install -e '.[bench]' --extra-index-url https://download.pytorch.org/whl/cpu

@@ -29,8 +29,12 @@ Limits (each a keyword argument):
   lower `rollout_fragment_length` of local-inference clients.
 - `max_connections` (default 64): connections served at once (one thread each);
   more get 503 with `Retry-After` at once, without a thread. The bytes of bodies
-  being read or decoded at once are capped at `4 * max_request_bytes` (more wait as
-  503 + `Retry-After` too), which bounds the memory requests can take.
+  being read or decoded at once are capped at `2 * max_request_bytes` (more get
+  503 + `Retry-After` too), which bounds the memory requests take: a decoded batch
+  body peaks at ~4x its size, the worst JSON that is decoded (lists of short floats)
+  at ~13x, so ~0.8 GB at most with the defaults (tests/test_policy_server_fuzz.py
+  measures it). Bodies with more JSON arrays/objects than one per 32 bytes (+1000)
+  are refused before decoding (they would cost ~25x).
 - `max_queued_batches` (default 64): batches waiting for `next()`. When full, a
   `REPORT_SAMPLES` gets 503 + `Retry-After` (nothing of it is queued; `PolicyClient`
   retries), and a batch from remote inference pushes out the oldest queued one; the
@@ -79,8 +83,11 @@ TOKEN_ENV_VAR = "TFRL_POLICY_SERVER_TOKEN"
 _RETRY_AFTER_S = 1
 # Seconds the serving thread spends reading a request it refuses (too many connections).
 _REFUSE_READ_S = 0.25
+# JSON arrays/objects allowed in a body: one per this many bytes, plus a few.
+_BYTES_PER_CONTAINER = 32
+_FREE_CONTAINERS = 1000
 # In-flight body bytes allowed, as a multiple of max_request_bytes.
-_INFLIGHT_BODIES = 4
+_INFLIGHT_BODIES = 2
 
 
 class PolicyServerInput(ThreadingHTTPServer, InputReader):
@@ -418,7 +425,9 @@ class _PolicyRequestHandler(BaseHTTPRequestHandler):
                 raise _HTTPError(503, "The policy server is reading too many request bodies "
                                       "at once; retry later.", retry=True)
             reserved = n
-            request = loads(self._read_body(n))
+            body = self._read_body(n)
+            _check_containers(body)
+            request = loads(body)
             response = server._handle(request)
         except _HTTPError as e:
             if e.status != 503:
@@ -527,6 +536,23 @@ class _HTTPError(Exception):
         super().__init__(message)
         self.status = status
         self.retry = retry
+
+
+def _check_containers(body: bytes) -> None:
+    """Refuses bodies with more JSON arrays/objects than real requests have.
+
+    Decoded, an empty JSON list ("[]," is 3 bytes) costs ~64 bytes of Python objects:
+    a body of them would take ~25x its size in memory. Real requests carry arrays as
+    base64 strings (no brackets), so `_BYTES_PER_CONTAINER` bytes per container is
+    plenty; this keeps the decoded size of any accepted body under ~10x its bytes.
+    """
+    containers = body.count(b"[") + body.count(b"{")
+    allowed = len(body) // _BYTES_PER_CONTAINER + _FREE_CONTAINERS
+    if containers > allowed:
+        raise _HTTPError(400, f"Request body has {containers} JSON arrays/objects in "
+                              f"{len(body)} bytes; at most {allowed} are accepted (one per "
+                              f"{_BYTES_PER_CONTAINER} bytes + {_FREE_CONTAINERS}). Send "
+                              "numbers as numpy arrays (PolicyClient does).")
 
 
 def _refuse_busy(sock: socket.socket, message: str) -> None:
