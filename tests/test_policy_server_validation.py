@@ -293,3 +293,26 @@ def test_port_taken_is_logged_like_rllib(caplog):
             with pytest.raises(OSError, match="Creating a PolicyServer on"):
                 PolicyServerInput(IOContext(), HOST, server.server_port, policy=LinearPolicy())
     assert f"Creating a PolicyServer on {HOST}:{server.server_port} failed!" in caplog.messages
+
+
+def test_local_inference_client_refuses_what_the_server_would(server):
+    with PolicyClient(server.address, inference_mode="local", update_interval=None,
+                      trusted_policy_classes=[LinearPolicy]) as client:
+        eid = client.start_episode()
+        with pytest.raises(ValueError, match=r"^get_action: observation\[2\] holds a non-finite "
+                                             r"number \(nan\)\.$"):
+            client.get_action(eid, np.array([0.0, 0.0, np.nan], np.float32))
+        with pytest.raises(ValueError, match=r"^get_action: observation is \[0.0, 20.0, 0.0\], "
+                                             r"not in \[-10.0, 10.0\] and finite"):
+            client.get_action(eid, np.array([0.0, 20.0, 0.0], np.float32))
+        client.get_action(eid, np.zeros(3, np.float32))
+        with pytest.raises(ValueError, match=r"^log_returns: reward must be a finite number; "
+                                             r"received inf\.$"):
+            client.log_returns(eid, float("inf"))
+        with pytest.raises(ValueError, match=r"^log_action: observation\[0\] holds"):
+            client.log_action(eid, np.array([np.inf, 0, 0], np.float32), 1)
+        with pytest.raises(ValueError, match=r"^end_episode: observation\[1\] holds"):
+            client.end_episode(eid, np.array([0, np.nan, 0], np.float32))
+        client.log_returns(eid, 1.0)
+        client.end_episode(eid, np.zeros(3, np.float32))
+    assert drain(server) == 1  # the episode's one good step was uploaded and accepted

@@ -28,6 +28,7 @@ from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 from tfrl.env import policy_protocol as P
 from tfrl.env.external_env_runner import ExternalEnvRunner, fragment_length, make_serving_env
+from tfrl.env.policy_server_checks import nonfinite_error, observation_problem, reward_error
 from tfrl.env.policy_server_commands import policy_class_path
 from tfrl.env.wire_format import dumps, loads
 from tfrl.utils.typing import EnvActionType, EnvInfoDict, EnvObsType, MultiAgentDict
@@ -145,6 +146,9 @@ class PolicyClient:
         ids = list(episode_id) if isinstance(episode_id, (list, tuple)) else None
         if self.local:
             self._update_local_policy()
+            for obs in (observation.values() if ids is not None and isinstance(
+                    observation, dict) else [observation]):
+                self._check_local_observation("get_action", obs)
             if ids is None:
                 return self.env.get_action(episode_id, observation)
             return self.env._get_actions(ids, observation)  # pylint: disable=protected-access
@@ -156,6 +160,10 @@ class PolicyClient:
         """Records an observation and the (off-policy) action taken for it."""
         if self.local:
             self._update_local_policy()
+            self._check_local_observation("log_action", observation)
+            problem = nonfinite_error(action, "action")
+            if problem:
+                raise ValueError(f"log_action: {problem}.")
             return self.env.log_action(episode_id, observation, action)
         self._send({"command": P.LOG_ACTION, "observation": observation, "action": action,
                     "episode_id": episode_id})
@@ -174,6 +182,9 @@ class PolicyClient:
                              f"reward. Received: reward={reward!r}.")
         if self.local:
             self._update_local_policy()
+            problem = reward_error(reward)
+            if problem:
+                raise ValueError(f"log_returns: {problem}.")
             if multiagent_done_dict is not None:
                 return self.env.log_returns(episode_id, reward, info, multiagent_done_dict)
             return self.env.log_returns(episode_id, reward, info)
@@ -186,6 +197,7 @@ class PolicyClient:
         """Records the end of an episode (tfrl extension: `truncated=True` for time limits)."""
         if self.local:
             self._update_local_policy()
+            self._check_local_observation("end_episode", observation)
             return self.env.end_episode(episode_id, observation, truncated=truncated)
         self._send({"command": P.END_EPISODE, "observation": observation,
                     "episode_id": episode_id, "truncated": truncated})
@@ -224,7 +236,7 @@ class PolicyClient:
             cls = _resolve_policy_class(spec["policy_class"], trusted_by_path)
             self._policies[pid] = cls(spec["observation_space"], spec["action_space"],
                                       spec["config"])
-        multiagent = bool(args["multiagent"])
+        multiagent = self._multiagent = bool(args["multiagent"])
         if len(self._policies) > 1 and policy_mapping_fn is None:
             raise ValueError(f"The server serves several policies {sorted(self._policies)}; "
                              "local inference needs PolicyClient(..., policy_mapping_fn=fn).")
@@ -238,6 +250,14 @@ class PolicyClient:
             policy_mapping_fn=policy_mapping_fn, multiagent=multiagent,
             rollout_fragment_length=fragment_length(args["config"]), policy_lock=self._policy_lock)
         self._runner.start()
+
+    def _check_local_observation(self, method: str, observation: Any) -> None:
+        """Local mode: refuses what the server would refuse in the uploaded batch (so
+        the caller gets the error, and the upload is not refused later)."""
+        space = None if self._multiagent else self.env.observation_space
+        problem = observation_problem(space, observation)
+        if problem:
+            raise ValueError(f"{method}: {problem}.")
 
     def _update_local_policy(self, force: bool = False) -> None:
         if not self.local:

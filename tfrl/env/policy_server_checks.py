@@ -36,6 +36,7 @@ import numpy as np
 import tree
 
 from tfrl.env.single_agent_episode import SingleAgentEpisode
+from tfrl.env.space_checks import observation_error
 from tfrl.policy.multi_agent_batch import MultiAgentBatch
 from tfrl.policy.sample_batch import SampleBatch
 
@@ -139,6 +140,29 @@ def batch_error(space: gym.Space, batch: Any, what: str, *, integral: bool = Fal
         return None
     row = int(np.argwhere(bad)[0][0])
     return f"{what}[{row}] is {_short(arr[row])}, not {expected} (the space is {space})"
+
+
+def observation_problem(space: Optional[gym.Space], observation: Any) -> Optional[str]:
+    """Why one observation is not in `space` (None: only finiteness is checked), or
+    None: non-finite numbers, structure and shape (as external envs check them), then
+    bounds (as the sampler checks an env's observations)."""
+    problem = nonfinite_error(observation, "observation")
+    if problem or space is None:
+        return problem
+    problem = observation_error(space, observation)
+    if problem:
+        return problem
+    problem = batch_error(space, _as_one_row(space, observation), "observation")
+    return problem.replace("observation[0] is", "observation is", 1) if problem else None
+
+
+def _as_one_row(space: gym.Space, value: Any) -> Any:
+    """`value` as a batch of one row, following the structure of `space`."""
+    if isinstance(space, gym.spaces.Dict):
+        return {k: _as_one_row(sub, value[k]) for k, sub in space.spaces.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(_as_one_row(sub, v) for sub, v in zip(space.spaces, value))
+    return np.asarray(value)[None]
 
 
 def reward_error(reward: Any, what: str = "reward") -> Optional[str]:

@@ -10,13 +10,9 @@ import queue
 import threading
 from typing import Any, Dict, Mapping, Optional
 
-import gymnasium as gym
-import numpy as np
-
 from tfrl.env import policy_protocol as P
-from tfrl.env.policy_server_checks import (BatchValidator, InvalidData, batch_error,
-                                           nonfinite_error, reward_error)
-from tfrl.env.space_checks import observation_error
+from tfrl.env.policy_server_checks import (BatchValidator, InvalidData, nonfinite_error,
+                                           observation_problem, reward_error)
 from tfrl.env.wire_format import encodable_subset
 from tfrl.evaluation.rollout_metrics import RolloutMetrics
 
@@ -219,29 +215,8 @@ class PolicyServerCommands:
     def _check_observation(self, where: str, observation: Any) -> None:
         """Observations must be finite; single-agent ones in the observation space (the
         env's own checks give the shape errors of multi-agent observations)."""
-        problem = nonfinite_error(observation, "observation")
-        if not problem and not self.multiagent:
-            space = next(iter(self.policies.values())).observation_space
-            problem = _observation_error(space, observation)
+        space = None if self.multiagent else next(iter(self.policies.values())).observation_space
+        problem = observation_problem(space, observation)
         if problem:
             raise InvalidData(f"{where}: {problem}.")
 
-
-def _observation_error(space: Any, observation: Any) -> Optional[str]:
-    """Why one observation is not in `space`: structure and shape (as the env checks
-    them), then bounds and finiteness (as the sampler checks an env's observations)."""
-    problem = observation_error(space, observation)
-    if problem:
-        return problem
-    batch = _as_one_row(space, observation)
-    problem = batch_error(space, batch, "observation")
-    return problem.replace("observation[0] is", "observation is", 1) if problem else None
-
-
-def _as_one_row(space: Any, value: Any) -> Any:
-    """`value` as a batch of one row, following the structure of `space`."""
-    if isinstance(space, gym.spaces.Dict):
-        return {k: _as_one_row(sub, value[k]) for k, sub in space.spaces.items()}
-    if isinstance(space, gym.spaces.Tuple):
-        return tuple(_as_one_row(sub, v) for sub, v in zip(space.spaces, value))
-    return np.asarray(value)[None]
