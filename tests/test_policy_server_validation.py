@@ -212,6 +212,9 @@ def test_full_sample_queue_refuses_uploads_with_503():
                          "queued, retry later.")
         assert server.stats()["rejected_queue_full"] == 1
         assert len(server.next()) == 2
+        # Two batches do not fit in the one free slot: neither is queued.
+        assert post(server, report(good_batch(), good_batch()))[0] == 503
+        assert server.stats()["queued_batches"] == 0
         assert post(server, report(good_batch()))[0] == 200
 
 

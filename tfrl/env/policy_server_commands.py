@@ -79,8 +79,9 @@ class PolicyServerCommands:
         metrics_queue: Receives uploaded episode metrics.
         policy_lock: Held while reading weights.
         action_timeout: Seconds a GET_ACTION waits for the runner.
-        put_samples: Queues one accepted batch (default: `samples_queue.put`); may
-            raise `queue.Full` (then the request gets HTTP 503 and nothing is queued).
+        put_samples: Queues the accepted batches of one request, all or none
+            (default: `samples_queue.put` each); raises `queue.Full` if they do not fit
+            (the request gets HTTP 503 and nothing of it is queued).
     """
 
     def __init__(self, env: Any, policies: Dict[str, Any], multiagent: bool, config: dict,
@@ -94,7 +95,8 @@ class PolicyServerCommands:
         self.samples_queue = samples_queue
         self.metrics_queue = metrics_queue
         self.policy_lock = policy_lock
-        self.put_samples = put_samples or samples_queue.put
+        self.put_samples = put_samples or (lambda batches: [samples_queue.put(b)
+                                                             for b in batches])
         self.validator = BatchValidator(policies, multiagent, policy_lock)
         env.get_action_timeout = action_timeout
 
@@ -205,9 +207,7 @@ class PolicyServerCommands:
                 records.append(to_rollout_metrics(m))
             except ValueError as e:
                 raise P.BadRequest(f"REPORT_SAMPLES: metrics[{i}]: {e}") from None
-        for batch in samples:
-            if batch.count > 0:
-                self.put_samples(batch)
+        self.put_samples([batch for batch in samples if batch.count > 0])
         for m in records:
             self.metrics_queue.put(m)
         return {}

@@ -164,6 +164,7 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
             self.rollout_worker, policy, policy_mapping_fn, multiagent)
         config = dict(getattr(ioctx, "config", None) or {})
         self._lock = threading.Lock()
+        self._put_lock = threading.Lock()  # held by every producer of samples_queue
         self._requests_done = threading.Condition(self._lock)
         self._busy_requests = 0
         self._connections: set = set()
@@ -332,13 +333,15 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
         received = (header or "").encode("utf-8", "surrogateescape")
         return hmac.compare_digest(received, self._auth)
 
-    def _put_report(self, batch: Any) -> None:
-        """Queues a client's uploaded batch; raises queue.Full (HTTP 503) when full."""
-        try:
-            self.samples_queue.put_nowait(batch)
-        except queue.Full:
-            self._count("queue_full")
-            raise
+    def _put_report(self, batches: list) -> None:
+        """Queues the batches of one upload, all or none; raises queue.Full (HTTP 503)
+        if they do not fit."""
+        with self._put_lock:  # only consumers run concurrently, and they free space
+            if self.samples_queue.maxsize - self.samples_queue.qsize() < len(batches):
+                self._count("queue_full")
+                raise queue.Full
+            for batch in batches:
+                self.samples_queue.put_nowait(batch)
 
     def handle_error(self, request, client_address) -> None:
         logger.debug("Connection from %s ended with an error.", client_address, exc_info=True)
@@ -351,6 +354,10 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
 
     def _put_dropping_oldest(self, batch: Any) -> None:
         """Queues a batch of remote inference; when full, drops (and counts) the oldest."""
+        with self._put_lock:
+            self._put_dropping_oldest_locked(batch)
+
+    def _put_dropping_oldest_locked(self, batch: Any) -> None:
         while True:
             try:
                 self.samples_queue.put_nowait(batch)
@@ -371,11 +378,9 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
 
     def _heartbeat(self) -> None:
         while not self._stop_event.wait(self.idle_timeout):
-            if self.samples_queue.empty():
-                try:
+            with self._put_lock:
+                if self.samples_queue.empty():
                     self.samples_queue.put_nowait(SampleBatch())
-                except queue.Full:
-                    pass
 
     def _begin_request(self) -> None:
         with self._lock:
