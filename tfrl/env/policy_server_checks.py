@@ -35,6 +35,7 @@ import gymnasium as gym
 import numpy as np
 import tree
 
+from tfrl.env import policy_protocol as P
 from tfrl.env.single_agent_episode import SingleAgentEpisode
 from tfrl.env.space_checks import observation_error
 from tfrl.policy.multi_agent_batch import MultiAgentBatch
@@ -48,7 +49,7 @@ _BASE_COLUMNS = (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.REWARDS)
 _OBS_COLUMNS = (SampleBatch.OBS, SampleBatch.NEXT_OBS)
 
 
-class InvalidData(ValueError):
+class InvalidData(P.BadRequest):
     """Client data the server refuses (HTTP 400); the message names the field."""
 
 
