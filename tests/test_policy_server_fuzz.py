@@ -29,7 +29,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import tree
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
@@ -177,6 +177,7 @@ _reward_values = (st.floats(allow_nan=True, allow_infinity=True) | st.integers(-
 def check_answer(server, train, status, payload, command):
     """A refusal is a 4xx/503 with a message; a 200 of REPORT_SAMPLES must train."""
     assert status in (200, 400, 503, 504), (status, payload)
+    event(f"HTTP {status}")  # pytest --hypothesis-show-statistics shows the mix
     if status != 200:
         assert isinstance(payload.get("error"), str) and payload["error"]
     batches = queued(server)
