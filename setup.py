@@ -28,8 +28,10 @@ EXTRAS_REQUIRE = {
     # Ray is in the test extra so that CI exercises the Ray backends too.
     # import-linter (and grimp, its graph library) check the layers and that no module
     # circle exists (tests/test_architecture.py); mypy type-checks tfrl.core,
-    # tfrl.execution and tfrl.algorithms (tests/test_typing.py).
-    "test": ["pytest>=8", "ray>=2.60,<3", "import-linter>=2.1", "grimp>=3.5", "mypy>=1.10"],
+    # tfrl.execution and tfrl.algorithms (tests/test_typing.py); hypothesis drives the
+    # policy server's fuzz suite and the distribution checks.
+    "test": ["pytest>=8", "hypothesis>=6", "ray>=2.60,<3", "import-linter>=2.1", "grimp>=3.5",
+             "mypy>=1.10"],
     "ray": ["ray[default]>=2.60,<3"],
     # Reference implementation for bench/bench_ppo_cartpole.py. Take torch's CPU wheel:
     # pip install -e '.[bench]' --extra-index-url https://download.pytorch.org/whl/cpu

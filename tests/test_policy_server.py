@@ -126,7 +126,9 @@ def test_local_inference_round_trip(server):
         batch = collect(server, len(rows))
         assert_rows_equal(batch, rows)
         assert "advantages" in batch  # postprocessed by the client's policy copy
-        assert server.test_policy.calls == []  # the server computed nothing
+        # The server computed no action for the client: its only calls ran the two-step
+        # reference trajectory that tells the upload check which columns to expect.
+        assert server.test_policy.calls == [(1, False), (1, False)]
         deadline = time.monotonic() + 5
         metrics = []
         while len(metrics) < 3 and time.monotonic() < deadline:
@@ -256,7 +258,9 @@ def assert_still_serving(server):
     (dumps({"command": "REPORT_SAMPLES", "samples": [{"obs": [1]}]}), "must be a SampleBatch; received dict"),
     (dumps({"command": "REPORT_SAMPLES", "samples": [SampleBatch(
         {"obs": np.zeros((2, 5)), "actions": [0, 1], "rewards": [0.0, 0.0]})]}),
-     "observation has shape (5,), expected (3,)"),
+     "samples[0] has columns ['actions', 'obs', 'rewards']: missing ['action_logp', "
+     "'advantages', 'dones', 'eps_id', 'infos', 'new_obs', 't', 'terminateds', 'truncateds', "
+     "'vf_preds'], unexpected []"),
     (dumps({"command": "GET_ACTION", "episode_id": 5, "observation": 1}),
      "episode_id must be a str or a non-empty list of str"),
     (dumps({"command": "GET_ACTION", "episode_id": ["a", "b"], "observation": {"a": 1}}),
@@ -267,7 +271,7 @@ def assert_still_serving(server):
      "truncated must be a bool"),
     (dumps({"command": "REPORT_SAMPLES", "samples": {}}), "takes samples as a list of batches"),
     (dumps({"command": "REPORT_SAMPLES", "samples": [SampleBatch({"obs": np.zeros((1, 3))})]}),
-     "lacks columns ['actions', 'rewards']"),
+     "samples[0] has columns ['obs']: missing ['action_logp', 'actions', 'advantages', "),
     (dumps({"command": "REPORT_SAMPLES", "samples": [MultiAgentBatch({}, 0)]}),
      "must be a SampleBatch; received MultiAgentBatch"),
 ])
@@ -310,7 +314,7 @@ def test_truncated_and_oversized_bodies(server):
     with socket.create_connection((HOST, server.server_port), timeout=5) as sock:
         sock.sendall(b"POST / HTTP/1.1\r\nHost: x\r\n\r\n")
         head, _, body = sock.makefile("rb").read().partition(b"\r\n\r\n")
-    assert head.startswith(b"HTTP/1.1 400") and b"needs a Content-Length header" in body
+    assert head.startswith(b"HTTP/1.1 411") and b"needs a Content-Length header" in body
     conn = http.client.HTTPConnection(HOST, server.server_port, timeout=5)
     conn.request("GET", "/")
     assert conn.getresponse().status == 405

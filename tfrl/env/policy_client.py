@@ -19,6 +19,7 @@ Example:
 
 import http.client
 import importlib
+import os
 import re
 import threading
 import time
@@ -27,6 +28,7 @@ from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Unio
 
 from tfrl.env import policy_protocol as P
 from tfrl.env.external_env_runner import ExternalEnvRunner, fragment_length, make_serving_env
+from tfrl.env.policy_server_checks import nonfinite_error, observation_problem, reward_error
 from tfrl.env.policy_server_commands import policy_class_path
 from tfrl.env.wire_format import dumps, loads
 from tfrl.utils.typing import EnvActionType, EnvInfoDict, EnvObsType, MultiAgentDict
@@ -39,6 +41,11 @@ _BUILTIN_POLICY_CLASSES = frozenset(["tfrl.examples.policy.random_policy:RandomP
 _POLICY_BASE = "tfrl.policy.policy.Policy"
 _MODULE_RE = re.compile(r"tfrl(\.[A-Za-z][A-Za-z0-9_]*)+")
 _NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+# Env var read when `auth_token` is not given (the server reads it too).
+_TOKEN_ENV_VAR = "TFRL_POLICY_SERVER_TOKEN"
+# Seconds between retries of a request the server answered with 503 + Retry-After
+# (busy: too many connections, or a full sample queue), doubling up to the last.
+_BUSY_BACKOFF_S = (0.05, 0.1, 0.2, 0.4, 0.8, 1.0)
 # Transient failures after which a request on a reused keep-alive connection is resent.
 _STALE_CONNECTION_ERRORS = (http.client.RemoteDisconnected, ConnectionResetError,
                             BrokenPipeError, http.client.CannotSendRequest)
@@ -58,6 +65,12 @@ class PolicyClient:
             client may build when the server names them (local mode).
         policy_mapping_fn: tfrl extension: local mode with several policies:
             `fn(agent_id, episode_id, worker=None) -> policy id`.
+        auth_token: tfrl extension: the server's shared secret, sent with every
+            request as `Authorization: Bearer <token>`; None reads the
+            `TFRL_POLICY_SERVER_TOKEN` env var (unset: no token).
+        busy_retries: tfrl extension: how often a request the server refuses as busy
+            (HTTP 503 with Retry-After) is resent, with growing pauses (0.05 s to 1 s);
+            batch uploads of local inference retry for ~30 s.
 
     Raises:
         ValueError: For a bad `inference_mode`, `address` or `update_interval`, or
@@ -79,10 +92,24 @@ class PolicyClient:
     def __init__(self, address: str, inference_mode: str = "local",
                  update_interval: Optional[float] = 10.0, *, timeout: float = 120.0,
                  trusted_policy_classes: Sequence[type] = (),
-                 policy_mapping_fn: Optional[Callable] = None):
+                 policy_mapping_fn: Optional[Callable] = None,
+                 auth_token: Optional[str] = None, busy_retries: int = 5):
         self.address = address
         self._host, self._port = _parse_address(address)
         self.timeout = timeout
+        if auth_token is None:
+            auth_token = os.environ.get(_TOKEN_ENV_VAR) or None
+        if auth_token is not None and (not isinstance(auth_token, str) or not auth_token):
+            raise ValueError("auth_token must be a non-empty str or None. Received: "
+                             f"auth_token={type(auth_token).__name__}.")
+        if isinstance(busy_retries, bool) or not isinstance(busy_retries, int) \
+                or busy_retries < 0:
+            raise ValueError(f"busy_retries must be an int >= 0. Received: "
+                             f"busy_retries={busy_retries!r}.")
+        self.busy_retries = busy_retries
+        self._headers = {"Content-Type": "application/json"}
+        if auth_token is not None:
+            self._headers["Authorization"] = f"Bearer {auth_token}"
         self.env = None
         self._local_connections = threading.local()
         self._runner: Optional[ExternalEnvRunner] = None
@@ -122,6 +149,9 @@ class PolicyClient:
         ids = list(episode_id) if isinstance(episode_id, (list, tuple)) else None
         if self.local:
             self._update_local_policy()
+            for obs in (observation.values() if ids is not None and isinstance(
+                    observation, dict) else [observation]):
+                self._check_local_observation("get_action", obs)
             if ids is None:
                 return self.env.get_action(episode_id, observation)
             return self.env.get_actions(ids, observation)
@@ -133,6 +163,10 @@ class PolicyClient:
         """Records an observation and the (off-policy) action taken for it."""
         if self.local:
             self._update_local_policy()
+            self._check_local_observation("log_action", observation)
+            problem = nonfinite_error(action, "action")
+            if problem:
+                raise ValueError(f"log_action: {problem}.")
             return self.env.log_action(episode_id, observation, action)
         self._send({"command": P.LOG_ACTION, "observation": observation, "action": action,
                     "episode_id": episode_id})
@@ -151,6 +185,9 @@ class PolicyClient:
                              f"reward. Received: reward={reward!r}.")
         if self.local:
             self._update_local_policy()
+            problem = reward_error(reward)
+            if problem:
+                raise ValueError(f"log_returns: {problem}.")
             if multiagent_done_dict is not None:
                 return self.env.log_returns(episode_id, reward, info, multiagent_done_dict)
             return self.env.log_returns(episode_id, reward, info)
@@ -163,6 +200,7 @@ class PolicyClient:
         """Records the end of an episode (tfrl extension: `truncated=True` for time limits)."""
         if self.local:
             self._update_local_policy()
+            self._check_local_observation("end_episode", observation)
             return self.env.end_episode(episode_id, observation, truncated=truncated)
         self._send({"command": P.END_EPISODE, "observation": observation,
                     "episode_id": episode_id, "truncated": truncated})
@@ -207,7 +245,7 @@ class PolicyClient:
             cls = _resolve_policy_class(spec["policy_class"], trusted_by_path)
             self._policies[pid] = cls(spec["observation_space"], spec["action_space"],
                                       spec["config"])
-        multiagent = bool(args["multiagent"])
+        multiagent = self._multiagent = bool(args["multiagent"])
         if len(self._policies) > 1 and policy_mapping_fn is None:
             raise ValueError(f"The server serves several policies {sorted(self._policies)}; "
                              "local inference needs PolicyClient(..., policy_mapping_fn=fn).")
@@ -221,6 +259,14 @@ class PolicyClient:
             policy_mapping_fn=policy_mapping_fn, multiagent=multiagent,
             rollout_fragment_length=fragment_length(args["config"]), policy_lock=self._policy_lock)
         self._runner.start()
+
+    def _check_local_observation(self, method: str, observation: Any) -> None:
+        """Local mode: refuses what the server would refuse in the uploaded batch (so
+        the caller gets the error, and the upload is not refused later)."""
+        space = None if self._multiagent else self.env.observation_space
+        problem = observation_problem(space, observation)
+        if problem:
+            raise ValueError(f"{method}: {problem}.")
 
     def _update_local_policy(self, force: bool = False) -> None:
         if not self.local:
@@ -246,7 +292,7 @@ class PolicyClient:
                    "metrics": metrics}
         for attempt in range(3):
             try:
-                self._send(request)
+                self._send(request, busy_retries=max(self.busy_retries, 30))
                 return
             except ConnectionError:
                 if attempt == 2:
@@ -255,9 +301,19 @@ class PolicyClient:
 
     # ---- HTTP --------------------------------------------------------------------------
 
-    def _send(self, request: Dict[str, Any]) -> Dict[str, Any]:
+    def _send(self, request: Dict[str, Any], busy_retries: Optional[int] = None
+              ) -> Dict[str, Any]:
         body = dumps(request)
-        command = request["command"]
+        retries = self.busy_retries if busy_retries is None else busy_retries
+        for attempt in range(retries + 1):
+            status, payload, retry_after = self._post(body, request["command"])
+            if status != 503 or retry_after is None or attempt == retries:
+                break
+            time.sleep(_BUSY_BACKOFF_S[min(attempt, len(_BUSY_BACKOFF_S) - 1)])
+        return _decode_response(status, payload, request["command"], self.address)
+
+    def _post(self, body: bytes, command: str) -> Tuple[int, bytes, Optional[str]]:
+        """One POST: `(status, body, Retry-After header)`."""
         conn = getattr(self._local_connections, "conn", None)
         for attempt in range(2):
             reused = conn is not None
@@ -265,9 +321,13 @@ class PolicyClient:
                 conn = self._local_connections.conn = http.client.HTTPConnection(
                     self._host, self._port, timeout=self.timeout)
             try:
-                conn.request("POST", "/", body, {"Content-Type": "application/json"})
+                conn.request("POST", "/", body, self._headers)
                 response = conn.getresponse()
                 status, payload = response.status, self._read(response)
+                retry_after = response.getheader("Retry-After")
+                if response.will_close:
+                    conn.close()
+                    self._local_connections.conn = None
                 break
             except _STALE_CONNECTION_ERRORS as e:
                 conn.close()
@@ -286,7 +346,7 @@ class PolicyClient:
                 self._local_connections.conn = None
                 raise ConnectionError(f"Cannot reach the policy server at {self.address} "
                                       f"({command}): {e}. Is it running?") from e
-        return _decode_response(status, payload, command, self.address)
+        return status, payload, retry_after
 
     def _read(self, response: http.client.HTTPResponse) -> bytes:
         payload = response.read(self.max_response_bytes + 1)

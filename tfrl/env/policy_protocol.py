@@ -3,7 +3,11 @@
 Every request is an HTTP POST whose body is one wire-format object (see
 `tfrl.env.wire_format`) with a `"command"` key and the command's arguments; the
 response is a wire-format object too (HTTP 200), or `{"error": message}` with HTTP
-400 for bad requests, 503 when the server is stopping, 504 on a timeout.
+400 for bad requests (malformed, or data the server refuses, naming the field), 401
+for a missing/wrong `Authorization: Bearer <token>` (servers with a token), 411/413
+for a missing Content-Length or a body over the server's limit, 503 when the server
+is stopping or busy (with `Retry-After` when retrying helps: too many connections, a
+full sample queue), 504 on a timeout.
 
 | command | arguments (optional ones with defaults) | response |
 |---|---|---|

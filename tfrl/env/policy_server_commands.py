@@ -10,16 +10,12 @@ import queue
 import threading
 from typing import Any, Dict, Mapping, Optional
 
-import tree
-
 from tfrl.env import policy_protocol as P
-from tfrl.env.space_checks import observation_error
+from tfrl.env.policy_server_checks import (BatchValidator, InvalidData, nonfinite_error,
+                                           observation_problem, reward_error)
 from tfrl.env.wire_format import encodable_subset
 from tfrl.data.rollout_metrics import RolloutMetrics
-from tfrl.data.sample_batch import MultiAgentBatch
-from tfrl.data.sample_batch import SampleBatch
 
-_REQUIRED_COLUMNS = (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.REWARDS)
 _METRICS_FIELDS = frozenset(RolloutMetrics._fields)
 _METRICS_DICTS = ("agent_rewards", "custom_metrics", "perf_stats", "hist_data", "media")
 
@@ -83,11 +79,15 @@ class PolicyServerCommands:
         metrics_queue: Receives uploaded episode metrics.
         policy_lock: Held while reading weights.
         action_timeout: Seconds a GET_ACTION waits for the runner.
+        put_samples: Queues the accepted batches of one request, all or none
+            (default: `samples_queue.put` each); raises `queue.Full` if they do not fit
+            (the request gets HTTP 503 and nothing of it is queued).
     """
 
     def __init__(self, env: Any, policies: Dict[str, Any], multiagent: bool, config: dict,
                  samples_queue: queue.Queue, metrics_queue: queue.Queue,
-                 policy_lock: threading.Lock, action_timeout: float = 60.0):
+                 policy_lock: threading.Lock, action_timeout: float = 60.0,
+                 put_samples: Optional[Any] = None):
         self.env = env
         self.policies = policies
         self.multiagent = multiagent
@@ -95,13 +95,20 @@ class PolicyServerCommands:
         self.samples_queue = samples_queue
         self.metrics_queue = metrics_queue
         self.policy_lock = policy_lock
+        self.put_samples = put_samples or (lambda batches: [samples_queue.put(b)
+                                                             for b in batches])
+        self.validator = BatchValidator(policies, multiagent, policy_lock)
         env.get_action_timeout = action_timeout
 
     def handle(self, request: Any) -> dict:
         """Runs one request and returns the response object.
 
         Raises:
-            BadRequest / ValueError / TypeError: For bad requests (HTTP 400).
+            BadRequest / ValueError / TypeError: For bad requests (HTTP 400): malformed
+                ones, and data the sampler would refuse from an env (non-finite numbers,
+                observations/actions outside their spaces, batches a policy cannot
+                train on); see `tfrl.env.policy_server_checks`.
+            queue.Full: If the sample queue is full (HTTP 503, retry later).
             TimeoutError: If no action was computed in time (HTTP 504).
             RuntimeError: If the server is stopping (HTTP 503).
         """
@@ -130,16 +137,26 @@ class PolicyServerCommands:
                                "episode id -> observation with exactly those ids; received "
                                f"{type(observation).__name__} with keys "
                                f"{sorted(observation) if isinstance(observation, dict) else None}.")
+        for eid in episode_id:
+            self._check_observation(f"GET_ACTION: observation of episode {eid}",
+                                    observation[eid])
         actions = self.env.get_actions(episode_id, observation)
         return {"action": actions[episode_id[0]] if single else actions}
 
     def _log_action(self, episode_id: str, observation: Any, action: Any) -> dict:
+        self._check_observation("LOG_ACTION: observation", observation)
+        problem = nonfinite_error(action, "action")
+        if problem:
+            raise InvalidData(f"LOG_ACTION: {problem}.")
         self.env.log_action(episode_id, observation, action)
         return {}
 
     def _log_returns(self, episode_id: str, reward: Any, info: Any, done: Any) -> dict:
         if info is not None and not isinstance(info, dict):
             raise P.BadRequest(f"LOG_RETURNS: info must be a dict or None; received {info!r}.")
+        problem = reward_error(reward)
+        if problem:
+            raise InvalidData(f"LOG_RETURNS: {problem}.")
         if self.multiagent:
             self.env.log_returns(episode_id, reward, info, done)
         elif done is not None:
@@ -152,6 +169,7 @@ class PolicyServerCommands:
     def _end_episode(self, episode_id: str, observation: Any, truncated: Any) -> dict:
         if not isinstance(truncated, bool):
             raise P.BadRequest(f"END_EPISODE: truncated must be a bool; received {truncated!r}.")
+        self._check_observation("END_EPISODE: observation", observation)
         self.env.end_episode(episode_id, observation, truncated=truncated)
         return {}
 
@@ -182,34 +200,23 @@ class PolicyServerCommands:
                                f"a list of dicts; received {type(samples).__name__} and "
                                f"{type(metrics).__name__}.")
         for i, batch in enumerate(samples):
-            self._check_batch(batch, i)
+            self.validator.check(batch, f"REPORT_SAMPLES: samples[{i}]")
         records = []
         for i, m in enumerate(metrics):
             try:
                 records.append(to_rollout_metrics(m))
             except ValueError as e:
                 raise P.BadRequest(f"REPORT_SAMPLES: metrics[{i}]: {e}") from None
-        for batch in samples:
-            self.samples_queue.put(batch)
+        self.put_samples([batch for batch in samples if batch.count > 0])
         for m in records:
             self.metrics_queue.put(m)
         return {}
 
-    def _check_batch(self, batch: Any, index: int) -> None:
-        expected = MultiAgentBatch if self.multiagent else SampleBatch
-        if not isinstance(batch, expected):
-            raise P.BadRequest(f"REPORT_SAMPLES: samples[{index}] must be a {expected.__name__}; "
-                               f"received {type(batch).__name__}.")
-        per_policy = batch.policy_batches if self.multiagent else {next(iter(self.policies)): batch}
-        for pid, policy_batch in per_policy.items():
-            if pid not in self.policies:
-                raise P.BadRequest(f"REPORT_SAMPLES: samples[{index}] has data of unknown policy "
-                                   f"{pid!r}; known: {sorted(self.policies)}.")
-            missing = [c for c in _REQUIRED_COLUMNS if c not in policy_batch]
-            if missing:
-                raise P.BadRequest(f"REPORT_SAMPLES: samples[{index}] lacks columns {missing}.")
-            if len(policy_batch) > 0:
-                first_obs = tree.map_structure(lambda x: x[0], policy_batch[SampleBatch.OBS])
-                problem = observation_error(self.policies[pid].observation_space, first_obs)
-                if problem:
-                    raise P.BadRequest(f"REPORT_SAMPLES: samples[{index}]: {problem}.")
+    def _check_observation(self, where: str, observation: Any) -> None:
+        """Observations must be finite; single-agent ones in the observation space (the
+        env's own checks give the shape errors of multi-agent observations)."""
+        space = None if self.multiagent else next(iter(self.policies.values())).observation_space
+        problem = observation_problem(space, observation)
+        if problem:
+            raise InvalidData(f"{where}: {problem}.")
+

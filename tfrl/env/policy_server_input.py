@@ -14,7 +14,34 @@ MultiAgentBatches). A heartbeat puts an empty SampleBatch into the queue every
 
 Request bodies are never unpickled: see `tfrl.env.wire_format` and
 `tfrl.env.policy_protocol`. Bad requests get HTTP 400 with `{"error": message}` and
-the server keeps serving.
+the server keeps serving; data the sampler would refuse from an env (NaN rewards or
+observations, actions outside the action space, batches the policy cannot train on)
+are bad requests too (`tfrl.env.policy_server_checks`).
+
+Limits (each a keyword argument):
+
+- `max_request_bytes` (default 32 MiB): larger bodies get 413 before they are read
+  (from `Content-Length`; a missing one gets 411, an invalid one 400). A body is
+  JSON with base64 arrays (4/3 of the raw bytes): one 84x84x4 uint8 Atari row with
+  `obs` and `new_obs` takes ~75 KB, so a 200-row fragment (the default
+  `rollout_fragment_length`) of Atari frames is ~15 MB and fits with room to spare;
+  CartPole-size rows take ~0.2 KB (~150k rows). Raise it for bigger uploads, or
+  lower `rollout_fragment_length` of local-inference clients.
+- `max_connections` (default 64): connections served at once (one thread each);
+  more get 503 with `Retry-After` at once, without a thread. The bytes of bodies
+  being read or decoded at once are capped at `2 * max_request_bytes` (more get
+  503 + `Retry-After` too), which bounds the memory requests take: a decoded batch
+  body peaks at ~4x its size, the worst JSON that is decoded (lists of short floats)
+  at ~13x, so ~0.8 GB at most with the defaults (tests/test_policy_server_fuzz.py
+  measures it). Bodies with more JSON arrays/objects than one per 32 bytes (+1000)
+  are refused before decoding (they would cost ~25x).
+- `max_queued_batches` (default 64): batches waiting for `next()`. When full, a
+  `REPORT_SAMPLES` gets 503 + `Retry-After` (nothing of it is queued; `PolicyClient`
+  retries), and a batch from remote inference pushes out the oldest queued one; the
+  drops are counted in `stats()` and logged.
+- `auth_token` (default: the `TFRL_POLICY_SERVER_TOKEN` env var, else none): when
+  set, every request must carry `Authorization: Bearer <token>` (compared in
+  constant time); a wrong or missing one gets 401.
 
 Example (with a policy object instead of a rollout worker):
     >>> import gymnasium as gym
@@ -25,8 +52,11 @@ Example (with a policy object instead of a rollout worker):
     ...     port = server.server_port  # port 0: the OS picked a free one
 """
 
+import hmac
 import logging
+import os
 import queue
+import re
 import socket
 import socketserver
 import threading
@@ -36,6 +66,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from tfrl.env import policy_protocol as P
 from tfrl.env.external_env_runner import ExternalEnvRunner, fragment_length, make_serving_env
+from tfrl.env.policy_server_checks import InvalidData
 from tfrl.env.policy_server_commands import PolicyServerCommands, to_rollout_metrics
 from tfrl.env.wire_format import dumps, loads
 from tfrl.offline.input_reader import InputReader
@@ -46,6 +77,17 @@ logger = logging.getLogger(__name__)
 _POLICY_ATTRIBUTES = ("observation_space", "action_space", "compute_actions", "get_weights")
 # How often the inference loop wakes up when idle (to notice stop/drain requests).
 _POLL_TIMEOUT_S = 0.2
+# Env var read when `auth_token` is not given (server and client alike).
+TOKEN_ENV_VAR = "TFRL_POLICY_SERVER_TOKEN"
+# Seconds a client is told to wait (Retry-After) when the server is busy.
+_RETRY_AFTER_S = 1
+# Seconds the serving thread spends reading a request it refuses (too many connections).
+_REFUSE_READ_S = 0.25
+# JSON arrays/objects allowed in a body: one per this many bytes, plus a few.
+_BYTES_PER_CONTAINER = 32
+_FREE_CONTAINERS = 1000
+# In-flight body bytes allowed, as a multiple of max_request_bytes.
+_INFLIGHT_BODIES = 2
 
 
 class PolicyServerInput(ThreadingHTTPServer, InputReader):
@@ -69,33 +111,60 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
         multiagent: tfrl extension: whether clients send multi-agent dicts; default:
             the worker's `multiagent` flag, or True with several policies or a
             `policy_mapping_fn`.
+        max_request_bytes: tfrl extension: largest request body (see the module doc).
+        max_connections: tfrl extension: connections served at once.
+        max_queued_batches: tfrl extension: batches queued for `next()`.
+        auth_token: tfrl extension: shared secret every request must carry; None
+            reads the `TFRL_POLICY_SERVER_TOKEN` env var ("" or unset: no token).
 
     Raises:
-        OSError: If the address/port cannot be bound (the message names both).
-        ValueError: If there is no policy to serve, or several without a mapping fn.
+        OSError: If the address/port cannot be bound (the message names both; the
+            failure is logged as RLlib does: "Creating a PolicyServer on
+            <host>:<port> failed!").
+        ValueError: If there is no policy to serve, or several without a mapping fn,
+            or a limit is not an int >= 1.
     """
 
     daemon_threads = True
     block_on_close = False
-    # Largest request body accepted (bytes); larger ones get HTTP 413.
-    max_request_bytes = 64 * 2**20
     # Seconds a GET_ACTION request waits for the policy.
     action_timeout = 60.0
 
     def __init__(self, ioctx: Any, address: str, port: int, idle_timeout: float = 3.0, *,
                  policy: Any = None, policy_mapping_fn: Optional[Callable] = None,
-                 multiagent: Optional[bool] = None):
+                 multiagent: Optional[bool] = None, max_request_bytes: int = 32 * 2**20,
+                 max_connections: int = 64, max_queued_batches: int = 64,
+                 auth_token: Optional[str] = None):
         if not isinstance(idle_timeout, (int, float)) or idle_timeout <= 0:
             raise ValueError(f"idle_timeout must be a number > 0 (seconds). Received: "
                              f"idle_timeout={idle_timeout!r}.")
+        for name, value in (("max_request_bytes", max_request_bytes),
+                            ("max_connections", max_connections),
+                            ("max_queued_batches", max_queued_batches)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be an int >= 1. Received: {name}={value!r}.")
+        if auth_token is None:
+            auth_token = os.environ.get(TOKEN_ENV_VAR) or None
+        if auth_token is not None and (not isinstance(auth_token, str) or not auth_token):
+            raise ValueError("auth_token must be a non-empty str or None. Received: "
+                             f"auth_token={type(auth_token).__name__}.")
+        self.max_request_bytes = max_request_bytes
+        self.max_connections = max_connections
+        self._auth = None if auth_token is None else f"Bearer {auth_token}".encode("utf-8")
+        self._connection_slots = threading.BoundedSemaphore(max_connections)
+        self._inflight_bytes = 0
+        self._dropped_batches = 0
+        self._dropped_steps = 0
+        self._rejected = {"busy": 0, "queue_full": 0, "unauthorized": 0, "invalid": 0}
         self.rollout_worker = getattr(ioctx, "worker", None)
-        self.samples_queue: queue.Queue = queue.Queue()
+        self.samples_queue: queue.Queue = queue.Queue(max_queued_batches)
         self.metrics_queue: queue.Queue = queue.Queue()
         self.idle_timeout = idle_timeout
         policies, policy_mapping_fn, multiagent = _resolve_policies(
             self.rollout_worker, policy, policy_mapping_fn, multiagent)
         config = dict(getattr(ioctx, "config", None) or {})
         self._lock = threading.Lock()
+        self._put_lock = threading.Lock()  # held by every producer of samples_queue
         self._requests_done = threading.Condition(self._lock)
         self._busy_requests = 0
         self._connections: set = set()
@@ -104,6 +173,7 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
         try:
             ThreadingHTTPServer.__init__(self, (address, port), _PolicyRequestHandler)
         except OSError as e:
+            logger.error("Creating a PolicyServer on %s:%s failed!", address, port)
             raise OSError(e.errno, f"Creating a PolicyServer on {address}:{port} failed: "
                                    f"{e.strerror or e}. Use another address/port (port=0 picks a "
                                    "free one) or stop the process using it.") from e
@@ -114,7 +184,7 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
                                getattr(single, "observation_space", None))
         self._commands = PolicyServerCommands(
             env, policies, multiagent, config, self.samples_queue, self.metrics_queue,
-            policy_lock, action_timeout=self.action_timeout)
+            policy_lock, action_timeout=self.action_timeout, put_samples=self._put_report)
         self._runner = ExternalEnvRunner(
             env.to_base_env(poll_timeout=_POLL_TIMEOUT_S), policies, self._put_results,
             policy_mapping_fn=policy_mapping_fn, multiagent=multiagent,
@@ -148,13 +218,34 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
 
     def get_metrics(self) -> list:
         """Returns (and removes) the `RolloutMetrics` of the client episodes finished since
-        the last call (the rollout worker's `get_metrics()` returns them too)."""
+        the last call (the rollout worker's `get_metrics()` returns them too).
+
+        Once batches were dropped from the full sample queue, each episode's
+        `custom_metrics` carries the running totals `policy_server_dropped_batches` and
+        `policy_server_dropped_steps` (so they show in the training results)."""
         completed = []
         while True:
             try:
                 completed.append(self.metrics_queue.get_nowait())
             except queue.Empty:
-                return completed
+                break
+        with self._lock:
+            dropped = {"policy_server_dropped_batches": self._dropped_batches,
+                       "policy_server_dropped_steps": self._dropped_steps}
+        if dropped["policy_server_dropped_batches"]:
+            for m in completed:
+                m.custom_metrics.update(dropped)
+        return completed
+
+    def stats(self) -> Dict[str, int]:
+        """Counters of the server's limits: batches queued now, batches and steps
+        dropped from the full queue, and requests refused per reason (`busy`: too many
+        connections or bytes in flight, `queue_full`, `unauthorized`, `invalid`: 4xx)."""
+        with self._lock:
+            return {"queued_batches": self.samples_queue.qsize(),
+                    "dropped_batches": self._dropped_batches,
+                    "dropped_steps": self._dropped_steps,
+                    **{f"rejected_{k}": v for k, v in self._rejected.items()}}
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stops serving: waiting requests fail (503), sockets close, threads are joined."""
@@ -204,6 +295,20 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
         host, port = self.server_address[:2]
         self.server_name, self.server_port = host, port
 
+    def process_request(self, request, client_address) -> None:
+        # Runs in the serving thread: refuse excess connections without a thread.
+        if not self._connection_slots.acquire(blocking=False):
+            self._count("busy")
+            _refuse_busy(request, f"The policy server is serving its maximum of "
+                                  f"{self.max_connections} connections; retry later.")
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._connection_slots.release()
+            raise
+
     def process_request_thread(self, request, client_address) -> None:
         with self._lock:
             self._connections.add(request)
@@ -214,20 +319,79 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
             with self._lock:
                 self._connections.discard(request)
                 self._handler_threads.discard(threading.current_thread())
+            self._connection_slots.release()
+
+    def _count(self, reason: str) -> None:
+        with self._lock:
+            self._rejected[reason] += 1
+
+    def _reserve_body(self, n: int) -> bool:
+        """Reserves `n` bytes of the in-flight body budget; False if it is used up."""
+        with self._lock:
+            if self._inflight_bytes and \
+                    self._inflight_bytes + n > _INFLIGHT_BODIES * self.max_request_bytes:
+                return False
+            self._inflight_bytes += n
+            return True
+
+    def _release_body(self, n: int) -> None:
+        with self._lock:
+            self._inflight_bytes -= n
+
+    def _authorized(self, header: Optional[str]) -> bool:
+        if self._auth is None:
+            return True
+        received = (header or "").encode("utf-8", "surrogateescape")
+        return hmac.compare_digest(received, self._auth)
+
+    def _put_report(self, batches: list) -> None:
+        """Queues the batches of one upload, all or none; raises queue.Full (HTTP 503)
+        if they do not fit."""
+        with self._put_lock:  # only consumers run concurrently, and they free space
+            if self.samples_queue.maxsize - self.samples_queue.qsize() < len(batches):
+                self._count("queue_full")
+                raise queue.Full
+            for batch in batches:
+                self.samples_queue.put_nowait(batch)
 
     def handle_error(self, request, client_address) -> None:
         logger.debug("Connection from %s ended with an error.", client_address, exc_info=True)
 
     def _put_results(self, batch: Any, metrics: list) -> None:
         if batch is not None and batch.count > 0:
-            self.samples_queue.put(batch)
+            self._put_dropping_oldest(batch)
         for m in metrics:
             self.metrics_queue.put(to_rollout_metrics(m))
 
+    def _put_dropping_oldest(self, batch: Any) -> None:
+        """Queues a batch of remote inference; when full, drops (and counts) the oldest."""
+        with self._put_lock:
+            self._put_dropping_oldest_locked(batch)
+
+    def _put_dropping_oldest_locked(self, batch: Any) -> None:
+        while True:
+            try:
+                self.samples_queue.put_nowait(batch)
+                return
+            except queue.Full:
+                try:
+                    old = self.samples_queue.get_nowait()
+                except queue.Empty:
+                    continue
+                with self._lock:
+                    self._dropped_batches += 1
+                    self._dropped_steps += old.count
+                    total = self._dropped_batches
+                logger.warning("The policy server's sample queue is full (%d batches): dropped "
+                               "the oldest batch (%d steps; %d batches dropped so far). Train "
+                               "faster or raise max_queued_batches.",
+                               self.samples_queue.maxsize, old.count, total)
+
     def _heartbeat(self) -> None:
         while not self._stop_event.wait(self.idle_timeout):
-            if self.samples_queue.empty():
-                self.samples_queue.put(SampleBatch())
+            with self._put_lock:
+                if self.samples_queue.empty():
+                    self.samples_queue.put_nowait(SampleBatch())
 
     def _begin_request(self) -> None:
         with self._lock:
@@ -263,12 +427,32 @@ class _PolicyRequestHandler(BaseHTTPRequestHandler):
             self.server._end_request()  # pylint: disable=protected-access
 
     def _serve_post(self) -> None:
+        server = self.server
+        reserved = 0
         try:
-            body = self._read_body()
-            response = self.server._handle(loads(body))  # pylint: disable=protected-access
+            if not server._authorized(self.headers.get("Authorization")):
+                server._count("unauthorized")
+                raise _HTTPError(401, "The policy server needs a token: send the header "
+                                      "'Authorization: Bearer <token>' (PolicyClient(..., "
+                                      "auth_token=...)); the token was missing or wrong.")
+            n = self._body_length()
+            if not server._reserve_body(n):
+                server._count("busy")
+                raise _HTTPError(503, "The policy server is reading too many request bodies "
+                                      "at once; retry later.", retry=True)
+            reserved = n
+            body = self._read_body(n)
+            _check_containers(body)
+            request = loads(body)
+            response = server._handle(request)
         except _HTTPError as e:
-            self.close_connection = True
-            return self._send(e.status, {"error": str(e)})
+            if e.status != 503:
+                self.close_connection = True
+            return self._send(e.status, {"error": str(e)}, retry=e.retry)
+        except queue.Full:
+            return self._send(503, {"error": "The policy server's sample queue is full "
+                                             f"({server.samples_queue.maxsize} batches); "
+                                             "nothing was queued, retry later."}, retry=True)
         except Exception as e:  # pylint: disable=broad-except
             status = _status_for(e)
             if status == 500:
@@ -276,21 +460,34 @@ class _PolicyRequestHandler(BaseHTTPRequestHandler):
                 message = f"Internal server error ({type(e).__name__}); see the server's log."
             else:
                 message = str(e)
+            if 400 <= status < 500:
+                server._count("invalid")
+                if isinstance(e, InvalidData):
+                    logger.warning("Refused a request from %s: %s", self.address_string(), e)
             return self._send(status, {"error": message})
+        finally:
+            if reserved:
+                server._release_body(reserved)
         self._send(200, response)
 
     def do_GET(self) -> None:  # pylint: disable=invalid-name
         self._send(405, {"error": "The policy server takes POST requests (see PolicyClient)."})
 
-    def _read_body(self) -> bytes:
+    def _body_length(self) -> int:
         length = self.headers.get("Content-Length")
-        if length is None or not length.strip().isdigit():
+        if length is None:
+            raise _HTTPError(411, "Request needs a Content-Length header with the body size; "
+                                  "received none.")
+        if not length.strip().isdigit():
             raise _HTTPError(400, f"Request needs a Content-Length header with the body size; "
                                   f"received Content-Length={length!r}.")
         n = int(length)
         if n > self.server.max_request_bytes:
             raise _HTTPError(413, f"Request body of {n} bytes exceeds the limit of "
-                                  f"{self.server.max_request_bytes} bytes.")
+                                  f"{self.server.max_request_bytes} bytes (max_request_bytes).")
+        return n
+
+    def _read_body(self, n: int) -> bytes:
         try:
             body = self.rfile.read(n)
         except (TimeoutError, OSError):
@@ -300,11 +497,13 @@ class _PolicyRequestHandler(BaseHTTPRequestHandler):
                                   "bytes announced by Content-Length.")
         return body
 
-    def _send(self, status: int, payload: Dict[str, Any]) -> None:
+    def _send(self, status: int, payload: Dict[str, Any], retry: bool = False) -> None:
         body = dumps(payload)
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(body)))
+        if retry:
+            self.send_header("Retry-After", str(_RETRY_AFTER_S))
         if self.close_connection:
             self.send_header("Connection", "close")
         self.end_headers()
@@ -349,9 +548,62 @@ def _forward_metrics(worker: Any, server: PolicyServerInput) -> None:
 
 
 class _HTTPError(Exception):
-    def __init__(self, status: int, message: str):
+    def __init__(self, status: int, message: str, retry: bool = False):
         super().__init__(message)
         self.status = status
+        self.retry = retry
+
+
+def _check_containers(body: bytes) -> None:
+    """Refuses bodies with more JSON arrays/objects than real requests have.
+
+    Decoded, an empty JSON list ("[]," is 3 bytes) costs ~64 bytes of Python objects:
+    a body of them would take ~25x its size in memory. Real requests carry arrays as
+    base64 strings (no brackets), so `_BYTES_PER_CONTAINER` bytes per container is
+    plenty; this keeps the decoded size of any accepted body under ~10x its bytes.
+    """
+    containers = body.count(b"[") + body.count(b"{")
+    allowed = len(body) // _BYTES_PER_CONTAINER + _FREE_CONTAINERS
+    if containers > allowed:
+        raise _HTTPError(400, f"Request body has {containers} JSON arrays/objects in "
+                              f"{len(body)} bytes; at most {allowed} are accepted (one per "
+                              f"{_BYTES_PER_CONTAINER} bytes + {_FREE_CONTAINERS}). Send "
+                              "numbers as numpy arrays (PolicyClient does).")
+
+
+def _refuse_busy(sock: socket.socket, message: str) -> None:
+    """Answers 503 + Retry-After on a connection that gets no handler thread.
+
+    The request is read first (up to `_REFUSE_READ_S` seconds and a small body): closing
+    a socket with unread data resets the connection before the client reads the answer.
+    """
+    body = dumps({"error": message})
+    head = (f"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+            f"Content-Length: {len(body)}\r\nRetry-After: {_RETRY_AFTER_S}\r\n"
+            "Connection: close\r\n\r\n").encode("ascii")
+    deadline = time.monotonic() + _REFUSE_READ_S
+    received = b""
+    try:
+        while time.monotonic() < deadline:
+            sock.settimeout(max(deadline - time.monotonic(), 0.001))
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            received += chunk
+            request_head, sep, rest = received.partition(b"\r\n\r\n")
+            if sep:
+                match = re.search(rb"(?im)^content-length:\s*(\d{1,9})\s*$", request_head)
+                if match is None or len(rest) >= min(int(match.group(1)), 2**16):
+                    break
+            if len(received) > 2**17:
+                break
+    except OSError:
+        pass
+    try:
+        sock.settimeout(1.0)
+        sock.sendall(head + body)
+    except OSError:
+        pass
 
 
 def _status_for(error: BaseException) -> int:

@@ -27,7 +27,7 @@ Every wait has a timeout (`sample_timeout_s`, `worker_health_probe_timeout_s`,
 import concurrent.futures
 import functools
 import logging
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from tfrl.evaluation import worker_set_config as wsc
 from tfrl.evaluation import worker_set_state
@@ -36,9 +36,6 @@ from tfrl.evaluation.worker_handle import ThreadWorkerHandle, WorkerHandle, get_
 from tfrl.evaluation.worker_set_failures import MAX_RECREATIONS_PER_CALL, RemoteWorkers
 from tfrl.evaluation.worker_set_state import WorkerState
 from tfrl.utils.backend_registry import REMOTE_WORKER, load_backend
-
-if TYPE_CHECKING:  # rollout_worker is imported when the first worker is built
-    from tfrl.evaluation.rollout_worker import RolloutWorker
 
 logger = logging.getLogger(__name__)
 

@@ -13,7 +13,7 @@ Example:
 """
 
 import logging
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, Tuple, Union
 
 from tfrl.algorithms.algorithm import Algorithm, metrics_reporting
 from tfrl.algorithms.ppo.ppo_config import PPOConfig
