@@ -11,9 +11,6 @@ VERSION = re.search(
 INSTALL_REQUIRES = [
     "tensorflow==2.21.*",
     "keras>=3.15,<4",
-    "tensorflow-probability==0.25.*",
-    # TFP 0.25 will not import without tf-keras; tfrl itself uses Keras 3 (`import keras`).
-    "tf-keras==2.21.*",
     "gymnasium==1.4.*",
     "numpy>=1.26",
     "dm-tree>=0.1.8",
@@ -24,9 +21,16 @@ INSTALL_REQUIRES = [
     "pyyaml>=6",
 ]
 
+# tensorflow-probability: `dist.to_tfp()` of the action distributions (which compute
+# their own math) and the tests' oracle. TFP 0.25 will not import without tf-keras;
+# tfrl itself uses Keras 3 (`import keras`).
+TFP_REQUIRES = ["tensorflow-probability==0.25.*", "tf-keras==2.21.*"]
+
 EXTRAS_REQUIRE = {
-    # Ray is in the test extra so that CI exercises the Ray backends too.
-    "test": ["pytest>=8", "ray>=2.60,<3"],
+    # Ray is in the test extra so that CI exercises the Ray backends too; TFP is the
+    # action distributions' test oracle.
+    "test": ["pytest>=8", "hypothesis>=6.100", "ray>=2.60,<3"] + TFP_REQUIRES,
+    "tfp": TFP_REQUIRES,
     "ray": ["ray[default]>=2.60,<3"],
     # Reference implementation for bench/bench_ppo_cartpole.py. Take torch's CPU wheel:
     # pip install -e '.[bench]' --extra-index-url https://download.pytorch.org/whl/cpu

@@ -18,7 +18,6 @@ import time
 
 START = time.time()
 
-# tfrl before TensorFlow: tensorflow_probability then loads lazily (tfrl/__init__.py).
 from tfrl.algorithms.ppo import PPOConfig  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
