@@ -23,7 +23,9 @@ machine whose load changes), two fresh subprocesses in that tree (first on sys.p
 
 The config is `examples/tuned/ppo_cartpole.yaml` (= `examples/ppo_cartpole.py`'s). The
 parent prints every run, then per tree the median and range of each mark, including the
-PPO peak minus the TF peak of the same round.
+PPO peak minus the TF peak of the same round and `first_train_after_tf` (the first
+learning step counted from the end of `import tensorflow`, whose own time swings most
+on a loaded machine).
 """
 
 import argparse
@@ -85,8 +87,8 @@ algo.stop()
 print("BENCH " + json.dumps(marks), flush=True)
 """
 
-PPO_KEYS = ("import_tf", "import_tfrl", "built", "first_train", "cpu_first_train", "run_end",
-            "peak_rss_mb")
+PPO_KEYS = ("import_tf", "import_tfrl", "built", "first_train", "first_train_after_tf",
+            "cpu_first_train", "run_end", "peak_rss_mb")
 
 
 def run_child(code: str, tree: str, args: List[str] = ()) -> Dict:
@@ -120,6 +122,7 @@ def main() -> int:
             marks = run_child(PPO_CHILD, tree, [str(args.iterations)])
             marks["tf_peak_rss_mb"] = tf_marks["peak_rss_mb"]
             marks["rss_above_tf_mb"] = marks["peak_rss_mb"] - tf_marks["peak_rss_mb"]
+            marks["first_train_after_tf"] = marks["first_train"] - marks["import_tf"]
             results[tree].append(marks)
             print(f"run {i} {tree}: tf_peak_rss_mb {tf_marks['peak_rss_mb']:.0f}  "
                   + "  ".join(f"{k} {marks[k]:.2f}" for k in PPO_KEYS)
