@@ -35,7 +35,9 @@ LEADS = st.sampled_from([(1,), (5,), (2, 3)])
 
 
 def _floats(low, high):
-    return st.floats(low, high, width=32, allow_nan=False, allow_infinity=False)
+    # No subnormals: TF on CPU flushes them to zero in some ops (TFP's mode, loc * 1).
+    return st.floats(low, high, width=32, allow_nan=False, allow_infinity=False,
+                     allow_subnormal=False)
 
 
 def _arrays(shape, low, high):
