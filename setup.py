@@ -11,9 +11,6 @@ VERSION = re.search(
 INSTALL_REQUIRES = [
     "tensorflow==2.21.*",
     "keras>=3.15,<4",
-    "tensorflow-probability==0.25.*",
-    # TFP 0.25 will not import without tf-keras; tfrl itself uses Keras 3 (`import keras`).
-    "tf-keras==2.21.*",
     "gymnasium==1.4.*",
     "numpy>=1.26",
     "dm-tree>=0.1.8",
@@ -24,14 +21,21 @@ INSTALL_REQUIRES = [
     "pyyaml>=6",
 ]
 
+# tensorflow-probability: `dist.to_tfp()` of the action distributions (which compute
+# their own math) and the tests' oracle. TFP 0.25 will not import without tf-keras;
+# tfrl itself uses Keras 3 (`import keras`).
+TFP_REQUIRES = ["tensorflow-probability==0.25.*", "tf-keras==2.21.*"]
+
 EXTRAS_REQUIRE = {
-    # Ray is in the test extra so that CI exercises the Ray backends too.
-    # import-linter (and grimp, its graph library) check the layers and that no module
-    # circle exists (tests/test_architecture.py); mypy type-checks tfrl.core,
-    # tfrl.execution and tfrl.algorithms (tests/test_typing.py); hypothesis drives the
-    # policy server's fuzz suite and the distribution checks.
-    "test": ["pytest>=8", "hypothesis>=6", "ray>=2.60,<3", "import-linter>=2.1", "grimp>=3.5",
-             "mypy>=1.10"],
+    # Ray is in the test extra so that CI exercises the Ray backends too; TFP is the
+    # action distributions' test oracle. import-linter (and grimp, its graph library)
+    # check the layers and that no module circle exists (tests/test_architecture.py);
+    # mypy type-checks tfrl.core, tfrl.execution and tfrl.algorithms
+    # (tests/test_typing.py); hypothesis drives the policy server's fuzz suite and the
+    # distribution checks.
+    "test": ["pytest>=8", "hypothesis>=6.100", "ray>=2.60,<3", "import-linter>=2.1",
+             "grimp>=3.5", "mypy>=1.10"] + TFP_REQUIRES,
+    "tfp": TFP_REQUIRES,
     "ray": ["ray[default]>=2.60,<3"],
     # Reference implementation for bench/bench_ppo_cartpole.py. Take torch's CPU wheel:
     # pip install -e '.[bench]' --extra-index-url https://download.pytorch.org/whl/cpu

@@ -46,7 +46,7 @@ def _rss_mb() -> float:
 
 
 def run_tfrl(seed: int, steps: int, t0: float) -> dict:
-    import tfrl  # noqa: F401  (before TensorFlow, as examples/ppo_cartpole.py; tfrl/__init__.py)
+    import tfrl  # noqa: F401  (before TensorFlow: older trees then loaded TFP lazily)
     import tensorflow as tf
 
     tf.config.threading.set_intra_op_parallelism_threads(1)

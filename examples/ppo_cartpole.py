@@ -19,7 +19,6 @@ import time
 
 START = time.time()
 
-# tfrl before TensorFlow: tensorflow_probability then loads lazily (tfrl/__init__.py).
 from tfrl.utils.progress import quiet_tensorflow  # noqa: E402
 
 quiet_tensorflow()  # hides TensorFlow's start-up notices unless --verbose; before it loads

@@ -224,8 +224,8 @@ def test_methods_work_in_graph_mode_on_time_axis():
     space = gym.spaces.Tuple([gym.spaces.Discrete(3), gym.spaces.Box(-1, 1, (2,), np.float32)])
     dist_class, n = ModelCatalog.get_action_dist(space)
 
-    # The distributions have no tensor-dependent Python control flow, so autograph is
-    # not needed; converting TFP's code would make the first trace ~1 s slower.
+    # The distributions have no tensor-dependent Python control flow: autograph is not
+    # needed (the compiled train functions trace with autograph=False).
     @tf.function(autograph=False)
     def step(inputs):
         dist = dist_class(inputs, None)

@@ -9,6 +9,9 @@ import tensorflow as tf
 class TFActionDistribution:
     """Base class: a distribution over actions parameterized by model outputs.
 
+    Subclasses compute their formulas with TensorFlow ops; `to_tfp()` gives the
+    equivalent tensorflow-probability distribution (imported only then).
+
     Args:
         inputs: The model's `dist_inputs`, `[..., num_outputs]`.
         model: The model that produced `inputs` (may be None).
@@ -57,6 +60,17 @@ class TFActionDistribution:
         """KL(self || other); shape of the inputs' leading axes."""
         raise NotImplementedError(f"{type(self).__name__} has no kl().")
 
+    def to_tfp(self) -> Any:
+        """The equivalent `tfp.distributions.Distribution` (needs tensorflow-probability).
+
+        Its batch shape is the inputs' leading axes; its `log_prob`, `entropy` and
+        `kl_divergence` agree with this distribution's `logp`, `entropy` and `kl`.
+
+        Raises:
+            ImportError: If tensorflow-probability is not installed.
+        """
+        raise NotImplementedError(f"{type(self).__name__} has no to_tfp().")
+
     @staticmethod
     def required_model_output_shape(action_space: gym.Space, model_config: Optional[dict]) -> int:
         """Number of model outputs this distribution needs for `action_space`."""
@@ -69,3 +83,21 @@ def check_same_type(dist: TFActionDistribution, other: Any) -> None:
             f"kl() needs two distributions of the same type. Received: other of type "
             f"{type(other).__name__}. Expected {type(dist).__name__}."
         )
+
+
+def import_tfp() -> Any:
+    """`tensorflow_probability.python` (distributions and bijectors), imported on demand.
+
+    Raises:
+        ImportError: If tensorflow-probability (or the tf-keras it needs) is missing.
+    """
+    try:
+        # Deferred: TFP costs ~45 MB and ~0.45 s at start-up (it loads tf_keras) and
+        # only `to_tfp()` needs it.
+        from tensorflow_probability import python as tfp_python
+    except ImportError as err:
+        raise ImportError(
+            f"to_tfp() needs tensorflow-probability, which failed to import ({err}). "
+            "Install it with: pip install 'tfrl[tfp]'."
+        ) from err
+    return tfp_python

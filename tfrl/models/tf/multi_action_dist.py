@@ -6,7 +6,7 @@ import gymnasium as gym
 import numpy as np
 import tensorflow as tf
 
-from tfrl.models.tf.action_dist_base import TFActionDistribution, check_same_type
+from tfrl.models.tf.action_dist_base import TFActionDistribution, check_same_type, import_tfp
 
 
 class MultiActionDistribution(TFActionDistribution):
@@ -99,6 +99,17 @@ class MultiActionDistribution(TFActionDistribution):
         """The children's KL divergences to `other`'s, nested like the action space."""
         check_same_type(self, other)
         return self._nest([c.kl(o) for c, o in zip(self.children, other.children)])
+
+    def to_tfp(self):
+        """A TFP joint distribution of the children's `to_tfp()`, nested like the space.
+
+        Its `log_prob` takes the nested actions (not the flattened tensor).
+        """
+        tfd = import_tfp().distributions
+        children = [child.to_tfp() for child in self.children]
+        if isinstance(self.action_space, gym.spaces.Dict):
+            return tfd.JointDistributionNamed(dict(zip(self.keys, children)))
+        return tfd.JointDistributionSequential(children)
 
     @staticmethod
     def required_model_output_shape(action_space, model_config):

@@ -1,10 +1,16 @@
-"""Action distributions built on tensorflow-probability from a model's outputs.
+"""Action distributions over a model's outputs, computed with TensorFlow ops.
 
 A distribution takes the model's `dist_inputs` (`[B, num_outputs]`, or `[B, T,
 num_outputs]` for recurrent models) and answers `sample()`, `deterministic_sample()`,
 `logp(x)`, `entropy()` and `kl(other)`; results have the inputs' leading axes (`[B]`
-or `[B, T]`). Every method works eagerly and inside `tf.function`.
-`ModelCatalog.get_action_dist(action_space)` picks the class for a space.
+or `[B, T]`). Every method works eagerly and inside `tf.function`. Sampling uses TF's
+stateful random ops (`tf.random.categorical`, `tf.random.normal`), so
+`tf.random.set_seed` makes it repeatable. `ModelCatalog.get_action_dist(action_space)`
+picks the class for a space.
+
+The formulas are tfrl's own; `dist.to_tfp()` returns the equivalent
+tensorflow-probability distribution (TFP is imported only then), against which
+tests/test_action_dist_oracle.py checks every formula.
 
 Example:
     >>> import tensorflow as tf
@@ -20,9 +26,8 @@ from typing import Any, Optional, Sequence
 import gymnasium as gym
 import numpy as np
 import tensorflow as tf
-from tensorflow_probability.python import distributions as tfd
 
-from tfrl.models.tf.action_dist_base import TFActionDistribution
+from tfrl.models.tf.action_dist_base import TFActionDistribution, import_tfp
 from tfrl.models.tf.action_dist_base import check_same_type as _check_other
 from tfrl.models.tf.multi_action_dist import MultiActionDistribution, flat_action_size
 
@@ -36,6 +41,21 @@ MIN_LOG_NN_OUTPUT = -5.0
 MAX_LOG_NN_OUTPUT = 2.0
 # How far (in the normalized [-1, 1] action range) logp keeps away from the bounds.
 SQUASH_EPSILON = 1e-6
+HALF_LOG_2PI = float(0.5 * np.log(2.0 * np.pi))
+
+
+def _mul_exp(x: tf.Tensor, logp: tf.Tensor) -> tf.Tensor:
+    """`x * exp(logp)`, 0 (with 0 gradient) where `exp(logp)` underflows to 0.
+
+    A category of probability 0 has log-probability -inf: `-inf * 0` would be NaN.
+    """
+    p = tf.exp(logp)
+    return tf.where(tf.equal(p, 0.0), tf.zeros_like(x), x) * p
+
+
+def _normal_logp(z: tf.Tensor, log_std: tf.Tensor) -> tf.Tensor:
+    """Log-density of a diagonal Gaussian at standardized values `z = (x - mean) / std`."""
+    return tf.reduce_sum(-0.5 * tf.square(z) - log_std - HALF_LOG_2PI, axis=-1)
 
 
 class Categorical(TFActionDistribution):
@@ -45,23 +65,42 @@ class Categorical(TFActionDistribution):
         if temperature <= 0.0:
             raise ValueError(f"Categorical needs temperature > 0. Received: {temperature}.")
         super().__init__(inputs, model)
-        self.dist = tfd.Categorical(logits=self.inputs / temperature, dtype=tf.int64)
+        self.logits = self.inputs / temperature  # [..., n]
 
     def _sample(self):
-        return self.dist.sample()
+        logits_2d = tf.reshape(self.logits, [-1, tf.shape(self.logits)[-1]])  # [N, n]
+        draws = tf.random.categorical(logits_2d, 1, dtype=tf.int64)  # [N, 1]
+        sample = tf.reshape(draws, tf.shape(self.logits)[:-1])
+        sample.set_shape(self.logits.shape[:-1])
+        return sample
 
     def deterministic_sample(self):
         return tf.argmax(self.inputs, axis=-1)
 
     def logp(self, x):
-        return self.dist.log_prob(tf.cast(x, tf.int64))
+        x = tf.cast(x, tf.int64)
+        logits = self.logits
+        if not (x.shape.is_fully_defined() and logits.shape[:-1].is_fully_defined()
+                and x.shape == logits.shape[:-1]):
+            # Broadcast actions and logits against each other (e.g. several actions
+            # per row, or a shape only known at run time).
+            logits = logits * tf.ones_like(x[..., tf.newaxis], dtype=logits.dtype)
+            x = x * tf.ones(tf.shape(logits)[:-1], dtype=x.dtype)
+        return -tf.nn.sparse_softmax_cross_entropy_with_logits(labels=x, logits=logits)
 
     def entropy(self):
-        return self.dist.entropy()
+        log_probs = tf.nn.log_softmax(self.logits)
+        return -tf.reduce_sum(_mul_exp(log_probs, log_probs), axis=-1)
 
     def kl(self, other):
         _check_other(self, other)
-        return tfd.kl_divergence(self.dist, other.dist)
+        log_probs = tf.nn.log_softmax(self.logits)
+        other_log_probs = tf.nn.log_softmax(other.logits)
+        return tf.reduce_sum(_mul_exp(log_probs - other_log_probs, log_probs), axis=-1)
+
+    def to_tfp(self):
+        tfd = import_tfp().distributions
+        return tfd.Categorical(logits=self.logits, dtype=tf.int64)
 
     @staticmethod
     def required_model_output_shape(action_space, model_config):
@@ -114,6 +153,11 @@ class MultiCategorical(TFActionDistribution):
         _check_other(self, other)
         return tf.add_n([c.kl(o) for c, o in zip(self.cats, other.cats)])
 
+    def to_tfp(self):
+        # Blockwise concatenates vector events: each categorical becomes a 1-vector.
+        tfd = import_tfp().distributions
+        return tfd.Blockwise([tfd.Sample(c.to_tfp(), 1) for c in self.cats])
+
     @staticmethod
     def required_model_output_shape(action_space, model_config):
         return int(np.sum(action_space.nvec))
@@ -130,23 +174,40 @@ class DiagGaussian(TFActionDistribution):
         super().__init__(inputs, model)
         self.mean, self.log_std = tf.split(self.inputs, 2, axis=-1)  # [..., A] each
         self.std = tf.exp(self.log_std)
-        self.dist = tfd.Independent(tfd.Normal(self.mean, self.std), reinterpreted_batch_ndims=1)
+
+    def _noise(self):
+        return tf.random.normal(tf.shape(self.mean), dtype=self.mean.dtype)  # [..., A]
+
+    def _sample_with_logp(self):
+        eps = self._noise()
+        return eps * self.std + self.mean, _normal_logp(eps, self.log_std)
 
     def _sample(self):
-        return self.dist.sample()
+        return self._noise() * self.std + self.mean
 
     def deterministic_sample(self):
         return self.mean
 
     def logp(self, x):
-        return self.dist.log_prob(tf.cast(x, self.mean.dtype))
+        z = (tf.cast(x, self.mean.dtype) - self.mean) / self.std
+        return _normal_logp(z, self.log_std)
 
     def entropy(self):
-        return self.dist.entropy()
+        return tf.reduce_sum(self.log_std + (0.5 + HALF_LOG_2PI), axis=-1)
 
     def kl(self, other):
         _check_other(self, other)
-        return tfd.kl_divergence(self.dist, other.dist)
+        diff_log_std = self.log_std - other.log_std
+        # expm1: accurate when the two are close (KL near 0).
+        return tf.reduce_sum(
+            0.5 * tf.square((self.mean - other.mean) / other.std)
+            + 0.5 * tf.math.expm1(2.0 * diff_log_std) - diff_log_std,
+            axis=-1,
+        )
+
+    def to_tfp(self):
+        tfd = import_tfp().distributions
+        return tfd.Independent(tfd.Normal(self.mean, self.std), reinterpreted_batch_ndims=1)
 
     @staticmethod
     def required_model_output_shape(action_space, model_config):
@@ -183,9 +244,7 @@ class SquashedGaussian(TFActionDistribution):
         mean, log_std = tf.split(self.inputs, 2, axis=-1)  # [..., A] each
         self.mean = mean
         self.log_std = tf.clip_by_value(log_std, MIN_LOG_NN_OUTPUT, MAX_LOG_NN_OUTPUT)
-        self.normal = tfd.Independent(
-            tfd.Normal(self.mean, tf.exp(self.log_std)), reinterpreted_batch_ndims=1
-        )
+        self.std = tf.exp(self.log_std)
 
     def _squash(self, u):
         return self.low + (tf.tanh(u) + 1.0) / 2.0 * (self.high - self.low)
@@ -195,25 +254,30 @@ class SquashedGaussian(TFActionDistribution):
         unit = tf.clip_by_value(unit, -1.0 + SQUASH_EPSILON, 1.0 - SQUASH_EPSILON)
         return tf.atanh(unit)
 
-    def _logp_from_u(self, u):
+    def _log_jacobian(self, u):
+        """`log |dx/du|` summed over the action dimensions."""
         # log(1 - tanh(u)^2) = 2 * (log 2 - u - softplus(-2u)), stable for large |u|.
         log_dtanh = 2.0 * (np.log(2.0) - u - tf.nn.softplus(-2.0 * u))  # [..., A]
         log_scale = tf.math.log((self.high - self.low) / 2.0)  # [A] or []
-        log_jacobian = tf.reduce_sum(log_dtanh + log_scale * tf.ones_like(u), axis=-1)
-        return self.normal.log_prob(u) - log_jacobian
+        return tf.reduce_sum(log_dtanh + log_scale * tf.ones_like(u), axis=-1)
+
+    def _noise(self):
+        return tf.random.normal(tf.shape(self.mean), dtype=self.mean.dtype)  # [..., A]
 
     def _sample_with_logp(self):
-        u = self.normal.sample()
-        return self._squash(u), self._logp_from_u(u)
+        eps = self._noise()
+        u = eps * self.std + self.mean
+        return self._squash(u), _normal_logp(eps, self.log_std) - self._log_jacobian(u)
 
     def _sample(self):
-        return self._squash(self.normal.sample())
+        return self._squash(self._noise() * self.std + self.mean)
 
     def deterministic_sample(self):
         return self._squash(self.mean)
 
     def logp(self, x):
-        return self._logp_from_u(self._unsquash(x))
+        u = self._unsquash(x)
+        return _normal_logp((u - self.mean) / self.std, self.log_std) - self._log_jacobian(u)
 
     def entropy(self):
         raise ValueError(
@@ -226,6 +290,15 @@ class SquashedGaussian(TFActionDistribution):
             "SquashedGaussian has no closed-form KL divergence. Use DiagGaussian if the "
             "loss needs kl(), or estimate it from samples with logp()."
         )
+
+    def to_tfp(self):
+        # x = (low + high) / 2 + (high - low) / 2 * tanh(u); TFP does not clip at the bounds.
+        tfp = import_tfp()
+        tfd, tfb = tfp.distributions, tfp.bijectors
+        squash = tfb.Chain([tfb.Shift((self.low + self.high) / 2.0),
+                            tfb.Scale((self.high - self.low) / 2.0), tfb.Tanh()])
+        normal = tfd.Independent(tfd.Normal(self.mean, self.std), reinterpreted_batch_ndims=1)
+        return tfd.TransformedDistribution(normal, squash)
 
     @staticmethod
     def required_model_output_shape(action_space, model_config):
@@ -246,6 +319,11 @@ class Deterministic(TFActionDistribution):
 
     def logp(self, x):
         return tf.zeros(tf.shape(self.inputs)[:-1], self.inputs.dtype)
+
+    def to_tfp(self):
+        # TFP's log_prob is 0 at the point and -inf elsewhere.
+        tfd = import_tfp().distributions
+        return tfd.Independent(tfd.Deterministic(self.inputs), reinterpreted_batch_ndims=1)
 
     @staticmethod
     def required_model_output_shape(action_space, model_config):
