@@ -17,9 +17,10 @@ import os
 import time
 
 from tfrl.utils.progress import quiet_tensorflow, script_parser
-from tfrl.utils.progress_callbacks import train_until  # noqa: E402
 
 quiet_tensorflow()  # hides TensorFlow's start-up notices unless --verbose; before it loads
+
+from tfrl.utils.progress_callbacks import train_until  # noqa: E402
 
 
 def main() -> None:
