@@ -70,6 +70,10 @@ def test_train_then_evaluate_in_fresh_processes(tmp_path):
     (["evaluate", "--checkpoint=/no/such/dir"],
      "tfrl evaluate: error: --checkpoint='/no/such/dir' does not exist"),
     (["train", "--bogus"], "tfrl: error: Unknown command line flag 'bogus'"),
+    (["train", "--algo=PPO", "--env=CartPole-v1", "--config_override=lr=abc", "--dry_run"],
+     "tfrl train: error: PPOConfig: lr must be a finite float > 0; received 'abc' (str)."),
+    (["train", "--algo=PPO", "--env=CartPole-v1", "--config_override=train_batch_size=abc"],
+     "tfrl train: error: PPOConfig: train_batch_size must be an int >= 1; received 'abc' (str)."),
 ])
 def test_fast_mistakes_exit_2_with_one_line_from_python_m(args, message):
     assert _one_error_line(_run(*args)).startswith(message)
