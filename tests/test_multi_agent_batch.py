@@ -108,3 +108,21 @@ def test_compress_and_decompress_every_policy_batch():
     assert isinstance(b.policy_batches["q"]["obs"], bytes)
     assert b.decompress_if_needed() is b
     np.testing.assert_array_equal(b.policy_batches["q"]["obs"], obs + 1)
+
+
+def test_env_steps_must_not_exceed_the_agent_steps():
+    rows = SampleBatch({"obs": np.arange(3)})
+    with pytest.raises(ValueError, match=r"^MultiAgentBatch\(env_steps=100\) exceeds the 3 "
+                                         r"agent steps it holds \(\{'p0': 3\}\); each env step"):
+        MultiAgentBatch({"p0": rows}, env_steps=100)
+    with pytest.raises(ValueError, match=r"exceeds the 0 agent steps it holds \(\{\}\)"):
+        MultiAgentBatch({}, env_steps=1)
+    # Several agents per env step: fewer env steps than rows, up to one per agent step.
+    assert MultiAgentBatch({"p0": rows, "p1": rows}, env_steps=2).env_steps() == 2
+    assert MultiAgentBatch({"p0": rows, "p1": rows}, env_steps=6).agent_steps() == 6
+    assert MultiAgentBatch({}, env_steps=0).env_steps() == 0
+    # A batch keeping only some policies' rows (SelectExperiences) keeps its env steps.
+    subset = MultiAgentBatch({"p0": rows}, env_steps=6, policies_subset=True)
+    assert subset.copy().env_steps() == 6 and subset.copy().policies_subset
+    joined = MultiAgentBatch.concat_samples([subset, MultiAgentBatch({"p0": rows}, 3)])
+    assert (joined.env_steps(), joined.agent_steps(), joined.policies_subset) == (9, 6, True)

@@ -153,6 +153,7 @@ class SampleBatch(dict):
             )
         if isinstance(value, (list, dict, tuple)):
             value = batch_ops.numpify(value, key)
+        sample_batch_rows.check_new_column(self, key, value)
         if key not in self:
             self.added_keys.add(key)
         dict.__setitem__(self, key, value)
@@ -492,14 +493,24 @@ class MultiAgentBatch:
     Args:
         policy_batches: Policy id -> SampleBatch of that policy's agent steps.
         env_steps: Number of env steps the batch covers (each env step holds one
-            or more agent steps).
+            or more agent steps, so `env_steps <= agent_steps()`, RLlib's rule).
+        policies_subset: The batch holds the rows of only some of the policies that
+            acted in those env steps (e.g. `SelectExperiences` kept the trainable ones),
+            so `env_steps` may exceed the rows held; not checked then.
 
     Attributes:
         policy_batches: As given.
         count: The number of env steps.
+        policies_subset: As given.
+
+    Raises:
+        TypeError: If `policy_batches` is not a dict of SampleBatches.
+        ValueError: If `env_steps` is not an int >= 0, or exceeds the agent steps held
+            (unless `policies_subset`).
     """
 
-    def __init__(self, policy_batches: Dict[PolicyID, SampleBatch], env_steps: int):
+    def __init__(self, policy_batches: Dict[PolicyID, SampleBatch], env_steps: int, *,
+                 policies_subset: bool = False):
         if not isinstance(policy_batches, dict):
             raise TypeError(
                 "MultiAgentBatch(policy_batches=...) takes a dict of policy id -> "
@@ -518,6 +529,14 @@ class MultiAgentBatch:
             )
         self.policy_batches = policy_batches
         self.count = int(env_steps)
+        self.policies_subset = bool(policies_subset)
+        if not self.policies_subset and self.count > self.agent_steps():
+            rows = ", ".join(f"{pid!r}: {len(b)}" for pid, b in policy_batches.items())
+            raise ValueError(
+                f"MultiAgentBatch(env_steps={self.count}) exceeds the {self.agent_steps()} "
+                f"agent steps it holds ({{{rows}}}); each env step holds at least one agent "
+                "step, so env_steps must be <= the sum of the policy batches' rows. Pass "
+                "policies_subset=True if the batch keeps only some policies' rows.")
 
     def env_steps(self) -> int:
         """The number of env steps (each holds one or more agent steps)."""
@@ -540,7 +559,8 @@ class MultiAgentBatch:
     def copy(self) -> "MultiAgentBatch":
         """A deep copy (every policy batch copied)."""
         return MultiAgentBatch(
-            {pid: b.copy() for pid, b in self.policy_batches.items()}, self.count
+            {pid: b.copy() for pid, b in self.policy_batches.items()}, self.count,
+            policies_subset=self.policies_subset,
         )
 
     def size_bytes(self) -> int:
@@ -580,7 +600,7 @@ class MultiAgentBatch:
             ValueError: If a non-empty input is not a MultiAgentBatch.
         """
         per_policy = defaultdict(list)
-        env_steps = 0
+        env_steps, subset = 0, False
         for s in samples:
             if isinstance(s, SampleBatch) and len(s) == 0:
                 continue
@@ -593,8 +613,10 @@ class MultiAgentBatch:
             for pid, batch in s.policy_batches.items():
                 per_policy[pid].append(batch)
             env_steps += s.env_steps()
+            subset = subset or s.policies_subset
         return MultiAgentBatch(
-            {pid: SampleBatch.concat_samples(b) for pid, b in per_policy.items()}, env_steps
+            {pid: SampleBatch.concat_samples(b) for pid, b in per_policy.items()}, env_steps,
+            policies_subset=subset,
         )
 
     def timeslices(self, k: int) -> List["MultiAgentBatch"]:
