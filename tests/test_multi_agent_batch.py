@@ -126,3 +126,22 @@ def test_env_steps_must_not_exceed_the_agent_steps():
     assert subset.copy().env_steps() == 6 and subset.copy().policies_subset
     joined = MultiAgentBatch.concat_samples([subset, MultiAgentBatch({"p0": rows}, 3)])
     assert (joined.env_steps(), joined.agent_steps(), joined.policies_subset) == (9, 6, True)
+
+
+def test_every_timeslice_carries_an_unroll_id_in_every_policy_batch():
+    ma = MultiAgentBatch({"p0": _rows([1, 1, 1], [0, 1, 2], 0, "a"),
+                          "p1": _rows([1, 1], [0, 2], 1, "b")}, env_steps=3)
+    slices = ma.timeslices(2)
+    assert [s.env_steps() for s in slices] == [2, 1]
+    ids = []
+    for s in slices:
+        for pid, batch in s.policy_batches.items():
+            column = batch["unroll_id"]
+            assert column.shape == (len(batch),) and len(set(column.tolist())) == 1, pid
+            ids.append(int(column[0]))
+    assert len(ids) == 4 and len(set(ids)) == 4  # one new id per policy batch and slice
+    # Rows that have unroll ids keep them.
+    with_ids = _rows([1, 1], [0, 1], 0, "a")
+    with_ids["unroll_id"] = np.array([7, 7])
+    (piece,) = MultiAgentBatch({"p0": with_ids}, 2).timeslices(2)
+    assert piece.policy_batches["p0"]["unroll_id"].tolist() == [7, 7]

@@ -20,6 +20,7 @@ Example:
 """
 
 import copy as copy_lib
+import itertools
 import sys
 from collections import defaultdict
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
@@ -34,6 +35,14 @@ from tfrl.data.input_dict import single_step_input_dict
 DEFAULT_POLICY_ID = "default_policy"
 
 _DEFAULT_COMPRESS_COLUMNS = frozenset([Columns.OBS, Columns.NEXT_OBS])
+
+# Unroll ids: unique across the process (samplers' chunks, builders, timeslices).
+_UNROLL_IDS = itertools.count()
+
+
+def next_unroll_id() -> int:
+    """A process-wide unique id for one built trajectory chunk (the `unroll_id` column)."""
+    return next(_UNROLL_IDS)
 
 
 class SampleBatch(dict):
@@ -624,7 +633,9 @@ class MultiAgentBatch:
 
         Rows are ordered by (eps_id, t, agent_index); rows with equal (eps_id, t) form
         one env step ("lockstep" order). A slice may mix envs and episodes; the last
-        slice holds the remaining env steps.
+        slice holds the remaining env steps. As in RLlib (whose slices come out of a
+        `SampleBatchBuilder`), every policy batch of a slice carries an `unroll_id`
+        column: the rows' own if they have one, else one new id per policy batch.
 
         Args:
             k: Env steps per slice.
@@ -672,10 +683,11 @@ class MultiAgentBatch:
         for p_index, idx in rows.items():
             batch = self.policy_batches[pids[p_index]]
             idx = np.asarray(idx)
-            batches[pids[p_index]] = batch._new(
-                {key: tree.map_structure(lambda v: np.asarray(v)[idx], value)
-                 for key, value in batch.items()}
-            )
+            data = {key: tree.map_structure(lambda v: np.asarray(v)[idx], value)
+                    for key, value in batch.items()}
+            if Columns.UNROLL_ID not in data:
+                data[Columns.UNROLL_ID] = np.repeat(next_unroll_id(), len(idx))
+            batches[pids[p_index]] = batch._new(data)
         return MultiAgentBatch(batches, env_steps)
 
 
