@@ -232,15 +232,15 @@ def test_worker_set_key_list_is_derived_from_the_config_dataclasses():
     (A2CConfig, "env_config", [1], "A2CConfig: env_config must be a dict; received [1] (list)."),
     (A2CConfig, "seed", -1, "A2CConfig: seed must be None or an int >= 0; received -1 (int)."),
     (PPOConfig, "lr_schedule", [[0, 1e-3], [10]],
-     "PPOConfig: lr_schedule must be None or a list of [timestep, value] pairs (timesteps ints "
-     ">= 0 in non-decreasing order, values finite floats >= 0); entry 1 is [10]."),
+     "PPOConfig: lr_schedule must be None or a list of [timestep, value] pairs (timesteps "
+     "numbers >= 0 in non-decreasing order, values finite floats >= 0); entry 1 is [10]."),
     (PPOConfig, "entropy_coeff_schedule", [[100, 0.01], [50, 0.0]],
      "PPOConfig: entropy_coeff_schedule must be None or a list of [timestep, value] pairs "
-     "(timesteps ints >= 0 in non-decreasing order, values finite floats >= 0); entry 1 is "
+     "(timesteps numbers >= 0 in non-decreasing order, values finite floats >= 0); entry 1 is "
      "[50, 0.0]."),
     (PPOConfig, "lr_schedule", "0:1e-3", "PPOConfig: lr_schedule must be None or a list of "
-     "[timestep, value] pairs (timesteps ints >= 0 in non-decreasing order, values finite "
-     "floats >= 0); received '0:1e-3' (str)."),
+     "[timestep, value] pairs (timesteps numbers >= 0 in non-decreasing order, values "
+     "finite floats >= 0); received '0:1e-3' (str)."),
 ])
 def test_bad_values_are_rejected_naming_the_key(config_class, key, value, message):
     with pytest.raises(ValueError) as info:
@@ -304,7 +304,7 @@ def test_every_typed_field_rejects_every_bad_value_class(config_class, field, va
 
 def test_good_values_of_other_types_are_accepted():
     config = PPOConfig.from_dict({"lr": 1, "gamma": np.float32(0.5), "train_batch_size":
-                                  np.int64(256), "lr_schedule": [[0, 1e-3], [1000, 0.0]],
+                                  np.int64(256), "lr_schedule": [[0, 1e-3], [1e6, 0.0]],
                                   "lambda": 0, "seed": 0, "sgd_minibatch_size": 64})
     assert (config.lr, config.gamma, config.train_batch_size, config.lambda_) == (
         1, 0.5, 256, 0)

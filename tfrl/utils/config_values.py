@@ -63,8 +63,8 @@ POSITIVE = Bound(gt=0)
 NON_NEGATIVE = Bound(ge=0)
 AT_LEAST_ONE = Bound(ge=1)
 UNIT_INTERVAL = Bound(ge=0, le=1)
-#: A `[[timestep, value], ...]` schedule (RLlib's `lr_schedule`): timesteps ints >= 0 in
-#: non-decreasing order, values finite floats >= 0.
+#: A `[[timestep, value], ...]` schedule (RLlib's `lr_schedule`): timesteps numbers >= 0
+#: in non-decreasing order (`1e6` is fine), values finite floats >= 0.
 SCHEDULE = "schedule"
 
 
@@ -83,14 +83,14 @@ def _received(value: Any) -> str:
 
 
 def _check_schedule(key: str, value: Any, fail: Callable[[str], None]) -> None:
-    allowed = (f"{key} must be None or a list of [timestep, value] pairs (timesteps ints "
-               ">= 0 in non-decreasing order, values finite floats >= 0)")
+    allowed = (f"{key} must be None or a list of [timestep, value] pairs (timesteps "
+               "numbers >= 0 in non-decreasing order, values finite floats >= 0)")
     if not isinstance(value, (list, tuple)):
         fail(f"{allowed}; {_received(value)}")
     last = -1
     for i, pair in enumerate(value):
-        if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and _is_int(pair[0])
-                and pair[0] >= max(last, 0) and _is_real(pair[1])
+        if not (isinstance(pair, (list, tuple)) and len(pair) == 2 and _is_real(pair[0])
+                and math.isfinite(pair[0]) and pair[0] >= max(last, 0) and _is_real(pair[1])
                 and math.isfinite(pair[1]) and pair[1] >= 0):
             fail(f"{allowed}; entry {i} is {pair!r}.")
         last = pair[0]
