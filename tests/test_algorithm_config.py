@@ -1,16 +1,20 @@
 """AlgorithmConfig and the PG/A2C/PPO configs: dicts, builders, validation, registry."""
 
 import dataclasses
+import re
+import typing
 
+import numpy as np
 import pytest
 
 from tfrl.algorithms import algorithm_config
 from tfrl.algorithms.a2c import A2C, A2CConfig
-from tfrl.algorithms.algorithm_config import AlgorithmConfig
+from tfrl.algorithms.algorithm_config import FIELD_KEYS, AlgorithmConfig
 from tfrl.algorithms.callbacks import DefaultCallbacks
 from tfrl.algorithms.pg import PG, PGConfig
 from tfrl.algorithms.ppo import PPO, PPOConfig
 from tfrl.algorithms.registry import get_algorithm_class
+from tfrl.utils.config_values import Bound, merged_ranges
 
 
 def test_rllib_defaults_and_dict_round_trip():
@@ -96,9 +100,9 @@ def test_callbacks_and_multi_agent_builders():
 @pytest.mark.parametrize("kwargs, match", [
     ({"framework": "torch"}, "framework must be 'tf2'"),
     ({"batch_mode": "episodes"}, "batch_mode must be"),
-    ({"num_workers": -1}, "num_workers must be >= 0"),
-    ({"rollout_fragment_length": 0}, "rollout_fragment_length must be >= 1"),
-    ({"gamma": 1.5}, "gamma must be in"),
+    ({"num_workers": -1}, "num_workers must be an int >= 0; received -1 \\(int\\)"),
+    ({"rollout_fragment_length": 0}, "rollout_fragment_length must be an int >= 1"),
+    ({"gamma": 1.5}, r"gamma must be a finite float in \[0, 1\]"),
     ({"evaluation_duration_unit": "steps"}, "evaluation_duration_unit"),
     ({"callbacks": object}, "callbacks must be a DefaultCallbacks subclass"),
     ({"remote_backend": "mpi"}, "remote_backend must be"),
@@ -111,7 +115,7 @@ def test_common_validation(kwargs, match):
 def test_ppo_validation():
     with pytest.raises(ValueError, match=r"sgd_minibatch_size \(512\) must be <= train_batch_size"):
         PPOConfig.from_dict({"train_batch_size": 256, "sgd_minibatch_size": 512})
-    with pytest.raises(ValueError, match="num_sgd_iter must be >= 1"):
+    with pytest.raises(ValueError, match="num_sgd_iter must be an int >= 1"):
         PPOConfig.from_dict({"num_sgd_iter": 0})
     with pytest.raises(ValueError, match="use_gae=True needs use_critic=True"):
         PPOConfig.from_dict({"use_critic": False})
@@ -176,3 +180,132 @@ def test_worker_set_key_list_is_derived_from_the_config_dataclasses():
     # Policies named in multiagent.policies count too.
     wsc.check_trainer_config({"clip_param": 0.2, "multiagent": {
         "policies": {"p": (PPOTFPolicy, None, None, {})}}})
+
+
+# ------------------------------------------------ values checked at the door (issue 14)
+
+@pytest.mark.parametrize("config_class, key, value, message", [
+    (PPOConfig, "lr", "fast", "PPOConfig: lr must be a finite float > 0; received 'fast' (str)."),
+    (PPOConfig, "lr", float("nan"), "PPOConfig: lr must be a finite float > 0; received nan "
+                                    "(float)."),
+    (PPOConfig, "lr", -0.1, "PPOConfig: lr must be a finite float > 0; received -0.1 (float)."),
+    (PPOConfig, "lr", float("inf"), "PPOConfig: lr must be a finite float > 0; received inf "
+                                    "(float)."),
+    (PPOConfig, "lr", True, "PPOConfig: lr must be a finite float > 0; received True (bool)."),
+    (PPOConfig, "lr", "1e-3", "PPOConfig: lr must be a finite float > 0; received '1e-3' (str)."),
+    (PPOConfig, "clip_param", -1, "PPOConfig: clip_param must be a finite float > 0; received "
+                                  "-1 (int)."),
+    (PPOConfig, "vf_clip_param", 0.0, "PPOConfig: vf_clip_param must be a finite float > 0; "
+                                      "received 0.0 (float)."),
+    (PPOConfig, "kl_coeff", -0.2, "PPOConfig: kl_coeff must be a finite float >= 0; received "
+                                  "-0.2 (float)."),
+    (PPOConfig, "entropy_coeff", -1, "PPOConfig: entropy_coeff must be a finite float >= 0; "
+                                     "received -1 (int)."),
+    (PPOConfig, "train_batch_size", "abc", "PPOConfig: train_batch_size must be an int >= 1; "
+                                           "received 'abc' (str)."),
+    (PPOConfig, "train_batch_size", True, "PPOConfig: train_batch_size must be an int >= 1; "
+                                          "received True (bool)."),
+    (PPOConfig, "train_batch_size", 4000.0, "PPOConfig: train_batch_size must be an int >= 1; "
+                                            "received 4000.0 (float)."),
+    (PPOConfig, "num_sgd_iter", 0, "PPOConfig: num_sgd_iter must be an int >= 1; received 0 "
+                                   "(int)."),
+    (PPOConfig, "sgd_minibatch_size", -5, "PPOConfig: sgd_minibatch_size must be an int >= 0; "
+                                          "received -5 (int)."),
+    (PGConfig, "sgd_minibatch_size", "x", "PGConfig: sgd_minibatch_size must be None or an int "
+                                          ">= 0; received 'x' (str)."),
+    (PGConfig, "rollout_fragment_length", 0, "PGConfig: rollout_fragment_length must be an int "
+                                             ">= 1; received 0 (int)."),
+    (PGConfig, "num_workers", -1, "PGConfig: num_workers must be an int >= 0; received -1 (int)."),
+    (PGConfig, "gamma", 1.01, "PGConfig: gamma must be a finite float in [0, 1]; received 1.01 "
+                              "(float)."),
+    (A2CConfig, "lambda", -0.1, "A2CConfig: lambda must be a finite float in [0, 1]; received "
+                                "-0.1 (float)."),
+    (A2CConfig, "grad_clip", 0, "A2CConfig: grad_clip must be None or a finite float > 0; "
+                                "received 0 (int)."),
+    (A2CConfig, "microbatch_size", 0, "A2CConfig: microbatch_size must be None or an int >= 1; "
+                                      "received 0 (int)."),
+    (A2CConfig, "vf_loss_coeff", float("nan"), "A2CConfig: vf_loss_coeff must be a finite float "
+                                               ">= 0; received nan (float)."),
+    (A2CConfig, "use_gae", "yes", "A2CConfig: use_gae must be a bool (true or false); received "
+                                  "'yes' (str)."),
+    (A2CConfig, "batch_mode", 1, "A2CConfig: batch_mode must be a str; received 1 (int)."),
+    (A2CConfig, "env_config", [1], "A2CConfig: env_config must be a dict; received [1] (list)."),
+    (A2CConfig, "seed", -1, "A2CConfig: seed must be None or an int >= 0; received -1 (int)."),
+    (PPOConfig, "lr_schedule", [[0, 1e-3], [10]],
+     "PPOConfig: lr_schedule must be None or a list of [timestep, value] pairs (timesteps "
+     "numbers >= 0 in non-decreasing order, values finite floats >= 0); entry 1 is [10]."),
+    (PPOConfig, "entropy_coeff_schedule", [[100, 0.01], [50, 0.0]],
+     "PPOConfig: entropy_coeff_schedule must be None or a list of [timestep, value] pairs "
+     "(timesteps numbers >= 0 in non-decreasing order, values finite floats >= 0); entry 1 is "
+     "[50, 0.0]."),
+    (PPOConfig, "lr_schedule", "0:1e-3", "PPOConfig: lr_schedule must be None or a list of "
+     "[timestep, value] pairs (timesteps numbers >= 0 in non-decreasing order, values "
+     "finite floats >= 0); received '0:1e-3' (str)."),
+])
+def test_bad_values_are_rejected_naming_the_key(config_class, key, value, message):
+    with pytest.raises(ValueError) as info:
+        config_class.from_dict({key: value})
+    assert str(info.value) == message
+    field = {"lambda": "lambda_"}.get(key, key)
+    # The constructor, replace() and the builder methods check the same way.
+    with pytest.raises(ValueError, match=re.escape(message)):
+        config_class(**{field: value})
+    with pytest.raises(ValueError, match=re.escape(message)):
+        config_class().training(**{key: value})
+
+
+def _bad_values(annotation, bound):
+    """Bad values of every class for a field of this type and range."""
+    optional = typing.get_origin(annotation) is typing.Union
+    base = [a for a in typing.get_args(annotation) if a is not type(None)][0] if optional \
+        else annotation
+    if base is float:
+        bad = ["fast", True, float("nan"), float("inf"), [1.0]]
+    elif base is int:
+        bad = ["abc", True, 1.5, None if not optional else "1"]
+    elif base is bool:
+        bad = ["yes", 1, None]
+    elif base is str:
+        bad = [1, None]
+    elif base in (dict, list):
+        bad = [7]
+    else:
+        return []
+    if isinstance(bound, Bound):
+        below = (bound.gt if bound.gt is not None else
+                 bound.ge - (1 if base is int else 0.5) if bound.ge is not None else None)
+        if below is not None:
+            bad.append(int(below) if base is int else float(below))
+        if bound.le is not None:
+            bad.append(bound.le + 1)
+    return bad
+
+
+def _every_field_and_bad_value():
+    cases = []
+    for config_class in (PGConfig, A2CConfig, PPOConfig):
+        hints = typing.get_type_hints(config_class)
+        ranges = merged_ranges(config_class)
+        for f in dataclasses.fields(config_class):
+            for value in _bad_values(hints[f.name], ranges.get(f.name)):
+                cases.append(pytest.param(config_class, f.name, value,
+                                          id=f"{config_class.__name__}-{f.name}-{value!r}"))
+    return cases
+
+
+@pytest.mark.parametrize("config_class, field, value", _every_field_and_bad_value())
+def test_every_typed_field_rejects_every_bad_value_class(config_class, field, value):
+    key = FIELD_KEYS.get(field, field)
+    with pytest.raises(ValueError) as info:
+        config_class.from_dict({key: value})
+    assert str(info.value).startswith(f"{config_class.__name__}: {key} must be "), info.value
+    assert str(info.value).endswith(f"; received {value!r} ({type(value).__name__}).")
+
+
+def test_good_values_of_other_types_are_accepted():
+    config = PPOConfig.from_dict({"lr": 1, "gamma": np.float32(0.5), "train_batch_size":
+                                  np.int64(256), "lr_schedule": [[0, 1e-3], [1e6, 0.0]],
+                                  "lambda": 0, "seed": 0, "sgd_minibatch_size": 64})
+    assert (config.lr, config.gamma, config.train_batch_size, config.lambda_) == (
+        1, 0.5, 256, 0)
+    assert PGConfig.from_dict({"sgd_minibatch_size": None, "grad_clip": None}).grad_clip is None

@@ -261,6 +261,13 @@ def test_export_policy_checkpoint_format(trained):
     (["train", "--config=no_such.yaml"],
      "tfrl train: error: Config file 'no_such.yaml' does not exist."),
     (["train", "--env=CartPole-v1"], "tfrl train: error: No algorithm given; pass --algo=PPO"),
+    (["train", "--algo=PPO", "--env=CartPole-v1", "--config_override=lr=abc", "--dry_run"],
+     "tfrl train: error: PPOConfig: lr must be a finite float > 0; received 'abc' (str). Fix "
+     "it in --config or --config_override (run with --dry_run to see every key)."),
+    (["train", "--algo=PPO", "--env=CartPole-v1", "--config_override=clip_param=-1"],
+     "tfrl train: error: PPOConfig: clip_param must be a finite float > 0; received -1 (int)."),
+    (["train", "--algo=A2C", "--env=CartPole-v1", "--config_override=lr=.nan", "--dry_run"],
+     "tfrl train: error: A2CConfig: lr must be a finite float > 0; received nan (float)."),
     (["trian", "--algo=PPO"], "tfrl: error: unknown command 'trian'. Did you mean 'train'? "
                               "Commands: train, evaluate, export."),
     ([], "tfrl: error: expected one command (train, evaluate or export); received no command."),

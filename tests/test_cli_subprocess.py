@@ -1,13 +1,22 @@
 """The `tfrl` CLI as users run it: `python -m tfrl` and the installed `tfrl` script, in
 fresh processes (exit codes, stdout, and stderr holding exactly the one error line)."""
 
+import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
+import time
 
+import numpy as np
 import pytest
+import tree
+
+from tfrl.algorithms.registry import get_algorithm_class
+from tfrl.cli.commands import EXPERIMENT_FILE, experiment_of_checkpoint
+from tfrl.cli.experiment import build_config
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = shutil.which("tfrl", path=os.path.dirname(sys.executable))
@@ -70,6 +79,10 @@ def test_train_then_evaluate_in_fresh_processes(tmp_path):
     (["evaluate", "--checkpoint=/no/such/dir"],
      "tfrl evaluate: error: --checkpoint='/no/such/dir' does not exist"),
     (["train", "--bogus"], "tfrl: error: Unknown command line flag 'bogus'"),
+    (["train", "--algo=PPO", "--env=CartPole-v1", "--config_override=lr=abc", "--dry_run"],
+     "tfrl train: error: PPOConfig: lr must be a finite float > 0; received 'abc' (str)."),
+    (["train", "--algo=PPO", "--env=CartPole-v1", "--config_override=train_batch_size=abc"],
+     "tfrl train: error: PPOConfig: train_batch_size must be an int >= 1; received 'abc' (str)."),
 ])
 def test_fast_mistakes_exit_2_with_one_line_from_python_m(args, message):
     assert _one_error_line(_run(*args)).startswith(message)
@@ -105,3 +118,45 @@ def test_verbose_keeps_tensorflow_notices_on(verbose):
     assert '"algo": "PPO"' in proc.stdout  # the dry run's resolved experiment
     if not verbose:
         assert proc.stderr == "" and _notices(proc.stdout) == []
+
+
+@pytest.mark.slow  # trains in a fresh interpreter, then restores in this one
+def test_sigterm_writes_a_final_checkpoint_and_exits_143(tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    env.update(PYTHONPATH=REPO_ROOT, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, "-m", "tfrl", "train", *TINY,
+                             f"--logdir={tmp_path}"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=REPO_ROOT)
+    try:
+        lines = []
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:  # no --stop: it trains until stopped
+            line = proc.stdout.readline()
+            assert line, f"tfrl train ended early: {proc.wait()} {proc.stderr.read()[-2000:]}"
+            lines.append(line.rstrip("\n"))
+            if line.startswith("iter "):
+                break
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, err[-3000:]
+    lines += out.splitlines()
+    assert lines[0].startswith("No stop criteria (--stop): training until interrupted")
+    finished = [line for line in lines if line.startswith("Finished (")]
+    assert len(finished) == 1 and finished[0].startswith("Finished (terminated by SIGTERM): ")
+    checkpoint = lines[-1].removeprefix("Checkpoint: ")
+    assert lines[-1].startswith("Checkpoint: ") and os.path.dirname(checkpoint) == str(tmp_path)
+    # The final checkpoint restores into the algorithm of the run's experiment.json.
+    with open(tmp_path / EXPERIMENT_FILE) as f:
+        assert json.load(f)["algo"] == "PPO"
+    exp = experiment_of_checkpoint(checkpoint)
+    algo = get_algorithm_class(exp.algo)(config=build_config(exp))
+    try:
+        algo.restore(checkpoint)
+        assert algo.iteration == int(checkpoint.rsplit("_", 1)[1]) >= 1
+        weights = algo.get_policy().get_weights()
+        assert weights and all(np.all(np.isfinite(w)) for w in tree.flatten(weights))
+    finally:
+        algo.stop()

@@ -181,3 +181,40 @@ def test_add_extra_batch_hands_the_batch_to_the_sampler():
     ep = _episode(extra=got.append)
     ep.add_extra_batch("batch")
     assert got == ["batch"]
+
+
+def test_the_first_batch_builder_is_made_on_construction():
+    made = []
+
+    def factory():
+        made.append(object())
+        return made[-1]
+
+    ep = Episode({"p": _Policy(gym.spaces.Discrete(2))}, lambda *a, **k: "p", factory,
+                 lambda b: None, 0)
+    assert len(made) == 1 and ep.batch_builder is made[0]  # before any use
+    assert ep.new_batch_builder() is made[1] and ep.batch_builder is made[0]
+
+
+@pytest.mark.parametrize("space, action, size", [
+    (gym.spaces.Dict({"a": gym.spaces.Discrete(3), "b": gym.spaces.Box(-1.0, 1.0, (2, 2)),
+                      "c": gym.spaces.MultiDiscrete([2, 3])}),
+     {"a": 2, "b": np.full((2, 2), 0.5, np.float32), "c": np.array([1, 2])}, 7),
+    (gym.spaces.Tuple([gym.spaces.Discrete(3), gym.spaces.Box(-1.0, 1.0, (3,), np.float32)]),
+     (1, np.array([0.1, 0.2, 0.3], np.float32)), 4),
+    # float64 actions of a float32 space: the zeros take the action's dtype (as RLlib's
+    # np.zeros_like(last_action_for(...))).
+    (gym.spaces.Tuple([gym.spaces.Box(-1.0, 1.0, (2,), np.float32)]),
+     (np.array([0.5, -0.5]),), 2),
+])
+def test_prev_action_of_a_dict_or_tuple_action_is_zeros_of_the_flattened_size(
+        space, action, size):
+    ep = Episode({"p": _Policy(space)}, lambda *a, **k: "p", list, lambda b: None, 0)
+    assert ep.prev_action_for("x").shape == ep.last_action_for("x").shape == (size,)
+    ep.set_last_action("x", action)
+    last = ep.last_action_for("x")
+    assert last.shape == (size,) and np.any(last != 0)
+    prev = ep.prev_action_for("x")
+    assert prev.shape == last.shape and prev.dtype == last.dtype and not np.any(prev)
+    ep.set_last_action("x", action)
+    np.testing.assert_array_equal(ep.prev_action_for("x"), last)

@@ -108,3 +108,40 @@ def test_compress_and_decompress_every_policy_batch():
     assert isinstance(b.policy_batches["q"]["obs"], bytes)
     assert b.decompress_if_needed() is b
     np.testing.assert_array_equal(b.policy_batches["q"]["obs"], obs + 1)
+
+
+def test_env_steps_must_not_exceed_the_agent_steps():
+    rows = SampleBatch({"obs": np.arange(3)})
+    with pytest.raises(ValueError, match=r"^MultiAgentBatch\(env_steps=100\) exceeds the 3 "
+                                         r"agent steps it holds \(\{'p0': 3\}\); each env step"):
+        MultiAgentBatch({"p0": rows}, env_steps=100)
+    with pytest.raises(ValueError, match=r"exceeds the 0 agent steps it holds \(\{\}\)"):
+        MultiAgentBatch({}, env_steps=1)
+    # Several agents per env step: fewer env steps than rows, up to one per agent step.
+    assert MultiAgentBatch({"p0": rows, "p1": rows}, env_steps=2).env_steps() == 2
+    assert MultiAgentBatch({"p0": rows, "p1": rows}, env_steps=6).agent_steps() == 6
+    assert MultiAgentBatch({}, env_steps=0).env_steps() == 0
+    # A batch keeping only some policies' rows (SelectExperiences) keeps its env steps.
+    subset = MultiAgentBatch({"p0": rows}, env_steps=6, policies_subset=True)
+    assert subset.copy().env_steps() == 6 and subset.copy().policies_subset
+    joined = MultiAgentBatch.concat_samples([subset, MultiAgentBatch({"p0": rows}, 3)])
+    assert (joined.env_steps(), joined.agent_steps(), joined.policies_subset) == (9, 6, True)
+
+
+def test_every_timeslice_carries_an_unroll_id_in_every_policy_batch():
+    ma = MultiAgentBatch({"p0": _rows([1, 1, 1], [0, 1, 2], 0, "a"),
+                          "p1": _rows([1, 1], [0, 2], 1, "b")}, env_steps=3)
+    slices = ma.timeslices(2)
+    assert [s.env_steps() for s in slices] == [2, 1]
+    ids = []
+    for s in slices:
+        for pid, batch in s.policy_batches.items():
+            column = batch["unroll_id"]
+            assert column.shape == (len(batch),) and len(set(column.tolist())) == 1, pid
+            ids.append(int(column[0]))
+    assert len(ids) == 4 and len(set(ids)) == 4  # one new id per policy batch and slice
+    # Rows that have unroll ids keep them.
+    with_ids = _rows([1, 1], [0, 1], 0, "a")
+    with_ids["unroll_id"] = np.array([7, 7])
+    (piece,) = MultiAgentBatch({"p0": with_ids}, 2).timeslices(2)
+    assert piece.policy_batches["p0"]["unroll_id"].tolist() == [7, 7]

@@ -496,3 +496,58 @@ def test_concat_with_incompatible_shapes_names_the_column():
 def test_concat_with_columns_in_another_order():
     c = concat_samples([SampleBatch({"a": [1], "b": [2]}), SampleBatch({"b": [4], "a": [3]})])
     assert c["a"].tolist() == [1, 3] and c["b"].tolist() == [2, 4]
+
+
+# ------------------------------------------------ setting a column checks its length
+
+def test_setting_a_column_of_the_wrong_length_raises_at_once():
+    b = SampleBatch({"obs": np.zeros((4, 2)), "actions": np.arange(4)})
+    with pytest.raises(ValueError, match=r"^Cannot set SampleBatch column 'advantages' with 3 "
+                                         r"rows: the batch has 4 rows \(column 'obs'\)\."):
+        b["advantages"] = np.zeros(3)
+    assert "advantages" not in b and len(b) == 4
+    with pytest.raises(ValueError, match="column 'actions' with 5 rows: the batch has 4 rows"):
+        b["actions"] = [0, 1, 0, 1, 0]  # lists are checked after conversion
+    with pytest.raises(ValueError, match="column 'nested' with 2 rows: the batch has 4 rows"):
+        b["nested"] = {"a": np.zeros(2), "b": np.zeros(2)}
+    assert b["actions"].tolist() == [0, 1, 2, 3]
+    b["advantages"] = np.ones(4)  # right length: set
+    b["obs"] = np.ones((4, 3))  # replacing a column with one of the same length
+    b["infos"] = np.array([{}] * 4, dtype=object)
+    with pytest.raises(ValueError, match="column 'infos' with 1 rows: the batch has 4 rows"):
+        b["infos"] = np.array([{}], dtype=object)
+    b["scalar"] = np.float32(1.0)  # no row axis: not a column of rows, not checked
+    assert b["advantages"].tolist() == [1.0] * 4 and len(b) == 4
+
+
+def test_building_up_an_empty_batch_takes_the_first_columns_length():
+    b = SampleBatch()
+    b["obs"] = np.zeros((3, 2))
+    assert len(b) == 3
+    b["actions"] = np.arange(3)
+    with pytest.raises(ValueError, match="'rewards' with 2 rows: the batch has 3 rows"):
+        b["rewards"] = np.zeros(2)
+    empty = SampleBatch({"obs": np.zeros((0, 2))})
+    empty["actions"] = np.zeros(0)  # zero rows like the rest
+    with pytest.raises(ValueError, match="'rewards' with 2 rows: the batch has 0 rows"):
+        empty["rewards"] = np.zeros(2)
+
+
+def test_sequence_batches_check_per_sequence_and_per_timestep_columns():
+    b = SampleBatch({"obs": np.arange(5), "seq_lens": [2, 3],
+                     "state_in_0": np.zeros((2, 4))})
+    b["state_in_0"] = np.ones((2, 4))  # one row per sequence
+    b["state_out_0"] = np.ones((2, 4))
+    b["advantages"] = np.zeros(5)  # one row per timestep
+    with pytest.raises(ValueError, match=r"column 'state_in_0' must hold one row per sequence "
+                                         r"\(2 sequences in seq_lens\); received 5 rows"):
+        b["state_in_0"] = np.zeros((5, 4))
+    with pytest.raises(ValueError, match=r"column 'advantages' with 2 rows: the batch's "
+                                         r"seq_lens sum to 5 timesteps"):
+        b["advantages"] = np.zeros(2)
+    padded = SampleBatch({"obs": np.arange(6), "seq_lens": [2, 3]}, _zero_padded=True,
+                         _max_seq_len=3)
+    padded["advantages"] = np.zeros(6)  # zero-padded: len(seq_lens) * max_seq_len
+    padded["mask"] = np.zeros(5)  # or one row per real timestep
+    with pytest.raises(ValueError, match=r"sum to 5 \(zero-padded: 6\) timesteps"):
+        padded["advantages"] = np.zeros(4)

@@ -37,6 +37,8 @@ from tfrl.evaluation.callbacks import DefaultCallbacks
 from tfrl.offline.input_creators import check_input_config
 from tfrl.policy.policy_config import PolicyConfig
 from tfrl.utils.config_keys import check_keys
+from tfrl.utils.config_values import (
+    AT_LEAST_ONE, NON_NEGATIVE, SCHEDULE, UNIT_INTERVAL)
 
 # Field name -> its key in RLlib dicts (where they differ: a keyword or a builder method).
 FIELD_KEYS = {"lambda_": "lambda", "framework_str": "framework", "callbacks_class": "callbacks"}
@@ -154,13 +156,34 @@ class AlgorithmConfig(PolicyConfig):
     callbacks_class: type = DefaultCallbacks
     multiagent: dict = _field(_MULTIAGENT_DEFAULTS)
 
+    # Allowed ranges of the numeric fields (field name -> Bound or SCHEDULE); the types
+    # come from the annotations, the policy keys' ranges from PolicyConfig._RANGES.
+    _RANGES: ClassVar[Dict[str, Any]] = {
+        "horizon": AT_LEAST_ONE, "num_workers": NON_NEGATIVE,
+        "num_envs_per_worker": AT_LEAST_ONE, "rollout_fragment_length": AT_LEAST_ONE,
+        "remote_env_batch_wait_ms": NON_NEGATIVE, "sample_timeout_s": NON_NEGATIVE,
+        "metrics_episode_collection_timeout_s": NON_NEGATIVE,
+        "worker_restore_timeout_s": NON_NEGATIVE, "worker_health_probe_timeout_s": NON_NEGATIVE,
+        "train_batch_size": AT_LEAST_ONE, "gamma": UNIT_INTERVAL, "lr_schedule": SCHEDULE,
+        "num_cpus_per_worker": NON_NEGATIVE, "num_gpus_per_worker": NON_NEGATIVE,
+        "num_cpus_for_driver": NON_NEGATIVE, "memory_per_worker": NON_NEGATIVE,
+        "evaluation_interval": NON_NEGATIVE, "evaluation_duration": AT_LEAST_ONE,
+        "evaluation_num_workers": NON_NEGATIVE, "metrics_smoothing_episodes": AT_LEAST_ONE,
+        "min_iter_time_s": NON_NEGATIVE, "timesteps_per_iteration": NON_NEGATIVE,
+        "collect_metrics_timeout": NON_NEGATIVE,
+    }
+
     # ------------------------------------------------------------ checks
 
-    def __post_init__(self):
-        self.validate()
+    @staticmethod
+    def _field_key(name: str) -> str:
+        return FIELD_KEYS.get(name, name)
 
     def validate(self) -> None:
-        """Raises `ValueError` for inconsistent values (called on construction)."""
+        """Raises `ValueError` for a value of the wrong type or range (naming the key)
+        or inconsistent values (called on construction)."""
+        super().validate()
+
         def fail(msg):
             raise ValueError(f"{type(self).__name__}: {msg}")
 
@@ -170,19 +193,6 @@ class AlgorithmConfig(PolicyConfig):
         if self.batch_mode not in ("truncate_episodes", "complete_episodes"):
             fail(f"batch_mode must be 'truncate_episodes' or 'complete_episodes'; received "
                  f"{self.batch_mode!r}.")
-        for name in ("num_workers", "evaluation_num_workers"):
-            if int(getattr(self, name)) < 0:
-                fail(f"{name} must be >= 0; received {getattr(self, name)!r}.")
-        for name in ("num_envs_per_worker", "rollout_fragment_length", "train_batch_size"):
-            if int(getattr(self, name)) < 1:
-                fail(f"{name} must be >= 1; received {getattr(self, name)!r}.")
-        if isinstance(self.num_sgd_iter, bool) or int(self.num_sgd_iter) < 1:
-            fail(f"num_sgd_iter must be >= 1; received {self.num_sgd_iter!r}.")
-        if self.sgd_minibatch_size is not None and int(self.sgd_minibatch_size) < 0:
-            fail(f"sgd_minibatch_size must be None or >= 0; received "
-                 f"{self.sgd_minibatch_size!r}.")
-        if not 0.0 <= float(self.gamma) <= 1.0:
-            fail(f"gamma must be in [0, 1]; received {self.gamma!r}.")
         if self.evaluation_duration_unit not in ("episodes", "timesteps"):
             fail("evaluation_duration_unit must be 'episodes' or 'timesteps'; received "
                  f"{self.evaluation_duration_unit!r}.")
@@ -212,7 +222,7 @@ class AlgorithmConfig(PolicyConfig):
         out = {}
         for key, value in given.items():
             name = ALIASES.get(key, key)
-            if name == "multiagent":
+            if name == "multiagent" and (value is None or isinstance(value, Mapping)):
                 value = {**copy.deepcopy(_MULTIAGENT_DEFAULTS), **(value or {})}
             out[name] = value
         return out
@@ -337,6 +347,10 @@ class OnPolicyConfig(AlgorithmConfig):
     use_critic: bool = True
     entropy_coeff: float = 0.0
     entropy_coeff_schedule: Optional[list] = None
+
+    _RANGES: ClassVar[Dict[str, Any]] = {
+        "lambda_": UNIT_INTERVAL, "entropy_coeff": NON_NEGATIVE,
+        "entropy_coeff_schedule": SCHEDULE}
 
     def validate(self) -> None:
         super().validate()

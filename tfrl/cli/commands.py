@@ -13,11 +13,14 @@ and report user mistakes as `CliError`. `train` writes into its logdir:
   (see `tfrl.utils.tensorboard.TensorBoardLogger`).
 """
 
+import contextlib
 import datetime
 import json
 import os
+import signal
 import sys
-from typing import Any, Dict, Optional, TextIO, Tuple
+import threading
+from typing import Any, Dict, Iterator, List, Optional, TextIO, Tuple
 
 import numpy as np
 
@@ -32,6 +35,41 @@ PROGRESS_COLUMNS = {**DEFAULT_COLUMNS, "episodes": ("episodes_total", "5d")}
 EXPERIMENT_FILE = "experiment.json"
 RESULT_FILE = "result.json"
 FORMATS = ("saved_model", "checkpoint")
+#: The exit status of `tfrl train` ended by SIGTERM (128 + 15, the shell's convention).
+SIGTERM_EXIT_STATUS = 128 + signal.SIGTERM
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised in the main thread while `sigterm_as_interrupt` is active.
+
+    A `KeyboardInterrupt`, so that `train` ends on it as on Ctrl-C (and no
+    `except Exception` on the way swallows it).
+    """
+
+
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[List[int]]:
+    """Within the block, the first SIGTERM raises `Terminated` in the main thread; later
+    ones are ignored until the block ends (so the final checkpoint is written).
+
+    Yields a list that receives the signal number of each SIGTERM. Outside the main
+    thread (where Python cannot install signal handlers) it does nothing.
+    """
+    received: List[int] = []
+    if threading.current_thread() is not threading.main_thread():
+        yield received
+        return
+
+    def handler(signum: int, frame: Any) -> None:
+        received.append(signum)
+        if len(received) == 1:
+            raise Terminated(f"received signal {signum} (SIGTERM)")
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield received
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _jsonable(value: Any) -> Any:
@@ -109,8 +147,9 @@ def _restore(algo: Any, checkpoint: str) -> None:
 def train(exp: Experiment, logdir: Optional[str] = None, checkpoint_every: int = 0,
           restore: Optional[str] = None, quiet: bool = False,
           stream: Optional[TextIO] = None) -> Tuple[Dict[str, Any], str]:
-    """Trains with `Algorithm.fit` until a stop criterion is met (or Ctrl-C); returns the
-    last result and the final checkpoint's path.
+    """Trains with `Algorithm.fit` until a stop criterion is met (or Ctrl-C, or SIGTERM
+    inside `sigterm_as_interrupt`); returns the last result and the final checkpoint's
+    path.
 
     Prints one progress line per iteration (rewritten in place on a terminal; none if
     `quiet`) and a summary to `stream` (default stdout).
@@ -150,6 +189,8 @@ def train(exp: Experiment, logdir: Optional[str] = None, checkpoint_every: int =
             try:
                 algo.fit(callbacks=callbacks, verbose=0)
                 reason = stop.reason or "stopped by a callback"
+            except Terminated:
+                reason = "terminated by SIGTERM"
             except KeyboardInterrupt:
                 reason = "interrupted"
         checkpoint = algo.save(logdir)

@@ -40,6 +40,12 @@ string. Stop keys: `timesteps_total`, `episode_reward_mean`, `training_iteration
 rebuild the algorithm from the `experiment.json` next to the checkpoint (flags such as
 `--config_override` still apply on top). Mistakes exit with status 2 and one line on
 stderr saying what to fix.
+
+Stopping `tfrl train`: Ctrl-C (SIGINT) ends training after writing a final checkpoint
+and exits with status 0; SIGTERM (sent by `timeout`, `docker stop`, cluster schedulers)
+does the same and exits with status 143 (128 + 15), so the caller can tell the run was
+stopped. A second SIGTERM during the final save is ignored; SIGKILL is not (checkpoints
+are written atomically, so the previous one stays readable).
 """
 
 import sys
@@ -167,8 +173,19 @@ def _set_threads(n: int) -> None:
 
 
 def dispatch(positional: Sequence[str]) -> int:
-    """Runs the command named in `positional` with the parsed FLAGS; returns 0."""
+    """Runs the command named in `positional` with the parsed FLAGS; returns 0, or
+    `commands.SIGTERM_EXIT_STATUS` if a SIGTERM stopped it."""
     command = _command(positional[1:])
+    status = 0
+    with commands.sigterm_as_interrupt() as received:
+        try:
+            status = _run_command(command)
+        except commands.Terminated:  # before training started: nothing to save
+            pass
+    return commands.SIGTERM_EXIT_STATUS if received else status
+
+
+def _run_command(command: str) -> int:
     try:
         settings = {"seed": FLAGS.seed}
         if command == "train":
@@ -206,7 +223,8 @@ def main(argv: Sequence[str]) -> int:
     """Runs the CLI in-process: `main(["tfrl", "train", "--algo=PPO", ...])`.
 
     Flags are parsed explicitly from `argv` into `absl.flags.FLAGS` (call
-    `FLAGS.unparse_flags()` before parsing another argv). Returns 0; user mistakes raise
+    `FLAGS.unparse_flags()` before parsing another argv). Returns 0 (143 if a SIGTERM
+    stopped `train`: see "Stopping" in the module docstring); user mistakes raise
     `SystemExit(2)` after printing one line on stderr.
     """
     argv = list(argv)

@@ -20,6 +20,7 @@ Example:
 """
 
 import copy as copy_lib
+import itertools
 import sys
 from collections import defaultdict
 from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
@@ -34,6 +35,14 @@ from tfrl.data.input_dict import single_step_input_dict
 DEFAULT_POLICY_ID = "default_policy"
 
 _DEFAULT_COMPRESS_COLUMNS = frozenset([Columns.OBS, Columns.NEXT_OBS])
+
+# Unroll ids: unique across the process (samplers' chunks, builders, timeslices).
+_UNROLL_IDS = itertools.count()
+
+
+def next_unroll_id() -> int:
+    """A process-wide unique id for one built trajectory chunk (the `unroll_id` column)."""
+    return next(_UNROLL_IDS)
 
 
 class SampleBatch(dict):
@@ -153,6 +162,7 @@ class SampleBatch(dict):
             )
         if isinstance(value, (list, dict, tuple)):
             value = batch_ops.numpify(value, key)
+        sample_batch_rows.check_new_column(self, key, value)
         if key not in self:
             self.added_keys.add(key)
         dict.__setitem__(self, key, value)
@@ -492,14 +502,24 @@ class MultiAgentBatch:
     Args:
         policy_batches: Policy id -> SampleBatch of that policy's agent steps.
         env_steps: Number of env steps the batch covers (each env step holds one
-            or more agent steps).
+            or more agent steps, so `env_steps <= agent_steps()`, RLlib's rule).
+        policies_subset: The batch holds the rows of only some of the policies that
+            acted in those env steps (e.g. `SelectExperiences` kept the trainable ones),
+            so `env_steps` may exceed the rows held; not checked then.
 
     Attributes:
         policy_batches: As given.
         count: The number of env steps.
+        policies_subset: As given.
+
+    Raises:
+        TypeError: If `policy_batches` is not a dict of SampleBatches.
+        ValueError: If `env_steps` is not an int >= 0, or exceeds the agent steps held
+            (unless `policies_subset`).
     """
 
-    def __init__(self, policy_batches: Dict[PolicyID, SampleBatch], env_steps: int):
+    def __init__(self, policy_batches: Dict[PolicyID, SampleBatch], env_steps: int, *,
+                 policies_subset: bool = False):
         if not isinstance(policy_batches, dict):
             raise TypeError(
                 "MultiAgentBatch(policy_batches=...) takes a dict of policy id -> "
@@ -518,6 +538,14 @@ class MultiAgentBatch:
             )
         self.policy_batches = policy_batches
         self.count = int(env_steps)
+        self.policies_subset = bool(policies_subset)
+        if not self.policies_subset and self.count > self.agent_steps():
+            rows = ", ".join(f"{pid!r}: {len(b)}" for pid, b in policy_batches.items())
+            raise ValueError(
+                f"MultiAgentBatch(env_steps={self.count}) exceeds the {self.agent_steps()} "
+                f"agent steps it holds ({{{rows}}}); each env step holds at least one agent "
+                "step, so env_steps must be <= the sum of the policy batches' rows. Pass "
+                "policies_subset=True if the batch keeps only some policies' rows.")
 
     def env_steps(self) -> int:
         """The number of env steps (each holds one or more agent steps)."""
@@ -540,7 +568,8 @@ class MultiAgentBatch:
     def copy(self) -> "MultiAgentBatch":
         """A deep copy (every policy batch copied)."""
         return MultiAgentBatch(
-            {pid: b.copy() for pid, b in self.policy_batches.items()}, self.count
+            {pid: b.copy() for pid, b in self.policy_batches.items()}, self.count,
+            policies_subset=self.policies_subset,
         )
 
     def size_bytes(self) -> int:
@@ -580,7 +609,7 @@ class MultiAgentBatch:
             ValueError: If a non-empty input is not a MultiAgentBatch.
         """
         per_policy = defaultdict(list)
-        env_steps = 0
+        env_steps, subset = 0, False
         for s in samples:
             if isinstance(s, SampleBatch) and len(s) == 0:
                 continue
@@ -593,8 +622,10 @@ class MultiAgentBatch:
             for pid, batch in s.policy_batches.items():
                 per_policy[pid].append(batch)
             env_steps += s.env_steps()
+            subset = subset or s.policies_subset
         return MultiAgentBatch(
-            {pid: SampleBatch.concat_samples(b) for pid, b in per_policy.items()}, env_steps
+            {pid: SampleBatch.concat_samples(b) for pid, b in per_policy.items()}, env_steps,
+            policies_subset=subset,
         )
 
     def timeslices(self, k: int) -> List["MultiAgentBatch"]:
@@ -602,7 +633,9 @@ class MultiAgentBatch:
 
         Rows are ordered by (eps_id, t, agent_index); rows with equal (eps_id, t) form
         one env step ("lockstep" order). A slice may mix envs and episodes; the last
-        slice holds the remaining env steps.
+        slice holds the remaining env steps. As in RLlib (whose slices come out of a
+        `SampleBatchBuilder`), every policy batch of a slice carries an `unroll_id`
+        column: the rows' own if they have one, else one new id per policy batch.
 
         Args:
             k: Env steps per slice.
@@ -650,10 +683,11 @@ class MultiAgentBatch:
         for p_index, idx in rows.items():
             batch = self.policy_batches[pids[p_index]]
             idx = np.asarray(idx)
-            batches[pids[p_index]] = batch._new(
-                {key: tree.map_structure(lambda v: np.asarray(v)[idx], value)
-                 for key, value in batch.items()}
-            )
+            data = {key: tree.map_structure(lambda v: np.asarray(v)[idx], value)
+                    for key, value in batch.items()}
+            if Columns.UNROLL_ID not in data:
+                data[Columns.UNROLL_ID] = np.repeat(next_unroll_id(), len(idx))
+            batches[pids[p_index]] = batch._new(data)
         return MultiAgentBatch(batches, env_steps)
 
 

@@ -57,6 +57,58 @@ def check_count(batch) -> int:
     return next(iter(lengths.values()), 0)
 
 
+def check_new_column(batch, key: str, value: Any) -> None:
+    """Raises if `value` (about to be set as column `key`) has a row count that differs
+    from the batch's other columns.
+
+    Allowed: any length while no other column has rows (a batch being built up), `seq_lens`
+    itself, and one row per sequence for `state_in_*` / `state_out_*` columns of a
+    sequence batch (per-timestep columns: one row per timestep, or
+    `len(seq_lens) * max_seq_len` if zero-padded). A value without a row axis (a scalar)
+    is not checked.
+
+    Raises:
+        ValueError: Naming the column, its length and the batch's.
+    """
+    if key == Columns.SEQ_LENS:
+        return
+    n = batch_ops.num_rows(value)
+    if n is None:
+        return
+    seq_lens = dict.get(batch, Columns.SEQ_LENS)
+    if seq_lens is not None and len(seq_lens) > 0:
+        if key.startswith("state_in_") or key.startswith("state_out_"):
+            if n != len(seq_lens):
+                raise ValueError(
+                    f"SampleBatch column '{key}' must hold one row per sequence "
+                    f"({len(seq_lens)} sequences in seq_lens); received {n} rows.")
+            return
+        count = int(np.sum(seq_lens))
+        allowed = {count}
+        if batch.zero_padded and batch.max_seq_len:
+            allowed.add(len(seq_lens) * batch.max_seq_len)
+        if n not in allowed:
+            padded = f" (zero-padded: {max(allowed)})" if len(allowed) > 1 else ""
+            raise ValueError(
+                f"Cannot set SampleBatch column '{key}' with {n} rows: the batch's seq_lens "
+                f"sum to {count}{padded} timesteps. Every per-timestep column needs one row "
+                "per timestep.")
+        return
+    for other, column in batch.items():
+        if other == key:
+            continue
+        rows = batch_ops.num_rows(column)
+        if rows is None:
+            continue
+        if rows != n:
+            raise ValueError(
+                f"Cannot set SampleBatch column '{key}' with {n} rows: the batch has {rows} "
+                f"rows (column '{other}'). Every column needs one row per timestep; slice "
+                "or pad the value, or build a new SampleBatch.")
+        return
+    batch.count = n  # the first column with rows of a batch being built up
+
+
 def describe(batch) -> str:
     """`SampleBatch(<rows> rows[, seqs=<n>]: <column>: <dtype><shape>, ...)`."""
     parts = []

@@ -12,7 +12,6 @@ the policy's view requirements name them), the policy's extra action outputs, an
 `state_in_<i>`/`state_out_<i>` for recurrent policies.
 """
 
-import itertools
 from typing import Any, Dict, List, Optional
 
 import numpy as np
@@ -187,14 +186,6 @@ class AgentCollector:
             data[f"state_out_{i}"] = np.stack([s[i] for s in s_out])
         self.t += n
         return sample_batch_from_columns(data, n)
-
-
-_UNROLL_IDS = itertools.count()
-
-
-def next_unroll_id() -> int:
-    """A process-wide unique id for one built trajectory chunk."""
-    return next(_UNROLL_IDS)
 
 
 def postprocess_episode_chunks(batches: Dict[Any, tuple], episode: Any, policy_map: Any,

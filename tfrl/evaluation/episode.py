@@ -43,7 +43,8 @@ class Episode:
             episode). The legacy one-argument form `(agent_id) -> policy_id` still
             works (with a deprecation warning).
         batch_builder_factory: Zero-argument callable returning a new
-            `MultiAgentSampleBatchBuilder` (exposed as `new_batch_builder`).
+            `MultiAgentSampleBatchBuilder` (exposed as `new_batch_builder`); called once
+            on construction for `batch_builder`.
         extra_batch_callback: Called with a SampleBatch/MultiAgentBatch by
             `add_extra_batch`; the sampler returns such batches from
             `get_extra_batches()`.
@@ -59,6 +60,7 @@ class Episode:
         user_data: Scratch space for callbacks.
         hist_data: Name -> list of floats; reported as histograms.
         media: Name -> anything; reported with the episode's metrics.
+        batch_builder: The builder made by `batch_builder_factory` on construction.
         policy_map: The policies (also as `_policies`).
     """
 
@@ -67,7 +69,8 @@ class Episode:
                  env_id: EnvID, *, worker: Any = None):
         self.new_batch_builder = batch_builder_factory
         self.add_extra_batch = extra_batch_callback
-        self._batch_builder = None
+        # As in RLlib, the episode's first builder exists from the start.
+        self.batch_builder = batch_builder_factory()
         self.total_reward = 0.0
         self.length = 0
         self.episode_id = random.randrange(int(2e9))
@@ -94,13 +97,6 @@ class Episode:
         self._agent_to_last_extra_action_outs: Dict[AgentID, dict] = {}
         self._agent_to_prev_action: Dict[AgentID, Any] = {}
         self._agent_reward_history: Dict[AgentID, List[float]] = defaultdict(list)
-
-    @property
-    def batch_builder(self) -> Any:
-        """This episode's `MultiAgentSampleBatchBuilder` (created on first use)."""
-        if self._batch_builder is None:
-            self._batch_builder = self.new_batch_builder()
-        return self._batch_builder
 
     # --------------------------------------------------------------- getters
     def get_agents(self) -> List[AgentID]:
@@ -159,10 +155,12 @@ class Episode:
         return self._zero_action(agent_id)
 
     def prev_action_for(self, agent_id: AgentID = _DUMMY_AGENT_ID) -> Any:
-        """The action before the last one (flattened); zeros if there is none."""
+        """The action before the last one (flattened); if there is none, zeros shaped
+        like `last_action_for(agent_id)` (for a Dict/Tuple action: the flattened
+        action's size), as in RLlib."""
         if agent_id in self._agent_to_prev_action:
             return _flatten_action(self._agent_to_prev_action[agent_id])
-        return self._zero_action(agent_id)
+        return np.zeros_like(self.last_action_for(agent_id))
 
     def last_reward_for(self, agent_id: AgentID = _DUMMY_AGENT_ID) -> float:
         """The agent's most recent reward; 0.0 if none."""

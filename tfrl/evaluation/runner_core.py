@@ -12,7 +12,8 @@ from typing import Any, Callable, Dict, List, Optional
 
 import gymnasium as gym
 
-from tfrl.evaluation.collectors import FragmentOutput, next_unroll_id, wants_prev_columns
+from tfrl.data.sample_batch import next_unroll_id
+from tfrl.evaluation.collectors import FragmentOutput, wants_prev_columns
 from tfrl.evaluation.episode import Episode
 from tfrl.data.rollout_metrics import RolloutMetrics
 from tfrl.evaluation.sample_batch_builder import MultiAgentSampleBatchBuilder

@@ -1,6 +1,5 @@
 """Row-wise builders of SampleBatches (single agent) and MultiAgentBatches."""
 
-import itertools
 import logging
 from collections import defaultdict
 from typing import Any, Dict, Optional, Union
@@ -10,7 +9,7 @@ import tree
 
 from tfrl.core.columns import Columns
 from tfrl.data.sample_batch import MultiAgentBatch
-from tfrl.data.sample_batch import SampleBatch
+from tfrl.data.sample_batch import SampleBatch, next_unroll_id
 from tfrl.data.batch_ops import to_array
 
 logger = logging.getLogger(__name__)
@@ -32,9 +31,6 @@ class SampleBatchBuilder:
         buffers: Column name -> list of row values.
         count: Number of rows added since the last `build_and_reset`.
     """
-
-    # Unroll ids are unique across all builders of a process.
-    _next_unroll_id = itertools.count()
 
     def __init__(self):
         self.buffers: Dict[str, list] = defaultdict(list)
@@ -79,7 +75,7 @@ class SampleBatchBuilder:
             )
         batch = SampleBatch({k: _to_float_array(v, k) for k, v in self.buffers.items()})
         if Columns.UNROLL_ID not in batch:
-            batch[Columns.UNROLL_ID] = np.repeat(next(SampleBatchBuilder._next_unroll_id), batch.count)
+            batch[Columns.UNROLL_ID] = np.repeat(next_unroll_id(), batch.count)
         self.buffers = defaultdict(list)
         self.count = 0
         return batch

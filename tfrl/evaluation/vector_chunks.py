@@ -16,7 +16,8 @@ from typing import Any, Dict, List, Optional
 import numpy as np
 
 from tfrl.core.columns import Columns
-from tfrl.evaluation.collectors import next_unroll_id, sample_batch_from_columns, shifted
+from tfrl.data.sample_batch import next_unroll_id
+from tfrl.evaluation.collectors import sample_batch_from_columns, shifted
 from tfrl.evaluation.sampling_ops import clip_rewards_array
 from tfrl.data.sample_batch import SampleBatch
 

@@ -131,6 +131,7 @@ def sample_and_learn(worker: Any, expected_batch_size: int, num_sgd_iter: int,
             if field in rows:
                 rows[field] = standardized(rows[field])
         policy_batches[pid] = rows
-    info = learn_on_batch(worker, MultiAgentBatch(policy_batches, batch.count),
+    info = learn_on_batch(worker, MultiAgentBatch(policy_batches, batch.count,
+                                                  policies_subset=True),
                           num_sgd_iter=num_sgd_iter, sgd_minibatch_size=sgd_minibatch_size or 0)
     return info, batch.count

@@ -276,7 +276,8 @@ class SelectExperiences:
             assert self.local_worker is not None  # __init__ took exactly one of the two
             ids = frozenset(self.local_worker.policies_to_train)
         return MultiAgentBatch(
-            {pid: b for pid, b in samples.policy_batches.items() if pid in ids}, samples.count)
+            {pid: b for pid, b in samples.policy_batches.items() if pid in ids}, samples.count,
+            policies_subset=True)
 
 
 class StandardizeFields:

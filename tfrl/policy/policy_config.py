@@ -24,7 +24,10 @@ settings that vary per call are arguments of `learn_on_batch`).
 
 import copy
 import dataclasses
-from typing import Any, Dict, NoReturn, Optional
+from typing import Any, ClassVar, Dict, NoReturn, Optional
+
+from tfrl.utils.config_values import (
+    AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, check_fields, merged_ranges)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,7 +48,18 @@ class PolicyConfig:
         num_gpus, _fake_gpus: The devices to learn on (see `tfrl.policy.strategy`).
         inference: "auto", "tf" or "numpy" (see `tfrl.policy.numpy_inference`).
         model: The model config for the catalog.
+
+    Every field's value is checked on construction against its annotation and the
+    range in `_RANGES` (subclasses add their own table; see
+    `tfrl.utils.config_values`).
     """
+
+    # Allowed ranges of the numeric fields (field name -> Bound); the types come from
+    # the annotations.
+    _RANGES: ClassVar[Dict[str, Any]] = {
+        "lr": POSITIVE, "grad_clip": POSITIVE, "num_sgd_iter": AT_LEAST_ONE,
+        "sgd_minibatch_size": NON_NEGATIVE, "seed": NON_NEGATIVE, "num_gpus": NON_NEGATIVE,
+    }
 
     explore: bool = True
     lr: float = 1e-4
@@ -59,6 +73,23 @@ class PolicyConfig:
     _fake_gpus: bool = False
     inference: str = "auto"
     model: dict = dataclasses.field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.validate()
+
+    def validate(self) -> None:
+        """Checks each field's type and range (called on construction).
+
+        Raises:
+            tfrl.utils.config_values.InvalidConfigValueError: A `ValueError` naming the
+                key, the value received and what is allowed.
+        """
+        check_fields(self, merged_ranges(type(self)), self._field_key)
+
+    @staticmethod
+    def _field_key(name: str) -> str:
+        """The key of field `name` in config dicts (and error messages)."""
+        return name
 
     def to_dict(self) -> Dict[str, Any]:
         """The config as a flat dict (subdicts and lists copied)."""

@@ -9,9 +9,10 @@ Example:
 """
 
 import dataclasses
-from typing import Optional
+from typing import Any, ClassVar, Dict, Optional
 
 from tfrl.algorithms.algorithm_config import OnPolicyConfig
+from tfrl.utils.config_values import AT_LEAST_ONE, NON_NEGATIVE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -30,6 +31,9 @@ class A2CConfig(OnPolicyConfig):
     entropy_coeff: float = 0.01
     grad_clip: Optional[float] = 40.0
     min_iter_time_s: float = 10
+
+    _RANGES: ClassVar[Dict[str, Any]] = {
+        "microbatch_size": AT_LEAST_ONE, "vf_loss_coeff": NON_NEGATIVE}
 
     def validate(self) -> None:
         super().validate()

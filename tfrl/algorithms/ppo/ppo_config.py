@@ -9,8 +9,10 @@ Example:
 """
 
 import dataclasses
+from typing import Any, ClassVar, Dict
 
 from tfrl.algorithms.algorithm_config import OnPolicyConfig
+from tfrl.utils.config_values import NON_NEGATIVE, POSITIVE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,6 +37,10 @@ class PPOConfig(OnPolicyConfig):
     vf_loss_coeff: float = 1.0
     clip_param: float = 0.3
     vf_clip_param: float = 10.0
+
+    _RANGES: ClassVar[Dict[str, Any]] = {
+        "kl_coeff": NON_NEGATIVE, "kl_target": NON_NEGATIVE, "vf_loss_coeff": NON_NEGATIVE,
+        "clip_param": POSITIVE, "vf_clip_param": POSITIVE}
 
     def validate(self) -> None:
         super().validate()
