@@ -52,16 +52,104 @@ def global_mean(values: tf.Tensor, mask: Optional[tf.Tensor] = None) -> tf.Tenso
     return total / tf.maximum(count, 1.0)
 
 
-def _sum_loop(num_steps: tf.Tensor, step_fn, totals: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
-    """`totals` plus `step_fn(i)` for i in [0, num_steps), as one `tf.while_loop`."""
+# What learn() does with a step whose loss or gradients are not finite (PolicyConfig).
+NONFINITE_UPDATES = ("raise", "skip")
+
+# Keys of the non-finite guard's entries in the compiled loop's stats (see `_guard_step`).
+_FINITE = "_guard/finite"  # a step's: 1.0 if its loss and gradients were finite
+_GRAD_NORM = "_guard/grad_norm"  # a step's: the global gradient norm
+_NUM_FINITE = "_guard/num_finite"  # the loop's: finite (applied) steps
+_NUM_BAD = "_guard/num_nonfinite"  # the loop's: non-finite (skipped) steps
+_FIRST_BAD = "_guard/first_nonfinite_step"  # the loop's: first such step (-1: none)
+_AT_BAD = "_guard/at_first_nonfinite/"  # + stat: its value at that step
+
+
+class NonFiniteUpdateError(FloatingPointError):
+    """A learner step's loss or gradients were not finite (NaN or inf), so it was not applied.
+
+    Raised by `learn_on_batch` with `nonfinite_updates="raise"` (the default); the
+    policy's weights and optimizer state are those from before the offending step
+    (that step and the rest of the call were skipped).
+
+    Attributes:
+        policy_class: The policy's class name.
+        stats: `{stat: value}` of the non-finite stats at that step (`total_loss`, the
+            loss' stats, `grad_norm`).
+        step: The optimizer step of the call that went non-finite (0-based).
+        num_grad_updates: The policy's applied optimizer updates so far.
+    """
+
+    def __init__(self, policy_class: str, stats: Dict[str, float], step: int,
+                 num_steps: int, num_grad_updates: int):
+        self.policy_class = policy_class
+        self.stats = dict(stats)
+        self.step = step
+        self.num_grad_updates = num_grad_updates
+        named = ", ".join(f"{k}={v}" for k, v in stats.items())
+        super().__init__(
+            f"{policy_class}.learn_on_batch(): non-finite {named} at optimizer step {step} "
+            f"of {num_steps} in this call (after {num_grad_updates} applied updates of this "
+            "policy). The step was not applied, nor the rest of the call: the weights and "
+            "optimizer state are as before it. Look for NaN/inf in the batch (rewards, "
+            "observations, advantages) or a too large lr; or set "
+            "nonfinite_updates='skip' to skip such steps and count them in "
+            "num_nonfinite_updates_skipped.")
+
+
+def _sum_loop(num_steps: tf.Tensor, step_fn, totals: Dict[str, tf.Tensor],
+              halt_on_nonfinite: bool, start: int = 0) -> Dict[str, tf.Tensor]:
+    """`totals` with `step_fn(i)` for i in [start, num_steps) added in, as one `tf.while_loop`.
+
+    Only finite steps' stats are added; the guard entries count the steps and keep the
+    stats of the first non-finite one. With `halt_on_nonfinite`, the loop stops there.
+    """
 
     def body(i, acc):
-        stats = step_fn(i)
-        return i + 1, {k: acc[k] + stats[k] for k in acc}
+        return i + 1, _add_step(acc, i, step_fn(i))
 
-    _, totals = tf.while_loop(lambda i, _: i < num_steps, body,
-                              (tf.zeros_like(num_steps), totals))
+    def more(i, acc):
+        if halt_on_nonfinite:
+            return tf.logical_and(i < num_steps, acc[_NUM_BAD] < 0.5)
+        return i < num_steps
+
+    _, totals = tf.while_loop(more, body, (tf.zeros_like(num_steps) + start, totals))
     return totals
+
+
+def _guard_totals(stats: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+    """The loop's starting totals from one step's stats (or zeros of their shapes)."""
+    user = {k: v for k, v in stats.items() if not k.startswith("_guard/")}
+    totals = {k: tf.zeros_like(v) for k, v in user.items()}
+    totals.update({_NUM_FINITE: tf.constant(0.0), _NUM_BAD: tf.constant(0.0),
+                   _FIRST_BAD: tf.constant(-1.0), _AT_BAD + "grad_norm": tf.constant(0.0)})
+    totals.update({_AT_BAD + k: tf.zeros_like(v) for k, v in user.items()})
+    return totals
+
+
+def _add_step(acc: Dict[str, tf.Tensor], step: tf.Tensor,
+              stats: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+    """`acc` with one step's stats added if it was finite, else counted and recorded."""
+    stats = dict(stats)
+    finite = stats.pop(_FINITE) > 0.5
+    stats[_AT_BAD + "grad_norm"] = stats.pop(_GRAD_NORM)
+    record = tf.logical_and(tf.logical_not(finite), acc[_FIRST_BAD] < 0)
+    new = {}
+    for key, value in stats.items():
+        if key.startswith(_AT_BAD):
+            new[key] = tf.where(record, value, acc[key])
+            continue
+        new[key] = acc[key] + tf.where(finite, value, tf.zeros_like(value))
+        new[_AT_BAD + key] = tf.where(record, value, acc[_AT_BAD + key])
+    new[_NUM_FINITE] = acc[_NUM_FINITE] + tf.cast(finite, tf.float32)
+    new[_NUM_BAD] = acc[_NUM_BAD] + 1.0 - tf.cast(finite, tf.float32)
+    new[_FIRST_BAD] = tf.where(record, tf.cast(step, tf.float32), acc[_FIRST_BAD])
+    return new
+
+
+def _means(totals: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+    """The stats' means over the finite steps; the guard entries as they are."""
+    count = tf.maximum(totals[_NUM_FINITE], 1.0)
+    return {k: (v if k.startswith("_guard/") else v / count) for k, v in totals.items()}
 
 
 class TrainStep:
@@ -79,6 +167,10 @@ class TrainStep:
         self._train_columns = TrainColumns(policy)
         for name in ("learn_on_batch", "compute_gradients", "apply_gradients"):
             policy.num_traces[name] = 0
+        if policy.config["nonfinite_updates"] not in NONFINITE_UPDATES:
+            raise ValueError(
+                f"{type(policy).__name__}: config['nonfinite_updates'] must be one of "
+                f"{NONFINITE_UPDATES}; received {policy.config['nonfinite_updates']!r}.")
         # autograph=False throughout: the bodies use explicit tf.while_loop/tf.cond, and
         # converting them (and `tree`) cost ~5 s at start-up; the user's loss and stats
         # are still converted (`autograph_converted`).
@@ -149,7 +241,19 @@ class TrainStep:
             stats = self._learn_graph_fn(columns, tf.constant([seed, 0], tf.int64),
                                          tf.constant(num_epochs, tf.int32),
                                          tf.constant(minibatch, tf.int32), tf.constant(shuffle))
+        stats = {k: v.numpy() for k, v in stats.items()}
+        num_bad = int(stats.pop(_NUM_BAD))
+        first_bad = int(stats.pop(_FIRST_BAD))
+        stats.pop(_NUM_FINITE)
+        at_bad = {k[len(_AT_BAD):]: stats.pop(k) for k in list(stats) if k.startswith(_AT_BAD)}
+        if num_bad and policy.config["nonfinite_updates"] == "raise":
+            named = {k: (float(v) if np.ndim(v) == 0 else np.asarray(v).tolist())
+                     for k, v in at_bad.items() if not np.all(np.isfinite(v))}
+            num_steps = num_epochs * (num_rows // minibatch)
+            raise NonFiniteUpdateError(type(policy).__name__, named, first_bad, num_steps,
+                                       int(policy.num_grad_updates.numpy()))
         stats = {k: float(v) for k, v in stats.items()}
+        stats["num_nonfinite_updates_skipped"] = num_bad
         stats["num_grad_updates"] = int(policy.num_grad_updates.numpy())
         stats["num_traces"] = policy.num_traces["learn_on_batch"]
         return stats
@@ -211,8 +315,7 @@ class TrainStep:
 
     def _learn_from_iterator(self, iterator, num_steps):
         self._policy.num_traces["learn_on_batch"] += 1
-        totals = self._run_steps(num_steps, lambda _: self._minibatch_step(next(iterator)))
-        return {k: v / tf.cast(num_steps, v.dtype) for k, v in totals.items()}
+        return _means(self._run_steps(num_steps, lambda _: self._minibatch_step(next(iterator))))
 
     def _learn_in_graph(self, columns, seed, num_epochs, minibatch, shuffle):
         """Epochs of shuffled minibatches gathered in the graph (as `to_dataset` does)."""
@@ -235,12 +338,9 @@ class TrainStep:
             return self._replica_step(self._local_rows(batch))
 
         def step_fn(step):
-            per_replica = self._strategy.run(replica_step, args=(gather(step),))
-            self._policy.num_grad_updates.assign_add(1)
-            return self._reduce_stats(per_replica)
+            return self._guarded_update(replica_step, (gather(step),))
 
-        totals = self._run_steps(num_steps, step_fn)
-        return {k: v / tf.cast(num_steps, v.dtype) for k, v in totals.items()}
+        return _means(self._run_steps(num_steps, step_fn))
 
     def _run_steps(self, num_steps: tf.Tensor, step_fn) -> Dict[str, tf.Tensor]:
         """Sum of `step_fn(i)`'s stats for i in [0, num_steps), in one `tf.while_loop`.
@@ -249,22 +349,26 @@ class TrainStep:
         shapes are known (from `TrainColumns`' trace); otherwise step 0 runs (and is
         traced) before the loop, creating the optimizer's variables there.
         """
+        halt = self._policy.config["nonfinite_updates"] == "raise"
         shapes = self._train_columns.stat_shapes
         if shapes is not None and getattr(self._policy.optimizer, "built", False):
             zeros = {k: tf.zeros(shape, tf.float32) for k, shape in shapes.items()}
 
             def checked_step(i):
                 stats = step_fn(i)
-                if set(stats) != set(zeros):
+                user = sorted(k for k in stats if not k.startswith("_guard/"))
+                if user != sorted(zeros):
                     raise ValueError(
                         f"{type(self._policy).__name__}: the loss and stats returned "
-                        f"{sorted(stats)} in the train step but {sorted(zeros)} when first "
+                        f"{user} in the train step but {sorted(zeros)} when first "
                         "traced; stats must return the same keys on every call."
                     )
                 return stats
 
-            return _sum_loop(num_steps, checked_step, zeros)
-        return _sum_loop(num_steps - 1, lambda i: step_fn(i + 1), step_fn(tf.zeros_like(num_steps)))
+            return _sum_loop(num_steps, checked_step, _guard_totals(zeros), halt)
+        first = step_fn(tf.zeros_like(num_steps))
+        totals = _add_step(_guard_totals(first), tf.zeros_like(num_steps), first)
+        return _sum_loop(num_steps, step_fn, totals, halt, start=1)
 
     def _build_optimizer(self) -> None:
         """Creates the optimizer's variables eagerly (under the strategy) before tracing."""
@@ -284,9 +388,12 @@ class TrainStep:
         return tree.map_structure(lambda c: c[start:start + rows], batch)
 
     def _minibatch_step(self, distributed_batch) -> Dict[str, tf.Tensor]:
-        per_replica = self._strategy.run(self._replica_step, args=(distributed_batch,))
-        self._policy.num_grad_updates.assign_add(1)
-        return self._reduce_stats(per_replica)
+        return self._guarded_update(self._replica_step, (distributed_batch,))
+
+    def _count_update(self, stats: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+        """Adds the step to `num_grad_updates` if it was applied (finite)."""
+        self._policy.num_grad_updates.assign_add(tf.cast(stats[_FINITE] > 0.5, tf.int64))
+        return stats
 
     def _reduce_stats(self, per_replica: Dict[str, Any]) -> Dict[str, tf.Tensor]:
         reduced = {}
@@ -324,11 +431,53 @@ class TrainStep:
         return [None if g is None else g * scale for g in grads]
 
     def _replica_step(self, batch):
+        """One replica's loss and (clipped) gradients, and the guard's check of them.
+
+        The non-finite guard: the loss and the global gradient norm are checked with
+        `tf.math.is_finite` after summing them over replicas, so every replica agrees.
+
+        Returns:
+            `(grads, stats)`: one gradient per trainable variable (None where the loss
+            does not depend on it), and the stats with the guard's `_FINITE` and
+            `_GRAD_NORM` entries.
+        """
         grads, variables, stats = self._loss_and_grads(batch)
         grads = self._clip(grads)
-        pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
-        self._policy.optimizer.apply_gradients(pairs)
-        return stats
+        present = [g for g in grads if g is not None]
+        norm = tf.linalg.global_norm(present) if present else tf.constant(0.0)
+        checked = tf.stack([tf.cast(stats["total_loss"], tf.float32), tf.cast(norm, tf.float32)])
+        context = tf.distribute.get_replica_context()
+        if context is not None and self._num_replicas > 1:
+            checked = context.all_reduce(tf.distribute.ReduceOp.SUM, checked)
+        finite = tf.cast(tf.reduce_all(tf.math.is_finite(checked)), tf.float32)
+        # grad_norm: the global norm on one replica; with several, the sum of theirs
+        # (finite exactly when each is).
+        return grads, {**stats, _FINITE: finite, _GRAD_NORM: checked[1]}
+
+    def _guarded_update(self, run_replica_step, args) -> Dict[str, tf.Tensor]:
+        """`run_replica_step` on every replica, then the optimizer update under a `tf.cond`
+        on the guard's check (in cross-replica context: a synchronisation point such as
+        the optimizer's all-reduce cannot sit in control flow inside `strategy.run`)."""
+        strategy = self._strategy
+        variables = self._policy.model.trainable_variables
+        has_grad: List[bool] = []
+
+        def replica_fn(*inputs):
+            grads, stats = run_replica_step(*inputs)
+            has_grad[:] = [g is not None for g in grads]  # known when traced
+            return [g for g in grads if g is not None], stats
+
+        per_replica_grads, per_replica_stats = strategy.run(replica_fn, args=args)
+        stats = self._reduce_stats(per_replica_stats)
+        updated = [v for v, has in zip(variables, has_grad) if has]
+
+        def apply():
+            strategy.run(lambda grads: self._policy.optimizer.apply_gradients(
+                list(zip(grads, updated))), args=(per_replica_grads,))
+            return tf.constant(1.0)
+
+        tf.cond(stats[_FINITE] > 0.5, apply, lambda: tf.constant(0.0))
+        return self._count_update(stats)
 
     def _grads_graph(self, columns):
         self._policy.num_traces["compute_gradients"] += 1
