@@ -18,6 +18,14 @@ Three compiled functions, each traced once:
   This is the only minibatch SGD loop in tfrl: `TrainOneStep`, `MultiGPUTrainOneStep`,
   the learner threads and `RolloutWorker.sample_and_learn` all pass their epochs and
   minibatch size to `learn_on_batch`.
+
+  The non-finite guard: each step checks its loss and global gradient norm (summed over
+  replicas, so they agree) with `tf.math.is_finite` and applies the optimizer update
+  under a `tf.cond`, so a NaN/inf never reaches the weights or the optimizer's slots.
+  `config["nonfinite_updates"]` (see `PolicyConfig`): "raise" stops the loop at such a
+  step and `learn` raises `NonFiniteUpdateError` naming the policy, the stats and the
+  step; "skip" goes on and reports `num_nonfinite_updates_skipped` (stats are then the
+  means over the applied steps).
 - `gradients`: the loss gradients on a whole batch, each replica taking its contiguous
   share of the rows, summed over replicas.
 - `apply`: an optimizer update from given gradients.
@@ -199,9 +207,14 @@ class TrainStep:
         `num_sgd_iter * floor(units / minibatch)`.
 
         Returns:
-            The stats of every minibatch step of every epoch, averaged (one mean over
-            `num_sgd_iter * floor(units / minibatch)` steps), plus `num_grad_updates`
-            and `num_traces`.
+            The stats of every applied minibatch step of every epoch, averaged (one
+            mean over `num_sgd_iter * floor(units / minibatch)` steps, less the skipped
+            ones), plus `num_nonfinite_updates_skipped`, `num_grad_updates` (applied
+            updates) and `num_traces`.
+
+        Raises:
+            NonFiniteUpdateError: With `nonfinite_updates="raise"`, if a step's loss or
+                gradient norm was NaN or inf (no later step of the call ran).
         """
         policy = self._policy
         max_seq_len = int(policy.config["model"].get("max_seq_len", 20))
