@@ -10,7 +10,7 @@ import pytest
 from tfrl.algorithms.pg import PG
 from tfrl.evaluation.callbacks import DefaultCallbacks
 from tfrl.evaluation.worker_set import WorkerSet
-from tfrl.policy.tf_train_step import NonFiniteUpdateError
+from tfrl.policy.nonfinite import NonFiniteUpdateError
 
 pytestmark = pytest.mark.slow
 
@@ -120,8 +120,10 @@ def test_a_nonfinite_learner_step_fails_train_and_the_next_train_works(tmp_path)
         algo.train()
         before = algo.get_weights()["default_policy"]
         NaNAdvantage.armed = True
-        with pytest.raises(NonFiniteUpdateError, match="PGTFPolicy.*non-finite"):
+        with pytest.raises(NonFiniteUpdateError, match=r"Policy 'default_policy' \(PGTFPolicy\): "
+                           r"learn_on_batch\(\): non-finite total_loss=nan") as info:
             algo.train()
+        assert info.value.policy_id == "default_policy" and info.value.step == 0
         for got, want in zip(algo.get_weights()["default_policy"], before):
             np.testing.assert_array_equal(got, want)
         NaNAdvantage.armed = False

@@ -41,6 +41,7 @@ import tree
 
 from tfrl.core.columns import Columns
 from tfrl.policy.dataset import to_dataset
+from tfrl.policy.nonfinite import NONFINITE_UPDATES, NonFiniteUpdateError
 from tfrl.policy.train_columns import TrainBatch, TrainColumns, autograph_converted
 
 
@@ -60,9 +61,6 @@ def global_mean(values: tf.Tensor, mask: Optional[tf.Tensor] = None) -> tf.Tenso
     return total / tf.maximum(count, 1.0)
 
 
-# What learn() does with a step whose loss or gradients are not finite (PolicyConfig).
-NONFINITE_UPDATES = ("raise", "skip")
-
 # Keys of the non-finite guard's entries in the compiled loop's stats (see `_guard_step`).
 _FINITE = "_guard/finite"  # a step's: 1.0 if its loss and gradients were finite
 _GRAD_NORM = "_guard/grad_norm"  # a step's: the global gradient norm
@@ -70,38 +68,6 @@ _NUM_FINITE = "_guard/num_finite"  # the loop's: finite (applied) steps
 _NUM_BAD = "_guard/num_nonfinite"  # the loop's: non-finite (skipped) steps
 _FIRST_BAD = "_guard/first_nonfinite_step"  # the loop's: first such step (-1: none)
 _AT_BAD = "_guard/at_first_nonfinite/"  # + stat: its value at that step
-
-
-class NonFiniteUpdateError(FloatingPointError):
-    """A learner step's loss or gradients were not finite (NaN or inf), so it was not applied.
-
-    Raised by `learn_on_batch` with `nonfinite_updates="raise"` (the default); the
-    policy's weights and optimizer state are those from before the offending step
-    (that step and the rest of the call were skipped).
-
-    Attributes:
-        policy_class: The policy's class name.
-        stats: `{stat: value}` of the non-finite stats at that step (`total_loss`, the
-            loss' stats, `grad_norm`).
-        step: The optimizer step of the call that went non-finite (0-based).
-        num_grad_updates: The policy's applied optimizer updates so far.
-    """
-
-    def __init__(self, policy_class: str, stats: Dict[str, float], step: int,
-                 num_steps: int, num_grad_updates: int):
-        self.policy_class = policy_class
-        self.stats = dict(stats)
-        self.step = step
-        self.num_grad_updates = num_grad_updates
-        named = ", ".join(f"{k}={v}" for k, v in stats.items())
-        super().__init__(
-            f"{policy_class}.learn_on_batch(): non-finite {named} at optimizer step {step} "
-            f"of {num_steps} in this call (after {num_grad_updates} applied updates of this "
-            "policy). The step was not applied, nor the rest of the call: the weights and "
-            "optimizer state are as before it. Look for NaN/inf in the batch (rewards, "
-            "observations, advantages) or a too large lr; or set "
-            "nonfinite_updates='skip' to skip such steps and count them in "
-            "num_nonfinite_updates_skipped.")
 
 
 def _sum_loop(num_steps: tf.Tensor, step_fn, totals: Dict[str, tf.Tensor],
@@ -129,8 +95,9 @@ def _guard_totals(stats: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
     user = {k: v for k, v in stats.items() if not k.startswith("_guard/")}
     totals = {k: tf.zeros_like(v) for k, v in user.items()}
     totals.update({_NUM_FINITE: tf.constant(0.0), _NUM_BAD: tf.constant(0.0),
-                   _FIRST_BAD: tf.constant(-1.0), _AT_BAD + "grad_norm": tf.constant(0.0)})
+                   _FIRST_BAD: tf.constant(-1.0)})
     totals.update({_AT_BAD + k: tf.zeros_like(v) for k, v in user.items()})
+    totals[_AT_BAD + "grad_norm"] = tf.constant(0.0)
     return totals
 
 
@@ -260,8 +227,11 @@ class TrainStep:
         stats.pop(_NUM_FINITE)
         at_bad = {k[len(_AT_BAD):]: stats.pop(k) for k in list(stats) if k.startswith(_AT_BAD)}
         if num_bad and policy.config["nonfinite_updates"] == "raise":
-            named = {k: (float(v) if np.ndim(v) == 0 else np.asarray(v).tolist())
-                     for k, v in at_bad.items() if not np.all(np.isfinite(v))}
+            # total_loss, the other stats by name, grad_norm last.
+            order = sorted(at_bad, key=lambda k: (k != "total_loss", k == "grad_norm", k))
+            named = {k: (float(at_bad[k]) if np.ndim(at_bad[k]) == 0
+                         else np.asarray(at_bad[k]).tolist())
+                     for k in order if not np.all(np.isfinite(at_bad[k]))}
             num_steps = num_epochs * (num_rows // minibatch)
             raise NonFiniteUpdateError(type(policy).__name__, named, first_bad, num_steps,
                                        int(policy.num_grad_updates.numpy()))
