@@ -123,3 +123,20 @@ def test_unknown_nonfinite_updates_value_is_rejected():
     with pytest.raises(ValueError, match=r"nonfinite_updates'\] must be one of \('raise', "
                                          r"'skip'\); received 'ignore'"):
         make_policy(nonfinite_updates="ignore")
+
+
+@pytest.mark.parametrize("mode", ["raise", "skip"])
+def test_apply_gradients_refuses_nonfinite_gradients(mode):
+    policy = make_policy(nonfinite_updates=mode)
+    grads, _ = policy.compute_gradients(make_batch(16))
+    grads[0] = grads[0].copy()
+    grads[0].flat[0] = np.inf
+    before = policy.get_weights()
+    if mode == "raise":
+        with pytest.raises(NonFiniteUpdateError, match="PGPolicy: apply_gradients\\(\\): "
+                           "non-finite grad_norm=inf"):
+            policy.apply_gradients(grads)
+    else:
+        policy.apply_gradients(grads)
+    _assert_same(policy.get_weights(), before)
+    assert int(policy.num_grad_updates.numpy()) == 0

@@ -27,20 +27,24 @@ class NonFiniteUpdateError(FloatingPointError):
         num_grad_updates: The policy's applied optimizer updates so far.
         policy_id: The policy's id in its worker (None if not known; the worker's
             `learn_on_batch` sets it, see `with_policy_id`).
+        call: The policy method that refused the update (`learn_on_batch` or
+            `apply_gradients`).
     """
 
     def __init__(self, policy_class: str, stats: Dict[str, Any], step: int,
-                 num_steps: int, num_grad_updates: int, policy_id: Optional[str] = None):
+                 num_steps: int, num_grad_updates: int, policy_id: Optional[str] = None,
+                 call: str = "learn_on_batch"):
         self.policy_class = policy_class
         self.stats = dict(stats)
         self.step = step
         self.num_steps = num_steps
         self.num_grad_updates = num_grad_updates
         self.policy_id = policy_id
+        self.call = call
         who = policy_class if policy_id is None else f"Policy {policy_id!r} ({policy_class})"
         named = ", ".join(f"{k}={v}" for k, v in stats.items())
         super().__init__(
-            f"{who}: learn_on_batch(): non-finite {named} at optimizer step {step} "
+            f"{who}: {call}(): non-finite {named} at optimizer step {step} "
             f"of {num_steps} in this call (after {num_grad_updates} applied updates of this "
             "policy). The step was not applied, nor the rest of the call: the weights and "
             "optimizer state are as before it. Look for NaN/inf in the batch (rewards, "
@@ -51,7 +55,7 @@ class NonFiniteUpdateError(FloatingPointError):
     def with_policy_id(self, policy_id: str) -> "NonFiniteUpdateError":
         """The same error, naming the policy's id."""
         return NonFiniteUpdateError(self.policy_class, self.stats, self.step, self.num_steps,
-                                    self.num_grad_updates, policy_id)
+                                    self.num_grad_updates, policy_id, self.call)
 
 
 __all__ = ["NONFINITE_UPDATES", "NonFiniteUpdateError"]

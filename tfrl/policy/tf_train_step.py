@@ -33,6 +33,7 @@ Three compiled functions, each traced once:
 The batch reaches them through `TrainColumns` (checked numpy columns of fixed specs).
 """
 
+import logging
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -43,6 +44,8 @@ from tfrl.core.columns import Columns
 from tfrl.policy.dataset import to_dataset
 from tfrl.policy.nonfinite import NONFINITE_UPDATES, NonFiniteUpdateError
 from tfrl.policy.train_columns import TrainBatch, TrainColumns, autograph_converted
+
+logger = logging.getLogger(__name__)
 
 
 def global_mean(values: tf.Tensor, mask: Optional[tf.Tensor] = None) -> tf.Tensor:
@@ -61,7 +64,7 @@ def global_mean(values: tf.Tensor, mask: Optional[tf.Tensor] = None) -> tf.Tenso
     return total / tf.maximum(count, 1.0)
 
 
-# Keys of the non-finite guard's entries in the compiled loop's stats (see `_guard_step`).
+# Keys of the non-finite guard's entries in the compiled loop's stats (see `_add_step`).
 _FINITE = "_guard/finite"  # a step's: 1.0 if its loss and gradients were finite
 _GRAD_NORM = "_guard/grad_norm"  # a step's: the global gradient norm
 _NUM_FINITE = "_guard/num_finite"  # the loop's: finite (applied) steps
@@ -267,7 +270,11 @@ class TrainStep:
         return [g.numpy() for g in grads], {k: float(v) for k, v in stats.items()}
 
     def apply(self, gradients: List[Any]) -> None:
-        """One optimizer update with `gradients` (as from `gradients`)."""
+        """One optimizer update with `gradients` (as from `gradients`).
+
+        Gradients with a NaN/inf are not applied: `NonFiniteUpdateError` with
+        `nonfinite_updates="raise"`, else skipped with a warning.
+        """
         variables = self._policy.model.trainable_variables
         if not isinstance(gradients, (list, tuple)) or len(gradients) != len(variables):
             got = len(gradients) if isinstance(gradients, (list, tuple)) else type(gradients).__name__
@@ -284,6 +291,16 @@ class TrainStep:
                     f"{tuple(v.shape)}; received {g.shape}."
                 )
             checked.append(g)
+        norm = float(np.sqrt(sum(np.sum(np.square(g, dtype=np.float64)) for g in checked)))
+        if not np.isfinite(norm):  # The guard of `learn`, for given gradients.
+            policy = self._policy
+            if policy.config["nonfinite_updates"] == "raise":
+                raise NonFiniteUpdateError(type(policy).__name__, {"grad_norm": norm}, 0, 1,
+                                           int(policy.num_grad_updates.numpy()),
+                                           call="apply_gradients")
+            logger.warning("%s.apply_gradients(): skipped gradients with a non-finite norm "
+                           "(nonfinite_updates='skip').", type(policy).__name__)
+            return
         self._apply_fn(checked)
 
     def _check_divisible(self, rows: int, what: str) -> None:
@@ -326,7 +343,9 @@ class TrainStep:
         return _means(self._run_steps(num_steps, step_fn))
 
     def _run_steps(self, num_steps: tf.Tensor, step_fn) -> Dict[str, tf.Tensor]:
-        """Sum of `step_fn(i)`'s stats for i in [0, num_steps), in one `tf.while_loop`.
+        """Sum of `step_fn(i)`'s stats for i in [0, num_steps), in one `tf.while_loop`,
+        with the non-finite guard's entries (see `_add_step`); with
+        `nonfinite_updates="raise"` the loop stops after the first non-finite step.
 
         The step is traced once when the optimizer's variables exist and the stats'
         shapes are known (from `TrainColumns`' trace); otherwise step 0 runs (and is
