@@ -69,20 +69,16 @@ _FINITE = "_guard/finite"  # a step's: 1.0 if its loss and gradients were finite
 _GRAD_NORM = "_guard/grad_norm"  # a step's: the global gradient norm
 _NUM_FINITE = "_guard/num_finite"  # the loop's: finite (applied) steps
 _NUM_BAD = "_guard/num_nonfinite"  # the loop's: non-finite (skipped) steps
-_FIRST_BAD = "_guard/first_nonfinite_step"  # the loop's: first such step (-1: none)
-_AT_BAD = "_guard/at_first_nonfinite/"  # + stat: its value at that step
+_LAST = "_guard/last/"  # + stat: its value at the loop's last step ("raise" mode)
 
 
 def _sum_loop(num_steps: tf.Tensor, step_fn, totals: Dict[str, tf.Tensor],
               halt_on_nonfinite: bool, start: int = 0) -> Dict[str, tf.Tensor]:
-    """`totals` with `step_fn(i)` for i in [start, num_steps) added in, as one `tf.while_loop`.
-
-    Only finite steps' stats are added; the guard entries count the steps and keep the
-    stats of the first non-finite one. With `halt_on_nonfinite`, the loop stops there.
-    """
+    """`totals` with `step_fn(i)` for i in [start, num_steps) added in, as one `tf.while_loop`
+    (see `_add_step`). With `halt_on_nonfinite`, the loop stops after a non-finite step."""
 
     def body(i, acc):
-        return i + 1, _add_step(acc, i, step_fn(i))
+        return i + 1, _add_step(acc, step_fn(i), halt_on_nonfinite)
 
     def more(i, acc):
         if halt_on_nonfinite:
@@ -93,40 +89,49 @@ def _sum_loop(num_steps: tf.Tensor, step_fn, totals: Dict[str, tf.Tensor],
     return totals
 
 
-def _guard_totals(stats: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
-    """The loop's starting totals from one step's stats (or zeros of their shapes)."""
+def _guard_totals(stats: Dict[str, tf.Tensor], halt_on_nonfinite: bool) -> Dict[str, tf.Tensor]:
+    """The loop's starting totals (zeros) for steps whose stats look like `stats`."""
     user = {k: v for k, v in stats.items() if not k.startswith("_guard/")}
     totals = {k: tf.zeros_like(v) for k, v in user.items()}
-    totals.update({_NUM_FINITE: tf.constant(0.0), _NUM_BAD: tf.constant(0.0),
-                   _FIRST_BAD: tf.constant(-1.0)})
-    totals.update({_AT_BAD + k: tf.zeros_like(v) for k, v in user.items()})
-    totals[_AT_BAD + "grad_norm"] = tf.constant(0.0)
+    totals[_NUM_BAD] = tf.constant(0.0)
+    if halt_on_nonfinite:
+        totals.update({_LAST + k: tf.zeros_like(v) for k, v in user.items()})
+        totals[_LAST + "grad_norm"] = tf.constant(0.0)
+    else:
+        totals[_NUM_FINITE] = tf.constant(0.0)
     return totals
 
 
-def _add_step(acc: Dict[str, tf.Tensor], step: tf.Tensor,
-              stats: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
-    """`acc` with one step's stats added if it was finite, else counted and recorded."""
+def _add_step(acc: Dict[str, tf.Tensor], stats: Dict[str, tf.Tensor],
+              halt_on_nonfinite: bool) -> Dict[str, tf.Tensor]:
+    """`acc` with one step's stats added in, and the guard's counts.
+
+    With `halt_on_nonfinite` the loop ends at the first non-finite step (whose stats
+    are then the `_LAST` entries; the sums are not used), so the stats are summed as
+    they are; else only the finite steps' stats are summed and those steps counted.
+    """
     stats = dict(stats)
-    finite = stats.pop(_FINITE) > 0.5
-    stats[_AT_BAD + "grad_norm"] = stats.pop(_GRAD_NORM)
-    record = tf.logical_and(tf.logical_not(finite), acc[_FIRST_BAD] < 0)
-    new = {}
-    for key, value in stats.items():
-        if key.startswith(_AT_BAD):
-            new[key] = tf.where(record, value, acc[key])
-            continue
-        new[key] = acc[key] + tf.where(finite, value, tf.zeros_like(value))
-        new[_AT_BAD + key] = tf.where(record, value, acc[_AT_BAD + key])
-    new[_NUM_FINITE] = acc[_NUM_FINITE] + tf.cast(finite, tf.float32)
-    new[_NUM_BAD] = acc[_NUM_BAD] + 1.0 - tf.cast(finite, tf.float32)
-    new[_FIRST_BAD] = tf.where(record, tf.cast(step, tf.float32), acc[_FIRST_BAD])
+    finite = stats.pop(_FINITE)  # 1.0 or 0.0
+    norm = stats.pop(_GRAD_NORM)
+    new = {_NUM_BAD: acc[_NUM_BAD] + (1.0 - finite)}
+    if halt_on_nonfinite:
+        for key, value in stats.items():
+            new[key] = acc[key] + value
+            new[_LAST + key] = value
+        new[_LAST + "grad_norm"] = norm
+    else:
+        ok = finite > 0.5
+        for key, value in stats.items():
+            new[key] = acc[key] + tf.where(ok, value, tf.zeros_like(value))
+        new[_NUM_FINITE] = acc[_NUM_FINITE] + finite
     return new
 
 
-def _means(totals: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
-    """The stats' means over the finite steps; the guard entries as they are."""
-    count = tf.maximum(totals[_NUM_FINITE], 1.0)
+def _means(totals: Dict[str, tf.Tensor], num_steps: tf.Tensor) -> Dict[str, tf.Tensor]:
+    """The stats' means over the applied steps (all `num_steps` unless some were
+    skipped); the guard entries as they are."""
+    count = totals.get(_NUM_FINITE)
+    count = tf.cast(num_steps, tf.float32) if count is None else tf.maximum(count, 1.0)
     return {k: (v if k.startswith("_guard/") else v / count) for k, v in totals.items()}
 
 
@@ -209,6 +214,7 @@ class TrainStep:
             )
         self._check_divisible(minibatch, "sgd_minibatch_size")
         seed = int(policy._np_random.integers(2**31))
+        updates_before = int(policy.num_grad_updates.numpy())
         if tf_data:
             dataset = self._dataset(columns, minibatch, num_epochs, seed, shuffle)
             iterator = iter(self._strategy.experimental_distribute_dataset(dataset))
@@ -226,10 +232,11 @@ class TrainStep:
                                          tf.constant(minibatch, tf.int32), tf.constant(shuffle))
         stats = {k: v.numpy() for k, v in stats.items()}
         num_bad = int(stats.pop(_NUM_BAD))
-        first_bad = int(stats.pop(_FIRST_BAD))
-        stats.pop(_NUM_FINITE)
-        at_bad = {k[len(_AT_BAD):]: stats.pop(k) for k in list(stats) if k.startswith(_AT_BAD)}
+        stats.pop(_NUM_FINITE, None)
+        at_bad = {k[len(_LAST):]: stats.pop(k) for k in list(stats) if k.startswith(_LAST)}
+        num_grad_updates = int(policy.num_grad_updates.numpy())
         if num_bad and policy.config["nonfinite_updates"] == "raise":
+            first_bad = num_grad_updates - updates_before  # the steps before it were applied
             # total_loss, the other stats by name, grad_norm last.
             order = sorted(at_bad, key=lambda k: (k != "total_loss", k == "grad_norm", k))
             named = {k: (float(at_bad[k]) if np.ndim(at_bad[k]) == 0
@@ -237,10 +244,10 @@ class TrainStep:
                      for k in order if not np.all(np.isfinite(at_bad[k]))}
             num_steps = num_epochs * (num_rows // minibatch)
             raise NonFiniteUpdateError(type(policy).__name__, named, first_bad, num_steps,
-                                       int(policy.num_grad_updates.numpy()))
+                                       num_grad_updates)
         stats = {k: float(v) for k, v in stats.items()}
         stats["num_nonfinite_updates_skipped"] = num_bad
-        stats["num_grad_updates"] = int(policy.num_grad_updates.numpy())
+        stats["num_grad_updates"] = num_grad_updates
         stats["num_traces"] = policy.num_traces["learn_on_batch"]
         return stats
 
@@ -315,7 +322,8 @@ class TrainStep:
 
     def _learn_from_iterator(self, iterator, num_steps):
         self._policy.num_traces["learn_on_batch"] += 1
-        return _means(self._run_steps(num_steps, lambda _: self._minibatch_step(next(iterator))))
+        return _means(self._run_steps(num_steps, lambda _: self._minibatch_step(next(iterator))),
+                      num_steps)
 
     def _learn_in_graph(self, columns, seed, num_epochs, minibatch, shuffle):
         """Epochs of shuffled minibatches gathered in the graph (as `to_dataset` does)."""
@@ -340,7 +348,7 @@ class TrainStep:
         def step_fn(step):
             return self._guarded_update(replica_step, (gather(step),))
 
-        return _means(self._run_steps(num_steps, step_fn))
+        return _means(self._run_steps(num_steps, step_fn), num_steps)
 
     def _run_steps(self, num_steps: tf.Tensor, step_fn) -> Dict[str, tf.Tensor]:
         """Sum of `step_fn(i)`'s stats for i in [0, num_steps), in one `tf.while_loop`,
@@ -367,9 +375,9 @@ class TrainStep:
                     )
                 return stats
 
-            return _sum_loop(num_steps, checked_step, _guard_totals(zeros), halt)
+            return _sum_loop(num_steps, checked_step, _guard_totals(zeros, halt), halt)
         first = step_fn(tf.zeros_like(num_steps))
-        totals = _add_step(_guard_totals(first), tf.zeros_like(num_steps), first)
+        totals = _add_step(_guard_totals(first, halt), first, halt)
         return _sum_loop(num_steps, step_fn, totals, halt, start=1)
 
     def _build_optimizer(self) -> None:
