@@ -41,7 +41,7 @@ Example:
     ...          "advantages": np.ones(8, np.float32)}
     >>> info = policy.learn_on_batch(batch)
     >>> sorted(info["learner_stats"]), policy.num_traces["learn_on_batch"]
-    (['num_grad_updates', 'num_traces', 'total_loss'], 1)
+    (['num_grad_updates', 'num_nonfinite_updates_skipped', 'num_traces', 'total_loss'], 1)
 """
 
 from typing import Any, ClassVar, Dict, List, Optional, Tuple
