@@ -20,6 +20,8 @@ logger = logging.getLogger(__name__)
 
 # How often one `sample_all` call recreates the same worker before giving up.
 MAX_RECREATIONS_PER_CALL = 2
+# Longest wait for a failed but living worker's `stop()` before it is killed.
+_STOP_GRACE_S = 5.0
 
 
 class RemoteWorkers:
@@ -162,8 +164,15 @@ class RemoteWorkers:
     def _recreate(self, pos: int) -> Tuple[WorkerHandle, List[concurrent.futures.Future]]:
         """Replaces the worker at list position `pos` by a new one with the same index."""
         old = self.handles[pos]
+        if old.is_alive():  # Its sample() raised: let it close its envs, briefly.
+            try:
+                old.call("stop").result(timeout=min(_STOP_GRACE_S,
+                                                    self._setting("worker_health_probe_timeout_s")))
+            except Exception as e:  # A broken worker may not stop cleanly; it is killed.
+                logger.warning("Stopping remote worker %d before recreating it raised %s: %s",
+                               old.worker_index, type(e).__name__, e)
         old.kill()
-        logger.warning("Recreating remote worker %d, which crashed.", old.worker_index)
+        logger.warning("Recreating remote worker %d, which failed.", old.worker_index)
         state = self._state_for_new(old)
         new = self._make_remote(old.worker_index)
         self.handles[pos] = new
