@@ -450,6 +450,28 @@ def test_worker_killed_during_sample_all_is_recreated_and_sampled_again(make_set
     assert new.worker.global_vars == {"timestep": 9}  # and global vars.
 
 
+@pytest.mark.parametrize("recreate", [True, False])
+def test_a_worker_whose_sample_raised(make_set, recreate):
+    ws = make_set(num_workers=2, recreate_failed_workers=recreate)
+    old = ws.remote_workers()[1]
+
+    def env_fails(worker):
+        raise ValueError("env broke in step")
+
+    old.worker.env_context["sample_hooks"] = {2: env_fails}
+    if recreate:  # Stopped (envs closed), replaced and sampled again in the same call.
+        batches = ws.sample_all(timeout_s=TIMEOUT)
+        assert [b["worker_index"][0] for b in batches] == [1, 2]
+        new = ws.remote_workers()[1]
+        assert new is not old and old.worker.stopped and not old.is_alive()
+        assert new.worker.num_samples == 1 and old.worker.num_samples == 0
+    else:  # The worker's own error, unchanged; the worker lives on.
+        with pytest.raises(ValueError, match="env broke in step"):
+            ws.sample_all(timeout_s=TIMEOUT)
+        assert ws.remote_workers()[1] is old and old.is_alive()
+        assert [b["worker_index"][0] for b in ws.sample_all(timeout_s=TIMEOUT)] == [1, 2]
+
+
 def test_worker_dead_before_sample_all_is_recreated(make_set):
     ws = make_set(num_workers=2, recreate_failed_workers=True)
     ws.remote_workers()[0].kill()

@@ -11,6 +11,7 @@ import os
 import signal
 import sys
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
@@ -131,6 +132,48 @@ def test_killed_workers_are_recreated_within_sample_all(workers):
     assert new[1].pid().result(TIMEOUT) != old_pid
     for w in _remote_w(workers):
         np.testing.assert_array_equal(w, new_w)
+
+
+def make_fail_once_cartpole(ctx):
+    """CartPole whose 5th step raises, once per `ctx["marker"]` file (across processes)."""
+
+    class FailOnce(gym.Wrapper):
+        steps = 0
+
+        def step(self, action):
+            FailOnce.steps += 1
+            if FailOnce.steps == 5 and not os.path.exists(ctx["marker"]):
+                open(ctx["marker"], "w").close()
+                raise ValueError("env failed at step 5")
+            return super().step(action)
+
+    return FailOnce(gym.make("CartPole-v1"))
+
+
+@pytest.mark.parametrize("recreate", [True, False])
+def test_a_worker_whose_env_raised_is_recreated(workers, tmp_path, recreate):
+    ws = WorkerSet(env_creator=make_fail_once_cartpole, policy_class=LinearPolicy,
+                   trainer_config={**CONFIG, "num_envs_per_worker": 1,
+                                   "recreate_failed_workers": recreate,
+                                   "env_config": {"marker": str(tmp_path / "failed")}},
+                   num_workers=1)
+    try:
+        old = ws.remote_workers()[0]
+        old_pid = old.pid().result(TIMEOUT)
+        if recreate:
+            batches = ws.sample_all()
+            new = ws.remote_workers()[0]
+            assert new is not old and not old.is_alive() and new.worker_index == 1
+            assert new.pid().result(TIMEOUT) != old_pid
+        else:  # The env's own error; the actor lives on and samples with new envs.
+            with pytest.raises(ValueError, match="env failed at step 5"):
+                ws.sample_all()
+            batches = ws.sample_all()
+            assert ws.remote_workers()[0] is old and old.pid().result(TIMEOUT) == old_pid
+        assert [b.count for b in batches] == [10]  # One whole batch, counted once.
+        assert (tmp_path / "failed").exists()
+    finally:
+        ws.stop()
 
 
 def test_probe_finds_a_dead_worker(workers):

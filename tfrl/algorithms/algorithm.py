@@ -175,11 +175,25 @@ class Algorithm:
         return self.train_exec_impl.shared_metrics
 
     def train(self) -> Dict[str, Any]:
-        """Runs one iteration of the execution plan; returns its result dict."""
+        """Runs one iteration of the execution plan; returns its result dict.
+
+        If the iteration raises (an env or a callback failed, a learner step went
+        non-finite), the error reaches the caller unchanged and the plan is rebuilt
+        (see `_rebuild_execution_plan`): the next `train()` runs a new iteration, with
+        the counters where they were.
+        """
         start = time.time()
         if self._first_train_time is None:
             self._first_train_time = start
-        result = dict(next(self.train_exec_impl))
+        try:
+            result = dict(next(self.train_exec_impl))
+        except StopIteration:
+            raise
+        except Exception:
+            # The plan's generators are finished once one of them raised: build a new
+            # plan for the next call (same workers and shared metrics), then re-raise.
+            self._rebuild_execution_plan()
+            raise
         self._sync_filters_if_needed()
         self.iteration += 1
         interval = self.algo_config.evaluation_interval
@@ -204,6 +218,24 @@ class Algorithm:
         )
         self.callbacks.on_train_result(algorithm=self, result=result)
         return result
+
+    def _rebuild_execution_plan(self) -> None:
+        """Replaces the plan after one of its steps raised, so that `train()` goes on.
+
+        The new plan gets the old plan's counters, timers and info (so step counts
+        continue) and its episode window. Whatever the old plan held in flight (a
+        batch sampled but not yet trained on, pending asynchronous samples) is dropped,
+        so no batch is counted or trained on twice.
+        """
+        old = self.train_exec_impl
+        new = self.execution_plan(self.workers, self.config)
+        new.shared_metrics.restore(old.shared_metrics.save())
+        new.shared_metrics.timers = old.shared_metrics.timers
+        old_op = getattr(old, "metrics_op", None)
+        new_op = getattr(new, "metrics_op", None)
+        if old_op is not None and new_op is not None:
+            new_op.episode_history = list(old_op.episode_history)
+        self.train_exec_impl = new
 
     def _sync_filters_if_needed(self) -> None:
         """Merges the remote workers' observation-filter statistics into the local

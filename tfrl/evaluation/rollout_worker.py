@@ -106,8 +106,7 @@ class RolloutWorker:
             log_dir=args.log_dir, on_created=on_created)
         self.env = None
         if not (self.worker_index == 0 and self.num_workers > 0 and not pc.get("create_env_on_driver")):
-            env = args.env_creator(self.env_context.copy_with_overrides())
-            self.env = None if env is None else self.make_sub_env_fn.prepare(env, self.env_context)
+            self.env = self._make_env()
             if worker_env.is_atari(self.env) and args.preprocessor_pref == "deepmind":
                 logger.warning("preprocessor_pref='deepmind': tfrl does not apply DeepMind Atari "
                                "wrappers itself; wrap the env (gymnasium.wrappers.AtariPreprocessing"
@@ -132,9 +131,7 @@ class RolloutWorker:
 
         self.async_env = None
         if self.env is not None:
-            self.async_env = worker_env.vectorize(
-                self.env, self.make_sub_env_fn, self.num_envs, args.remote_worker_envs,
-                args.remote_env_batch_wait_ms, pc)
+            self.async_env = self._vectorize(self.env)
         self.io_context = IOContext(args.log_dir, pc, self.worker_index, self)
         self.reward_estimators: List[Any] = []
         self.sampler = None
@@ -142,6 +139,38 @@ class RolloutWorker:
             self.sampler = sampler_for_worker(self, args)
         self.input_reader = args.input_creator(self.io_context)
         self.output_writer = args.output_creator(self.io_context) or NoopOutput()
+
+    def _make_env(self) -> Any:
+        """Sub-env 0 from the env creator (prepared: validated, seeded, recorded), or None."""
+        env = self.args.env_creator(self.env_context.copy_with_overrides())
+        return None if env is None else self.make_sub_env_fn.prepare(env, self.env_context)
+
+    def _vectorize(self, env: Any) -> Any:
+        args = self.args
+        return worker_env.vectorize(env, self.make_sub_env_fn, self.num_envs,
+                                    args.remote_worker_envs, args.remote_env_batch_wait_ms,
+                                    self.policy_config)
+
+    def _restart_envs(self, error: BaseException) -> None:
+        """After the env loop raised `error`: closes the envs and builds new ones (same
+        EnvContexts and seeds) and a new sampler, so that the next `sample()` starts new
+        episodes. The episodes in progress are dropped (no metrics, not counted as
+        done); the batch being collected is lost."""
+        logger.warning("Worker %d: the env loop raised %s: %s; closing and re-creating the "
+                       "envs (the episodes in progress are dropped).", self.worker_index,
+                       type(error).__name__, error)
+        old_sampler, old_env = self.sampler, self.async_env
+        for stop in (getattr(old_sampler, "stop", None), getattr(old_env, "stop", None)):
+            try:
+                if stop is not None:
+                    stop()
+            except Exception as e:  # a broken env may fail to close; it is dropped anyway
+                logger.warning("Closing the failed env raised %s: %s", type(e).__name__, e)
+        self.env = self._make_env()
+        self.async_env = self._vectorize(self.env)
+        self.sampler = sampler_for_worker(self, self.args)
+        if self.input_reader is old_sampler:
+            self.input_reader = self.sampler
 
     def _on_sub_env_created(self, env: Any, ctx: EnvContext) -> None:
         self.callbacks.on_sub_environment_created(worker=self, sub_environment=env, env_context=ctx)
@@ -167,6 +196,10 @@ class RolloutWorker:
         """Returns a batch of at least (complete_episodes) or at most/exactly
         (truncate_episodes) `rollout_fragment_length * num_envs` steps.
 
+        If the env loop raises (an env's step or reset raised), the error reaches the
+        caller and the worker re-creates its envs and sampler (see `_restart_envs`), so
+        the next call samples new episodes.
+
         Raises:
             ValueError: If this worker has no env / input reader (a local worker with
                 remote workers; set `create_env_on_driver=True`).
@@ -179,12 +212,19 @@ class RolloutWorker:
                 "worker of a set with remote workers). Set config['create_env_on_driver'] = True "
                 "to sample on it."
             )
-        batches = [self.input_reader.next()]
-        steps = self._count(batches[0])
-        max_batches = self.num_envs if self.batch_mode == "truncate_episodes" else float("inf")
-        while steps < self.rollout_fragment_length and len(batches) < max_batches:
-            batches.append(self.input_reader.next())
-            steps += self._count(batches[-1])
+        try:
+            batches = [self.input_reader.next()]
+            steps = self._count(batches[0])
+            max_batches = self.num_envs if self.batch_mode == "truncate_episodes" else float("inf")
+            while steps < self.rollout_fragment_length and len(batches) < max_batches:
+                batches.append(self.input_reader.next())
+                steps += self._count(batches[-1])
+        except Exception as e:
+            # The env loop (a generator) is finished once it raised: give this worker new
+            # envs for the next call, then let the error through.
+            if self.sampler is not None and self.input_reader is self.sampler:
+                self._restart_envs(e)
+            raise
         batch = concat_samples(batches) if len(batches) > 1 else batches[0]
         self.callbacks.on_sample_end(worker=self, samples=batch)
         self.output_writer.write(batch)

@@ -8,6 +8,7 @@ import inspect
 from typing import Any, Dict, List, Optional, Tuple
 
 from tfrl.data.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch, SampleBatch
+from tfrl.policy.nonfinite import NonFiniteUpdateError
 from tfrl.utils.sgd import standardized
 
 
@@ -53,7 +54,10 @@ def learn_on_batch(worker: Any, samples: Any, *, num_sgd_iter: Optional[int] = N
         extra = {}
         if call_hook:
             callbacks.on_learn_on_batch(policy=policy, train_batch=batch, result=extra)
-        info[pid] = policy.learn_on_batch(batch, **sgd)
+        try:
+            info[pid] = policy.learn_on_batch(batch, **sgd)
+        except NonFiniteUpdateError as e:
+            raise e.with_policy_id(pid) from e
         if extra:
             info[pid] = {**info[pid], "custom_metrics": extra}
     return info

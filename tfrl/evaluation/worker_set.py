@@ -10,7 +10,10 @@ Failures: a remote worker that is gone raises `WorkerCrashedError`. With
 `recreate_failed_workers=True` in the trainer config, `sample_all` recreates it under the
 same index, gives it the local worker's current weights, observation filters and global
 vars, and samples it again in the same call, so an iteration loses no batch (that part
-lives in `worker_set_failures.RemoteWorkers`).
+lives in `worker_set_failures.RemoteWorkers`); a worker whose `sample()` raised (its env
+failed) is recreated the same way, for the thread and Ray backends alike. Without it,
+that error reaches the caller, and the worker re-creates its own envs for its next
+`sample()` (see `RolloutWorker.sample`).
 Every wait has a timeout (`sample_timeout_s`, `worker_health_probe_timeout_s`,
 `worker_restore_timeout_s` in the trainer config; see `worker_set_config`).
 
@@ -61,7 +64,8 @@ class WorkerSet:
         worker_cls: The worker class (default `tfrl.evaluation.rollout_worker.RolloutWorker`).
 
     Raises:
-        ValueError: On an unknown config key, a bad `remote_backend` or num_workers < 0.
+        ValueError: On an unknown config key, a bad `remote_backend`, num_workers < 0 or
+            `restart_failed_sub_environments=True` (not supported yet).
         ImportError: If remote workers need Ray and it is not installed.
     """
 
@@ -77,6 +81,7 @@ class WorkerSet:
             wsc.check_trainer_config(trainer_config if trainer_config is not None else {},
                                      [policy_class] if policy_class is not None else [])
         config = dict(trainer_config or {})
+        wsc.check_unsupported(config)
         if int(num_workers) < 0:
             raise ValueError(f"num_workers must be >= 0; received {num_workers}.")
         self._config = config

@@ -123,6 +123,22 @@ def check_trainer_config(config: Mapping[str, Any], policy_classes: Iterable[Any
                          f"received {backend!r}.")
 
 
+def check_unsupported(config: Mapping[str, Any]) -> None:
+    """Raises `ValueError` for accepted RLlib keys whose behaviour tfrl does not have yet.
+
+    `restart_failed_sub_environments=True` (restart only the sub-env that raised) is
+    refused rather than silently ignored; a worker whose env raised re-creates all its
+    envs for its next `sample()`, and `recreate_failed_workers=True` replaces it.
+    """
+    if config.get("restart_failed_sub_environments"):
+        raise ValueError(
+            "restart_failed_sub_environments=True is not supported yet: tfrl cannot restart "
+            "one failed sub-environment alone. Leave it False; a worker whose env raises "
+            "passes the error on and re-creates all of its envs for its next sample(), and "
+            "recreate_failed_workers=True replaces such a remote worker within the same "
+            "sample round.")
+
+
 def _spec_classes(policies: Any) -> Iterable[type]:
     """The policy classes named in a `multiagent.policies` dict (entries may be
     PolicySpecs, tuples, classes or None)."""

@@ -20,6 +20,8 @@ logger = logging.getLogger(__name__)
 
 # How often one `sample_all` call recreates the same worker before giving up.
 MAX_RECREATIONS_PER_CALL = 2
+# Longest wait for a failed but living worker's `stop()` before it is killed.
+_STOP_GRACE_S = 5.0
 
 
 class RemoteWorkers:
@@ -88,9 +90,15 @@ class RemoteWorkers:
         Returns:
             The batches, in worker-index order.
 
+        With `recreate_failed_workers`, a worker that crashed or whose `sample()`
+        raised (e.g. its env raised) is recreated and sampled again within the call.
+
         Raises:
             WorkerCrashedError: If a worker crashed and `recreate_failed_workers` is off
-                (or it crashed again after `MAX_RECREATIONS_PER_CALL` recreations).
+                (or it crashed or raised again after `MAX_RECREATIONS_PER_CALL`
+                recreations).
+            Exception: The error a worker's `sample()` raised, if
+                `recreate_failed_workers` is off.
             TimeoutError: If batches are missing after the timeout.
         """
         recreate = self._setting("recreate_failed_workers")
@@ -120,14 +128,26 @@ class RemoteWorkers:
                     results[pos] = future.result()
                     for f in state_futures:  # Ran before sample(); their callbacks may lag.
                         f.result(timeout=self._setting("worker_health_probe_timeout_s"))
-                except WorkerCrashedError as e:
+                except Exception as e:
+                    # A dead worker, or one whose sample() raised (its env failed: the
+                    # worker's env and sampler are in an unknown state). Without
+                    # recreation the error reaches the caller (a method's own error
+                    # unchanged); with it, the worker is replaced and sampled again, and
+                    # the failed call returned no batch, so none is counted twice.
+                    crashed = isinstance(e, WorkerCrashedError)
                     if not recreate:
-                        raise self._crash_error(index, "sample", e) from e
+                        if crashed:
+                            raise self._crash_error(index, "sample", e) from e
+                        raise
                     recreations[pos] = recreations.get(pos, 0) + 1
                     if recreations[pos] > MAX_RECREATIONS_PER_CALL:
+                        what = "crashed" if crashed else f"raised {type(e).__name__}: {e}"
                         raise WorkerCrashedError(
-                            index, f"it crashed again after {MAX_RECREATIONS_PER_CALL} "
+                            index, f"it {what} again after {MAX_RECREATIONS_PER_CALL} "
                             "recreations in one sample_all() call.") from e
+                    if not crashed:
+                        logger.warning("Remote worker %d raised %s in sample(): %s", index,
+                                       type(e).__name__, e)
                     handle, state_futures = self._recreate(pos)
                     deadline = max(deadline, time.monotonic()
                                    + self._setting("worker_restore_timeout_s"))
@@ -144,8 +164,15 @@ class RemoteWorkers:
     def _recreate(self, pos: int) -> Tuple[WorkerHandle, List[concurrent.futures.Future]]:
         """Replaces the worker at list position `pos` by a new one with the same index."""
         old = self.handles[pos]
+        if old.is_alive():  # Its sample() raised: let it close its envs, briefly.
+            try:
+                old.call("stop").result(timeout=min(_STOP_GRACE_S,
+                                                    self._setting("worker_health_probe_timeout_s")))
+            except Exception as e:  # A broken worker may not stop cleanly; it is killed.
+                logger.warning("Stopping remote worker %d before recreating it raised %s: %s",
+                               old.worker_index, type(e).__name__, e)
         old.kill()
-        logger.warning("Recreating remote worker %d, which crashed.", old.worker_index)
+        logger.warning("Recreating remote worker %d, which failed.", old.worker_index)
         state = self._state_for_new(old)
         new = self._make_remote(old.worker_index)
         self.handles[pos] = new

@@ -47,6 +47,12 @@ class PolicyConfig:
         seed: Seeds the model's initial weights, minibatch shuffling and sampling.
         num_gpus, _fake_gpus: The devices to learn on (see `tfrl.policy.strategy`).
         inference: "auto", "tf" or "numpy" (see `tfrl.policy.numpy_inference`).
+        nonfinite_updates: What `learn_on_batch` does with an optimizer step whose
+            loss or global gradient norm is NaN or inf (the step is never applied):
+            "raise" stops the call there and raises `NonFiniteUpdateError` (weights and
+            optimizer state as before that step); "skip" skips such steps, applies the
+            finite ones and counts the skipped ones in the learner stat
+            `num_nonfinite_updates_skipped`.
         model: The model config for the catalog.
 
     Every field's value is checked on construction against its annotation and the
@@ -72,6 +78,7 @@ class PolicyConfig:
     num_gpus: float = 0
     _fake_gpus: bool = False
     inference: str = "auto"
+    nonfinite_updates: str = "raise"
     model: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -41,7 +41,7 @@ Example:
     ...          "advantages": np.ones(8, np.float32)}
     >>> info = policy.learn_on_batch(batch)
     >>> sorted(info["learner_stats"]), policy.num_traces["learn_on_batch"]
-    (['num_grad_updates', 'num_traces', 'total_loss'], 1)
+    (['num_grad_updates', 'num_nonfinite_updates_skipped', 'num_traces', 'total_loss'], 1)
 """
 
 from typing import Any, ClassVar, Dict, List, Optional, Tuple
@@ -420,6 +420,9 @@ class TFPolicy(Policy):
         Raises:
             ValueError: If `num_sgd_iter` is not an int >= 1 or `sgd_minibatch_size` not
                 an int >= 0 (or the batch is smaller than a minibatch).
+            NonFiniteUpdateError: If a step's loss or gradients were NaN/inf and
+                `config["nonfinite_updates"]` is "raise" (the default); that step and
+                the rest of the call were not applied (see `tfrl.policy.tf_train_step`).
         """
         config = self.config
         num_sgd_iter = config["num_sgd_iter"] if num_sgd_iter is None else num_sgd_iter

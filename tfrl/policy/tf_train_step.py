@@ -18,6 +18,14 @@ Three compiled functions, each traced once:
   This is the only minibatch SGD loop in tfrl: `TrainOneStep`, `MultiGPUTrainOneStep`,
   the learner threads and `RolloutWorker.sample_and_learn` all pass their epochs and
   minibatch size to `learn_on_batch`.
+
+  The non-finite guard: each step checks its loss and global gradient norm (summed over
+  replicas, so they agree) with `tf.math.is_finite` and applies the optimizer update
+  under a `tf.cond`, so a NaN/inf never reaches the weights or the optimizer's slots.
+  `config["nonfinite_updates"]` (see `PolicyConfig`): "raise" stops the loop at such a
+  step and `learn` raises `NonFiniteUpdateError` naming the policy, the stats and the
+  step; "skip" goes on and reports `num_nonfinite_updates_skipped` (stats are then the
+  means over the applied steps).
 - `gradients`: the loss gradients on a whole batch, each replica taking its contiguous
   share of the rows, summed over replicas.
 - `apply`: an optimizer update from given gradients.
@@ -25,6 +33,7 @@ Three compiled functions, each traced once:
 The batch reaches them through `TrainColumns` (checked numpy columns of fixed specs).
 """
 
+import logging
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -33,7 +42,10 @@ import tree
 
 from tfrl.core.columns import Columns
 from tfrl.policy.dataset import to_dataset
+from tfrl.policy.nonfinite import NONFINITE_UPDATES, NonFiniteUpdateError
 from tfrl.policy.train_columns import TrainBatch, TrainColumns, autograph_converted
+
+logger = logging.getLogger(__name__)
 
 
 def global_mean(values: tf.Tensor, mask: Optional[tf.Tensor] = None) -> tf.Tensor:
@@ -52,16 +64,75 @@ def global_mean(values: tf.Tensor, mask: Optional[tf.Tensor] = None) -> tf.Tenso
     return total / tf.maximum(count, 1.0)
 
 
-def _sum_loop(num_steps: tf.Tensor, step_fn, totals: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
-    """`totals` plus `step_fn(i)` for i in [0, num_steps), as one `tf.while_loop`."""
+# Keys of the non-finite guard's entries in the compiled loop's stats (see `_add_step`).
+_FINITE = "_guard/finite"  # a step's: 1.0 if its loss and gradients were finite
+_GRAD_NORM = "_guard/grad_norm"  # a step's: the global gradient norm
+_NUM_FINITE = "_guard/num_finite"  # the loop's: finite (applied) steps
+_NUM_BAD = "_guard/num_nonfinite"  # the loop's: non-finite (skipped) steps
+_LAST = "_guard/last/"  # + stat: its value at the loop's last step ("raise" mode)
+
+
+def _sum_loop(num_steps: tf.Tensor, step_fn, totals: Dict[str, tf.Tensor],
+              halt_on_nonfinite: bool, start: int = 0) -> Dict[str, tf.Tensor]:
+    """`totals` with `step_fn(i)` for i in [start, num_steps) added in, as one `tf.while_loop`
+    (see `_add_step`). With `halt_on_nonfinite`, the loop stops after a non-finite step."""
 
     def body(i, acc):
-        stats = step_fn(i)
-        return i + 1, {k: acc[k] + stats[k] for k in acc}
+        return i + 1, _add_step(acc, step_fn(i), halt_on_nonfinite)
 
-    _, totals = tf.while_loop(lambda i, _: i < num_steps, body,
-                              (tf.zeros_like(num_steps), totals))
+    def more(i, acc):
+        if halt_on_nonfinite:
+            return tf.logical_and(i < num_steps, acc[_NUM_BAD] < 0.5)
+        return i < num_steps
+
+    _, totals = tf.while_loop(more, body, (tf.zeros_like(num_steps) + start, totals))
     return totals
+
+
+def _guard_totals(stats: Dict[str, tf.Tensor], halt_on_nonfinite: bool) -> Dict[str, tf.Tensor]:
+    """The loop's starting totals (zeros) for steps whose stats look like `stats`."""
+    user = {k: v for k, v in stats.items() if not k.startswith("_guard/")}
+    totals = {k: tf.zeros_like(v) for k, v in user.items()}
+    totals[_NUM_BAD] = tf.constant(0.0)
+    if halt_on_nonfinite:
+        totals.update({_LAST + k: tf.zeros_like(v) for k, v in user.items()})
+        totals[_LAST + "grad_norm"] = tf.constant(0.0)
+    else:
+        totals[_NUM_FINITE] = tf.constant(0.0)
+    return totals
+
+
+def _add_step(acc: Dict[str, tf.Tensor], stats: Dict[str, tf.Tensor],
+              halt_on_nonfinite: bool) -> Dict[str, tf.Tensor]:
+    """`acc` with one step's stats added in, and the guard's counts.
+
+    With `halt_on_nonfinite` the loop ends at the first non-finite step (whose stats
+    are then the `_LAST` entries; the sums are not used), so the stats are summed as
+    they are; else only the finite steps' stats are summed and those steps counted.
+    """
+    stats = dict(stats)
+    finite = stats.pop(_FINITE)  # 1.0 or 0.0
+    norm = stats.pop(_GRAD_NORM)
+    new = {_NUM_BAD: acc[_NUM_BAD] + (1.0 - finite)}
+    if halt_on_nonfinite:
+        for key, value in stats.items():
+            new[key] = acc[key] + value
+            new[_LAST + key] = value
+        new[_LAST + "grad_norm"] = norm
+    else:
+        ok = finite > 0.5
+        for key, value in stats.items():
+            new[key] = acc[key] + tf.where(ok, value, tf.zeros_like(value))
+        new[_NUM_FINITE] = acc[_NUM_FINITE] + finite
+    return new
+
+
+def _means(totals: Dict[str, tf.Tensor], num_steps: tf.Tensor) -> Dict[str, tf.Tensor]:
+    """The stats' means over the applied steps (all `num_steps` unless some were
+    skipped); the guard entries as they are."""
+    count = totals.get(_NUM_FINITE)
+    count = tf.cast(num_steps, tf.float32) if count is None else tf.maximum(count, 1.0)
+    return {k: (v if k.startswith("_guard/") else v / count) for k, v in totals.items()}
 
 
 class TrainStep:
@@ -79,6 +150,10 @@ class TrainStep:
         self._train_columns = TrainColumns(policy)
         for name in ("learn_on_batch", "compute_gradients", "apply_gradients"):
             policy.num_traces[name] = 0
+        if policy.config["nonfinite_updates"] not in NONFINITE_UPDATES:
+            raise ValueError(
+                f"{type(policy).__name__}: config['nonfinite_updates'] must be one of "
+                f"{NONFINITE_UPDATES}; received {policy.config['nonfinite_updates']!r}.")
         # autograph=False throughout: the bodies use explicit tf.while_loop/tf.cond, and
         # converting them (and `tree`) cost ~5 s at start-up; the user's loss and stats
         # are still converted (`autograph_converted`).
@@ -107,9 +182,14 @@ class TrainStep:
         `num_sgd_iter * floor(units / minibatch)`.
 
         Returns:
-            The stats of every minibatch step of every epoch, averaged (one mean over
-            `num_sgd_iter * floor(units / minibatch)` steps), plus `num_grad_updates`
-            and `num_traces`.
+            The stats of every applied minibatch step of every epoch, averaged (one
+            mean over `num_sgd_iter * floor(units / minibatch)` steps, less the skipped
+            ones), plus `num_nonfinite_updates_skipped`, `num_grad_updates` (applied
+            updates) and `num_traces`.
+
+        Raises:
+            NonFiniteUpdateError: With `nonfinite_updates="raise"`, if a step's loss or
+                gradient norm was NaN or inf (no later step of the call ran).
         """
         policy = self._policy
         max_seq_len = int(policy.config["model"].get("max_seq_len", 20))
@@ -134,6 +214,7 @@ class TrainStep:
             )
         self._check_divisible(minibatch, "sgd_minibatch_size")
         seed = int(policy._np_random.integers(2**31))
+        updates_before = int(policy.num_grad_updates.numpy())
         if tf_data:
             dataset = self._dataset(columns, minibatch, num_epochs, seed, shuffle)
             iterator = iter(self._strategy.experimental_distribute_dataset(dataset))
@@ -149,8 +230,24 @@ class TrainStep:
             stats = self._learn_graph_fn(columns, tf.constant([seed, 0], tf.int64),
                                          tf.constant(num_epochs, tf.int32),
                                          tf.constant(minibatch, tf.int32), tf.constant(shuffle))
+        stats = {k: v.numpy() for k, v in stats.items()}
+        num_bad = int(stats.pop(_NUM_BAD))
+        stats.pop(_NUM_FINITE, None)
+        at_bad = {k[len(_LAST):]: stats.pop(k) for k in list(stats) if k.startswith(_LAST)}
+        num_grad_updates = int(policy.num_grad_updates.numpy())
+        if num_bad and policy.config["nonfinite_updates"] == "raise":
+            first_bad = num_grad_updates - updates_before  # the steps before it were applied
+            # total_loss, the other stats by name, grad_norm last.
+            order = sorted(at_bad, key=lambda k: (k != "total_loss", k == "grad_norm", k))
+            named = {k: (float(at_bad[k]) if np.ndim(at_bad[k]) == 0
+                         else np.asarray(at_bad[k]).tolist())
+                     for k in order if not np.all(np.isfinite(at_bad[k]))}
+            num_steps = num_epochs * (num_rows // minibatch)
+            raise NonFiniteUpdateError(type(policy).__name__, named, first_bad, num_steps,
+                                       num_grad_updates)
         stats = {k: float(v) for k, v in stats.items()}
-        stats["num_grad_updates"] = int(policy.num_grad_updates.numpy())
+        stats["num_nonfinite_updates_skipped"] = num_bad
+        stats["num_grad_updates"] = num_grad_updates
         stats["num_traces"] = policy.num_traces["learn_on_batch"]
         return stats
 
@@ -180,7 +277,11 @@ class TrainStep:
         return [g.numpy() for g in grads], {k: float(v) for k, v in stats.items()}
 
     def apply(self, gradients: List[Any]) -> None:
-        """One optimizer update with `gradients` (as from `gradients`)."""
+        """One optimizer update with `gradients` (as from `gradients`).
+
+        Gradients with a NaN/inf are not applied: `NonFiniteUpdateError` with
+        `nonfinite_updates="raise"`, else skipped with a warning.
+        """
         variables = self._policy.model.trainable_variables
         if not isinstance(gradients, (list, tuple)) or len(gradients) != len(variables):
             got = len(gradients) if isinstance(gradients, (list, tuple)) else type(gradients).__name__
@@ -197,6 +298,16 @@ class TrainStep:
                     f"{tuple(v.shape)}; received {g.shape}."
                 )
             checked.append(g)
+        norm = float(np.sqrt(sum(np.sum(np.square(g, dtype=np.float64)) for g in checked)))
+        if not np.isfinite(norm):  # The guard of `learn`, for given gradients.
+            policy = self._policy
+            if policy.config["nonfinite_updates"] == "raise":
+                raise NonFiniteUpdateError(type(policy).__name__, {"grad_norm": norm}, 0, 1,
+                                           int(policy.num_grad_updates.numpy()),
+                                           call="apply_gradients")
+            logger.warning("%s.apply_gradients(): skipped gradients with a non-finite norm "
+                           "(nonfinite_updates='skip').", type(policy).__name__)
+            return
         self._apply_fn(checked)
 
     def _check_divisible(self, rows: int, what: str) -> None:
@@ -211,8 +322,8 @@ class TrainStep:
 
     def _learn_from_iterator(self, iterator, num_steps):
         self._policy.num_traces["learn_on_batch"] += 1
-        totals = self._run_steps(num_steps, lambda _: self._minibatch_step(next(iterator)))
-        return {k: v / tf.cast(num_steps, v.dtype) for k, v in totals.items()}
+        return _means(self._run_steps(num_steps, lambda _: self._minibatch_step(next(iterator))),
+                      num_steps)
 
     def _learn_in_graph(self, columns, seed, num_epochs, minibatch, shuffle):
         """Epochs of shuffled minibatches gathered in the graph (as `to_dataset` does)."""
@@ -235,36 +346,39 @@ class TrainStep:
             return self._replica_step(self._local_rows(batch))
 
         def step_fn(step):
-            per_replica = self._strategy.run(replica_step, args=(gather(step),))
-            self._policy.num_grad_updates.assign_add(1)
-            return self._reduce_stats(per_replica)
+            return self._guarded_update(replica_step, (gather(step),))
 
-        totals = self._run_steps(num_steps, step_fn)
-        return {k: v / tf.cast(num_steps, v.dtype) for k, v in totals.items()}
+        return _means(self._run_steps(num_steps, step_fn), num_steps)
 
     def _run_steps(self, num_steps: tf.Tensor, step_fn) -> Dict[str, tf.Tensor]:
-        """Sum of `step_fn(i)`'s stats for i in [0, num_steps), in one `tf.while_loop`.
+        """Sum of `step_fn(i)`'s stats for i in [0, num_steps), in one `tf.while_loop`,
+        with the non-finite guard's entries (see `_add_step`); with
+        `nonfinite_updates="raise"` the loop stops after the first non-finite step.
 
         The step is traced once when the optimizer's variables exist and the stats'
         shapes are known (from `TrainColumns`' trace); otherwise step 0 runs (and is
         traced) before the loop, creating the optimizer's variables there.
         """
+        halt = self._policy.config["nonfinite_updates"] == "raise"
         shapes = self._train_columns.stat_shapes
         if shapes is not None and getattr(self._policy.optimizer, "built", False):
             zeros = {k: tf.zeros(shape, tf.float32) for k, shape in shapes.items()}
 
             def checked_step(i):
                 stats = step_fn(i)
-                if set(stats) != set(zeros):
+                user = sorted(k for k in stats if not k.startswith("_guard/"))
+                if user != sorted(zeros):
                     raise ValueError(
                         f"{type(self._policy).__name__}: the loss and stats returned "
-                        f"{sorted(stats)} in the train step but {sorted(zeros)} when first "
+                        f"{user} in the train step but {sorted(zeros)} when first "
                         "traced; stats must return the same keys on every call."
                     )
                 return stats
 
-            return _sum_loop(num_steps, checked_step, zeros)
-        return _sum_loop(num_steps - 1, lambda i: step_fn(i + 1), step_fn(tf.zeros_like(num_steps)))
+            return _sum_loop(num_steps, checked_step, _guard_totals(zeros, halt), halt)
+        first = step_fn(tf.zeros_like(num_steps))
+        totals = _add_step(_guard_totals(first, halt), first, halt)
+        return _sum_loop(num_steps, step_fn, totals, halt, start=1)
 
     def _build_optimizer(self) -> None:
         """Creates the optimizer's variables eagerly (under the strategy) before tracing."""
@@ -284,9 +398,12 @@ class TrainStep:
         return tree.map_structure(lambda c: c[start:start + rows], batch)
 
     def _minibatch_step(self, distributed_batch) -> Dict[str, tf.Tensor]:
-        per_replica = self._strategy.run(self._replica_step, args=(distributed_batch,))
-        self._policy.num_grad_updates.assign_add(1)
-        return self._reduce_stats(per_replica)
+        return self._guarded_update(self._replica_step, (distributed_batch,))
+
+    def _count_update(self, stats: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+        """Adds the step to `num_grad_updates` if it was applied (finite)."""
+        self._policy.num_grad_updates.assign_add(tf.cast(stats[_FINITE] > 0.5, tf.int64))
+        return stats
 
     def _reduce_stats(self, per_replica: Dict[str, Any]) -> Dict[str, tf.Tensor]:
         reduced = {}
@@ -324,11 +441,53 @@ class TrainStep:
         return [None if g is None else g * scale for g in grads]
 
     def _replica_step(self, batch):
+        """One replica's loss and (clipped) gradients, and the guard's check of them.
+
+        The non-finite guard: the loss and the global gradient norm are checked with
+        `tf.math.is_finite` after summing them over replicas, so every replica agrees.
+
+        Returns:
+            `(grads, stats)`: one gradient per trainable variable (None where the loss
+            does not depend on it), and the stats with the guard's `_FINITE` and
+            `_GRAD_NORM` entries.
+        """
         grads, variables, stats = self._loss_and_grads(batch)
         grads = self._clip(grads)
-        pairs = [(g, v) for g, v in zip(grads, variables) if g is not None]
-        self._policy.optimizer.apply_gradients(pairs)
-        return stats
+        present = [g for g in grads if g is not None]
+        norm = tf.linalg.global_norm(present) if present else tf.constant(0.0)
+        checked = tf.stack([tf.cast(stats["total_loss"], tf.float32), tf.cast(norm, tf.float32)])
+        context = tf.distribute.get_replica_context()
+        if context is not None and self._num_replicas > 1:
+            checked = context.all_reduce(tf.distribute.ReduceOp.SUM, checked)
+        finite = tf.cast(tf.reduce_all(tf.math.is_finite(checked)), tf.float32)
+        # grad_norm: the global norm on one replica; with several, the sum of theirs
+        # (finite exactly when each is).
+        return grads, {**stats, _FINITE: finite, _GRAD_NORM: checked[1]}
+
+    def _guarded_update(self, run_replica_step, args) -> Dict[str, tf.Tensor]:
+        """`run_replica_step` on every replica, then the optimizer update under a `tf.cond`
+        on the guard's check (in cross-replica context: a synchronisation point such as
+        the optimizer's all-reduce cannot sit in control flow inside `strategy.run`)."""
+        strategy = self._strategy
+        variables = self._policy.model.trainable_variables
+        has_grad: List[bool] = []
+
+        def replica_fn(*inputs):
+            grads, stats = run_replica_step(*inputs)
+            has_grad[:] = [g is not None for g in grads]  # known when traced
+            return [g for g in grads if g is not None], stats
+
+        per_replica_grads, per_replica_stats = strategy.run(replica_fn, args=args)
+        stats = self._reduce_stats(per_replica_stats)
+        updated = [v for v, has in zip(variables, has_grad) if has]
+
+        def apply():
+            strategy.run(lambda grads: self._policy.optimizer.apply_gradients(
+                list(zip(grads, updated))), args=(per_replica_grads,))
+            return tf.constant(1.0)
+
+        tf.cond(stats[_FINITE] > 0.5, apply, lambda: tf.constant(0.0))
+        return self._count_update(stats)
 
     def _grads_graph(self, columns):
         self._policy.num_traces["compute_gradients"] += 1
