@@ -309,3 +309,14 @@ def test_good_values_of_other_types_are_accepted():
     assert (config.lr, config.gamma, config.train_batch_size, config.lambda_) == (
         1, 0.5, 256, 0)
     assert PGConfig.from_dict({"sgd_minibatch_size": None, "grad_clip": None}).grad_clip is None
+
+
+@pytest.mark.parametrize("key,value", [("nonfinite_updates", "ignore"),
+                                       ("learn_input", "numpy")])
+def test_string_choices_are_checked_at_the_door(key, value):
+    from tfrl.algorithms.ppo import PPOConfig
+
+    with pytest.raises(ValueError, match=rf"PPOConfig: {key} must be one of .*received 'ignore'|"
+                                         rf"PPOConfig: {key} must be one of .*received 'numpy'"):
+        PPOConfig.from_dict({key: value})
+    assert PPOConfig.from_dict({"nonfinite_updates": "skip"}).nonfinite_updates == "skip"

@@ -26,8 +26,9 @@ import copy
 import dataclasses
 from typing import Any, ClassVar, Dict, NoReturn, Optional
 
+from tfrl.policy.nonfinite import NONFINITE_UPDATES
 from tfrl.utils.config_values import (
-    AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, check_fields, merged_ranges)
+    AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, OneOf, check_fields, merged_ranges)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,6 +66,7 @@ class PolicyConfig:
     _RANGES: ClassVar[Dict[str, Any]] = {
         "lr": POSITIVE, "grad_clip": POSITIVE, "num_sgd_iter": AT_LEAST_ONE,
         "sgd_minibatch_size": NON_NEGATIVE, "seed": NON_NEGATIVE, "num_gpus": NON_NEGATIVE,
+        "learn_input": OneOf(("in_graph", "tf_data")), "nonfinite_updates": OneOf(NONFINITE_UPDATES),
     }
 
     explore: bool = True

@@ -23,7 +23,7 @@ import dataclasses
 import math
 import numbers
 import typing
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Mapping, Optional, Tuple
 
 
 class InvalidConfigValueError(ValueError, TypeError):
@@ -57,6 +57,21 @@ class Bound:
                  f">= {self.ge:g}" if self.ge is not None else "",
                  f"<= {self.le:g}" if self.le is not None else ""]
         return " and ".join(p for p in parts if p)
+
+
+@dataclasses.dataclass(frozen=True)
+class OneOf:
+    """The allowed values of a string field."""
+
+    values: Tuple[str, ...]
+
+    def holds(self, value: Any) -> bool:
+        """Whether `value` is one of the allowed values."""
+        return value in self.values
+
+    def describe(self) -> str:
+        """E.g. "one of 'raise', 'skip'"."""
+        return "one of " + ", ".join(repr(v) for v in self.values)
 
 
 POSITIVE = Bound(gt=0)
@@ -140,6 +155,8 @@ def check_value(key: str, value: Any, annotation: Any, bound: Any, owner: str) -
             Mapping if annotation is dict else str)
         if not isinstance(value, accepted):
             fail(f"{key} must be {none}a {annotation.__name__}; {_received(value)}")
+        if isinstance(bound, OneOf) and not bound.holds(value):
+            fail(f"{key} must be {none}{bound.describe()}; {_received(value)}")
 
 
 def check_fields(config: Any, ranges: Mapping[str, Any],
