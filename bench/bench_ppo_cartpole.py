@@ -126,7 +126,10 @@ def child(framework: str, seed: int, steps: int, t0: float) -> None:
 
 
 def launch(framework: str, seed: int, steps: int) -> dict:
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
+    # The child imports the tfrl of this bench's tree (not whatever is installed).
+    repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH", "")) if p)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=path)
     cmd = [sys.executable, os.path.abspath(__file__), "--child", framework, "--seed", str(seed),
            "--steps", str(steps), "--t0", repr(time.time())]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
