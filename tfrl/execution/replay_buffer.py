@@ -56,7 +56,8 @@ class _Ring:
 
     def sample(self, rng: np.random.Generator, num: int) -> SampleBatch:
         columns = self.columns
-        assert columns is not None and self.size > 0  # only rings holding rows are sampled
+        if columns is None or self.size == 0:  # only rings holding rows are sampled
+            raise RuntimeError("_Ring.sample() on an empty ring")
         idx = rng.integers(0, self.size, size=num)
         return SampleBatch({key: tree.map_structure(lambda store: store[idx], value)
                             for key, value in columns.items()})

@@ -273,7 +273,8 @@ class SelectExperiences:
             return samples
         ids = self.policy_ids
         if ids is None:
-            assert self.local_worker is not None  # __init__ took exactly one of the two
+            if self.local_worker is None:  # __init__ took exactly one of the two
+                raise RuntimeError("neither a local worker nor remote workers")
             ids = frozenset(self.local_worker.policies_to_train)
         return MultiAgentBatch(
             {pid: b for pid, b in samples.policy_batches.items() if pid in ids}, samples.count,

@@ -49,7 +49,8 @@ class TimerStat:
 
     def __exit__(self, *exc) -> None:
         start, self._start = self._start, None
-        assert start is not None  # set by __enter__
+        if start is None:  # set by __enter__
+            raise RuntimeError("TimerStat.__exit__ without __enter__")
         self.push(time.perf_counter() - start)
 
     def push(self, seconds: float) -> None:

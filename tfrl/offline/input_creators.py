@@ -117,24 +117,29 @@ def input_creator_from_config(value: Any) -> InputCreator:
     return checked_input_creator(creator)
 
 
-def checked_input_creator(creator: InputCreator) -> InputCreator:
-    """Wraps `creator` so that a result other than an InputReader raises a TypeError."""
-    if getattr(creator, "_tfrl_checked_input", False) or creator is _default_sampler_input:
-        return creator
+class _CheckedInputCreator:
+    """An input creator whose result is checked to be an InputReader."""
 
-    def create(ioctx: IOContext) -> Any:
-        reader = creator(ioctx)
+    def __init__(self, creator: InputCreator):
+        self.creator = creator
+
+    def __call__(self, ioctx: IOContext) -> Any:
+        reader = self.creator(ioctx)
         if reader is None and ioctx.default_sampler_input() is None:
             return None  # e.g. the default creator of a worker without an env
         if not (isinstance(reader, InputReader) or callable(getattr(reader, "next", None))):
             raise TypeError(
-                f"The `input` creator {_name(creator)} returned {type(reader).__name__}: "
+                f"The `input` creator {_name(self.creator)} returned {type(reader).__name__}: "
                 f"{reader!r:.200}. It must return an InputReader (an object with a next() "
                 "method returning a SampleBatch), e.g. PolicyServerInput(ioctx, address, port).")
         return reader
 
-    create._tfrl_checked_input = True  # type: ignore[attr-defined]
-    return create
+
+def checked_input_creator(creator: InputCreator) -> InputCreator:
+    """Wraps `creator` so that a result other than an InputReader raises a TypeError."""
+    if isinstance(creator, _CheckedInputCreator) or creator is _default_sampler_input:
+        return creator
+    return _CheckedInputCreator(creator)
 
 
 def _is_sampler(value: Any) -> bool:
