@@ -26,6 +26,7 @@ from tfrl.algorithms.algorithm_config import OnPolicyConfig
 from tfrl.algorithms.sequencing import add_sequences
 from tfrl.core.columns import Columns
 from tfrl.evaluation.postprocessing import compute_advantages
+from tfrl.policy.optimizers import FusedAdam
 from tfrl.policy.tf_policy import TFPolicy
 from tfrl.utils.schedules import make_schedule
 
@@ -95,10 +96,10 @@ class OnPolicyTFPolicy(TFPolicy):
 
     def make_optimizer(self) -> keras.optimizers.Optimizer:
         """Adam(`lr`) with the keyword arguments of config `optimizer` (e.g.
-        `{"epsilon": 1e-5}`)."""
+        `{"epsilon": 1e-5}`); `FusedAdam`, Keras' Adam with TensorFlow's fused update."""
         kwargs = dict(self.config.get("optimizer") or {})
         try:
-            return keras.optimizers.Adam(learning_rate=self.config["lr"], **kwargs)
+            return FusedAdam(learning_rate=self.config["lr"], **kwargs)
         except (TypeError, ValueError) as e:
             raise ValueError(
                 f"config['optimizer'] holds keyword arguments for keras.optimizers.Adam; "

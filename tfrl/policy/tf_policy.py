@@ -56,6 +56,7 @@ from tfrl.core.columns import Columns
 from tfrl.models.catalog import ModelCatalog
 from tfrl.policy import numpy_inference, space_specs, tf_policy_export, tf_policy_state
 from tfrl.policy.numpy_inference import NumpyInference
+from tfrl.policy.optimizers import FusedAdam
 from tfrl.policy.policy import (Policy, action_output_view_requirements,
                                 recurrent_view_requirements)
 from tfrl.policy.policy_config import FrozenConfig, PolicyConfig
@@ -224,11 +225,12 @@ class TFPolicy(Policy):
         return {}
 
     def make_optimizer(self) -> keras.optimizers.Optimizer:
-        """The optimizer (built under the strategy scope); default: Adam(`lr`).
+        """The optimizer (built under the strategy scope); default: Adam(`lr`)
+        (`FusedAdam`: Keras' Adam with TensorFlow's fused update kernel).
 
         Leave gradient clipping to `grad_clip` (applied to the replicas' summed
         gradients), not to the optimizer's `clipnorm` options (per replica)."""
-        return keras.optimizers.Adam(self.config["lr"])
+        return FusedAdam(self.config["lr"])
 
     def make_action_distribution(self) -> Tuple[type, int]:
         """`(dist_class, num_outputs)` for the action space; default: from the catalog."""
