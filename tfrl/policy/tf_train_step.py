@@ -423,45 +423,42 @@ class TrainStep:
         grads = tape.gradient(loss, variables)
         return grads, variables, {"total_loss": loss, **stats}
 
-    def _clip(self, grads: List[Any]) -> List[Any]:
-        """Clips by the global norm of the gradients summed over replicas (`grad_clip`).
-
-        Keras' `global_clipnorm` would clip each replica's share before the optimizer
-        sums them, which is not what one device computes.
-        """
-        clip = self._policy.config["grad_clip"]
-        present = [g for g in grads if g is not None]
-        if not clip or not present:
-            return grads
-        context = tf.distribute.get_replica_context()
-        if context is not None and self._num_replicas > 1:
-            present = context.all_reduce(tf.distribute.ReduceOp.SUM, present)
-        norm = tf.linalg.global_norm(present)
-        scale = clip / tf.maximum(norm, clip)  # tf.clip_by_global_norm's factor
-        return [None if g is None else g * scale for g in grads]
-
     def _replica_step(self, batch):
         """One replica's loss and (clipped) gradients, and the guard's check of them.
 
-        The non-finite guard: the loss and the global gradient norm are checked with
-        `tf.math.is_finite` after summing them over replicas, so every replica agrees.
+        One global norm serves both: `grad_clip` scales the gradients by the global norm
+        of the gradients summed over replicas (Keras' `global_clipnorm` would clip each
+        replica's share before the optimizer sums them, which is not what one device
+        computes), and the non-finite guard checks the loss (summed over replicas) and
+        that norm with `tf.math.is_finite`, so every replica agrees. Without `grad_clip`
+        the guard's norm is the sum of the replicas' own norms (finite exactly when each
+        is).
 
         Returns:
             `(grads, stats)`: one gradient per trainable variable (None where the loss
             does not depend on it), and the stats with the guard's `_FINITE` and
-            `_GRAD_NORM` entries.
+            `_GRAD_NORM` (the norm before clipping) entries.
         """
         grads, variables, stats = self._loss_and_grads(batch)
-        grads = self._clip(grads)
+        clip = self._policy.config["grad_clip"]
         present = [g for g in grads if g is not None]
-        norm = tf.linalg.global_norm(present) if present else tf.constant(0.0)
-        checked = tf.stack([tf.cast(stats["total_loss"], tf.float32), tf.cast(norm, tf.float32)])
         context = tf.distribute.get_replica_context()
-        if context is not None and self._num_replicas > 1:
-            checked = context.all_reduce(tf.distribute.ReduceOp.SUM, checked)
+        several = context is not None and self._num_replicas > 1
+        loss = tf.cast(stats["total_loss"], tf.float32)
+        if clip and present:
+            summed = context.all_reduce(tf.distribute.ReduceOp.SUM, present) if several else present
+            norm = tf.cast(tf.linalg.global_norm(summed), tf.float32)
+            scale = clip / tf.maximum(norm, clip)  # tf.clip_by_global_norm's factor
+            grads = [None if g is None else g * tf.cast(scale, g.dtype) for g in grads]
+            if several:
+                loss = context.all_reduce(tf.distribute.ReduceOp.SUM, loss)
+            checked = tf.stack([loss, norm])
+        else:
+            norm = tf.linalg.global_norm(present) if present else tf.constant(0.0)
+            checked = tf.stack([loss, tf.cast(norm, tf.float32)])
+            if several:
+                checked = context.all_reduce(tf.distribute.ReduceOp.SUM, checked)
         finite = tf.cast(tf.reduce_all(tf.math.is_finite(checked)), tf.float32)
-        # grad_norm: the global norm on one replica; with several, the sum of theirs
-        # (finite exactly when each is).
         return grads, {**stats, _FINITE: finite, _GRAD_NORM: checked[1]}
 
     def _guarded_update(self, run_replica_step, args) -> Dict[str, tf.Tensor]:
