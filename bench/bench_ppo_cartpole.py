@@ -46,7 +46,13 @@ def _rss_mb() -> float:
 
 
 def run_tfrl(seed: int, steps: int, t0: float) -> dict:
-    import tfrl  # noqa: F401  (before TensorFlow: older trees then loaded TFP lazily)
+    # TensorFlow through tfrl first, as examples/ppo_cartpole.py does (older trees: a
+    # plain import after tfrl's, which loaded TFP lazily that way).
+    try:
+        from tfrl.utils.progress import quiet_tensorflow
+        quiet_tensorflow()
+    except ImportError:
+        import tfrl  # noqa: F401
     import tensorflow as tf
 
     tf.config.threading.set_intra_op_parallelism_threads(1)

@@ -56,8 +56,13 @@ START = time.time()
 import resource, json, sys
 MAX_ITERATIONS = int(sys.argv[1])
 marks = {}
-# tfrl first, as examples/ppo_cartpole.py: older trees loaded TFP lazily that way.
-import tfrl
+# TensorFlow through tfrl first, as examples/ppo_cartpole.py does (older trees: a plain
+# import after tfrl's, which loaded TFP lazily that way).
+try:
+    from tfrl.utils.progress import quiet_tensorflow
+    quiet_tensorflow()
+except ImportError:
+    import tfrl
 import tensorflow as tf
 tf.config.threading.set_intra_op_parallelism_threads(1)
 tf.config.threading.set_inter_op_parallelism_threads(1)

@@ -151,6 +151,9 @@ NOTICES = ("oneDNN", "cpu_feature_guard", "TF_ENABLE_ONEDNN_OPTS", "cuda", "absl
 PROBE = ("import sys; from tfrl.utils.progress import quiet_tensorflow; quiet_tensorflow(); "
          "import tensorflow as tf; tf.constant(1.0) + 1.0; print('level', "
          "__import__('os').environ.get('TF_CPP_MIN_LOG_LEVEL'))")
+GC_PROBE = ("import gc, sys; {before}; from tfrl.utils.progress import quiet_tensorflow; "
+            "quiet_tensorflow(); print('tensorflow' in sys.modules, gc.isenabled(), "
+            "gc.get_freeze_count())")
 
 
 @pytest.mark.slow  # two fresh interpreters import TensorFlow
@@ -167,3 +170,17 @@ def test_quiet_tensorflow_hides_the_start_up_notices_in_a_fresh_process():
                              text=True, env=env, timeout=300)
     assert verbose.returncode == 0, verbose.stderr[-2000:]
     assert verbose.stdout == "level None\n"  # TensorFlow logs at its own default level
+
+
+@pytest.mark.slow  # fresh interpreters import TensorFlow
+@pytest.mark.parametrize("before, enabled", [("pass", True), ("gc.disable()", False)])
+def test_quiet_tensorflow_imports_tensorflow_then_freezes_what_survives(before, enabled):
+    env = dict(os.environ,
+               PYTHONPATH=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    out = subprocess.run([sys.executable, "-c", GC_PROBE.format(before=before)],
+                         capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    imported, collecting, frozen = out.stdout.split()
+    assert imported == "True"
+    assert collecting == str(enabled)  # the collector is back as the program had it
+    assert int(frozen) > 100_000  # TensorFlow's objects are out of later collections

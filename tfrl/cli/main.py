@@ -198,8 +198,9 @@ def _run_command(command: str) -> int:
                                  FLAGS.config_override, FLAGS["stop"].value
                                  if command == "train" else None, base=base)
         check_names(exp)
+        # Imports TensorFlow (quietly unless --verbose) before anything else does.
+        quiet_tensorflow(verbose=FLAGS.verbose)
         if not FLAGS.verbose:
-            quiet_tensorflow(verbose=False)  # before TensorFlow is first imported
             _quiet_python_logs()
         if command == "train" and FLAGS.dry_run:
             commands.dry_run(exp)

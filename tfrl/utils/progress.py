@@ -23,6 +23,7 @@ Example:
 """
 
 import argparse
+import gc
 import importlib
 import logging
 import math
@@ -49,14 +50,22 @@ DEFAULT_COLUMNS: Dict[str, Tuple[str, str]] = {
 
 
 def quiet_tensorflow(verbose: Optional[bool] = None) -> None:
-    """Hides TensorFlow's C++ start-up notices (oneDNN, CUDA, CPU features); call it
-    before TensorFlow is imported.
+    """Imports TensorFlow for a program (the CLI, the examples), hiding its C++ start-up
+    notices (oneDNN, CUDA, CPU features); call it before anything imports TensorFlow.
 
     Unless `verbose`, or the user set `TF_CPP_MIN_LOG_LEVEL` below 2 themselves: sets
     `TF_CPP_MIN_LOG_LEVEL=3` if unset, imports TensorFlow with stderr (file descriptor
     2) redirected to /dev/null (TensorFlow writes its notices while its libraries load,
     before that variable is read), and lowers TensorFlow's Python logger to warnings.
-    Python errors raised by the import still show. With `verbose` it changes nothing.
+    Python errors raised by the import still show. With `verbose` the notices stay.
+
+    Either way the import runs with Python's cyclic garbage collector paused, then one
+    full collection frees the import's garbage and `gc.freeze()` moves the objects that
+    survive it (TensorFlow's and Keras' modules, classes and functions, alive for the
+    whole run) out of the collector's later passes. Importing TensorFlow creates about a
+    million objects; without this the collector scans them in full several times during
+    start-up (~0.2-0.3 s of a PPO run's first learning step on a 2-core VM). Freezing is
+    process-wide: a program's start, not a library's import, is the place for it.
 
     Args:
         verbose: Keep TensorFlow's notices. None: whether `--verbose` is among the
@@ -65,27 +74,42 @@ def quiet_tensorflow(verbose: Optional[bool] = None) -> None:
     """
     if verbose is None:
         verbose = "--verbose" in sys.argv[1:]
-    if verbose:
-        return
-    os.environ.setdefault(TF_LOG_LEVEL_VAR, "3")
-    try:
-        level = int(os.environ[TF_LOG_LEVEL_VAR])
-    except ValueError:
-        level = 0
-    if level < 2:  # the user asked for TensorFlow's notices
-        return
-    if "tensorflow" not in sys.modules:
-        sys.stderr.flush()
-        saved = os.dup(2)
-        devnull = os.open(os.devnull, os.O_WRONLY)
+    quiet = not verbose
+    if quiet:
+        os.environ.setdefault(TF_LOG_LEVEL_VAR, "3")
         try:
+            level = int(os.environ[TF_LOG_LEVEL_VAR])
+        except ValueError:
+            level = 0
+        quiet = level >= 2  # below 2 the user asked for TensorFlow's notices
+    if "tensorflow" not in sys.modules:
+        _import_tensorflow(quiet)
+    if quiet:
+        logging.getLogger("tensorflow").setLevel(logging.WARNING)
+
+
+def _import_tensorflow(quiet: bool) -> None:
+    """Imports TensorFlow with the garbage collector paused, then collects and freezes
+    (see `quiet_tensorflow`); with `quiet`, stderr goes to /dev/null meanwhile."""
+    collecting = gc.isenabled()
+    gc.disable()
+    saved = devnull = None
+    try:
+        if quiet:
+            sys.stderr.flush()
+            saved = os.dup(2)
+            devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, 2)
-            importlib.import_module("tensorflow")
-        finally:
+        importlib.import_module("tensorflow")
+    finally:
+        if saved is not None:
             os.dup2(saved, 2)
             os.close(saved)
             os.close(devnull)
-    logging.getLogger("tensorflow").setLevel(logging.WARNING)
+        gc.collect()
+        gc.freeze()
+        if collecting:
+            gc.enable()
 
 
 def script_parser(doc: str, smoke_budget: str) -> argparse.ArgumentParser:
