@@ -103,6 +103,7 @@ def test_fused_adam_uses_one_kernel_per_variable():
     graph = fn.get_concrete_function(_gradients(0, variables)).graph
     ops = [op.type for op in graph.get_operations()]
     assert ops.count("ResourceApplyAdam") == len(variables)
+    assert ops.count("Pow") == 2  # beta_1^t and beta_2^t once per step, not per variable
     assert "AssignSubVariableOp" not in ops  # Keras' unfused step would assign_sub
 
 

@@ -31,6 +31,15 @@ class FusedAdam(keras.optimizers.Adam):
     Takes exactly `keras.optimizers.Adam`'s arguments; see the module docstring.
     """
 
+    def apply(self, grads, trainable_variables=None):
+        """Applies one step (see `keras.optimizers.Optimizer.apply`); the bias
+        corrections `beta^t` are computed once per step, not once per variable."""
+        self._powers = {}
+        try:
+            return super().apply(grads, trainable_variables)
+        finally:
+            self._powers = None
+
     def update_step(self, gradient, variable, learning_rate):
         """Applies one Adam step to `variable` (see `keras.optimizers.Adam`)."""
         dtype = tf.as_dtype(variable.dtype)
@@ -39,14 +48,20 @@ class FusedAdam(keras.optimizers.Adam):
             return super().update_step(gradient, variable, learning_rate)
         index = self._get_variable_index(variable)
         m, v = self._momentums[index], self._velocities[index]
-        local_step = tf.cast(self.iterations + 1, dtype)
         # The hyperparameters in the variable's dtype straight from Python (tf.cast of a
         # Python float would round it to float32 first).
         beta_1 = tf.constant(self.beta_1, dtype)
         beta_2 = tf.constant(self.beta_2, dtype)
+        powers = getattr(self, "_powers", None)
+        if powers is None or dtype not in powers:
+            local_step = tf.cast(self.iterations + 1, dtype)
+            step_powers = (tf.pow(beta_1, local_step), tf.pow(beta_2, local_step))
+            if powers is not None:  # inside `apply`: the other variables reuse them
+                powers[dtype] = step_powers
+        beta1_power, beta2_power = powers[dtype] if powers else step_powers
         return tf.raw_ops.ResourceApplyAdam(
             var=_handle(variable), m=_handle(m), v=_handle(v),
-            beta1_power=tf.pow(beta_1, local_step), beta2_power=tf.pow(beta_2, local_step),
+            beta1_power=beta1_power, beta2_power=beta2_power,
             lr=tf.cast(learning_rate, dtype), beta1=beta_1, beta2=beta_2,
             epsilon=tf.constant(self.epsilon, dtype), grad=tf.cast(gradient, dtype))
 
