@@ -16,12 +16,16 @@ the ratio tfrl / reference (lower is better) with its target:
 import os
 import platform
 import statistics
+import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np
 from absl import app, flags
+
+# Measure this tree's tfrl, not whichever tfrl is installed.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 _REPEATS = flags.DEFINE_integer("repeats", 5, "Timed repetitions per case (median taken).")
 

@@ -29,6 +29,9 @@ import gymnasium as gym
 import numpy as np
 from absl import app, flags
 
+# Measure this tree's tfrl, not whichever tfrl is installed.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 _REPEATS = flags.DEFINE_integer("repeats", 5, "Timed repetitions per case (median taken).")
 _STEPS = flags.DEFINE_integer("steps", 2000, "Vector steps per repetition (a multiple of 100).")
 

@@ -11,6 +11,7 @@ loaded machine), in microseconds.
 
 import os
 import statistics
+import sys
 import time
 import timeit
 
@@ -20,6 +21,9 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")  # CPU time of one thread
 import gymnasium as gym
 import numpy as np
 from absl import app, flags
+
+# Measure this tree's tfrl, not whichever tfrl is installed.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 _CALLS = flags.DEFINE_integer("calls", 10000, "Calls per round.")
 _ROUNDS = flags.DEFINE_integer("rounds", 5, "Rounds (median taken).")

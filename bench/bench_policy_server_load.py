@@ -16,6 +16,7 @@ printed (a markdown table).
 """
 
 import argparse
+import sys
 import http.client
 import json
 import logging
@@ -27,6 +28,9 @@ import time
 
 import gymnasium as gym
 import numpy as np
+
+# Measure this tree's tfrl, not whichever tfrl is installed.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 OBS_SPACE = gym.spaces.Box(-10.0, 10.0, (4,), np.float32)
 ACT_SPACE = gym.spaces.Discrete(2)

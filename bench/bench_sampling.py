@@ -27,6 +27,7 @@ tfrl; the env step and the MLP for the ceiling.
 import os
 import platform
 import statistics
+import sys
 import time
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
@@ -34,6 +35,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import gymnasium as gym
 import numpy as np
 from absl import app, flags
+
+# Measure this tree's tfrl, not whichever tfrl is installed.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 _REPEATS = flags.DEFINE_integer("repeats", 5, "Timed repetitions per side (median taken).")
 _POLICY = flags.DEFINE_enum("policy", "ppo", ["ppo", "pg"], "tfrl policy class to sample with.")
