@@ -9,9 +9,11 @@ in `compressed_columns` are kept as object arrays of per-item compressed blobs
 Example:
     >>> import numpy as np
     >>> ring = ColumnStorage(3)
-    >>> ring.write({"obs": np.arange(4.0)}).tolist()  # 4 items into 3 slots: the oldest goes
-    [1, 2, 0]
-    >>> ring.size, ring.read(np.array([0, 1]))["obs"].tolist()
+    >>> ring.write({"obs": np.arange(2.0)}).tolist()
+    [0, 1]
+    >>> ring.write({"obs": np.arange(2.0, 4.0)}).tolist()  # the ring is full: slot 0 again
+    [2, 0]
+    >>> ring.size, ring.read(np.array([0, 1]))["obs"].tolist()  # item 0 was overwritten
     (3, [3.0, 1.0])
 """
 

@@ -13,20 +13,23 @@ Example:
     (10.0, 5.0, [0, 1, 3])
 """
 
-from typing import Any, Callable, Optional
+from typing import Any, Optional
 
 import numpy as np
 
 
 class SegmentTree:
-    """A binary tree whose inner nodes hold `operation` of their children.
+    """A tree of fan-out `FANOUT` whose inner nodes hold `operation` of their children.
 
-    The leaves are `capacity` values (stored in a tree of the next power of two; the
-    extra leaves hold `neutral_element`).
+    The leaves are `capacity` values (stored in a tree of `FANOUT ** depth >= capacity`
+    leaves; the extra ones hold `neutral_element`). A fan-out of 16 rather than 2 makes the
+    tree 4x shallower: each level is a handful of numpy calls over all queried indices at
+    once, so the depth, not the fan-out, sets the cost.
 
     Args:
         capacity: Number of leaves (>= 1).
-        operation: A vectorized binary function (e.g. `np.add`, `np.minimum`).
+        operation: A numpy ufunc (`np.add`, `np.minimum`, ...); its `reduce` combines
+            the children of a node.
         neutral_element: `operation(x, neutral_element) == x` (0 for sums, inf for
             minimums); the value of unset leaves.
 
@@ -34,8 +37,9 @@ class SegmentTree:
         ValueError: If `capacity` is not an int >= 1.
     """
 
-    def __init__(self, capacity: int, operation: Callable[[Any, Any], Any],
-                 neutral_element: float):
+    FANOUT = 16
+
+    def __init__(self, capacity: int, operation: np.ufunc, neutral_element: float):
         if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) \
                 or capacity < 1:
             raise ValueError(f"{type(self).__name__}(capacity=...) must be an int >= 1; "
@@ -43,8 +47,13 @@ class SegmentTree:
         self.capacity = int(capacity)
         self.operation = operation
         self.neutral_element = float(neutral_element)
-        self._leaves = 1 << (self.capacity - 1).bit_length()  # a power of two >= capacity
-        self.value = np.full(2 * self._leaves, self.neutral_element, dtype=np.float64)
+        depth = 1
+        while self.FANOUT ** depth < self.capacity:
+            depth += 1
+        # levels[0] is the root; levels[-1] the leaves. Node i of level l has the children
+        # levels[l + 1][FANOUT * i: FANOUT * (i + 1)].
+        self.levels = [np.full(self.FANOUT ** level, self.neutral_element, dtype=np.float64)
+                       for level in range(depth + 1)]
 
     def _check_idx(self, idx: np.ndarray) -> None:
         if idx.size and (idx.min() < 0 or idx.max() >= self.capacity):
@@ -60,37 +69,33 @@ class SegmentTree:
         self._check_idx(idx)
         if idx.size == 0:
             return
-        if idx.size > self._leaves // 4:  # a large share of the leaves: rebuild every level
-            self.value[idx + self._leaves] = val  # numpy assigns in order: the last one wins
-            self._rebuild()
+        leaves = self.levels[-1]
+        if idx.size > len(leaves) // (4 * self.FANOUT):  # many leaves: rebuild every level
+            leaves[idx] = val  # numpy assigns in order: the last one wins
+            for level in range(len(self.levels) - 2, -1, -1):
+                children = self.levels[level + 1].reshape(-1, self.FANOUT)
+                self.levels[level][:] = self.operation.reduce(children, axis=1)
             return
-        # Last occurrence of each index (np.unique keeps the first one of the reversed array).
+        # The last occurrence of each index (np.unique keeps the first of the reversed array).
         pos, first_in_reversed = np.unique(idx[::-1], return_index=True)
-        self.value[pos + self._leaves] = val[::-1][first_in_reversed]
-        pos = (pos + self._leaves) // 2
-        while True:  # one vectorized step per level; `pos` stays sorted
-            pos = pos[np.concatenate(([True], pos[1:] != pos[:-1]))]
-            self.value[pos] = self.operation(self.value[2 * pos], self.value[2 * pos + 1])
-            if pos[0] == 1:
-                break
-            pos //= 2
-
-    def _rebuild(self) -> None:
-        start = self._leaves // 2
-        while start >= 1:
-            nodes = np.arange(start, 2 * start)
-            self.value[nodes] = self.operation(self.value[2 * nodes], self.value[2 * nodes + 1])
-            start //= 2
+        leaves[pos] = val[::-1][first_in_reversed]
+        for level in range(len(self.levels) - 2, -1, -1):
+            pos //= self.FANOUT  # repeated parents get the same value: no need to dedupe
+            children = self.levels[level + 1].reshape(-1, self.FANOUT)
+            self.levels[level][pos] = self.operation.reduce(children[pos], axis=1)
 
     def __getitem__(self, idx: Any) -> Any:
         """The leaf value(s) at `idx`."""
         arr = np.asarray(idx, dtype=np.int64)
         self._check_idx(arr.reshape(-1))
-        out = self.value[arr + self._leaves]
+        out = self.levels[-1][arr]
         return float(out) if arr.ndim == 0 else out
 
     def reduce(self, start: int = 0, end: Optional[int] = None) -> float:
         """`operation` over the leaves `[start, end)` (`end` None: up to `capacity`).
+
+        The whole range is read at the root, O(1); other ranges reduce their leaves,
+        O(end - start).
 
         Raises:
             ValueError: If the range is empty or outside `[0, capacity]`.
@@ -102,19 +107,8 @@ class SegmentTree:
             raise ValueError(f"{type(self).__name__}.reduce(start={start}, end={end}) needs "
                              f"0 <= start < end <= capacity ({self.capacity}).")
         if start == 0 and end >= self.capacity:
-            return float(self.value[1])
-        result = self.neutral_element
-        lo, hi = start + self._leaves, end + self._leaves
-        while lo < hi:
-            if lo & 1:
-                result = self.operation(result, self.value[lo])
-                lo += 1
-            if hi & 1:
-                hi -= 1
-                result = self.operation(result, self.value[hi])
-            lo //= 2
-            hi //= 2
-        return float(result)
+            return float(self.levels[0][0])
+        return float(self.operation.reduce(self.levels[-1][start:end]))
 
 
 class SumSegmentTree(SegmentTree):
@@ -148,7 +142,7 @@ class SumSegmentTree(SegmentTree):
                 sum is 0.
         """
         mass = np.asarray(prefixsum, dtype=np.float64)
-        total = self.value[1]
+        total = self.levels[0][0]
         if not total > 0:
             raise ValueError("SumSegmentTree.find_prefixsum_idx(): every leaf is 0; set "
                              "positive values before sampling.")
@@ -156,16 +150,19 @@ class SumSegmentTree(SegmentTree):
         if flat.size and not (np.all(flat >= 0) and np.all(flat <= total * (1 + 1e-9))):
             raise ValueError("SumSegmentTree.find_prefixsum_idx() takes prefix sums in "
                              f"[0, {total}] (the tree's sum); received {flat[:5].tolist()}.")
-        node = np.ones(flat.shape, dtype=np.int64)
-        for _ in range(self._leaves.bit_length() - 1):  # one vectorized step per level
-            left = 2 * node
-            left_sum = self.value[left]
-            # Go right when the mass passes the left subtree, unless the right one is empty
-            # (rounding near the total must not land on a zero leaf).
-            right = (flat >= left_sum) & (self.value[left + 1] > 0)
-            flat = np.where(right, flat - left_sum, flat)
-            node = np.where(right, left + 1, left)
-        idx = node - self._leaves
+        node = np.zeros(flat.shape, dtype=np.int64)
+        rows = np.arange(flat.size)
+        for level in self.levels[1:]:  # one vectorized step per level
+            children = level.reshape(-1, self.FANOUT)[node]  # [k, FANOUT]
+            below = np.cumsum(children, axis=1)
+            # The child whose cumulative range holds the mass; clamped to the last
+            # positive child (rounding near the total must not land on a zero leaf).
+            child = np.count_nonzero(below <= flat[:, None], axis=1)
+            last_positive = self.FANOUT - 1 - np.argmax(children[:, ::-1] > 0, axis=1)
+            child = np.minimum(child, last_positive)
+            flat -= np.where(child > 0, below[rows, child - 1], 0.0)
+            node = node * self.FANOUT + child
+        idx = node
         return int(idx[0]) if mass.ndim == 0 else idx.reshape(mass.shape)
 
 
