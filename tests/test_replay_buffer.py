@@ -8,7 +8,9 @@ import pytest
 from tfrl.algorithms.checkpoints import read_checkpoint, write_checkpoint
 from tfrl.execution.replay_buffer import (LocalReplayBuffer, PrioritizedReplayBuffer,
                                           ReplayBuffer)
-from tfrl.execution.replay_ops import MixInReplay
+from tfrl.execution.concurrency_ops import Concurrently
+from tfrl.execution.iter import from_items
+from tfrl.execution.replay_ops import MixInReplay, Replay, StoreToReplayBuffer
 from tfrl.policy.multi_agent_batch import MultiAgentBatch
 from tfrl.policy.sample_batch import SampleBatch
 from tfrl.utils.schedules import LinearSchedule
@@ -323,6 +325,24 @@ def test_uniform_sequence_state_round_trip():
     np.testing.assert_array_equal(buffer.sample(3)["obs"], copy.sample(3)["obs"])
     empty = ReplayBuffer(3)
     ReplayBuffer(3).set_state(empty.get_state())  # an empty buffer restores too
+
+
+def test_prioritized_local_buffer_through_the_store_and_replay_operators():
+    buffer = LocalReplayBuffer(capacity=100, replay_batch_size=4, learning_starts=6, seed=0,
+                               prioritized_replay=True, prioritized_replay_eps=0.0)
+    store_op = from_items([_rows(3 * i, 3) for i in range(10)]).for_each(
+        StoreToReplayBuffer(local_buffer=buffer))
+    replay_op = Replay(local_buffer=buffer)
+    out = Concurrently([store_op, replay_op], mode="round_robin", output_indexes=[1])
+    largest = 1.0
+    for batch in out.take(3):
+        assert batch.count == 4 and batch["weights"].dtype == np.float32
+        # Learn-step TD errors back into the buffer: |td| becomes the priority.
+        td_errors = -(batch["obs"] + 1.0)
+        buffer.update_priorities({"default_policy": (batch["batch_indexes"], td_errors)})
+        largest = max(largest, float(np.max(np.abs(td_errors))))
+    assert buffer.num_added == 12  # ready after 2 stores, then one store per replay
+    assert buffer.stats()["policy_default_policy"]["max_priority"] == largest > 1.0
 
 
 # ------------------------------------------------------------------- mixing
