@@ -9,7 +9,7 @@ from tfrl.execution.segment_tree import MinSegmentTree, SumSegmentTree
 from tfrl.policy.sample_batch import SampleBatch
 
 
-@pytest.mark.parametrize("capacity", [1, 5, 8, 37])
+@pytest.mark.parametrize("capacity", [1, 5, 16, 37, 300])
 def test_sums_and_minimums_match_numpy_after_small_and_bulk_updates(capacity):
     rng = np.random.default_rng(capacity)
     values, min_values = np.zeros(capacity), np.full(capacity, np.inf)
@@ -85,3 +85,12 @@ def test_prioritized_sampling_frequencies_match_priorities_chi_square(alpha):
     assert statistic < stats.chi2.ppf(0.999, df=7)
     # The test can fail: uniform frequencies are far off.
     assert stats.chisquare(observed, np.full(8, draws / 8)).statistic > 1000
+
+
+def test_tree_memory_grows_with_capacity_not_to_the_next_power_of_the_fanout():
+    tree = SumSegmentTree(1_048_577)  # one more than 16 ** 5
+    assert sum(level.size for level in tree.levels) < 1.1 * 1_048_577
+    tree[np.array([0, 1_048_576])] = [1.0, 3.0]
+    assert tree.sum() == 4.0
+    assert tree.find_prefixsum_idx(np.array([0.5, 1.0, 3.99])).tolist() == [0, 1_048_576,
+                                                                              1_048_576]

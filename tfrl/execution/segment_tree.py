@@ -21,8 +21,8 @@ import numpy as np
 class SegmentTree:
     """A tree of fan-out `FANOUT` whose inner nodes hold `operation` of their children.
 
-    The leaves are `capacity` values (stored in a tree of `FANOUT ** depth >= capacity`
-    leaves; the extra ones hold `neutral_element`). A fan-out of 16 rather than 2 makes the
+    The leaves are `capacity` values (padded to a multiple of `FANOUT` with
+    `neutral_element`). A fan-out of 16 rather than 2 makes the
     tree 4x shallower: each level is a handful of numpy calls over all queried indices at
     once, so the depth, not the fan-out, sets the cost.
 
@@ -47,13 +47,18 @@ class SegmentTree:
         self.capacity = int(capacity)
         self.operation = operation
         self.neutral_element = float(neutral_element)
-        depth = 1
-        while self.FANOUT ** depth < self.capacity:
-            depth += 1
+        # Nodes per level, root (1) to leaves (`capacity`): each level has
+        # ceil(next level / FANOUT) nodes.
+        counts = [self.capacity]
+        while counts[-1] > 1:
+            counts.append(-(-counts[-1] // self.FANOUT))
+        counts.reverse()
         # levels[0] is the root; levels[-1] the leaves. Node i of level l has the children
-        # levels[l + 1][FANOUT * i: FANOUT * (i + 1)].
-        self.levels = [np.full(self.FANOUT ** level, self.neutral_element, dtype=np.float64)
-                       for level in range(depth + 1)]
+        # levels[l + 1][FANOUT * i: FANOUT * (i + 1)] (each level below the root padded to
+        # FANOUT children per parent with `neutral_element`).
+        self.levels = [np.full(1, self.neutral_element, dtype=np.float64)] + [
+            np.full(counts[level - 1] * self.FANOUT, self.neutral_element, dtype=np.float64)
+            for level in range(1, len(counts))]
 
     def _check_idx(self, idx: np.ndarray) -> None:
         if idx.size and (idx.min() < 0 or idx.max() >= self.capacity):
@@ -74,7 +79,7 @@ class SegmentTree:
             leaves[idx] = val  # numpy assigns in order: the last one wins
             for level in range(len(self.levels) - 2, -1, -1):
                 children = self.levels[level + 1].reshape(-1, self.FANOUT)
-                self.levels[level][:] = self._combine(children)
+                self.levels[level][:len(children)] = self._combine(children)
             return
         # The last occurrence of each index (np.unique keeps the first of the reversed array).
         pos, first_in_reversed = np.unique(idx[::-1], return_index=True)
