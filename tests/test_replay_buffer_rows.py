@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tfrl.execution.replay_buffer_rows import (adjust_nstep, from_sequence_items, piece_ends,
                                                to_sequence_items)
@@ -86,3 +88,43 @@ def test_sequence_items_round_trip():
     assert out["weights"].tolist() == [0.5] * 4 + [1.0] * 4
     with pytest.raises(ValueError, match="received a zero-padded sequence batch"):
         to_sequence_items(out, 4)
+
+
+def _nstep_by_loop(n_step, gamma, rewards, terminated, truncated, eps_id, new_obs):
+    """The n-step transitions row by row, as the definition reads."""
+    n = len(rewards)
+    out = {"rewards": [], "new_obs": [], "terminateds": [], "truncateds": [], "n_step": []}
+    for t in range(n):
+        total, k = 0.0, 0
+        while k < n_step and t + k < n:
+            total += gamma ** k * rewards[t + k]
+            k += 1
+            last = t + k - 1
+            if terminated[last] or truncated[last] or (last + 1 < n and
+                                                       eps_id[last + 1] != eps_id[last]):
+                break
+        out["rewards"].append(total)
+        out["new_obs"].append(new_obs[t + k - 1])
+        out["terminateds"].append(terminated[t + k - 1])
+        out["truncateds"].append(truncated[t + k - 1])
+        out["n_step"].append(k)
+    return out
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@given(n_step=st.integers(1, 6), rows=st.integers(1, 40), data=st.data())
+def test_vectorized_n_step_matches_a_row_by_row_loop(n_step, rows, data):
+    flags = st.lists(st.booleans(), min_size=rows, max_size=rows)
+    rewards = np.asarray(data.draw(st.lists(st.integers(-3, 3), min_size=rows,
+                                            max_size=rows)), np.float64)
+    terminated = np.asarray(data.draw(flags))
+    truncated = np.asarray(data.draw(flags)) & ~terminated
+    eps_id = np.cumsum(data.draw(flags))  # a new episode id where True
+    new_obs = np.arange(rows) + 100.0
+    batch = SampleBatch({"rewards": rewards, "terminateds": terminated,
+                         "truncateds": truncated, "eps_id": eps_id, "new_obs": new_obs})
+    adjust_nstep(n_step, 0.5, batch)
+    expected = _nstep_by_loop(n_step, 0.5, rewards, terminated, truncated, eps_id, new_obs)
+    for key, values in expected.items():
+        np.testing.assert_allclose(np.asarray(batch[key], np.float64),
+                                   np.asarray(values, np.float64), err_msg=key)

@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from scipy import stats
 
 from tfrl.execution.replay_buffer import PrioritizedReplayBuffer
@@ -94,3 +96,26 @@ def test_tree_memory_grows_with_capacity_not_to_the_next_power_of_the_fanout():
     assert tree.sum() == 4.0
     assert tree.find_prefixsum_idx(np.array([0.5, 1.0, 3.99])).tolist() == [0, 1_048_576,
                                                                               1_048_576]
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@given(capacity=st.integers(1, 700), data=st.data())
+def test_prefix_sum_search_matches_a_cumsum_search(capacity, data):
+    # Integer priorities and masses at k + 0.5 are exact in float64: no rounding ties.
+    values = np.zeros(capacity)
+    tree = SumSegmentTree(capacity)
+    for _ in range(data.draw(st.integers(1, 4))):
+        idx = np.asarray(data.draw(st.lists(st.integers(0, capacity - 1), min_size=1,
+                                            max_size=40)))
+        val = np.asarray(data.draw(st.lists(st.integers(0, 5), min_size=len(idx),
+                                            max_size=len(idx))), dtype=np.float64)
+        tree[idx] = val
+        for i, v in zip(idx, val):  # the last value of a repeated index wins
+            values[i] = v
+    total = values.sum()
+    if total == 0:
+        return
+    masses = np.arange(int(total)) + 0.5
+    expected = np.searchsorted(np.cumsum(values), masses, side="right")
+    np.testing.assert_array_equal(tree.find_prefixsum_idx(masses), expected)
+    assert tree.sum() == total
