@@ -278,6 +278,16 @@ def test_compressed_observations_round_trip_and_save_memory():
         assert b[key].dtype == np.uint8
         np.testing.assert_array_equal(a[key], b[key])
     assert packed.stats()["est_size_bytes"] < plain.stats()["est_size_bytes"] / 2
+    # Sequence items are packed one blob per sequence.
+    seq_plain, seq_packed = (
+        ReplayBuffer(capacity=20, storage_unit="sequences", replay_sequence_length=4,
+                     compress_observations=c, seed=5) for c in (False, True))
+    for buffer in (seq_plain, seq_packed):
+        buffer.add(SampleBatch({"obs": frames, "eps_id": np.arange(20) // 6}))
+    a, b = seq_plain.sample(5), seq_packed.sample(5)
+    np.testing.assert_array_equal(a["obs"], b["obs"])
+    np.testing.assert_array_equal(a["seq_lens"], b["seq_lens"])
+    assert b["obs"].shape == (20, 16, 16) and sorted(set(b["seq_lens"].tolist())) <= [2, 4]
 
 
 def test_save_and_restore_through_a_checkpoint_is_exact(tmp_path):
