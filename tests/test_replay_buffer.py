@@ -233,6 +233,14 @@ def test_local_buffer_n_step_at_insertion():
                                                  out["new_obs"].tolist(), out["n_step"].tolist())}
     assert by_obs == {0.0: (2.0, 2.0, 2), 1.0: (4.0, 3.0, 2), 2.0: (4.0, 3.0, 1)}
     assert batch["rewards"].tolist() == [1.0, 2.0, 4.0]  # the caller's batch is untouched
+    for compress in (False, True):  # rows a worker compressed, stored plain or packed
+        packed = LocalReplayBuffer(capacity=10, replay_batch_size=200, seed=0, n_step=2,
+                                   gamma=0.5, compress_observations=compress)
+        packed.add_batch(batch.copy().compress())
+        again = packed.replay()
+        assert again["new_obs"].dtype == np.float64
+        np.testing.assert_array_equal(again["new_obs"], out["new_obs"])
+        np.testing.assert_array_equal(again["rewards"], out["rewards"])
 
 
 def test_sequence_storage_cuts_episodes_and_pads():
@@ -273,7 +281,9 @@ def test_compressed_observations_round_trip_and_save_memory():
     plain.add(SampleBatch({"obs": frames, "new_obs": frames + 1}))
     already = SampleBatch({"obs": frames, "new_obs": frames + 1}).compress()  # a worker's
     packed.add(already)
+    packed.add(SampleBatch({"obs": frames, "new_obs": frames + 1}).compress(bulk=True))
     a, b = plain.sample(8), packed.sample(8)
+    assert len(packed) == 20 and packed.num_added == 40  # the bulk blob came in as 20 rows
     for key in ("obs", "new_obs"):
         assert b[key].dtype == np.uint8
         np.testing.assert_array_equal(a[key], b[key])

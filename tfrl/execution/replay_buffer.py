@@ -34,6 +34,7 @@ Example:
 from typing import Any, Dict, Optional, Union
 
 import numpy as np
+import tree
 
 from tfrl.core import types
 from tfrl.core.columns import Columns
@@ -41,6 +42,7 @@ from tfrl.data.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch, SampleBat
 from tfrl.execution import replay_buffer_rows as rows
 from tfrl.execution.replay_buffer_storage import ColumnStorage
 from tfrl.execution.segment_tree import MinSegmentTree, SumSegmentTree
+from tfrl.utils import compression
 from tfrl.utils.schedules import Schedule
 
 # Columns added to prioritized samples.
@@ -63,6 +65,16 @@ def _check_float(owner: str, name: str, value: Any, minimum: float = 0.0) -> flo
         raise ValueError(f"{owner}({name}=...) must be a finite number >= {minimum}; received "
                          f"{value!r}.")
     return float(value)
+
+
+def _unpack_bulk(batch: SampleBatch) -> SampleBatch:
+    """A shallow copy of `batch` whose columns packed as one blob are unpacked; columns
+    packed row by row (object arrays of blobs) stay packed."""
+    out = batch.copy(shallow=True)
+    for key in _OBS_COLUMNS:
+        if key in out:
+            out[key] = tree.map_structure(compression.unpack_if_needed, out[key])
+    return out
 
 
 class ReplayBuffer:
@@ -125,7 +137,9 @@ class ReplayBuffer:
         """Stores the rows (or sequences) of `batch`.
 
         Args:
-            batch: A SampleBatch. Compressed columns are unpacked first.
+            batch: A SampleBatch. Observations a worker packed (`SampleBatch.compress`)
+                are unpacked, or with `compress_observations` (timesteps) stored as
+                they came, packed row by row.
             weight: Unused by the uniform buffer (the priority, for prioritized ones).
 
         Returns:
@@ -141,7 +155,10 @@ class ReplayBuffer:
                             f"{type(batch).__name__}.")
         if batch.count == 0:
             return np.zeros(0, dtype=np.int64)
-        batch = batch.copy(shallow=True).decompress_if_needed()
+        if self.compress_observations and self.storage_unit == "timesteps":
+            batch = _unpack_bulk(batch)  # rows a worker packed are stored as they are
+        else:
+            batch = batch.copy(shallow=True).decompress_if_needed()
         if self.storage_unit == "timesteps":
             if Columns.SEQ_LENS in batch:
                 raise ValueError(
@@ -447,7 +464,7 @@ class LocalReplayBuffer:
             if not policy_rows.count:
                 continue
             if self.n_step > 1:
-                policy_rows = policy_rows.copy(shallow=True).decompress_if_needed()
+                policy_rows = _unpack_bulk(policy_rows)  # row blobs can be gathered
                 rows.adjust_nstep(self.n_step, self.gamma, policy_rows)
             # Keep the buffer only once it holds rows: a rejected batch leaves no empty
             # buffer behind for `replay()` to sample from.
