@@ -18,7 +18,8 @@ from tfrl.execution.learner_thread import LearnerThread, MinibatchBuffer
 from tfrl.execution.metric_ops import (CollectMetrics, OncePerTimeInterval,
                                        OncePerTimestepsElapsed, StandardMetricsReporting)
 from tfrl.execution.multi_gpu_learner_thread import MultiGPULearnerThread
-from tfrl.execution.replay_buffer import LocalReplayBuffer
+from tfrl.execution.replay_buffer import (LocalReplayBuffer, PrioritizedReplayBuffer,
+                                          ReplayBuffer)
 from tfrl.execution.replay_ops import (MixInReplay, Replay, SimpleReplayBuffer,
                                        StoreToReplayActors, StoreToReplayBuffer)
 from tfrl.execution.rollout_ops import (AsyncGradients, ConcatBatches, ParallelRollouts,
@@ -36,6 +37,6 @@ __all__ = [
     "ParallelRollouts", "SelectExperiences", "StandardizeFields", "ApplyGradients",
     "AverageGradients", "ComputeGradients", "MultiGPUTrainOneStep", "TrainOneStep",
     "UpdateTargetIfNeeded", "UpdateTargetNetwork", "LearnerThread", "MinibatchBuffer",
-    "MultiGPULearnerThread", "LocalReplayBuffer", "MixInReplay", "Replay", "SimpleReplayBuffer",
-    "StoreToReplayActors", "StoreToReplayBuffer",
+    "MultiGPULearnerThread", "LocalReplayBuffer", "PrioritizedReplayBuffer", "ReplayBuffer",
+    "MixInReplay", "Replay", "SimpleReplayBuffer", "StoreToReplayActors", "StoreToReplayBuffer",
 ]
