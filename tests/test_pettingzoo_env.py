@@ -275,6 +275,10 @@ def test_per_agent_spaces():
     assert env.get_action_space("speaker_0") == gym.spaces.Discrete(3)
     assert env.get_action_space("listener_0") == gym.spaces.Discrete(5)
     assert env.get_observation_space("listener_0").shape == (11,)
+    with pytest.raises(ValueError, match=r"has no action space for agent 'speaker_1' \("
+                                         r"action_space\('speaker_1'\) raised KeyError\); its "
+                                         r"agents are \['listener_0', 'speaker_0'\]"):
+        env.get_action_space("speaker_1")
 
 
 def test_spaces_of_agents_that_join_later_come_from_the_env():

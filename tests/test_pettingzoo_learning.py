@@ -2,7 +2,8 @@
 
 The config is examples/pettingzoo_mpe.py's. Both numbers are measured here: the mean team
 return of uniformly random actions (100 episodes) and the trained policies' (the mean of
-the last 100 training episodes) after BUDGET env steps. About 1-2 minutes on one core.
+the last 100 training episodes) after BUDGET env steps. About 1.5 minutes on a quiet
+2-core machine.
 """
 
 import importlib.util
@@ -16,8 +17,11 @@ pytest.importorskip("mpe2")
 pytestmark = [pytest.mark.learning,
               pytest.mark.filterwarnings("ignore::UserWarning")]
 
-BUDGET = 60_000
-MARGIN = 8.0  # team-return units (the random policy scores about -41; see the test)
+BUDGET = 80_000
+# Team-return units. Measured with this config (random -> trained at 80k env steps):
+# seed 0: -40.9 -> -18.2 (+22.7); seed 1: -40.3 -> -23.7 (+16.6); seed 2: -42.1 -> -23.7
+# (+18.4); at 60k the gains are +14.8, +11.0, +13.6.
+MARGIN = 10.0
 EXAMPLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                        "examples", "pettingzoo_mpe.py")
 

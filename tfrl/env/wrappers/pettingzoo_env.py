@@ -97,7 +97,14 @@ def _agent_list(env: Any, adapter: str) -> List[AgentID]:
 def _agent_spaces(env: Any, agents: Iterable[AgentID], kind: str) -> Dict[AgentID, gym.Space]:
     spaces = {}
     for agent in agents:
-        space = getattr(env, f"{kind}_space")(agent)
+        try:
+            space = getattr(env, f"{kind}_space")(agent)
+        except KeyError as e:
+            known = getattr(env, "possible_agents", None) or getattr(env, "agents", [])
+            raise ValueError(
+                f"{type(env).__name__} has no {kind} space for agent {agent!r} ({kind}_space"
+                f"({agent!r}) raised KeyError); its agents are {sorted(known, key=repr)}."
+            ) from e
         if not isinstance(space, gym.Space):
             raise TypeError(
                 f"{type(env).__name__}.{kind}_space({agent!r}) returned {type(space).__name__}: "
@@ -129,11 +136,19 @@ class _PettingZooAdapter(MultiAgentEnv):
         self._finished: Set[AgentID] = set()  # agents that left this episode
 
     def get_observation_space(self, agent_id: AgentID) -> gym.Space:
-        """The PettingZoo env's `observation_space(agent_id)` (checked to be a gymnasium space)."""
+        """The PettingZoo env's `observation_space(agent_id)` (checked to be a gymnasium space).
+
+        Raises:
+            ValueError: If the PettingZoo env has no space for `agent_id` (a KeyError).
+        """
         return _agent_spaces(self._pz, [agent_id], "observation")[agent_id]
 
     def get_action_space(self, agent_id: AgentID) -> gym.Space:
-        """The PettingZoo env's `action_space(agent_id)` (checked to be a gymnasium space)."""
+        """The PettingZoo env's `action_space(agent_id)` (checked to be a gymnasium space).
+
+        Raises:
+            ValueError: If the PettingZoo env has no space for `agent_id` (a KeyError).
+        """
         return _agent_spaces(self._pz, [agent_id], "action")[agent_id]
 
     @property
