@@ -231,8 +231,8 @@ def test_aec_agents_join_and_leave():
         turns.append([(a, rewards[a], terms[a], truncs[a]) for a in obs])
     f = False
     # The turns of PettingZoo's own agent_iter loop (test_aec_adapter_replays_the_env):
-    # parallel_to_aec runs a parallel step once the cycle of live agents has acted, and
-    # an agent's rewards reach it at its next turn.
+    # parallel_to_aec runs a parallel step when the last agent of its cycle acts (with
+    # each agent's latest action), and an agent's rewards reach it at its next turn.
     assert turns == [
         ["scout_0"],
         [("scout_1", 0, f, f)],
