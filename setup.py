@@ -26,17 +26,22 @@ INSTALL_REQUIRES = [
 # tfrl itself uses Keras 3 (`import keras`).
 TFP_REQUIRES = ["tensorflow-probability==0.25.*", "tf-keras==2.21.*"]
 
+# PettingZoo's Parallel and AEC envs through tfrl.env.wrappers.pettingzoo_env; mpe2 is
+# the Multi Particle Environments' home (examples/pettingzoo_mpe.py); 1.27 has pettingzoo.make.
+PETTINGZOO_REQUIRES = ["pettingzoo>=1.27,<2", "mpe2>=1.1"]
+
 EXTRAS_REQUIRE = {
     # Ray is in the test extra so that CI exercises the Ray backends too; TFP is the
     # action distributions' test oracle. import-linter (and grimp, its graph library)
     # check the layers and that no module circle exists (tests/test_architecture.py);
     # mypy type-checks tfrl.core, tfrl.execution and tfrl.algorithms
     # (tests/test_typing.py); hypothesis drives the policy server's fuzz suite and the
-    # distribution checks.
+    # distribution checks; PettingZoo and mpe2 so that CI runs the PettingZoo adapter tests.
     "test": ["pytest>=8", "hypothesis>=6.100", "ray>=2.60,<3", "import-linter>=2.1",
-             "grimp>=3.5", "mypy>=1.10"] + TFP_REQUIRES,
+             "grimp>=3.5", "mypy>=1.10"] + TFP_REQUIRES + PETTINGZOO_REQUIRES,
     "tfp": TFP_REQUIRES,
     "ray": ["ray[default]>=2.60,<3"],
+    "pettingzoo": PETTINGZOO_REQUIRES,
     # Reference implementation for bench/bench_ppo_cartpole.py. Take torch's CPU wheel:
     # pip install -e '.[bench]' --extra-index-url https://download.pytorch.org/whl/cpu
     "bench": ["stable-baselines3>=2.3", "torch==2.13.0"],

@@ -11,6 +11,8 @@ import pytest
 import tfrl
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# Modules whose docstring examples run an optional extra's package: skipped without it.
+NEEDS = {"tfrl.env.wrappers.pettingzoo_env": "pettingzoo"}
 
 
 def _modules():
@@ -24,6 +26,8 @@ def _modules():
 
 @pytest.mark.parametrize("name", _modules())
 def test_docstring_examples(name):
+    if name in NEEDS:
+        pytest.importorskip(NEEDS[name])
     module = importlib.import_module(name)
     result = doctest.testmod(module, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
     assert result.failed == 0, f"{result.failed} doctest example(s) failed in {name}"

@@ -8,6 +8,7 @@ of each run is TensorFlow's start-up, which a second process overlaps. The slow 
 """
 
 import concurrent.futures
+import importlib.util
 import os
 import re
 import subprocess
@@ -30,6 +31,9 @@ QUICK = {
     "test_external_env_http": ("external_env_http.py", ["--smoke"]),
     "test_ppo_cartpole": ("ppo_cartpole.py", ["--steps", "512"]),
 }
+# Examples that need an optional extra run only where it is installed.
+if importlib.util.find_spec("pettingzoo") and importlib.util.find_spec("mpe2"):
+    QUICK["test_pettingzoo_mpe"] = ("pettingzoo_mpe.py", ["--smoke"])
 
 
 # Markers of TensorFlow's C++ start-up notices, which the examples hide (quiet_tensorflow).
@@ -160,6 +164,24 @@ def test_ppo_cartpole(quick_runs):
                      r"\d:\d\d:\d\d  ETA 0:00:00$")
     match = line(out, rf"^Step budget of 512 spent; mean return {NUMBER} \(solved at 475\)")
     assert float(match.group(1)) == float(last.group(1)) > 0
+
+
+def test_pettingzoo_mpe(quick_runs):
+    pytest.importorskip("pettingzoo")
+    pytest.importorskip("mpe2")
+    out = output_of(quick_runs, "test_pettingzoo_mpe")
+    baseline = float(line(out, rf"^random actions: team return {NUMBER}$").group(1))
+    assert -200 < baseline < 0  # simple_spread pays distances and collisions: negative
+    rows = re.findall(rf"^iter +(\d+) +steps +(\d+) +reward +\S+ +agent_0 +{NUMBER} "
+                      rf"+agent_1 +{NUMBER}$", out, re.M)
+    assert [(int(i), int(s)) for i, s, _, _ in rows] == [(1, 128), (2, 256)]
+    match = line(out, rf"^done: team return {NUMBER} after 256 env steps \(random actions "
+                      rf"{NUMBER}, [+-]\d+\.\d+\); trained policies \['agent_0', 'agent_1'\]$")
+    assert float(match.group(2)) == baseline
+    # Episodes last 25 steps: 256 steps in 8 envs finish 8 of them, whose team return is
+    # the sum of the two agents' returns.
+    _, _, a0, a1 = rows[-1]
+    assert float(match.group(1)) == pytest.approx(float(a0) + float(a1), abs=0.02)
 
 
 @pytest.mark.slow

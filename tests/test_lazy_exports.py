@@ -35,6 +35,7 @@ def test_packages_export_lazily_without_tensorflow():
                          check=True, cwd=repo_root).stdout.splitlines()
     assert ast.literal_eval(out[0]) == sorted([
         "BaseEnv", "EnvContext", "ExternalEnv", "ExternalMultiAgentEnv", "MultiAgentEnv",
+        "ParallelPettingZooEnv", "PettingZooEnv",
         "PolicyClient", "PolicyServerInput", "RemoteVectorEnv", "SingleAgentEpisode",
         "VectorEnv", "make_multi_agent", "register_env"])
     assert ast.literal_eval(out[1]) == ["MODEL_DEFAULTS", "ModelCatalog", "Preprocessor",

@@ -18,4 +18,5 @@ __getattr__, __all__ = lazy_exports(__name__, {
     "tfrl.env.remote_vector_env": ["RemoteVectorEnv"],
     "tfrl.env.single_agent_episode": ["SingleAgentEpisode"],
     "tfrl.env.vector_env": ["VectorEnv"],
+    "tfrl.env.wrappers.pettingzoo_env": ["ParallelPettingZooEnv", "PettingZooEnv"],
 })

@@ -1,0 +1,1 @@
+"""Adapters from other environment libraries to tfrl's env types (RLlib's `ray.rllib.env.wrappers`)."""
