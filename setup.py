@@ -26,16 +26,22 @@ INSTALL_REQUIRES = [
 # tfrl itself uses Keras 3 (`import keras`).
 TFP_REQUIRES = ["tensorflow-probability==0.25.*", "tf-keras==2.21.*"]
 
+# Atari (tfrl.env.wrappers.atari): ale-py ships the games (ROMs included) and its C++
+# vector env; gymnasium's AtariPreprocessing resizes frames with OpenCV.
+ATARI_REQUIRES = ["ale-py>=0.10", "opencv-python-headless>=4.8"]
+
 EXTRAS_REQUIRE = {
     # Ray is in the test extra so that CI exercises the Ray backends too; TFP is the
     # action distributions' test oracle. import-linter (and grimp, its graph library)
     # check the layers and that no module circle exists (tests/test_architecture.py);
     # mypy type-checks tfrl.core, tfrl.execution and tfrl.algorithms
     # (tests/test_typing.py); hypothesis drives the policy server's fuzz suite and the
-    # distribution checks.
+    # distribution checks. The Atari extra is in it so that CI runs the Atari tests
+    # (which skip without ale-py).
     "test": ["pytest>=8", "hypothesis>=6.100", "ray>=2.60,<3", "import-linter>=2.1",
-             "grimp>=3.5", "mypy>=1.10"] + TFP_REQUIRES,
+             "grimp>=3.5", "mypy>=1.10"] + TFP_REQUIRES + ATARI_REQUIRES,
     "tfp": TFP_REQUIRES,
+    "atari": ATARI_REQUIRES,
     "ray": ["ray[default]>=2.60,<3"],
     # Reference implementation for bench/bench_ppo_cartpole.py. Take torch's CPU wheel:
     # pip install -e '.[bench]' --extra-index-url https://download.pytorch.org/whl/cpu

@@ -1,0 +1,1 @@
+"""Env wrappers: third-party env suites (Atari, ...) brought into tfrl's env types."""
