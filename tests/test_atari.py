@@ -1,6 +1,8 @@
 """Atari through tfrl: the DeepMind pipeline (gymnasium's wrappers), ale-py's vector env
 with the same observations, and `preprocessor_pref="deepmind"` in the rollout worker."""
 
+import os
+
 import gymnasium as gym
 import keras
 import numpy as np
@@ -9,7 +11,9 @@ import pytest
 pytest.importorskip("ale_py")
 pytest.importorskip("cv2")  # gymnasium's AtariPreprocessing resizes with OpenCV
 
+from tfrl.algorithms.ppo import PPO  # noqa: E402
 from tfrl.algorithms.ppo.ppo_tf_policy import PPOTFPolicy  # noqa: E402
+from tfrl.cli.experiment import build_config, resolve_experiment  # noqa: E402
 from tfrl.data.sample_batch import SampleBatch  # noqa: E402
 from tfrl.env.vector_env import GymnasiumVectorEnv  # noqa: E402
 from tfrl.env.wrappers import atari  # noqa: E402
@@ -146,3 +150,35 @@ def test_rllib_preference_leaves_raw_frames_and_no_vector_env():
     assert worker.get_policy().observation_space.shape == (84, 84, 3)  # GenericPixelPreprocessor
     assert not isinstance(getattr(worker.async_env, "vector_env", None), GymnasiumVectorEnv)
     assert worker.args.clip_rewards is None
+
+
+TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                     "examples", "tuned")
+
+
+@pytest.mark.parametrize("game", ["pong", "breakout"])
+def test_tuned_atari_ppo_files_build_sb3_zoo_settings(game):
+    config = build_config(resolve_experiment(os.path.join(TUNED, f"ppo_{game}.yaml")))
+    assert config.env == f"ALE/{game.title()}-v5"
+    assert (config.num_envs_per_worker, config.rollout_fragment_length,
+            config.sgd_minibatch_size, config.num_sgd_iter) == (8, 128, 256, 4)
+    assert (config.lr, config.clip_param, config.entropy_coeff) == (2.5e-4, 0.1, 0.01)
+    assert config.model.get("conv_filters") is None  # the Nature DQN default for 84x84
+
+
+def test_tuned_breakout_ppo_trains_one_iteration_from_frames():
+    config = build_config(resolve_experiment(
+        os.path.join(TUNED, "ppo_breakout.yaml"),
+        overrides=["rollout_fragment_length=16", "train_batch_size=128",
+                   "sgd_minibatch_size=64", "num_sgd_iter=1"]))
+    algo = PPO(config=config)
+    try:
+        result = algo.train()
+        policy = algo.get_policy()
+        assert policy.observation_space == FRAMES
+        assert [tuple(w.shape) for w in policy.model.trainable_weights if "kernel" in w.path][:4] \
+            == [(8, 8, 4, 32), (4, 4, 32, 64), (3, 3, 64, 64), (3136, 512)]
+        assert result["timesteps_total"] == 128
+        assert np.isfinite(result["info"]["learner"]["default_policy"]["learner_stats"]["total_loss"])
+    finally:
+        algo.stop()
