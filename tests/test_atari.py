@@ -67,9 +67,19 @@ def test_fire_reset_starts_the_game_and_episodic_life_ends_episodes():
     without = atari.make_atari("ALE/Breakout-v5", repeat_action_probability=0.0,
                                fire_reset=False)
     assert _steps_until_life_lost(without, 0, 300) is None
-    # After a lost life, reset() continues the game: 4 lives left, not a new game.
+    # After a lost life, reset() starts a new game (as ale-py's vector env does).
     _, info = with_fire.reset()
-    assert info["lives"] == 4
+    assert info["lives"] == 5
+    vector = atari.make_atari_vector_env("ALE/Breakout-v5", 1, repeat_action_probability=0.0)
+    vector.reset(seed=0)
+    for t in range(1, 100):
+        _, _, terminated, _, info = vector.step(np.array([0]))
+        if terminated[0]:
+            break
+    assert terminated[0] and info["lives"][0] == 4 and abs(t - steps) <= 2, (t, steps)
+    _, _, _, _, info = vector.step(np.array([0]))  # the autoreset: a new game
+    assert info["lives"][0] == 5
+    vector.close()
 
 
 def test_rewards_are_clipped_unless_disabled():

@@ -5,13 +5,15 @@ and PPO papers and of SB3's `AtariWrapper`:
 
 1. gymnasium's `AtariPreprocessing`: up to `noop_max` no-ops after a reset, the action
    repeated `frame_skip` times with the last two frames max-pooled, `dim` x `dim`
-   grayscale (ALE's own env must not skip frames itself: it runs with frameskip=1);
-2. `EpisodicLife`: a lost life ends the episode (`terminated=True`), and the next
-   `reset()` continues the game with one no-op step unless the game is over;
-3. `FireReset` (games whose action 1 is FIRE): FIRE, then action 2, after each reset;
-4. gymnasium's `ClipReward` to [-1, 1];
-5. gymnasium's `FrameStackObservation` of `framestack` frames, moved to channels-last:
-   observations are uint8 `[dim, dim, framestack]` (`[dim, dim, 1]` without stacking).
+   grayscale (ALE's own env must not skip frames itself: it runs with frameskip=1), and
+   with `episodic_life` a lost life ends the episode (`terminated=True`; the next reset
+   starts a new game, as ale-py's vector env does. DeepMind's `EpisodicLife` continued
+   the game instead: neither gymnasium nor ale-py offers that);
+2. `FireReset` (games whose action 1 is FIRE): FIRE, then action 2, after each reset;
+3. gymnasium's `ClipReward` to [-1, 1];
+4. gymnasium's `FrameStackObservation` of `framestack` frames (zeros before the first),
+   moved to channels-last: observations are uint8 `[dim, dim, framestack]`
+   (`[dim, dim, 1]` without stacking).
 
 `make_atari_vector_env(env_id, num_envs)` builds the same pipeline in ale-py's C++
 vector env (`gymnasium.make_vec(..., vectorization_mode="vector_entry_point")`, which
@@ -22,7 +24,8 @@ A rollout worker applies the pipeline to ALE envs with `preprocessor_pref="deepm
 (RLlib's default): each sub-env through `wrap_deepmind`, or, when the worker steps
 several sub-envs of a plain `gym.make("ALE/...")` env, through `make_atari_vector_env`.
 There the worker clips rewards itself (`clip_rewards`), so the env does not, and the
-episode returns it reports are game scores; with episodic life an episode is a life.
+episode returns it reports are game scores; with episodic life an episode (and its
+reported return) is one life.
 
 Example:
     >>> env = make_atari("ALE/Pong-v5")  # doctest: +SKIP
@@ -33,13 +36,10 @@ ale-py (the `atari` extra: `pip install 'tfrl[atari]'`) provides the games; gymn
 `AtariPreprocessing` needs OpenCV (in the same extra).
 """
 
-import logging
 from typing import Any, Optional
 
 import gymnasium as gym
 import numpy as np
-
-logger = logging.getLogger(__name__)
 
 # ALE's raw screen: `[210, 160, 3]` (obs_type="rgb") or `[210, 160]` ("grayscale").
 _SCREEN_SHAPE = (210, 160)
@@ -62,44 +62,6 @@ def is_atari(env: Any) -> bool:
 def has_raw_frames(env: gym.Env) -> bool:
     """Whether `env` returns ALE's raw screens (`[210, 160(, 3)]`), not preprocessed ones."""
     return tuple(getattr(env.observation_space, "shape", ())[:2]) == _SCREEN_SHAPE
-
-
-class EpisodicLife(gym.Wrapper):
-    """Ends an episode when a life is lost; `reset()` then continues the game.
-
-    A lost life (ALE's `info["lives"]` drops, and some remain) returns
-    `terminated=True`. The next `reset()` (without a seed) takes one no-op step
-    instead of restarting the game, unless the game was over. DeepMind's `EpisodicLife`
-    (Mnih et al. 2015), as in ale-py's vector env (`episodic_life=True`).
-
-    Args:
-        env: An ALE env (or a wrapper of one) whose infos carry "lives".
-    """
-
-    def __init__(self, env: gym.Env):
-        super().__init__(env)
-        self._lives = 0
-        self._game_over = True
-
-    def step(self, action):
-        obs, reward, terminated, truncated, info = self.env.step(action)
-        self._game_over = terminated or truncated
-        lives = int(info["lives"])
-        if 0 < lives < self._lives:
-            terminated = True
-        self._lives = lives
-        return obs, reward, terminated, truncated, info
-
-    def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
-        if self._game_over or seed is not None or options is not None:
-            obs, info = self.env.reset(seed=seed, options=options)
-        else:
-            obs, _, terminated, truncated, info = self.env.step(0)
-            if terminated or truncated:
-                obs, info = self.env.reset()
-        self._game_over = False
-        self._lives = int(info["lives"])
-        return obs, info
 
 
 class FireReset(gym.Wrapper):
@@ -193,7 +155,7 @@ def wrap_deepmind(env: gym.Env, dim: int = 84, framestack: Any = True, *,
         noop_max: At most this many no-ops after a reset (0: none).
         frame_skip: Each action is repeated this many times (max-pooling the last two
             frames).
-        episodic_life: A lost life ends the episode (see `EpisodicLife`).
+        episodic_life: A lost life ends the episode; the next reset starts a new game.
         fire_reset: Press FIRE after resets (see `FireReset`); None: if the game has
             FIRE as action 1.
         clip_rewards: Clip rewards to [-1, 1].
@@ -210,9 +172,7 @@ def wrap_deepmind(env: gym.Env, dim: int = 84, framestack: Any = True, *,
     if frame_skip > 1:
         env = _unskipped(env)
     env = gym.wrappers.AtariPreprocessing(env, noop_max=noop_max, frame_skip=frame_skip,
-                                          screen_size=dim)
-    if episodic_life:
-        env = EpisodicLife(env)
+                                          screen_size=dim, terminal_on_life_loss=episodic_life)
     if fire_reset or (fire_reset is None and _needs_fire(env)):
         env = FireReset(env)
     if clip_rewards:

@@ -3,8 +3,7 @@
 Defined in `tfrl.env.wrappers.atari`, built from gymnasium's own wrappers.
 """
 
-from tfrl.env.wrappers.atari import EpisodicLife as EpisodicLifeEnv
 from tfrl.env.wrappers.atari import FireReset as FireResetEnv
 from tfrl.env.wrappers.atari import is_atari, wrap_deepmind
 
-__all__ = ["EpisodicLifeEnv", "FireResetEnv", "is_atari", "wrap_deepmind"]
+__all__ = ["FireResetEnv", "is_atari", "wrap_deepmind"]
