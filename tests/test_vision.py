@@ -125,6 +125,8 @@ def test_channels_first_frames_are_transposed_by_the_documented_rule():
     with pytest.raises(ValueError, match=r"'conv_data_format'\] must be one of \[None, "
                                          r"'channels_last', 'channels_first'\]. Received: 'NCHW'"):
         ModelCatalog.get_model(first, gym.spaces.Discrete(4), 4, {"conv_data_format": "NCHW"})
+    with pytest.raises(ValueError, match=r"'conv_data_format'\] must be one of .*Received: 'NHWC'"):
+        image_layout((4, 84, 84), "NHWC")
 
 
 def test_filters_that_shrink_the_image_to_nothing_say_how_to_fix():
