@@ -189,6 +189,7 @@ def test_tuned_breakout_ppo_trains_one_iteration_from_frames():
         assert [tuple(w.shape) for w in policy.model.trainable_weights if "kernel" in w.path][:4] \
             == [(8, 8, 4, 32), (4, 4, 32, 64), (3, 3, 64, 64), (3136, 512)]
         assert result["timesteps_total"] == 128
-        assert np.isfinite(result["info"]["learner"]["default_policy"]["learner_stats"]["total_loss"])
+        stats = result["info"]["learner"]["default_policy"]["learner_stats"]
+        assert np.isfinite(stats["total_loss"])
     finally:
         algo.stop()

@@ -72,7 +72,8 @@ def test_uint8_frames_are_scaled_inside_the_model_unless_disabled():
     np.testing.assert_allclose(raw(frames)[0], float_model(frames.astype(np.float32))[0],
                                rtol=1e-4, atol=1e-4)
     assert MODEL_DEFAULTS["normalize_images"] is True
-    with pytest.raises(ValueError, match=r"'normalize_images'\] must be True or False. Received: 'yes'"):
+    with pytest.raises(ValueError,
+                       match=r"'normalize_images'\] must be True or False. Received: 'yes'"):
         merge_model_config({"normalize_images": "yes"})
 
 
