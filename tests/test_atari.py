@@ -155,6 +155,14 @@ def test_worker_applies_the_deepmind_pipeline_and_a_fresh_policy_finishes_episod
     assert len(worker.get_metrics()) >= 1
 
 
+def test_worker_with_a_wrapped_frame_skipping_ale_env_says_how_to_fix():
+    def creator(ctx):
+        return gym.wrappers.RecordEpisodeStatistics(_ale("ALE/Pong-v5"))
+
+    with pytest.raises(ValueError, match=r"frameskip=4\. Make it with .*preprocessor_pref='rllib'"):
+        RolloutWorker(env_creator=creator, policy_spec=PPOTFPolicy, policy_config={"seed": 0})
+
+
 def test_rllib_preference_leaves_raw_frames_and_no_vector_env():
     worker = _worker(2, preprocessor_pref="rllib")
     assert worker.get_policy().observation_space.shape == (84, 84, 3)  # GenericPixelPreprocessor

@@ -132,7 +132,8 @@ def _unskipped(env: gym.Env) -> gym.Env:
             "wrap_deepmind skips frames itself (max-pooling the last two) and needs an ALE "
             f"env that does not. Received: {env} with frameskip={frameskip!r}. Make it "
             "with gym.make(env_id, frameskip=1) (or use tfrl.env.wrappers.atari.make_atari), "
-            "or pass frame_skip=1 to wrap_deepmind to keep ALE's frame skipping.")
+            "or pass frame_skip=1 to wrap_deepmind to keep ALE's frame skipping; in an "
+            "algorithm's config, preprocessor_pref='rllib' leaves the env as it is.")
     plain = gym.make(spec, frameskip=1)
     env.close()
     return plain
