@@ -146,6 +146,16 @@ def test_lstm_over_uint8_frames_scales_them_too():
     keras.utils.set_random_seed(0)
     model = ModelCatalog.get_model(space, gym.spaces.Discrete(2), 2, config)
     assert any(isinstance(layer, keras.layers.Rescaling) for layer in model.encoder)
+    # Channels-first frames through the LSTM: the encoder transposes each step's frame.
+    first = gym.spaces.Box(0, 255, (2, 10, 10), np.uint8)
+    keras.utils.set_random_seed(0)
+    model_first = ModelCatalog.get_model(first, gym.spaces.Discrete(2), 2, config)
+    frames = _frames(6, (10, 10, 2)).reshape(2, 3, 10, 10, 2)  # [B, T, H, W, C]
+    inputs = (model.get_initial_state(2), np.array([3, 2], np.int32))
+    out_last = model((frames,) + inputs)
+    out_first = model_first((np.ascontiguousarray(np.moveaxis(frames, -1, 2)),) + inputs)
+    for a, b in zip(out_last[:2], out_first[:2]):
+        np.testing.assert_allclose(a, b, atol=1e-5)
 
 
 # ---------------------------------------------------------------- uint8 on every hop
