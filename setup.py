@@ -29,6 +29,11 @@ TFP_REQUIRES = ["tensorflow-probability==0.25.*", "tf-keras==2.21.*"]
 # PettingZoo's Parallel and AEC envs through tfrl.env.wrappers.pettingzoo_env; mpe2 is
 # the Multi Particle Environments' home (examples/pettingzoo_mpe.py); 1.27 has pettingzoo.make.
 PETTINGZOO_REQUIRES = ["pettingzoo>=1.27,<2", "mpe2>=1.1"]
+# Atari (tfrl.env.wrappers.atari): ale-py ships the games (ROMs included) and its C++
+# vector env; gymnasium's AtariPreprocessing resizes frames with OpenCV. MinAtar's
+# 10x10 games (MinAtar/Breakout-v1, ...) register themselves with gymnasium.
+ATARI_REQUIRES = ["ale-py>=0.10", "opencv-python-headless>=4.8"]
+MINATAR_REQUIRES = ["minatar>=1.0.15"]
 
 EXTRAS_REQUIRE = {
     # Ray is in the test extra so that CI exercises the Ray backends too; TFP is the
@@ -36,10 +41,14 @@ EXTRAS_REQUIRE = {
     # check the layers and that no module circle exists (tests/test_architecture.py);
     # mypy type-checks tfrl.core, tfrl.execution and tfrl.algorithms
     # (tests/test_typing.py); hypothesis drives the policy server's fuzz suite and the
-    # distribution checks; PettingZoo and mpe2 so that CI runs the PettingZoo adapter tests.
+    # distribution checks. The PettingZoo, Atari and MinAtar extras are in it so that CI
+    # runs their tests (which skip without them).
     "test": ["pytest>=8", "hypothesis>=6.100", "ray>=2.60,<3", "import-linter>=2.1",
-             "grimp>=3.5", "mypy>=1.10"] + TFP_REQUIRES + PETTINGZOO_REQUIRES,
+             "grimp>=3.5", "mypy>=1.10"] + TFP_REQUIRES + PETTINGZOO_REQUIRES
+            + ATARI_REQUIRES + MINATAR_REQUIRES,
     "tfp": TFP_REQUIRES,
+    "atari": ATARI_REQUIRES,
+    "minatar": MINATAR_REQUIRES,
     "ray": ["ray[default]>=2.60,<3"],
     "pettingzoo": PETTINGZOO_REQUIRES,
     # Reference implementation for bench/bench_ppo_cartpole.py. Take torch's CPU wheel:

@@ -72,7 +72,7 @@ def test_image_without_default_filters_is_rejected():
     space = gym.spaces.Box(0.0, 1.0, (30, 30, 3), np.float32)
     with pytest.raises(ValueError, match=r"No default conv_filters.*\(30, 30, 3\)"):
         ModelCatalog.get_model(space, gym.spaces.Discrete(2), 2, {})
-    with pytest.raises(ValueError, match=r"\[out_channels, kernel, stride\]. Received: \[4, 3\]"):
+    with pytest.raises(ValueError, match=r"stride, padding\]. Received: \[4, 3\]"):
         ModelCatalog.get_model(space, gym.spaces.Discrete(2), 2, {"conv_filters": [[4, 3]]})
 
 
@@ -269,7 +269,7 @@ def test_seeded_builds_are_identical():
 
 def test_helpers_and_get_model_v2():
     assert get_activation_fn("relu") == "relu"
-    assert get_filter_config([84, 84, 4])[-1] == [256, [11, 11], 1]
+    assert get_filter_config([84, 84, 4])[-1] == [64, [3, 3], 1, "valid"]  # Nature DQN
     with pytest.raises(ValueError, match="Unsupported framework. Received: framework='torch'"):
         get_activation_fn("relu", framework="torch")
     with pytest.raises(ValueError, match="Keras models only. Received: framework='torch'"):

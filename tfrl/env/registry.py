@@ -6,7 +6,10 @@ function `EnvContext -> env`, trying in order:
 
 1. a name registered with `register_env`;
 2. a callable (a function or an env class), called with the `EnvContext`;
-3. a gymnasium id, made with `gymnasium.make(id, **env_config)`.
+3. a gymnasium id, made with `gymnasium.make(id, **env_config)`. The ids of env suites
+   whose package registers them with gymnasium only when asked (`"ALE/..."`: ale-py,
+   the `atari` extra; `"MinAtar/..."`: minatar) work without importing the package
+   first: it is imported and registered on first use, in every process that makes one.
 
 Example:
     >>> import gymnasium as gym
@@ -18,6 +21,7 @@ Example:
 """
 
 import difflib
+import importlib
 from typing import Any, Callable, Dict, Optional, Union
 
 import gymnasium as gym
@@ -28,6 +32,50 @@ EnvCreator = Callable[[EnvContext], Any]
 
 # name -> creator, for the whole process (like RLlib's tune registry).
 _ENV_CREATORS: Dict[str, EnvCreator] = {}
+
+# Id namespace -> (module that registers the suite's ids, its registering function or
+# None if importing the module registers them, pip package).
+_SUITES = {
+    "ALE": ("ale_py", None, "tfrl[atari]"),
+    "MinAtar": ("minatar.gym", "register_envs", "minatar"),
+}
+
+
+def register_suite(env_id: str) -> bool:
+    """Registers the gymnasium ids of `env_id`'s suite (ALE, MinAtar) if needed.
+
+    Returns:
+        Whether `env_id` is a gymnasium id now.
+
+    Raises:
+        ImportError: If `env_id` belongs to a suite whose package is not installed
+            (naming the package to install).
+
+    Example:
+        >>> register_suite("CartPole-v1"), register_suite("NoSuchEnv-v0")
+        (True, False)
+    """
+    if env_id in gym.registry:
+        return True
+    suite = _SUITES.get(env_id.split("/")[0]) if "/" in env_id else None
+    if suite is None:
+        return False
+    module_name, register_fn, package = suite
+    try:
+        # An optional dependency, imported on the first use of one of its ids.
+        module = importlib.import_module(module_name)
+    except ImportError as e:
+        raise ImportError(
+            f"The env {env_id!r} needs {module_name.split('.')[0]}: pip install "
+            f"'{package}'.") from e
+    if register_fn is not None:
+        getattr(module, register_fn)()
+    return env_id in gym.registry
+
+
+def _make(env_id: str, config: dict) -> Any:
+    register_suite(env_id)  # a fresh process (sub-env, Ray worker) may not have it yet
+    return gym.make(env_id, **config)
 
 
 def register_env(name: str, env_creator: EnvCreator) -> None:
@@ -64,8 +112,8 @@ def get_env_creator(env: Union[str, EnvCreator]) -> EnvCreator:
     if isinstance(env, str):
         if env in _ENV_CREATORS:
             return _ENV_CREATORS[env]
-        if env in gym.registry or ":" in env:
-            return lambda ctx: gym.make(env, **dict(ctx))
+        if register_suite(env) or ":" in env:
+            return lambda ctx: _make(env, dict(ctx))
         known = list(_ENV_CREATORS) + list(gym.registry)
         close = difflib.get_close_matches(env, known, n=3)
         hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
@@ -105,7 +153,7 @@ def make_gymnasium_vector_env(
     Raises:
         ValueError: If `env_id` is not a gymnasium id (names the closest ones).
     """
-    if env_id not in gym.registry:
+    if not register_suite(env_id):
         close = difflib.get_close_matches(env_id, list(gym.registry), n=3)
         hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
         raise ValueError(f"{env_id!r} is not a gymnasium id.{hint}")

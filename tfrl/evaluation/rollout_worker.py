@@ -32,6 +32,7 @@ from tfrl.evaluation import (worker_env, worker_learning, worker_policies, worke
 from tfrl.evaluation.callbacks import DefaultCallbacks
 from tfrl.evaluation.sampler import sampler_for_worker
 from tfrl.evaluation.worker_setup import apply_process_settings, check_worker_args
+from tfrl.models.catalog import MODEL_DEFAULTS
 from tfrl.offline.io_context import IOContext
 from tfrl.offline.output_writer import NoopOutput
 from tfrl.policy.policy import Policy
@@ -47,6 +48,16 @@ _global_worker: Optional["RolloutWorker"] = None
 def get_global_worker() -> Optional["RolloutWorker"]:
     """The RolloutWorker most recently constructed in this process (None if none)."""
     return _global_worker
+
+
+def _deepmind_options(preprocessor_pref: Optional[str], model_config: dict) -> Optional[dict]:
+    """`wrap_deepmind` options for ALE envs (None: no wrapping), as RLlib: with the
+    "deepmind" preference and no custom preprocessor; `dim` and `framestack` from the
+    model config. The worker clips rewards itself (`clip_rewards`), so the env does not."""
+    config = {**MODEL_DEFAULTS, **model_config}
+    if preprocessor_pref != "deepmind" or config["custom_preprocessor"] is not None:
+        return None
+    return {"dim": int(config["dim"]), "framestack": config["framestack"], "clip_rewards": False}
 
 
 def _default_mapping_fn(agent_id: Any, episode: Any, worker: Any = None, **kwargs: Any) -> str:
@@ -103,16 +114,14 @@ class RolloutWorker:
         self.make_sub_env_fn = worker_env.SubEnvMaker(
             args.env_creator, self.env_context, remote=args.remote_worker_envs,
             validate=args.validate_env, seed=seed, record_env=args.record_env,
-            log_dir=args.log_dir, on_created=on_created)
+            log_dir=args.log_dir, on_created=on_created,
+            deepmind=_deepmind_options(args.preprocessor_pref, self.model_config))
         self.env = None
         if not (self.worker_index == 0 and self.num_workers > 0 and not pc.get("create_env_on_driver")):
             self.env = self._make_env()
-            if worker_env.is_atari(self.env) and args.preprocessor_pref == "deepmind":
-                logger.warning("preprocessor_pref='deepmind': tfrl does not apply DeepMind Atari "
-                               "wrappers itself; wrap the env (gymnasium.wrappers.AtariPreprocessing"
-                               ", FrameStackObservation) in env_creator. Clipping rewards.")
-                if args.clip_rewards is None:
-                    self.args = args = dataclasses.replace(args, clip_rewards=True)
+            if (worker_env.is_atari(self.env) and args.preprocessor_pref == "deepmind"
+                    and args.clip_rewards is None):  # RLlib: clip Atari rewards by default
+                self.args = args = dataclasses.replace(args, clip_rewards=True)
 
         specs = worker_policies.resolve_spaces(
             args.policy_specs, self.env, self.spaces, self.policy_mapping_fn, self)

@@ -4,18 +4,24 @@
 
 * `validate_env` checks that an env is of a supported kind;
 * `SubEnvMaker` creates (and validates, wraps, seeds) sub-env `vector_index` of a worker;
-  it is picklable, so sub-processes (`remote_worker_envs`) can run it;
+  it is picklable, so sub-processes (`remote_worker_envs`) can run it. With `deepmind`
+  options (the worker's `preprocessor_pref="deepmind"`) it wraps ALE envs that return
+  raw screens in the DeepMind pipeline (`tfrl.env.wrappers.atari.wrap_deepmind`);
 * `vectorize` turns the first env plus `SubEnvMaker` into a `BaseEnv`. A plain gymnasium
   env that gymnasium can vectorize natively (a `vector_entry_point`, e.g. CartPole) is
   replaced by `gymnasium.make_vec(spec, num_envs, "vector_entry_point")`, the fast path,
   when nothing depends on separate sub-env objects (no `validate_env`, no
-  `on_sub_environment_created` callback, no recording).
+  `on_sub_environment_created` callback, no recording). For ALE envs that fast path is
+  ale-py's C++ vector env, which preprocesses: it is used only for a plain ALE env in
+  the DeepMind pipeline, built with the same options
+  (`tfrl.env.wrappers.atari.make_atari_vector_env`: the same observations).
 
 Seeding: sub-env `i` of worker `w` is reset once with seed `seed + 1000 * w + i` (and its
 action space seeded the same), so every worker and sub-env explores differently and runs
 are reproducible.
 """
 
+import dataclasses
 import logging
 import os
 import tempfile
@@ -29,6 +35,8 @@ from tfrl.env.external_env import ExternalEnv
 from tfrl.env.external_multi_agent_env import ExternalMultiAgentEnv
 from tfrl.env.multi_agent_env import MultiAgentEnv
 from tfrl.env.vector_env import VectorEnv
+from tfrl.env.wrappers import atari
+from tfrl.env.wrappers.atari import is_atari  # noqa: F401  (re-exported: the worker's check)
 
 logger = logging.getLogger(__name__)
 
@@ -120,12 +128,15 @@ class SubEnvMaker:
         log_dir: The worker's log dir.
         on_created: Optional `(env, env_context) -> None` called for each new sub-env
             (the worker's `on_sub_environment_created` callback); dropped when pickled.
+        deepmind: None, or `wrap_deepmind`'s keyword options: ALE envs with raw screens
+            are wrapped in the DeepMind pipeline (before recording and seeding).
     """
 
     def __init__(self, env_creator: Callable[[EnvContext], Any], env_context: EnvContext,
                  remote: bool = False, validate: Optional[Callable] = None,
                  seed: Optional[int] = None, record_env: Union[bool, str] = False,
-                 log_dir: Optional[str] = None, on_created: Optional[Callable] = None):
+                 log_dir: Optional[str] = None, on_created: Optional[Callable] = None,
+                 deepmind: Optional[dict] = None):
         self.env_creator = env_creator
         self.env_context = env_context
         self.remote = remote
@@ -134,6 +145,7 @@ class SubEnvMaker:
         self.record_env = record_env
         self.log_dir = log_dir
         self.on_created = on_created
+        self.deepmind = None if deepmind is None else dict(deepmind)
 
     def context(self, vector_index: int) -> EnvContext:
         """The EnvContext of sub-env `vector_index`."""
@@ -151,10 +163,17 @@ class SubEnvMaker:
         if self.validate is not None:
             self.validate(env, ctx)
         if not isinstance(env, BaseEnv):
-            env = record_env_wrapper(env, self.record_env, self.log_dir)
+            env = record_env_wrapper(self.wrap(env), self.record_env, self.log_dir)
         seed_env(env, env_seed(self.seed, ctx.worker_index, ctx.vector_index))
         if self.on_created is not None:
             self.on_created(env, ctx)
+        return env
+
+    def wrap(self, env: Any) -> Any:
+        """`env` in the DeepMind pipeline if this maker has `deepmind` options and `env`
+        is an ALE env returning raw screens; else `env`."""
+        if self.deepmind is not None and applies_deepmind(env):
+            return atari.wrap_deepmind(env, **self.deepmind)
         return env
 
     def __getstate__(self) -> dict:
@@ -180,12 +199,23 @@ def _native_vector_env(env: Any, num_envs: int, maker: SubEnvMaker) -> Optional[
             or spec.vector_entry_point is None):
         return None
     try:
-        reference = gym.make(spec)
+        # The env as `gym.make` gives it, without the creator's wrappers (a wrapped env's
+        # spec lists them in `additional_wrappers`).
+        spec = dataclasses.replace(spec, additional_wrappers=())
+        raw = gym.make(spec)
+        deepmind = maker.deepmind is not None and applies_deepmind(raw)
+        reference = maker.wrap(raw)
         plain = _wrapper_chain(reference) == _wrapper_chain(env)
         reference.close()
         if not plain:  # the creator added wrappers make_vec would not apply
             return None
-        vector_env = gym.make_vec(spec, num_envs=num_envs, vectorization_mode="vector_entry_point")
+        if deepmind:
+            vector_env = atari.make_atari_vector_env(spec, num_envs, **maker.deepmind)
+        elif is_atari(env):  # ale-py's vector env preprocesses: not the env's observations
+            return None
+        else:
+            vector_env = gym.make_vec(spec, num_envs=num_envs,
+                                      vectorization_mode="vector_entry_point")
     except Exception as e:  # any failure: fall back to separate sub-envs
         logger.info("No native vector env for %s (%r); using sub-env copies.", spec.id, e)
         return None
@@ -221,10 +251,10 @@ def vectorize(env: Any, maker: SubEnvMaker, num_envs: int, remote_worker_envs: b
         remote_env_batch_wait_ms=remote_env_batch_wait_ms, policy_config=policy_config)
 
 
-def is_atari(env: Any) -> bool:
-    """Whether `env` is an ALE Atari env (by its gymnasium id)."""
-    spec = getattr(env, "spec", None)
-    return bool(spec is not None and str(spec.id).startswith("ALE/"))
+def applies_deepmind(env: Any) -> bool:
+    """Whether `preprocessor_pref="deepmind"` wraps `env`: an ALE env (gymnasium.Env)
+    returning raw screens (an env its creator already preprocessed is left alone)."""
+    return isinstance(env, gym.Env) and is_atari(env) and atari.has_raw_frames(env)
 
 
 def check_multi_agent_env(env: Any, policy_ids: list) -> None:

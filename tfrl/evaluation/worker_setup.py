@@ -11,8 +11,11 @@ the 41 arguments are the field defaults of `WorkerArgs` (their only source).
 How tfrl treats each argument (all others work as RLlib documents them):
 
 * `tf_session_creator`: TF1 sessions do not exist; a warning says it is ignored.
-* `preprocessor_pref`: "deepmind" or "rllib" (or None). tfrl applies no DeepMind Atari
-  wrappers itself (a warning says so for Atari envs; clip_rewards then defaults to True).
+* `preprocessor_pref`: "deepmind" or "rllib" (or None). With "deepmind" (and no
+  `custom_preprocessor`), ALE envs that return raw screens are wrapped in the DeepMind
+  pipeline (`tfrl.env.wrappers.atari.wrap_deepmind`, `dim` and `framestack` from the
+  model config; ale-py's vector env when the worker can vectorize natively), and
+  `clip_rewards` defaults to True for ALE envs.
 * `record_env` (`monitor_path`, deprecated alias): gymnasium `RecordVideo` for envs with
   `render_mode="rgb_array"`; a warning otherwise.
 * `input_evaluation`: "simulation" samples in a background thread for metrics only;

@@ -26,7 +26,7 @@ from tfrl.models.tf import tf_action_dist as dists
 from tfrl.models.tf.custom_model import adopt_custom_model
 from tfrl.models.tf.fcnet import FullyConnectedNetwork
 from tfrl.models.tf.recurrent_net import LSTMWrapper
-from tfrl.models.tf.visionnet import VisionNetwork
+from tfrl.models.tf.visionnet import CONV_DATA_FORMATS, VisionNetwork
 from tfrl.utils.spaces.space_utils import space_structure
 
 # The model config keys and their defaults (RLlib's classic-stack MODEL_DEFAULTS).
@@ -38,6 +38,12 @@ MODEL_DEFAULTS: Dict[str, Any] = {
     "fcnet_activation": "tanh",
     "conv_filters": None,
     "conv_activation": "relu",
+    # Image observations: the layout of rank-3 observations (None: channels-first iff a
+    # shape (C, H, W) has C <= 4 < H, W; or "channels_last" / "channels_first"), and
+    # whether uint8 images are scaled to [0, 1] inside the model (see
+    # tfrl.models.tf.visionnet; SB3's `normalize_images`).
+    "conv_data_format": None,
+    "normalize_images": True,
     "post_fcnet_hiddens": [],
     "post_fcnet_activation": "relu",
     "free_log_std": False,
@@ -119,6 +125,14 @@ def merge_model_config(model_config: Optional[dict] = None) -> dict:
                 f"{model_config[key]!r}. Remove the key or set it to {MODEL_DEFAULTS[key]!r}."
             )
     config = {**MODEL_DEFAULTS, **model_config}
+    if config["conv_data_format"] not in CONV_DATA_FORMATS:
+        raise ValueError(
+            f"model_config['conv_data_format'] must be one of {list(CONV_DATA_FORMATS)}. "
+            f"Received: {config['conv_data_format']!r}.")
+    if not isinstance(config["normalize_images"], (bool, np.bool_)):
+        raise ValueError(
+            "model_config['normalize_images'] must be True or False. Received: "
+            f"{config['normalize_images']!r}.")
     for key in ("fcnet_hiddens", "post_fcnet_hiddens"):
         sizes = config[key]
         if not isinstance(sizes, (list, tuple)) or not all(

@@ -107,7 +107,7 @@ class LSTMWrapper(TFModel):
         self.obs_shape = tuple(obs_space.shape)
         self.cell_size = int(model_config["lstm_cell_size"])
         if len(self.obs_shape) == 3:
-            self.encoder = conv_stack(model_config, self.obs_shape, "enc")
+            self.encoder = conv_stack(model_config, obs_space, "enc")
         else:
             self.encoder = [keras.layers.Flatten()] + dense_stack(
                 model_config["fcnet_hiddens"], model_config["fcnet_activation"], "enc",
