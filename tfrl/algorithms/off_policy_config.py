@@ -91,7 +91,8 @@ class OffPolicyConfig(AlgorithmConfig):
         for name in self._MERGED_DICTS:
             given = getattr(self, name)
             if isinstance(given, Mapping):
-                default = fields[name].default_factory()  # type: ignore[misc]
+                factory = fields[name].default_factory
+                default = factory() if callable(factory) else {}
                 object.__setattr__(self, name, {**default, **given})
         super().__post_init__()
 

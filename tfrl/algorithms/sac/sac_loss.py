@@ -29,7 +29,7 @@ the critics' weights as well, which the actor's optimizer does not update.
 """
 
 import math
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import gymnasium as gym
 import numpy as np
@@ -78,7 +78,8 @@ def _min_q(q: tf.Tensor, twin_q: Optional[tf.Tensor]) -> tf.Tensor:
 
 def _check_action_values(fn_name: str, tensors: Dict[str, Optional[Any]]):
     """`[B, n]` float tensors of one shape and dtype (None stays None)."""
-    out, first_name, first = [], None, None
+    out: List[Optional[tf.Tensor]] = []
+    first_name, first = None, None
     for name, value in tensors.items():
         if value is None:
             out.append(None)
