@@ -17,7 +17,7 @@ from tfrl.algorithms.sac.sac_loss import (
     discrete_sac_actor_loss, discrete_sac_alpha_loss, discrete_soft_q_target,
     resolve_target_entropy, sac_actor_loss, sac_alpha_loss, sac_critic_loss, soft_q_target)
 from tfrl.algorithms.td3.td3_loss import (
-    smoothed_target_action, td3_actor_loss, td3_critic_loss, td3_q_target)
+    l2_penalty, smoothed_target_action, td3_actor_loss, td3_critic_loss, td3_q_target)
 from tfrl.algorithms.td_math import bootstrapped_target, critic_loss, huber_loss, td_error
 
 
@@ -240,6 +240,17 @@ def test_td3_actor_loss_by_hand():
     np.testing.assert_allclose(tape.gradient(loss, q).numpy(), [-0.5, -0.5])
 
 
+def test_l2_penalty_by_hand():
+    dense = keras.layers.Dense(1)
+    dense.build((None, 2))
+    dense.kernel.assign([[1.0], [2.0]])
+    dense.bias.assign([3.0])  # not penalized
+    # 0.1 * (1 + 4) / 2
+    assert float(l2_penalty(dense.variables, 0.1)) == pytest.approx(0.25)
+    assert float(l2_penalty(dense.variables, None)) == 0.0
+    assert float(l2_penalty(dense.variables, 0.0)) == 0.0
+
+
 # ------------------------------------------------- gradients through small Keras nets
 
 def _mlp(out, name):
@@ -395,6 +406,8 @@ def test_losses_trace_in_a_tf_function():
     (lambda: smoothed_target_action(f32([[1.0]]), f32([[1.0]]), target_noise=0.1,
                                     target_noise_clip=0.5, low=1, high=1), ValueError,
      r"smoothed_target_action\(\): the action bounds must be finite with low < high"),
+    (lambda: l2_penalty([], -1e-6), ValueError,
+     r"l2_penalty\(\): l2_reg must be None or a finite number >= 0; received -1e-06"),
 ])
 def test_bad_inputs_raise_clear_errors(call, error, match):
     with pytest.raises(error, match=match):

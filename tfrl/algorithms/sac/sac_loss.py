@@ -181,7 +181,8 @@ def discrete_sac_actor_loss(log_probs_t: tf.Tensor, q_t: tf.Tensor,
                             twin_q_t: Optional[tf.Tensor] = None, *, alpha: Scalar
                             ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
     """The discrete policy's loss `mean_t sum_a pi(a|s_t) (alpha log pi(a|s_t) - Q(s_t, a))`
-    with `Q = min(Q_1, Q_2)` held constant (the gradient flows through `pi` only).
+    with `Q = min(Q_1, Q_2)` held constant (the gradient flows through `pi` only). The
+    minimum is Christodoulou's; RLlib's discrete SAC uses `Q_1` alone here.
 
     Args:
         log_probs_t: `log pi(. | s_t)`, `[B, n]`.

@@ -20,7 +20,7 @@ learns (every `policy_delay` critic updates) and draws `eps_t` (so these functio
 deterministic and testable).
 """
 
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, Iterable, Optional, Tuple, Union
 
 import numpy as np
 import tensorflow as tf
@@ -28,7 +28,8 @@ import tensorflow as tf
 from tfrl.algorithms.loss_math import global_mean, local_mean
 from tfrl.algorithms.td_math import Scalar, bootstrapped_target, check_rows, critic_loss
 
-__all__ = ["smoothed_target_action", "td3_actor_loss", "td3_critic_loss", "td3_q_target"]
+__all__ = ["l2_penalty", "smoothed_target_action", "td3_actor_loss", "td3_critic_loss",
+           "td3_q_target"]
 
 #: The critics' loss is the shared TD regression (twin critics, Huber, importance weights).
 td3_critic_loss = critic_loss
@@ -119,3 +120,24 @@ def td3_actor_loss(q_t: tf.Tensor) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
     (q_t,) = check_rows("td3_actor_loss", {"q_t": q_t})
     stats = {"actor_loss": -local_mean(q_t), "mean_q_pi": local_mean(q_t)}
     return -global_mean(q_t), stats
+
+
+def l2_penalty(variables: Iterable[tf.Variable], l2_reg: Optional[float]) -> tf.Tensor:
+    """`l2_reg * sum_w ||w||^2 / 2` over the kernels among `variables` (biases, named
+    "bias", are not penalized), RLlib's `l2_reg` term added to DDPG's actor and critic
+    losses; 0 for `l2_reg` None or 0.
+
+    Args:
+        variables: A network's variables (e.g. `actor.trainable_variables`).
+        l2_reg: The weight (>= 0) or None.
+
+    Raises:
+        ValueError: For a negative or non-finite `l2_reg`.
+    """
+    if l2_reg is not None and not (0.0 <= float(l2_reg) < float("inf")):
+        raise ValueError(f"l2_penalty(): l2_reg must be None or a finite number >= 0; "
+                         f"received {l2_reg!r}.")
+    kernels = [v for v in variables if "bias" not in getattr(v, "path", v.name)]
+    if not l2_reg or not kernels:
+        return tf.constant(0.0)
+    return tf.cast(l2_reg, kernels[0].dtype) * tf.add_n([tf.nn.l2_loss(v) for v in kernels])
