@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from policy_helpers import strategy_named
 from tfrl.algorithms.sac.sac_loss import (
     discrete_sac_actor_loss, discrete_sac_alpha_loss, discrete_soft_q_target,
     resolve_target_entropy, sac_actor_loss, sac_alpha_loss, sac_critic_loss, soft_q_target)
@@ -82,6 +83,26 @@ def test_critic_loss_gradient_reaches_q_values_not_targets():
     # d/dq mean_t w_t huber(q_t - y_t) = w_t clip(delta_t, -1, 1) / B
     np.testing.assert_allclose(g1.numpy(), [0.0, 0.5 * 1.0 / 2])
     np.testing.assert_allclose(g2.numpy(), [-1.0 / 2, 0.5 * 1.0 / 2])
+
+
+def test_critic_loss_is_each_replicas_share_of_the_global_mean():
+    # Replica 0 holds rows 0-1, replica 1 rows 2-3: the shares sum to the mean over all
+    # four rows (the optimizer sums the replicas' gradients); stats are per replica.
+    strategy = strategy_named("mirrored")
+    q = [np.array([1.0, 2.0], np.float32), np.array([0.0, 5.0], np.float32)]
+    y = [np.array([1.0, 0.0], np.float32), np.array([0.5, 0.0], np.float32)]
+
+    def per_replica(values):
+        return strategy.experimental_distribute_values_from_function(
+            lambda context: tf.constant(values[context.replica_id_in_sync_group]))
+
+    losses, stats = strategy.run(lambda q_t, y_t: critic_loss(q_t, None, y_t),
+                                 args=(per_replica(q), per_replica(y)))
+    total = float(strategy.reduce(tf.distribute.ReduceOp.SUM, losses, axis=None))
+    # Huber of the deltas [0, 2, -0.5, 5]: [0, 1.5, 0.125, 4.5]
+    assert total == pytest.approx((0.0 + 1.5 + 0.125 + 4.5) / 4, rel=1e-6)
+    local = [float(v) for v in strategy.experimental_local_results(stats["critic_loss"])]
+    assert local == pytest.approx([0.75, 2.3125], rel=1e-6)
 
 
 def test_sac_and_td3_critic_losses_are_the_shared_one():
