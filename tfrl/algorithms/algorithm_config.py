@@ -52,6 +52,10 @@ ALIASES = {
     "min_sample_timesteps_per_iteration": "timesteps_per_iteration",
     "min_time_s_per_reporting": "min_iter_time_s",
     "min_sample_timesteps_per_reporting": "timesteps_per_iteration",
+    # Off-policy configs (OffPolicyConfig, SACConfig): classic names of 2.x fields.
+    "learning_starts": "num_steps_sampled_before_learning_starts",
+    "Q_model": "q_model_config",
+    "policy_model": "policy_model_config",
 }
 # Written by to_dict() under both names, for operators reading either.
 _REPORTING_ALIASES = ("metrics_num_episodes_for_smoothing", "min_time_s_per_iteration",
