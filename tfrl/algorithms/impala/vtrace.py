@@ -50,9 +50,9 @@ import tensorflow as tf
 
 Threshold = Optional[Union[float, tf.Tensor]]
 
-__all__ = ["VTraceReturns", "TimeMajorIndex", "vtrace", "trajectory_starts", "fixed_starts",
-           "time_major_index", "to_time_major", "from_time_major", "column_bootstrap_value",
-           "drop_last_step"]
+__all__ = ["VTraceReturns", "TimeMajorIndex", "vtrace", "check_time_major",
+           "trajectory_starts", "fixed_starts", "time_major_index", "to_time_major",
+           "from_time_major", "column_bootstrap_value", "drop_last_step"]
 
 
 class VTraceReturns(NamedTuple):
@@ -62,8 +62,18 @@ class VTraceReturns(NamedTuple):
     pg_advantages: tf.Tensor
 
 
-def _check(fn_name: str, tensors: dict, bootstrap_value: tf.Tensor,
-           mask: Optional[tf.Tensor]) -> list:
+def check_time_major(fn_name: str, tensors: dict, bootstrap_value: tf.Tensor,
+                     mask: Optional[tf.Tensor]) -> list:
+    """`tensors`' values, `bootstrap_value` and `mask` as tensors, in order, after
+    checking that the tensors are floats `[T, B]` of one dtype and shape,
+    `bootstrap_value` `[B]` of that dtype and `mask` (None or) bool `[T, B]`. Static
+    shapes only (free inside a compiled function).
+
+    Raises:
+        TypeError: For a non-float tensor.
+        ValueError: For a rank other than 2, shapes or dtypes that disagree, a bad
+            `bootstrap_value` or mask.
+    """
     out = []
     first_name, first = None, None
     for name, value in tensors.items():
@@ -143,9 +153,9 @@ def vtrace(
         ValueError: For tensors not `[T, B]`, shapes or dtypes that disagree, a
             `bootstrap_value` not `[B]`, or a mask not bool `[T, B]`.
     """
-    log_rhos, discounts, rewards, values, bootstrap_value, mask = _check("vtrace", {
-        "log_rhos": log_rhos, "discounts": discounts, "rewards": rewards, "values": values},
-        bootstrap_value, mask)
+    log_rhos, discounts, rewards, values, bootstrap_value, mask = check_time_major(
+        "vtrace", {"log_rhos": log_rhos, "discounts": discounts, "rewards": rewards,
+                   "values": values}, bootstrap_value, mask)
     rhos = tf.exp(log_rhos)
     clipped_rhos = _clip(rhos, clip_rho_threshold)
     cs = _clip(rhos, clip_c_threshold)
