@@ -198,3 +198,25 @@ def test_appo_padded_steps_contribute_nothing():
 def test_bad_inputs_raise_clear_errors(call, error, match):
     with pytest.raises(error, match=match):
         call()
+
+
+def test_losses_compile_for_any_time_major_shape():
+    # As the train step runs them: traced once (autograph on) for unknown [T, B].
+    spec, boot = tf.TensorSpec([None, None], tf.float32), tf.TensorSpec([None], tf.float32)
+
+    @tf.function(input_signature=[spec] * 5 + [boot])
+    def both(logp, entropy, values, rewards, discounts, bootstrap):
+        impala, _ = impala_loss(logp, logp, entropy, values, rewards, discounts, bootstrap,
+                                vf_loss_coeff=0.5, entropy_coeff=0.01)
+        appo, _ = appo_loss(logp, logp, logp, entropy, entropy, values, rewards, discounts,
+                            bootstrap, clip_param=0.2, vf_loss_coeff=0.5,
+                            entropy_coeff=0.01, kl_coeff=1.0, use_kl_loss=False)
+        return impala, appo
+
+    impala, appo = both(col(LOGP), col(ENTROPY), col(VALUES), col(REWARDS), col(DISCOUNTS),
+                        f32(BOOTSTRAP))
+    assert float(impala) == pytest.approx(1.0 + 0.5 * 0.8125 - 0.01 * 0.5, rel=1e-6)
+    # APPO on-policy (ratio 1): surrogate = pg_adv = [1, 1.5] -> policy_loss -1.25
+    assert float(appo) == pytest.approx(-1.25 + 0.5 * 0.8125 - 0.01 * 0.5, rel=1e-6)
+    impala, _ = both(*(f32(np.zeros((3, 4))) for _ in range(5)), f32(np.zeros(4)))
+    assert float(impala) == 0.0

@@ -163,6 +163,17 @@ def test_padded_steps_do_not_change_the_real_ones():
     np.testing.assert_allclose(adv[:2, 1], ref1[1], rtol=1e-5)
     np.testing.assert_allclose(adv[2:, 1], 0.0)
     np.testing.assert_allclose(vs[2:, 1], values[2:, 1], rtol=1e-6)
+    # Padding holding inf or NaN (with no clipping to hide an inf ratio) does not leak.
+    for fill in (np.inf, np.nan):
+        for x in (log_rhos, rewards, discounts):
+            x[~mask] = fill
+        vs, adv = run(f32(log_rhos), f32(discounts), f32(rewards), f32(values),
+                      f32(bootstrap), mask=tf.constant(mask), clip_rho_threshold=None,
+                      clip_pg_rho_threshold=None, clip_c_threshold=None)
+        ref1 = reference(log_rhos[:2, 1], discounts[:2, 1], rewards[:2, 1], values[:2, 1],
+                         -0.7, None, None, None)
+        np.testing.assert_allclose(vs[:2, 1], ref1[0], rtol=1e-5)
+        np.testing.assert_allclose(adv[:, 1], list(ref1[1]) + [0.0, 0.0], rtol=1e-5)
 
 
 def test_no_gradient_through_targets_and_compiles_for_any_length():
@@ -212,6 +223,15 @@ def test_layout_splits_at_episode_ends_and_bootstraps_a_mid_fragment_truncation(
     # episode 2: vs_1 = 1 + 0.5 * 9 = 5.5, vs_0 = 3.75.
     np.testing.assert_allclose(from_time_major(vs, index).numpy(),
                                [2.625, 3.25, 4.5, 3.75, 5.5], rtol=1e-6)
+
+
+def test_layout_splits_where_timesteps_do_not_follow():
+    # One episode: rows for t = 5, 6 (a new fragment), then t = 3, 4 (an older,
+    # replayed fragment of the same episode), no episode end in between.
+    eps_id, no = tf.constant([7, 7, 7, 7]), tf.constant([False] * 4)
+    t = tf.constant([5, 6, 3, 4])
+    assert trajectory_starts(eps_id, no, no).numpy().tolist() == [True, False, False, False]
+    assert trajectory_starts(eps_id, no, no, t).numpy().tolist() == [True, False, True, False]
 
 
 def test_layout_of_terminated_rows_and_multi_dim_columns():

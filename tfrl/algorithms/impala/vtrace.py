@@ -161,17 +161,19 @@ def vtrace(
     cs = _clip(rhos, clip_c_threshold)
     bootstrap_row = bootstrap_value[tf.newaxis]
     if mask is None:
-        values_tp1 = tf.concat([values[1:], bootstrap_row], axis=0)
-        next_real = tf.concat([tf.ones_like(values[1:]), tf.zeros_like(bootstrap_row)], 0)
-        real = tf.ones_like(values)
-    else:
-        real = tf.cast(mask, values.dtype)
-        # Step t+1 is real: V(x_{t+1}) is values[t+1]; else t is its column's last step.
-        next_real = tf.concat([real[1:], tf.zeros_like(bootstrap_row)], axis=0)
-        values_tp1 = next_real * tf.concat([values[1:], bootstrap_row], axis=0) + (
-            1.0 - next_real) * bootstrap_row
-    deltas = real * clipped_rhos * (rewards + discounts * values_tp1 - values)
-    continues = real * next_real * discounts * cs
+        mask = tf.ones_like(values, tf.bool)
+    # Step t+1 is real: V(x_{t+1}) is values[t+1]; else t is its column's last step (or
+    # padding). tf.where, not a product: padding may hold anything, even inf or NaN.
+    next_real = tf.concat([mask[1:], tf.zeros_like(mask[:1])], axis=0)
+    bootstrap_tm = tf.broadcast_to(bootstrap_row, tf.shape(values))
+
+    def shifted(x: tf.Tensor) -> tf.Tensor:
+        return tf.where(next_real, tf.concat([x[1:], bootstrap_row], axis=0), bootstrap_tm)
+
+    zeros = tf.zeros_like(values)
+    deltas = tf.where(mask, clipped_rhos * (rewards + discounts * shifted(values) - values),
+                      zeros)
+    continues = tf.where(next_real, discounts * cs, zeros)
 
     def backwards(acc: tf.Tensor, step: tuple) -> tf.Tensor:
         delta_t, continue_t = step
@@ -180,11 +182,9 @@ def vtrace(
     # vs_t - V(x_t), from the last step back to the first.
     corrections = tf.scan(backwards, (deltas, continues),
                           initializer=tf.zeros_like(bootstrap_value), reverse=True)
-    vs = values + corrections
-    vs_tp1 = next_real * tf.concat([vs[1:], bootstrap_row], axis=0) + (
-        1.0 - next_real) * bootstrap_row
-    pg_advantages = real * _clip(rhos, clip_pg_rho_threshold) * (
-        rewards + discounts * vs_tp1 - values)
+    vs = tf.where(mask, values + corrections, values)
+    pg_advantages = tf.where(mask, _clip(rhos, clip_pg_rho_threshold) * (
+        rewards + discounts * shifted(vs) - values), zeros)
     return VTraceReturns(tf.stop_gradient(vs), tf.stop_gradient(pg_advantages))
 
 
@@ -204,22 +204,29 @@ class TimeMajorIndex(NamedTuple):
     last_rows: tf.Tensor
 
 
-def trajectory_starts(eps_id: tf.Tensor, terminateds: tf.Tensor,
-                      truncateds: tf.Tensor) -> tf.Tensor:
+def trajectory_starts(eps_id: tf.Tensor, terminateds: tf.Tensor, truncateds: tf.Tensor,
+                      t: Optional[tf.Tensor] = None) -> tf.Tensor:
     """`[N]` bool: True where a row begins a new column: the first row, a row whose
-    episode id differs from the previous row's, and a row after a terminated or
-    truncated one. Rows of one episode must be consecutive and in time order (as
-    tfrl's sampler concatenates them).
+    episode id differs from the previous row's, a row after a terminated or truncated
+    one, and (with `t`) a row whose timestep does not follow the previous row's. The
+    rows of a trajectory piece must be consecutive and in time order, as the sampler
+    concatenates them: V-trace needs batches whose rows were not shuffled.
 
     Args:
         eps_id: `[N]` episode ids (`SampleBatch.EPS_ID`), any dtype with `!=`.
         terminateds, truncateds: `[N]` bool or 0/1 (`SampleBatch.TERMINATEDS`,
             `SampleBatch.TRUNCATEDS`).
+        t: `[N]` int timesteps in the episode (`SampleBatch.T`), or None. With `t`,
+            two pieces of one episode that are not contiguous in time (e.g. a replayed
+            fragment after a newer one) get separate columns.
     """
     eps_id = tf.convert_to_tensor(eps_id)
     ended = tf.logical_or(tf.cast(terminateds, tf.bool), tf.cast(truncateds, tf.bool))
-    new_episode = tf.not_equal(eps_id[1:], eps_id[:-1])
-    return tf.concat([tf.ones_like(ended[:1]), tf.logical_or(new_episode, ended[:-1])], 0)
+    new = tf.logical_or(tf.not_equal(eps_id[1:], eps_id[:-1]), ended[:-1])
+    if t is not None:
+        t = tf.convert_to_tensor(t)
+        new = tf.logical_or(new, tf.not_equal(t[1:], t[:-1] + 1))
+    return tf.concat([tf.ones_like(ended[:1]), new], axis=0)
 
 
 def fixed_starts(num_rows: Union[int, tf.Tensor], num_steps: int) -> tf.Tensor:
