@@ -11,8 +11,8 @@ import pytest
 import tensorflow as tf
 
 from tfrl.algorithms.impala.vtrace import (
-    column_bootstrap_value, drop_last_step, fixed_starts, from_time_major, time_major_index,
-    to_time_major, trajectory_starts, vtrace)
+    column_bootstrap_value, drop_last_step, fixed_starts, from_time_major,
+    padded_sequences_index, time_major_index, to_time_major, trajectory_starts, vtrace)
 
 
 def f32(x):
@@ -253,6 +253,16 @@ def test_fixed_layout_is_rllibs_reshape():
     index = time_major_index(fixed_starts(6, 3))
     tm = to_time_major(tf.range(6), index)
     np.testing.assert_array_equal(tm.numpy(), np.arange(6).reshape(2, 3).T)
+
+
+def test_layout_of_padded_sequences():
+    # Two sequences padded to 3 rows each: lengths 3 and 1 (rows 4, 5 are padding).
+    index = padded_sequences_index(tf.constant([3, 1]), 3)
+    tm = to_time_major(f32([1, 2, 3, 4, -9, -9]), index)
+    assert tm.numpy().tolist() == [[1, 4], [2, -9], [3, -9]]
+    assert index.mask.numpy().tolist() == [[True, True], [True, False], [True, False]]
+    assert index.last_rows.numpy().tolist() == [2, 3]
+    np.testing.assert_array_equal(from_time_major(tm, index).numpy(), [1, 2, 3, 4, -9, -9])
 
 
 def test_drop_last_step():

@@ -41,7 +41,8 @@ of one episode) and back, inside the compiled train step:
 
 RLlib's layout (every `rollout_fragment_length` rows one column, bootstrapping from
 the last row's value with `vtrace_drop_last_ts`) is `time_major_index(fixed_starts(N,
-T))` with `drop_last_step(...)`.
+T))` with `drop_last_step(...)`; a recurrent policy's padded sequences (`seq_lens`)
+are laid out by `padded_sequences_index`.
 """
 
 from typing import NamedTuple, Optional, Union
@@ -51,7 +52,8 @@ import tensorflow as tf
 Threshold = Optional[Union[float, tf.Tensor]]
 
 __all__ = ["VTraceReturns", "TimeMajorIndex", "vtrace", "check_time_major",
-           "trajectory_starts", "fixed_starts", "time_major_index", "to_time_major",
+           "trajectory_starts", "fixed_starts", "time_major_index",
+           "padded_sequences_index", "to_time_major",
            "from_time_major", "column_bootstrap_value", "drop_last_step"]
 
 
@@ -250,6 +252,26 @@ def time_major_index(starts: tf.Tensor) -> TimeMajorIndex:
     lengths = tf.math.bincount(column, minlength=tf.size(first_rows), dtype=tf.int32)
     mask = tf.transpose(tf.sequence_mask(lengths, tf.reduce_max(lengths)))
     return TimeMajorIndex(tf.stack([t, column], axis=1), mask, first_rows + lengths - 1)
+
+
+def padded_sequences_index(seq_lens: tf.Tensor, max_seq_len: Union[int, tf.Tensor]
+                           ) -> TimeMajorIndex:
+    """The time-major layout of a recurrent policy's padded rows: `B * max_seq_len`
+    rows, sequence `b` in rows `b * max_seq_len ...`, its first `seq_lens[b]` real.
+    Every row (padding too) gets a position; `mask` marks the real ones.
+
+    Args:
+        seq_lens: `[B]` int, the real steps of each sequence (`SampleBatch.SEQ_LENS`),
+            each >= 1.
+        max_seq_len: The padded length.
+    """
+    seq_lens = tf.cast(seq_lens, tf.int32)
+    max_seq_len = tf.cast(max_seq_len, tf.int32)
+    num_seqs = tf.size(seq_lens)
+    rows = tf.range(num_seqs * max_seq_len)
+    positions = tf.stack([rows % max_seq_len, rows // max_seq_len], axis=1)
+    mask = tf.transpose(tf.sequence_mask(seq_lens, max_seq_len))
+    return TimeMajorIndex(positions, mask, tf.range(num_seqs) * max_seq_len + seq_lens - 1)
 
 
 def to_time_major(rows: tf.Tensor, index: TimeMajorIndex) -> tf.Tensor:
