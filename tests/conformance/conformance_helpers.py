@@ -44,6 +44,11 @@ SMALL = {
 
 STRATEGIES = ("default", "one_device", "mirrored")
 
+# Statistics that are not means over rows: each replica computes its own over its half of
+# the minibatch and `learner_stats` averages the replicas' values, which differs from the
+# value over the whole minibatch (explained variance divides by the rows' variance).
+PER_REPLICA_STATS = {"vf_explained_var"}
+
 
 class FixedStart(gym.Wrapper):
     """Every episode starts from the same state (reset with seed 0): the env then carries
@@ -193,3 +198,41 @@ def recurrent_train_batch(policy: Any, space: str, rows: int, seed: int) -> Samp
                             **{k: np.stack(v) for k, v in columns.items()})
         episodes.append(policy.postprocess_trajectory(batch))
     return SampleBatch.concat_samples(episodes)
+
+
+def assert_exported_states_follow_the_live_policy(policy: Any, loaded: Any, rows: int = 3,
+                                                  steps: int = 12) -> None:
+    """`rows` agents step `steps` times through the live recurrent `policy` and through its
+    loaded SavedModel, each side carrying its own state: actions, values and states agree
+    at every step; sampling in the SavedModel moves the state the same way."""
+    signature = loaded.signatures["deterministic_action"]
+    num_states = policy.num_state_tensors()
+    assert num_states == 2
+    assert sorted(signature.structured_input_signature[1]) == [
+        "obs", "state_in_0", "state_in_1"]
+    live_state = exported_state = batched_initial_state(policy, rows)
+    for t in range(steps):
+        obs = np.random.default_rng(100 + t).uniform(
+            -1.0, 1.0, (rows,) + policy.observation_space.shape).astype(np.float32)
+        actions, live_state, extras = policy.compute_actions(obs, live_state, explore=False)
+        out = signature(obs=tf.constant(obs), **{
+            f"state_in_{i}": tf.constant(s) for i, s in enumerate(exported_state)})
+        exported_state = [out[f"state_out_{i}"].numpy() for i in range(num_states)]
+        np.testing.assert_allclose(out["actions"].numpy(), actions, rtol=1e-5, atol=1e-6,
+                                   err_msg=f"step {t}")
+        np.testing.assert_allclose(out["vf_preds"].numpy(), extras["vf_preds"], rtol=1e-5,
+                                   atol=1e-6, err_msg=f"step {t}")
+        for i in range(num_states):
+            np.testing.assert_allclose(exported_state[i], live_state[i], rtol=1e-5,
+                                       atol=1e-6, err_msg=f"step {t}, state {i}")
+    # The state moved away from the initial one: the check covers the recurrence.
+    assert np.abs(live_state[0]).max() > 1e-3
+    # Sampling changes the actions, not the next state (no prev-action inputs here).
+    inputs = {"obs": tf.constant(obs),
+              **{f"state_in_{i}": tf.constant(s) for i, s in enumerate(live_state)}}
+    sampled = loaded.signatures["stochastic_action"](**inputs)
+    greedy = signature(**inputs)
+    assert sampled["actions"].numpy().shape == (rows,) + policy.action_space.shape
+    for i in range(num_states):
+        np.testing.assert_array_equal(sampled[f"state_out_{i}"].numpy(),
+                                      greedy[f"state_out_{i}"].numpy())

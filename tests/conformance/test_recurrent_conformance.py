@@ -8,11 +8,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conformance_helpers import (ALGORITHM_NAMES, SPACE_NAMES, SPACES, STRATEGIES,
-                                 RECURRENT_MODEL, assert_same_state, batched_initial_state,
+from conformance_helpers import (ALGORITHM_NAMES, PER_REPLICA_STATS, RECURRENT_MODEL,
+                                 SPACE_NAMES, STRATEGIES,
+                                 assert_exported_states_follow_the_live_policy,
+                                 assert_same_state, batched_initial_state,
                                  make_recurrent_policy, observations, recurrent_train_batch,
                                  sgd_policy_class)
-from test_policy_conformance import PER_REPLICA_STATS
 
 pytestmark = [pytest.mark.parametrize("space", SPACE_NAMES),
               pytest.mark.parametrize("algo", ALGORITHM_NAMES)]
@@ -130,37 +131,4 @@ def test_recurrent_saved_model_acts_like_the_live_policy_step_by_step(algo, spac
     policy.learn_on_batch(recurrent_train_batch(policy, space, 32, seed=1))
     policy.export_model(str(tmp_path / "model"))
     loaded = tf.saved_model.load(str(tmp_path / "model"))
-    signature = loaded.signatures["deterministic_action"]
-    num_states = policy.num_state_tensors()
-    assert num_states == 2
-    assert sorted(signature.structured_input_signature[1]) == [
-        "obs", "state_in_0", "state_in_1"]
-    # Three agents step through 12 steps, each side carrying its own state; the states
-    # must stay equal (so would the actions of any later step).
-    rows, steps = 3, 12
-    live_state = exported_state = batched_initial_state(policy, rows)
-    for t in range(steps):
-        obs = observations(space, rows, seed=100 + t)
-        actions, live_state, extras = policy.compute_actions(obs, live_state, explore=False)
-        out = signature(obs=tf.constant(obs), **{
-            f"state_in_{i}": tf.constant(s) for i, s in enumerate(exported_state)})
-        exported_state = [out[f"state_out_{i}"].numpy() for i in range(num_states)]
-        np.testing.assert_allclose(out["actions"].numpy(), actions, rtol=1e-5, atol=1e-6,
-                                   err_msg=f"step {t}")
-        np.testing.assert_allclose(out["vf_preds"].numpy(), extras["vf_preds"], rtol=1e-5,
-                                   atol=1e-6, err_msg=f"step {t}")
-        for i in range(num_states):
-            np.testing.assert_allclose(exported_state[i], live_state[i], rtol=1e-5,
-                                       atol=1e-6, err_msg=f"step {t}, state {i}")
-    # The state moved away from the initial one: the check covers the recurrence.
-    assert np.abs(live_state[0]).max() > 1e-3
-    # Sampling changes the actions, not the next state (no prev-action inputs here).
-    inputs = {"obs": tf.constant(obs),
-              **{f"state_in_{i}": tf.constant(s) for i, s in enumerate(live_state)}}
-    sampled = loaded.signatures["stochastic_action"](**inputs)
-    greedy = signature(**inputs)
-    action_space = SPACES[space][1]
-    assert sampled["actions"].numpy().shape == (rows,) + action_space.shape
-    for i in range(num_states):
-        np.testing.assert_array_equal(sampled[f"state_out_{i}"].numpy(),
-                                      greedy[f"state_out_{i}"].numpy())
+    assert_exported_states_follow_the_live_policy(policy, loaded)
