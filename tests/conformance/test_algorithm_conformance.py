@@ -92,11 +92,6 @@ def test_recurrent_restore_brings_back_the_policy_and_the_export_carries_state(a
     restored.stop()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Sampled actions on the TF inference path (recurrent models) come from stateful TF "
-    "random ops whose state is not in the policy's state (see "
-    "test_recurrent_restored_policy_samples_the_same_actions), so the restored run samples "
-    "other actions and its results differ from the uninterrupted run's."))
 def test_recurrent_restore_continues_exactly(algo, space, tmp_path):
     path, _, uninterrupted, final_state = _saved_recurrent_algorithm(algo, space, tmp_path)
     restored = make_algorithm(algo, space, model=RECURRENT_MODEL)

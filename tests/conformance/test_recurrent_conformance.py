@@ -112,13 +112,8 @@ def test_recurrent_state_round_trips_bit_for_bit_and_training_continues(algo, sp
     assert_same_state(target.get_state(), source.get_state())
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Sampled actions on the TF inference path (recurrent, conv and custom models) come "
-    "from stateful TF random ops (tf_action_dist: tf.random.categorical / normal) whose "
-    "state is not part of get_state(); only the numpy inference path (feed-forward "
-    "catalog models) samples from the policy's sampling_rng, which is. So a restored "
-    "recurrent policy samples other actions than the original."))
 def test_recurrent_restored_policy_samples_the_same_actions(algo, space):
+    # Recurrent models act on the TF inference path: its sampling generator is restored.
     source, target = _restored_copy(algo, space)
     obs = observations(space, 5, 2)
     states = batched_initial_state(source, 5)
