@@ -51,9 +51,10 @@ EXTRAS_REQUIRE = {
     "minatar": MINATAR_REQUIRES,
     "ray": ["ray[default]>=2.60,<3"],
     "pettingzoo": PETTINGZOO_REQUIRES,
-    # Reference implementation for bench/bench_ppo_cartpole.py. Take torch's CPU wheel:
+    # Reference implementations for bench/bench_ppo_cartpole.py (SB3's PPO) and
+    # bench/bench_recurrent.py (sb3-contrib's RecurrentPPO). Take torch's CPU wheel:
     # pip install -e '.[bench]' --extra-index-url https://download.pytorch.org/whl/cpu
-    "bench": ["stable-baselines3>=2.3", "torch==2.13.0"],
+    "bench": ["stable-baselines3>=2.3", "sb3-contrib>=2.3", "torch==2.13.0"],
 }
 
 setup(

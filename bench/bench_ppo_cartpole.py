@@ -79,11 +79,18 @@ def run_tfrl(seed: int, steps: int, t0: float) -> dict:
             "final_reward": result["episode_reward_mean"]}
 
 
-def run_sb3(seed: int, steps: int, t0: float) -> dict:
-    # SB3's logger imports torch.utils.tensorboard, which imports TensorFlow when it is
-    # installed (as it is next to tfrl): +~420 MB of RSS and ~1.4 s of start-up that an
-    # SB3-only environment does not pay. Hide it, so that SB3 is measured as it runs alone.
+def hide_tensorflow() -> None:
+    """Makes `import tensorflow` fail in this (SB3 child) process.
+
+    SB3's logger imports torch.utils.tensorboard, which imports TensorFlow when it is
+    installed (as it is next to tfrl): +~420 MB of RSS and ~1.4 s of start-up that an
+    SB3-only environment does not pay. Hidden, SB3 is measured as it runs alone.
+    """
     sys.modules["tensorflow"] = None
+
+
+def run_sb3(seed: int, steps: int, t0: float) -> dict:
+    hide_tensorflow()
     import numpy as np
     import torch
     from stable_baselines3 import PPO
@@ -131,12 +138,14 @@ def child(framework: str, seed: int, steps: int, t0: float) -> None:
     print("RESULT " + json.dumps(out), flush=True)
 
 
-def launch(framework: str, seed: int, steps: int) -> dict:
+def launch(framework: str, seed: int, steps: int, script: str = __file__) -> dict:
+    """Runs `script --child framework --seed ... --steps ... --t0 ...` in a subprocess and
+    returns the dict its `RESULT {json}` line holds."""
     # The child imports the tfrl of this bench's tree (not whatever is installed).
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     path = os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH", "")) if p)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=path)
-    cmd = [sys.executable, os.path.abspath(__file__), "--child", framework, "--seed", str(seed),
+    cmd = [sys.executable, os.path.abspath(script), "--child", framework, "--seed", str(seed),
            "--steps", str(steps), "--t0", repr(time.time())]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
     for line in proc.stdout.splitlines():
@@ -188,17 +197,23 @@ def main() -> int:
                   f"{_fmt(r['solved_steps'], '10d')} {_fmt(r['solved_s'], '7.1f')} "
                   f"{r['peak_rss_mb']:7.0f} {_fmt(r['first_learn_s'], '11.1f')} "
                   f"{_fmt(r['final_reward'], '8.1f')}", flush=True)
-    keys = ["wall_s", "steps_per_s", "solved_steps", "solved_s", "peak_rss_mb", "first_learn_s"]
-    means = {fw: {k: _mean(rows[fw], k) for k in keys} for fw in frameworks}
-    for fw in frameworks:
-        solved = sum(r["solved_steps"] is not None for r in rows[fw])
+    summarize(rows, ["wall_s", "steps_per_s", "solved_steps", "solved_s", "peak_rss_mb",
+                     "first_learn_s"])
+    return 0
+
+
+def summarize(rows: dict, keys: list) -> None:
+    """Prints each framework's means of `keys` over its runs (and how many runs reached
+    the target: `solved_steps` set), then the tfrl/SB3 ratios of the means."""
+    means = {fw: {k: _mean(runs, k) for k in keys} for fw, runs in rows.items()}
+    for fw, runs in rows.items():
+        solved = sum(r["solved_steps"] is not None for r in runs)
         print(f"{fw} mean: " + ", ".join(f"{k} {_fmt(v, '.1f')}" for k, v in means[fw].items())
-              + f"; solved {solved}/{len(rows[fw])}")
-    if "sb3" in means:
+              + f"; solved {solved}/{len(runs)}")
+    if "sb3" in means and "tfrl" in means:
         ratios = {k: (means["tfrl"][k] / means["sb3"][k]
                       if means["tfrl"][k] and means["sb3"][k] else None) for k in keys}
         print("tfrl/SB3: " + ", ".join(f"{k} {_fmt(v, '.2f')}" for k, v in ratios.items()))
-    return 0
 
 
 if __name__ == "__main__":

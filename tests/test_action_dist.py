@@ -246,6 +246,36 @@ def test_sampling_is_seeded():
     np.testing.assert_array_equal(dist.sample().numpy(), first)
 
 
+def _stateless_cases():
+    dict_class, n = ModelCatalog.get_action_dist(DICT_SPACE)
+    rng = np.random.default_rng(3)
+    inputs = lambda k: (rng.normal(size=(64, k)) * 0.5).astype(np.float32)  # noqa: E731
+    return [Categorical(inputs(3)), MultiCategorical(inputs(5), None, [2, 3]),
+            DiagGaussian(inputs(4)),
+            SquashedGaussian(inputs(4), None, low=-2.0, high=2.0),
+            Deterministic(inputs(2)), dict_class(inputs(n), None)]
+
+
+@pytest.mark.parametrize("index", range(6))
+def test_sample_with_a_seed_is_stateless_and_keeps_its_logp(index):
+    dist = _stateless_cases()[index]
+    flat = lambda x: np.concatenate([np.reshape(v, (64, -1)).astype(np.float64)  # noqa: E731
+                                     for v in tf.nest.flatten(x)], -1)
+    first = flat(dist.sample(tf.constant([1, 2])))
+    logp = dist.sampled_action_logp().numpy()
+    tf.random.set_seed(99)  # the global seed plays no part
+    np.testing.assert_array_equal(flat(dist.sample(tf.constant([1, 2]))), first)
+    np.testing.assert_allclose(dist.sampled_action_logp().numpy(), logp, rtol=1e-6)
+    other = flat(dist.sample(tf.constant([1, 3])))
+    if isinstance(dist, Deterministic):
+        np.testing.assert_array_equal(other, first)  # a point mass
+    else:
+        assert np.any(other != first)
+    if not isinstance(dist, SquashedGaussian):  # whose logp loses precision at the bounds
+        _close(dist.sampled_action_logp(), dist.logp(dist.sample(tf.constant([1, 3]))).numpy(),
+               atol=1e-4)
+
+
 def test_kl_and_sampled_logp_errors():
     dist = Categorical(np.zeros((1, 2), np.float32))
     with pytest.raises(TypeError, match="same type. Received: other of type DiagGaussian"):

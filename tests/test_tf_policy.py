@@ -186,7 +186,7 @@ def test_restored_policy_continues_like_the_original():
     source = make_policy(optimizer="adam", lr=0.01)  # shuffled minibatches
     source.learn_on_batch(make_batch(32))
     state = source.get_state()
-    assert set(state["_rng_states"]) == {"shuffle", "sampling"}
+    assert set(state["_rng_states"]) == {"shuffle", "sampling", "tf_sampling"}
     restored = make_policy(optimizer="adam", lr=0.01, seed=123)
     restored.set_state(state)
     without_rngs = make_policy(optimizer="adam", lr=0.01, seed=123)
@@ -199,9 +199,15 @@ def test_restored_policy_continues_like_the_original():
         np.testing.assert_array_equal(a, b)
     assert any(not np.allclose(a, c, atol=1e-6)
                for a, c in zip(source.get_weights(), without_rngs.get_weights()))
-    with pytest.raises(ValueError, match=r"'_rng_states' must be a dict with keys \['sampling', "
-                                         r"'shuffle'\] \(from get_state\(\)\); received"):
+    message = (r"'_rng_states' must be a dict with keys \['sampling', 'shuffle', 'tf_sampling'\] "
+               r"\(from get_state\(\); older states lack 'tf_sampling'\); received")
+    with pytest.raises(ValueError, match=message):
         restored.set_state({**state, "_rng_states": {"shuffle": None}})
+    with pytest.raises(ValueError, match=message):
+        restored.set_state({**state, "_rng_states": {**state["_rng_states"], "other": 1}})
+    # A state saved before 'tf_sampling' existed still restores.
+    old = {k: v for k, v in state["_rng_states"].items() if k != "tf_sampling"}
+    restored.set_state({**state, "_rng_states": old})
 
 
 # ------------------------------------------------------------------ errors

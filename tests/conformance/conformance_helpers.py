@@ -6,7 +6,7 @@ An algorithm joins the suite by being registered in `tfrl.algorithms.registry.AL
 the suite reads its config class (the defaults) and `default_policy_class` from there.
 """
 
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, List, Tuple
 
 import gymnasium as gym
 import keras
@@ -43,6 +43,11 @@ SMALL = {
 }
 
 STRATEGIES = ("default", "one_device", "mirrored")
+
+# Statistics that are not means over rows: each replica computes its own over its half of
+# the minibatch and `learner_stats` averages the replicas' values, which differs from the
+# value over the whole minibatch (explained variance divides by the rows' variance).
+PER_REPLICA_STATS = {"vf_explained_var"}
 
 
 class FixedStart(gym.Wrapper):
@@ -137,3 +142,97 @@ def assert_same_state(got: Any, want: Any, where: str = "state") -> None:
             assert_same_state(a, b, f"{where}[{i}]")
     else:
         np.testing.assert_array_equal(got, want, err_msg=where, strict=True)
+
+
+# ------------------------------------------------------------------ recurrent models
+
+#: The model overrides of the suite's recurrent variant: the catalog's LSTM (`use_lstm`),
+#: short sequences so that a train batch holds many, some of them padded.
+RECURRENT_MODEL = {"fcnet_hiddens": [16], "use_lstm": True, "lstm_cell_size": 8,
+                   "max_seq_len": 4}
+
+#: Episode lengths of a recurrent train batch of 32 / 48 rows: most are not a multiple
+#: of max_seq_len, so sequences are cut short at episode ends and padded for learning;
+#: both give an even number of sequences (10, 14), which 2 replicas can split.
+RECURRENT_EPISODES = {32: (9, 10, 13), 48: (10, 21, 17)}
+
+
+def make_recurrent_policy(name: str, space: str, strategy: str = "one_device",
+                          policy_class: Any = None, **overrides: Any) -> Any:
+    """`make_policy` with the suite's LSTM (`RECURRENT_MODEL`)."""
+    return make_policy(name, space, strategy, policy_class=policy_class,
+                       model=RECURRENT_MODEL, **overrides)
+
+
+def batched_initial_state(policy: Any, rows: int) -> List[np.ndarray]:
+    """The policy's initial state repeated for `rows` agents."""
+    return [np.repeat(s[None], rows, axis=0) for s in policy.get_initial_state()]
+
+
+def recurrent_train_batch(policy: Any, space: str, rows: int, seed: int) -> SampleBatch:
+    """Episodes (lengths `RECURRENT_EPISODES[rows]`) acted step by step by the recurrent
+    `policy`, carrying its state as a sampler does (`state_in_<i>` / `state_out_<i>` on
+    every row), each postprocessed by the policy, then concatenated. `learn_on_batch`
+    cuts them into sequences."""
+    rng = np.random.default_rng(seed)
+    episodes = []
+    for eps_id, length in enumerate(RECURRENT_EPISODES[rows]):
+        obs = observations(space, length + 1, seed * 100 + eps_id)
+        state = batched_initial_state(policy, 1)
+        columns: Dict[str, list] = {}
+        for t in range(length):
+            actions, state_out, extras = policy.compute_actions(obs[t:t + 1], state,
+                                                                explore=True)
+            row = {"actions": actions[0], **{k: v[0] for k, v in extras.items()}}
+            row.update({f"state_in_{i}": s[0] for i, s in enumerate(state)})
+            row.update({f"state_out_{i}": s[0] for i, s in enumerate(state_out)})
+            for key, value in row.items():
+                columns.setdefault(key, []).append(value)
+            state = state_out
+        terminateds = np.zeros(length, bool)
+        terminateds[-1] = True
+        batch = SampleBatch(obs=obs[:-1], new_obs=obs[1:],
+                            rewards=rng.normal(size=length).astype(np.float32),
+                            terminateds=terminateds, truncateds=np.zeros(length, bool),
+                            eps_id=np.full(length, eps_id, np.int64), t=np.arange(length),
+                            **{k: np.stack(v) for k, v in columns.items()})
+        episodes.append(policy.postprocess_trajectory(batch))
+    return SampleBatch.concat_samples(episodes)
+
+
+def assert_exported_states_follow_the_live_policy(policy: Any, loaded: Any, rows: int = 3,
+                                                  steps: int = 12) -> None:
+    """`rows` agents step `steps` times through the live recurrent `policy` and through its
+    loaded SavedModel, each side carrying its own state: actions, values and states agree
+    at every step; sampling in the SavedModel moves the state the same way."""
+    signature = loaded.signatures["deterministic_action"]
+    num_states = policy.num_state_tensors()
+    assert num_states == 2
+    assert sorted(signature.structured_input_signature[1]) == [
+        "obs", "state_in_0", "state_in_1"]
+    live_state = exported_state = batched_initial_state(policy, rows)
+    for t in range(steps):
+        obs = np.random.default_rng(100 + t).uniform(
+            -1.0, 1.0, (rows,) + policy.observation_space.shape).astype(np.float32)
+        actions, live_state, extras = policy.compute_actions(obs, live_state, explore=False)
+        out = signature(obs=tf.constant(obs), **{
+            f"state_in_{i}": tf.constant(s) for i, s in enumerate(exported_state)})
+        exported_state = [out[f"state_out_{i}"].numpy() for i in range(num_states)]
+        np.testing.assert_allclose(out["actions"].numpy(), actions, rtol=1e-5, atol=1e-6,
+                                   err_msg=f"step {t}")
+        np.testing.assert_allclose(out["vf_preds"].numpy(), extras["vf_preds"], rtol=1e-5,
+                                   atol=1e-6, err_msg=f"step {t}")
+        for i in range(num_states):
+            np.testing.assert_allclose(exported_state[i], live_state[i], rtol=1e-5,
+                                       atol=1e-6, err_msg=f"step {t}, state {i}")
+    # The state moved away from the initial one: the check covers the recurrence.
+    assert np.abs(live_state[0]).max() > 1e-3
+    # Sampling changes the actions, not the next state (no prev-action inputs here).
+    inputs = {"obs": tf.constant(obs),
+              **{f"state_in_{i}": tf.constant(s) for i, s in enumerate(live_state)}}
+    sampled = loaded.signatures["stochastic_action"](**inputs)
+    greedy = signature(**inputs)
+    assert sampled["actions"].numpy().shape == (rows,) + policy.action_space.shape
+    for i in range(num_states):
+        np.testing.assert_array_equal(sampled[f"state_out_{i}"].numpy(),
+                                      greedy[f"state_out_{i}"].numpy())

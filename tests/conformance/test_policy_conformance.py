@@ -6,14 +6,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conformance_helpers import (ALGORITHM_NAMES, SPACE_NAMES, SPACES, STRATEGIES,
-                                 assert_same_state, make_policy, observations,
+from conformance_helpers import (ALGORITHM_NAMES, PER_REPLICA_STATS, SPACE_NAMES, SPACES,
+                                 STRATEGIES, assert_same_state, make_policy, observations,
                                  sgd_policy_class, train_batch)
-
-# Statistics that are not means over rows: each replica computes its own over its half of
-# the minibatch and `learner_stats` averages the replicas' values, which differs from the
-# value over the whole minibatch (explained variance divides by the rows' variance).
-PER_REPLICA_STATS = {"vf_explained_var"}
 
 pytestmark = [pytest.mark.parametrize("space", SPACE_NAMES),
               pytest.mark.parametrize("algo", ALGORITHM_NAMES)]

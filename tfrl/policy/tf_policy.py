@@ -118,6 +118,12 @@ class TFPolicy(Policy):
         self._np_random = np.random.default_rng(seed)  # seeds minibatch shuffling
         # Samples actions on the numpy inference path; independent of the shuffles.
         self.sampling_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
+        # Seeds sampling on the TF inference path (stateless ops, one seed per call), so
+        # that its state is part of get_state() like the numpy generators'.
+        self.sampling_generator = (
+            tf.random.Generator.from_non_deterministic_state() if seed is None else
+            tf.random.Generator.from_seed(
+                int(np.random.SeedSequence(seed).spawn(2)[1].generate_state(1)[0])))
         self.weights_version = 0  # counts changes of the weights (numpy inference copies)
         if seed is not None:
             keras.utils.set_random_seed(int(seed))

@@ -20,6 +20,7 @@ import tensorflow as tf
 import tree
 
 from tfrl.core.columns import Columns
+from tfrl.models.tf.action_dist_base import TFActionDistribution
 from tfrl.policy import space_specs
 
 PREV_COLUMNS = (Columns.PREV_ACTIONS, Columns.PREV_REWARDS)
@@ -206,7 +207,11 @@ class ActionFunctions:
             lambda x, s: tf.cast(x, s.dtype), a, action_spec)
 
         # Both actions, then a select: cheaper than a tf.cond for small models.
-        sampled = as_space_dtype(dist.sample())
+        if isinstance(dist, TFActionDistribution):
+            # One stateless seed per call from the policy's generator (in its state).
+            sampled = as_space_dtype(dist.sample(policy.sampling_generator.make_seeds(1)[:, 0]))
+        else:  # a duck-typed dist_class samples its own way (not in get_state())
+            sampled = as_space_dtype(dist.sample())
         sampled_logp = dist.sampled_action_logp()  # [B]
         greedy = as_space_dtype(dist.deterministic_sample())
         actions = tree.map_structure(

@@ -81,6 +81,8 @@ def export_saved_model(policy, export_dir: str) -> str:
     # The variables, not the Keras model: saving a model traces its default signature,
     # which fails for models with call kwargs (prev_actions).
     module.model_variables = list(policy.model.weights)
+    # Seeds `stochastic_action`'s samples (its state advances with every call).
+    module.sampling_generator = policy.sampling_generator
 
     @tf.function(input_signature=flat_specs)
     def deterministic_action(*args):

@@ -2,8 +2,9 @@
 
 The state holds the model's weights (a list in `model.weights` order), the optimizer's
 variables, the global timestep, the update counter and the bit-generator states of the
-policy's two numpy generators: the one that seeds minibatch shuffling and the one the
-numpy inference path samples actions from. A policy restored from it continues exactly
+policy's generators: the numpy one that seeds minibatch shuffling, the numpy one the
+numpy inference path samples actions from and the `tf.random.Generator` that seeds the
+TF inference path's sampling (recurrent, conv and custom models). A policy restored from it continues exactly
 as the original would (same shuffles, same sampled actions).
 """
 
@@ -41,20 +42,27 @@ def set_weights(policy, weights: List[Any]) -> None:
 
 
 def rng_states(policy) -> Dict[str, Any]:
-    """The bit-generator states of the shuffle and sampling generators (copies)."""
+    """The states of the shuffle and sampling generators (copies): numpy bit-generator
+    states, and the TF inference path's `tf.random.Generator` state as an array."""
     return {"shuffle": policy._np_random.bit_generator.state,
-            "sampling": policy.sampling_rng.bit_generator.state}
+            "sampling": policy.sampling_rng.bit_generator.state,
+            "tf_sampling": np.array(policy.sampling_generator.state.numpy())}
 
 
 def set_rng_states(policy, states: Dict[str, Any]) -> None:
-    """Restores `rng_states` results (the generators must be of the same kind)."""
-    if not isinstance(states, dict) or set(states) != {"shuffle", "sampling"}:
+    """Restores `rng_states` results (the generators must be of the same kind). A state
+    saved before the TF generator was part of it (no `tf_sampling`) leaves it as is."""
+    if not isinstance(states, dict) or not (
+            {"shuffle", "sampling"} <= set(states) <= {"shuffle", "sampling", "tf_sampling"}):
         raise ValueError(
-            f"set_state(): '{RNG_STATE_KEY}' must be a dict with keys ['sampling', 'shuffle'] "
-            f"(from get_state()); received {states!r:.200}."
+            f"set_state(): '{RNG_STATE_KEY}' must be a dict with keys ['sampling', 'shuffle', "
+            f"'tf_sampling'] (from get_state(); older states lack 'tf_sampling'); received "
+            f"{states!r:.200}."
         )
     policy._np_random.bit_generator.state = states["shuffle"]
     policy.sampling_rng.bit_generator.state = states["sampling"]
+    if "tf_sampling" in states:
+        policy.sampling_generator.reset(np.asarray(states["tf_sampling"]))
 
 
 def get_optimizer_state(policy, state: Dict[str, Any]) -> Dict[str, Any]:

@@ -23,9 +23,16 @@ class TFActionDistribution:
         self._last_sample = None
         self._last_logp = None
 
-    def sample(self) -> Any:
-        """Draws an action (from TF's global/op seeds) and remembers its logp."""
-        self._last_sample, self._last_logp = self._sample_with_logp()
+    def sample(self, seed: Optional[tf.Tensor] = None) -> Any:
+        """Draws an action and remembers its logp.
+
+        Args:
+            seed: None: TF's stateful random ops (seeded by `tf.random.set_seed`); else a
+                shape-[2] int seed of TF's stateless random ops (the same seed, the same
+                action), e.g. `tf.random.Generator.make_seeds(1)[:, 0]`, whose generator
+                state can be saved and restored.
+        """
+        self._last_sample, self._last_logp = self._sample_with_logp(seed)
         return self._last_sample
 
     def sampled_action_logp(self) -> tf.Tensor:
@@ -37,11 +44,13 @@ class TFActionDistribution:
             )
         return self._last_logp
 
-    def _sample_with_logp(self):
-        action = self._sample()
+    def _sample_with_logp(self, seed: Optional[tf.Tensor] = None):
+        # Without a seed, subclasses whose `_sample()` takes none work too.
+        action = self._sample() if seed is None else self._sample(seed)
         return action, self.logp(action)
 
-    def _sample(self) -> Any:
+    def _sample(self, seed: Optional[tf.Tensor] = None) -> Any:
+        """An action drawn with stateful ops (`seed` None) or stateless ones."""
         raise NotImplementedError
 
     def deterministic_sample(self) -> Any:

@@ -70,12 +70,20 @@ class MultiActionDistribution(TFActionDistribution):
             out.append(part)
         return out
 
-    def _sample_with_logp(self):
-        pairs = [child._sample_with_logp() for child in self.children]
+    def _child_seeds(self, seed):
+        """One seed per child: None, or independent seeds split from `seed`."""
+        if seed is None:
+            return [None] * len(self.children)
+        return tf.unstack(tf.random.experimental.stateless_split(seed, len(self.children)))
+
+    def _sample_with_logp(self, seed=None):
+        pairs = [child._sample_with_logp(s)
+                 for child, s in zip(self.children, self._child_seeds(seed))]
         return self._nest([a for a, _ in pairs]), tf.add_n([lp for _, lp in pairs])
 
-    def _sample(self):
-        return self._nest([child._sample() for child in self.children])
+    def _sample(self, seed=None):
+        return self._nest([child._sample(s)
+                           for child, s in zip(self.children, self._child_seeds(seed))])
 
     def deterministic_sample(self):
         return self._nest([child.deterministic_sample() for child in self.children])

@@ -3,9 +3,10 @@
 A distribution takes the model's `dist_inputs` (`[B, num_outputs]`, or `[B, T,
 num_outputs]` for recurrent models) and answers `sample()`, `deterministic_sample()`,
 `logp(x)`, `entropy()` and `kl(other)`; results have the inputs' leading axes (`[B]`
-or `[B, T]`). Every method works eagerly and inside `tf.function`. Sampling uses TF's
+or `[B, T]`). Every method works eagerly and inside `tf.function`. `sample()` uses TF's
 stateful random ops (`tf.random.categorical`, `tf.random.normal`), so
-`tf.random.set_seed` makes it repeatable. `ModelCatalog.get_action_dist(action_space)`
+`tf.random.set_seed` makes it repeatable; `sample(seed)` uses their stateless
+counterparts with a shape-[2] seed (a TFPolicy draws it from its saved generator). `ModelCatalog.get_action_dist(action_space)`
 picks the class for a space.
 
 The formulas are tfrl's own; `dist.to_tfp()` returns the equivalent
@@ -67,9 +68,12 @@ class Categorical(TFActionDistribution):
         super().__init__(inputs, model)
         self.logits = self.inputs / temperature  # [..., n]
 
-    def _sample(self):
+    def _sample(self, seed=None):
         logits_2d = tf.reshape(self.logits, [-1, tf.shape(self.logits)[-1]])  # [N, n]
-        draws = tf.random.categorical(logits_2d, 1, dtype=tf.int64)  # [N, 1]
+        if seed is None:
+            draws = tf.random.categorical(logits_2d, 1, dtype=tf.int64)  # [N, 1]
+        else:
+            draws = tf.random.stateless_categorical(logits_2d, 1, seed, dtype=tf.int64)
         sample = tf.reshape(draws, tf.shape(self.logits)[:-1])
         sample.set_shape(self.logits.shape[:-1])
         return sample
@@ -136,8 +140,10 @@ class MultiCategorical(TFActionDistribution):
             for logits in tf.split(self.inputs, self.input_lens, axis=-1)
         ]
 
-    def _sample(self):
-        return tf.stack([c._sample() for c in self.cats], axis=-1)
+    def _sample(self, seed=None):
+        seeds = ([None] * len(self.cats) if seed is None else
+                 tf.unstack(tf.random.experimental.stateless_split(seed, len(self.cats))))
+        return tf.stack([c._sample(s) for c, s in zip(self.cats, seeds)], axis=-1)
 
     def deterministic_sample(self):
         return tf.stack([c.deterministic_sample() for c in self.cats], axis=-1)
@@ -175,15 +181,17 @@ class DiagGaussian(TFActionDistribution):
         self.mean, self.log_std = tf.split(self.inputs, 2, axis=-1)  # [..., A] each
         self.std = tf.exp(self.log_std)
 
-    def _noise(self):
-        return tf.random.normal(tf.shape(self.mean), dtype=self.mean.dtype)  # [..., A]
+    def _noise(self, seed=None):
+        if seed is None:
+            return tf.random.normal(tf.shape(self.mean), dtype=self.mean.dtype)  # [..., A]
+        return tf.random.stateless_normal(tf.shape(self.mean), seed, dtype=self.mean.dtype)
 
-    def _sample_with_logp(self):
-        eps = self._noise()
+    def _sample_with_logp(self, seed=None):
+        eps = self._noise(seed)
         return eps * self.std + self.mean, _normal_logp(eps, self.log_std)
 
-    def _sample(self):
-        return self._noise() * self.std + self.mean
+    def _sample(self, seed=None):
+        return self._noise(seed) * self.std + self.mean
 
     def deterministic_sample(self):
         return self.mean
@@ -261,16 +269,18 @@ class SquashedGaussian(TFActionDistribution):
         log_scale = tf.math.log((self.high - self.low) / 2.0)  # [A] or []
         return tf.reduce_sum(log_dtanh + log_scale * tf.ones_like(u), axis=-1)
 
-    def _noise(self):
-        return tf.random.normal(tf.shape(self.mean), dtype=self.mean.dtype)  # [..., A]
+    def _noise(self, seed=None):
+        if seed is None:
+            return tf.random.normal(tf.shape(self.mean), dtype=self.mean.dtype)  # [..., A]
+        return tf.random.stateless_normal(tf.shape(self.mean), seed, dtype=self.mean.dtype)
 
-    def _sample_with_logp(self):
-        eps = self._noise()
+    def _sample_with_logp(self, seed=None):
+        eps = self._noise(seed)
         u = eps * self.std + self.mean
         return self._squash(u), _normal_logp(eps, self.log_std) - self._log_jacobian(u)
 
-    def _sample(self):
-        return self._squash(self._noise() * self.std + self.mean)
+    def _sample(self, seed=None):
+        return self._squash(self._noise(seed) * self.std + self.mean)
 
     def deterministic_sample(self):
         return self._squash(self.mean)
@@ -311,7 +321,7 @@ class Deterministic(TFActionDistribution):
     `logp` is 0 for every action (RLlib's convention); `entropy` and `kl` raise.
     """
 
-    def _sample(self):
+    def _sample(self, seed=None):
         return self.inputs
 
     def deterministic_sample(self):

@@ -1,0 +1,15 @@
+"""Example envs (memory tasks), registered with gymnasium on import.
+
+gymnasium's `"module:id"` form imports this package on demand, so
+`--env=tfrl.examples.envs:RepeatAfterMe-v0` works from the CLI and in every worker.
+"""
+
+import gymnasium as gym
+
+from tfrl.examples.envs.repeat_after_me import RepeatAfterMe
+
+__all__ = ["RepeatAfterMe"]
+
+if "RepeatAfterMe-v0" not in gym.registry:
+    gym.register(id="RepeatAfterMe-v0",
+                 entry_point="tfrl.examples.envs.repeat_after_me:RepeatAfterMe")
