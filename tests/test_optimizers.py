@@ -12,6 +12,8 @@ import tensorflow as tf
 
 from tfrl.policy.optimizers import FusedAdam
 
+from policy_helpers import strategy_named
+
 STEPS = 25
 
 
@@ -108,8 +110,8 @@ def test_fused_adam_uses_one_kernel_per_variable():
 
 
 def test_fused_adam_under_mirrored_strategy_matches_one_device():
-    devices = [d.name for d in tf.config.list_logical_devices("CPU")][:2]
-    strategy = tf.distribute.MirroredStrategy(devices)
+    # The process-wide strategies: separate MirroredStrategy objects collide.
+    strategy = strategy_named("mirrored")
 
     def run(strategy, optimizer_class):
         with strategy.scope():
@@ -130,7 +132,7 @@ def test_fused_adam_under_mirrored_strategy_matches_one_device():
         return [np.asarray(v) for v in variables]
 
     mirrored = run(strategy, FusedAdam)
-    one_device = run(tf.distribute.OneDeviceStrategy(devices[0]), keras.optimizers.Adam)
+    one_device = run(strategy_named("one_device"), keras.optimizers.Adam)
     for got, want in zip(mirrored, one_device):
         np.testing.assert_allclose(got, want, **FLOAT32)
 
