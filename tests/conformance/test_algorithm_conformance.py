@@ -7,12 +7,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conformance_helpers import (ALGORITHM_NAMES, ENVS, SPACE_NAMES, algorithm_config,
+from conformance_helpers import (SUPPORTED, ENVS, algorithm_config,
                                  assert_same_state)
 from tfrl.algorithms.registry import get_algorithm_class
 
-pytestmark = [pytest.mark.parametrize("space", SPACE_NAMES),
-              pytest.mark.parametrize("algo", ALGORITHM_NAMES)]
+pytestmark = pytest.mark.parametrize("algo,space", SUPPORTED)
 
 
 def make_algorithm(algo, space):

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conformance_helpers import (ALGORITHM_NAMES, SPACE_NAMES, SPACES, STRATEGIES,
+from conformance_helpers import (SUPPORTED, SPACES, STRATEGIES,
                                  assert_same_state, make_policy, observations,
                                  sgd_policy_class, train_batch)
 
@@ -15,8 +15,7 @@ from conformance_helpers import (ALGORITHM_NAMES, SPACE_NAMES, SPACES, STRATEGIE
 # value over the whole minibatch (explained variance divides by the rows' variance).
 PER_REPLICA_STATS = {"vf_explained_var"}
 
-pytestmark = [pytest.mark.parametrize("space", SPACE_NAMES),
-              pytest.mark.parametrize("algo", ALGORITHM_NAMES)]
+pytestmark = pytest.mark.parametrize("algo,space", SUPPORTED)
 
 
 def test_each_compiled_function_traces_once(algo, space):

@@ -52,6 +52,7 @@ ALIASES = {
     "min_sample_timesteps_per_iteration": "timesteps_per_iteration",
     "min_time_s_per_reporting": "min_iter_time_s",
     "min_sample_timesteps_per_reporting": "timesteps_per_iteration",
+    "learning_starts": "num_steps_sampled_before_learning_starts",  # RLlib 1.x (DQN)
 }
 # Written by to_dict() under both names, for operators reading either.
 _REPORTING_ALIASES = ("metrics_num_episodes_for_smoothing", "min_time_s_per_iteration",
