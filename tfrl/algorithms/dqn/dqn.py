@@ -95,12 +95,15 @@ class DQNLearnPhase:
     def _update_priorities(self, replayed: types.Batch) -> None:
         if not self.buffer.prioritized_replay:
             return
-        batches = (replayed.policy_batches if isinstance(replayed, MultiAgentBatch)
-                   else {DEFAULT_POLICY_ID: replayed})
+        batches: Dict[str, Any] = (replayed.policy_batches
+                                   if isinstance(replayed, MultiAgentBatch)
+                                   else {DEFAULT_POLICY_ID: replayed})
         local = self.workers.local_worker()
-        self.buffer.update_priorities({
-            pid: (rows[BATCH_INDEXES], local.get_policy(pid).td_errors(rows))
-            for pid, rows in batches.items()})
+        priorities = {}
+        for pid, rows in batches.items():
+            policy: Any = local.get_policy(pid)  # a DQNTFPolicy (or one with td_errors)
+            priorities[pid] = (rows[BATCH_INDEXES], policy.td_errors(rows))
+        self.buffer.update_priorities(priorities)
 
 
 class DQN(Algorithm):
@@ -114,8 +117,10 @@ class DQN(Algorithm):
     default_policy_class = DQNTFPolicy
     local_replay_buffer: Optional[LocalReplayBuffer] = None
 
-    def execution_plan(self, workers: types.WorkerSet, config: Dict[str, Any]
-                       ) -> LocalIterator[types.ResultDict]:
+    # A method, not Algorithm's static function: the replay buffer belongs to the
+    # algorithm (its checkpoints hold it) and outlives a plan rebuilt after an error.
+    def execution_plan(self, workers: types.WorkerSet,  # type: ignore[override]
+                       config: Dict[str, Any]) -> LocalIterator[types.ResultDict]:
         """DQN's LocalIterator of result dicts (see the module docstring); a rebuilt plan
         keeps the algorithm's replay buffer."""
         if self.local_replay_buffer is None:

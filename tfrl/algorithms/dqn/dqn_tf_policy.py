@@ -21,7 +21,7 @@ absent; prioritized replay's `weights` column weights the rows). `compute_td_err
 gives the per-row TD errors of a batch in one compiled call, for the new priorities.
 """
 
-from typing import Any, ClassVar, Dict, List, Optional, Tuple
+from typing import Any, Callable, ClassVar, Dict, List, Optional, Tuple
 
 import gymnasium as gym
 import keras
@@ -77,7 +77,7 @@ class DQNTFPolicy(TFPolicy):
             self.target_model = self.make_model()
             self.target_model(space_specs.zeros_batch(self.observation_space, 1))
         self.update_target()
-        self._td_error_fn = None
+        self._td_error_fn: Optional[Callable[..., tf.Tensor]] = None
 
     # ------------------------------------------------------------- building
 
@@ -96,6 +96,11 @@ class DQNTFPolicy(TFPolicy):
         return FusedAdam(learning_rate=self.config["lr"], epsilon=self.config["adam_epsilon"])
 
     # --------------------------------------------------------------- acting
+
+    @property
+    def cur_lr(self) -> float:
+        """The optimizer's current learning rate."""
+        return float(np.asarray(self.optimizer.learning_rate))
 
     @property
     def cur_epsilon(self) -> float:
@@ -168,14 +173,15 @@ class DQNTFPolicy(TFPolicy):
         compiled call (RLlib's signature; `n_step`: the rows' bootstrap exponents,
         default 1)."""
         rows = len(rew_t)
-        if self._td_error_fn is None:
+        td_error_fn = self._td_error_fn
+        if td_error_fn is None:
             obs_spec = space_specs.batch_spec(self.observation_space)
             vector = tf.TensorSpec((None,), tf.float32)
-            self._td_error_fn = tf.function(self._td_error_graph, input_signature=[
+            td_error_fn = self._td_error_fn = tf.function(self._td_error_graph, input_signature=[
                 obs_spec, tf.TensorSpec((None,), tf.int32), vector, obs_spec, vector, vector],
                 autograph=False)
         steps = np.ones(rows, np.float32) if n_step is None else n_step
-        return self._td_error_fn(
+        return td_error_fn(
             self._acting.check_obs(obs_t), np.asarray(act_t, np.int32),
             np.asarray(rew_t, np.float32), self._acting.check_obs(obs_tp1),
             np.asarray(terminateds_mask, np.float32), np.asarray(steps, np.float32)).numpy()
