@@ -257,3 +257,20 @@ def test_tfrl_train_runs_dqn_and_the_tuned_file_resolves(tmp_path):
                          "dqn_cartpole.yaml")
     out = run("train", f"--config={tuned}", "--dry_run")
     assert "DQN" in out and "training_intensity" in out
+
+
+def test_image_observations_use_the_catalogs_conv_net():
+    image_space = gym.spaces.Box(0, 255, (84, 84, 4), np.uint8)
+    policy = DQNTFPolicy(image_space, gym.spaces.Discrete(4),
+                         DQNConfig.from_dict({"seed": 0, "hiddens": [16]}).to_dict())
+    assert type(policy.model).__name__ == "VisionNetwork"
+    frames = np.random.default_rng(0).integers(0, 256, (9, 84, 84, 4), dtype=np.uint8)
+    actions = policy.compute_actions(frames[:8], explore=False)[0]
+    q = policy.q_values(policy.model, frames[:8]).numpy()
+    np.testing.assert_array_equal(actions, q.argmax(1))
+    batch = {"obs": frames[:8], "new_obs": frames[1:], "actions": actions,
+             "rewards": np.ones(8, np.float32), "terminateds": np.zeros(8, bool)}
+    assert np.isfinite(policy.learn_on_batch(batch, sgd_minibatch_size=4)["learner_stats"]
+                       ["total_loss"])
+    assert policy.num_grad_updates.numpy() == 2
+    assert policy.td_errors(batch).shape == (8,)
