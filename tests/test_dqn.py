@@ -1,12 +1,19 @@
 """DQN: config checks, epsilon-greedy acting, target updates, training intensity,
 priority updates, and bad input (the loss itself: tests/test_dqn_loss.py)."""
 
+import contextlib
+import io
+import os
+import re
+
 import gymnasium as gym
 import numpy as np
 import pytest
+from absl import flags
 
 from tfrl.algorithms.dqn import DQN, DQNConfig, DQNTFPolicy
 from tfrl.algorithms.dqn.dqn_config import learning_schedule
+from tfrl.cli.main import main
 from tfrl.execution.replay_buffer import BATCH_INDEXES
 
 OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
@@ -225,15 +232,6 @@ def test_td_errors_match_the_loss_math():
 # ---------------------------------------------------------------------- CLI
 
 def test_tfrl_train_runs_dqn_and_the_tuned_file_resolves(tmp_path):
-    import contextlib
-    import io
-    import os
-    import re
-
-    from absl import flags
-
-    from tfrl.cli.main import main
-
     def run(*args):
         out = io.StringIO()
         try:

@@ -11,6 +11,7 @@ import pytest
 import tensorflow as tf
 
 from tfrl.policy.optimizers import FusedAdam
+from tfrl.policy.strategy import make_strategy
 
 STEPS = 25
 
@@ -108,8 +109,11 @@ def test_fused_adam_uses_one_kernel_per_variable():
 
 
 def test_fused_adam_under_mirrored_strategy_matches_one_device():
-    devices = [d.name for d in tf.config.list_logical_devices("CPU")][:2]
-    strategy = tf.distribute.MirroredStrategy(devices)
+    # The process's shared 2-replica strategy: a second MirroredStrategy over the same
+    # devices collides in its collective ops with one used before (e.g. by the
+    # conformance suite earlier in the run).
+    strategy = make_strategy({"num_gpus": 2, "_fake_gpus": True})
+    devices = list(strategy.extended.worker_devices)
 
     def run(strategy, optimizer_class):
         with strategy.scope():
