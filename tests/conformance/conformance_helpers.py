@@ -40,6 +40,12 @@ SMALL = {
     "num_workers": 0,
     "num_envs_per_worker": 1,
     "min_iter_time_s": 0,  # A2C: iterations of a fixed size, not of 10 s
+    # Off-policy (DQN): iterations of one sampling round, learning from the first
+    # round on, a target update every other round, the replay buffer in checkpoints.
+    "timesteps_per_iteration": 0,
+    "num_steps_sampled_before_learning_starts": 16,
+    "target_network_update_freq": 32,
+    "store_buffer_in_checkpoints": True,
 }
 
 STRATEGIES = ("default", "one_device", "mirrored")
@@ -48,6 +54,19 @@ STRATEGIES = ("default", "one_device", "mirrored")
 # the minibatch and `learner_stats` averages the replicas' values, which differs from the
 # value over the whole minibatch (explained variance divides by the rows' variance).
 PER_REPLICA_STATS = {"vf_explained_var"}
+
+
+def supports(name: str, space: str) -> bool:
+    """Whether the algorithm's policy accepts the `space` pair's action space: by its
+    class attribute `action_space_types` (a tuple of `gym.Space` classes; absent: all)."""
+    policy_class = get_algorithm_class(name).default_policy_class
+    types = getattr(policy_class, "action_space_types", None)
+    return types is None or isinstance(SPACES[space][1], types)
+
+
+# (algorithm, space) pairs the suite runs, and those each algorithm must reject clearly.
+SUPPORTED = [(a, s) for a in ALGORITHM_NAMES for s in SPACE_NAMES if supports(a, s)]
+UNSUPPORTED = [(a, s) for a in ALGORITHM_NAMES for s in SPACE_NAMES if not supports(a, s)]
 
 
 class FixedStart(gym.Wrapper):

@@ -7,13 +7,12 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conformance_helpers import (ALGORITHM_NAMES, ENVS, RECURRENT_MODEL, SPACE_NAMES,
-                                 algorithm_config, assert_exported_states_follow_the_live_policy,
+from conformance_helpers import (ENVS, RECURRENT_MODEL, SUPPORTED, algorithm_config,
+                                 assert_exported_states_follow_the_live_policy,
                                  assert_same_state)
 from tfrl.algorithms.registry import get_algorithm_class
 
-pytestmark = [pytest.mark.parametrize("space", SPACE_NAMES),
-              pytest.mark.parametrize("algo", ALGORITHM_NAMES)]
+pytestmark = pytest.mark.parametrize("algo,space", SUPPORTED)
 
 
 def make_algorithm(algo, space, **overrides):

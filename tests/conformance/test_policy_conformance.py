@@ -6,12 +6,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conformance_helpers import (ALGORITHM_NAMES, PER_REPLICA_STATS, SPACE_NAMES, SPACES,
-                                 STRATEGIES, assert_same_state, make_policy, observations,
+from conformance_helpers import (PER_REPLICA_STATS, SPACES, STRATEGIES, SUPPORTED,
+                                 assert_same_state, make_policy, observations,
                                  sgd_policy_class, train_batch)
 
-pytestmark = [pytest.mark.parametrize("space", SPACE_NAMES),
-              pytest.mark.parametrize("algo", ALGORITHM_NAMES)]
+pytestmark = pytest.mark.parametrize("algo,space", SUPPORTED)
 
 
 def test_each_compiled_function_traces_once(algo, space):

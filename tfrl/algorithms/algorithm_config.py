@@ -52,7 +52,7 @@ ALIASES = {
     "min_sample_timesteps_per_iteration": "timesteps_per_iteration",
     "min_time_s_per_reporting": "min_iter_time_s",
     "min_sample_timesteps_per_reporting": "timesteps_per_iteration",
-    # Off-policy configs (OffPolicyConfig, SACConfig): classic names of 2.x fields.
+    # Off-policy configs (DQN, OffPolicyConfig, SACConfig): classic names (RLlib 1.x/2.x).
     "learning_starts": "num_steps_sampled_before_learning_starts",
     "Q_model": "q_model_config",
     "policy_model": "policy_model_config",

@@ -15,6 +15,7 @@ ALGORITHMS = {
     "PG": ("tfrl.algorithms.pg.pg", "PG", "PGConfig"),
     "A2C": ("tfrl.algorithms.a2c.a2c", "A2C", "A2CConfig"),
     "PPO": ("tfrl.algorithms.ppo.ppo", "PPO", "PPOConfig"),
+    "DQN": ("tfrl.algorithms.dqn.dqn", "DQN", "DQNConfig"),
 }
 
 

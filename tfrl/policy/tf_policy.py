@@ -67,8 +67,10 @@ from tfrl.policy.train_columns import autograph_converted
 
 # RLlib 1.x name: TFPolicy's defaults as a flat dict (the source is `PolicyConfig`).
 DEFAULT_CONFIG = PolicyConfig().to_dict()
-# Methods whose override takes a policy off the numpy inference path.
-_ACTION_METHODS = ("action_graph", "call_model", "extra_action_out", "compute_actions", "value")
+# Methods whose override takes a policy off the numpy inference path. (`compute_actions`
+# is not one: an override either bypasses TFPolicy's or calls it through `super()`, whose
+# numpy path computes what its compiled path does.)
+_ACTION_METHODS = ("action_graph", "call_model", "extra_action_out", "value")
 
 
 class TFPolicy(Policy):

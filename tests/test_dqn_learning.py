@@ -1,0 +1,31 @@
+"""DQN learns CartPole-v1: mean return >= 400 within 50k env steps for 3 of 3 seeds, with
+the tuned example (examples/tuned/dqn_cartpole.yaml)."""
+
+import os
+
+import pytest
+
+from tfrl.algorithms.dqn import DQN
+from tfrl.cli.experiment import build_config, resolve_experiment
+
+pytestmark = pytest.mark.learning
+
+MAX_STEPS = 50_000
+TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                     "examples", "tuned", "dqn_cartpole.yaml")
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_dqn_reaches_400_on_cartpole(seed):
+    algo = DQN(config=build_config(resolve_experiment(TUNED, overrides=[f"seed={seed}"])))
+    result = {"episode_reward_mean": float("nan"), "timesteps_total": 0}
+    try:
+        while result["timesteps_total"] < MAX_STEPS:
+            result = algo.train()
+            if result["episode_reward_mean"] >= 400.0:
+                break
+    finally:
+        algo.stop()
+    # episode_reward_mean: the mean over the last metrics_smoothing_episodes episodes.
+    assert result["episode_reward_mean"] >= 400.0, result["episode_reward_mean"]
+    assert result["timesteps_total"] <= MAX_STEPS

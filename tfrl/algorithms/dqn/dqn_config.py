@@ -1,0 +1,217 @@
+"""DQNConfig: DQN's config dataclass (re-exported by `tfrl.algorithms.dqn.dqn`, RLlib's path).
+
+RLlib's DQN keys and defaults. Two subdicts are merged into their defaults (a given
+`replay_buffer_config` or `exploration_config` only needs the keys it changes) and
+checked at the door. `learning_starts` (RLlib 1.x) is an alias of
+`num_steps_sampled_before_learning_starts`.
+
+Example:
+    >>> config = DQNConfig.from_dict({"learning_starts": 500,
+    ...                               "replay_buffer_config": {"capacity": 1000}})
+    >>> config.num_steps_sampled_before_learning_starts, config.replay_buffer_config["capacity"]
+    (500, 1000)
+    >>> config.replay_buffer_config["prioritized_replay_alpha"]
+    0.6
+"""
+
+import copy
+import dataclasses
+from typing import Any, ClassVar, Dict, List, Optional, Tuple
+
+from tfrl.algorithms.algorithm_config import AlgorithmConfig
+from tfrl.utils.config_keys import check_keys
+from tfrl.utils.config_values import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE
+
+# `replay_buffer_config["type"]`: prioritized or uniform (RLlib's class names).
+PRIORITIZED_BUFFER_TYPES = ("MultiAgentPrioritizedReplayBuffer", "PrioritizedReplayBuffer")
+UNIFORM_BUFFER_TYPES = ("MultiAgentReplayBuffer", "ReplayBuffer")
+REPLAY_BUFFER_DEFAULTS: Dict[str, Any] = {
+    "type": "MultiAgentPrioritizedReplayBuffer",
+    "capacity": 50000,
+    "prioritized_replay_alpha": 0.6,
+    "prioritized_replay_beta": 0.4,
+    "prioritized_replay_eps": 1e-6,
+    "replay_sequence_length": 1,
+    "worker_side_prioritization": False,
+}
+EXPLORATION_DEFAULTS: Dict[str, Any] = {
+    "type": "EpsilonGreedy",
+    "initial_epsilon": 1.0,
+    "final_epsilon": 0.02,
+    "epsilon_timesteps": 10000,
+}
+TD_ERROR_LOSS_FNS = ("huber", "mse")
+
+
+def _field(default: Any) -> Any:
+    return dataclasses.field(default_factory=lambda: copy.deepcopy(default))
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+@dataclasses.dataclass(frozen=True)
+class DQNConfig(AlgorithmConfig):
+    """DQN's config (RLlib's DQN defaults).
+
+    Attributes:
+        dueling: Dueling heads `Q = V + A - mean A` (V is the catalog model's value
+            head on the shared trunk, A its output layer).
+        hiddens: Hidden sizes after the model's trunk (`model["fcnet_hiddens"]`): tfrl
+            appends them to the trunk (`post_fcnet_hiddens`), shared by the value and
+            advantage streams (RLlib gives each stream its own copy).
+        double_q: Double Q-learning (the online network picks the next action).
+        n_step: n-step returns (built by the replay buffer at insertion).
+        noisy, num_atoms: Noisy nets and distributional Q are not implemented: only
+            `noisy=False`, `num_atoms=1` are accepted.
+        target_network_update_freq: Env steps sampled between target-network copies.
+        training_intensity: Replayed steps per sampled step; None: RLlib's native ratio
+            (one `train_batch_size` replay per sampling round).
+        replay_buffer_config: `type` (prioritized or not), `capacity`,
+            `prioritized_replay_alpha/beta/eps`, `replay_sequence_length` (1),
+            `worker_side_prioritization` (False only).
+        store_buffer_in_checkpoints: Checkpoints hold the replay buffer's contents.
+        num_steps_sampled_before_learning_starts: Env steps stored before the first
+            update (alias `learning_starts`).
+        exploration_config: `EpsilonGreedy` with `initial_epsilon`, `final_epsilon`,
+            `epsilon_timesteps` (linear decay over the policy's timesteps).
+        td_error_loss_fn: "huber" or "mse".
+        adam_epsilon: Adam's epsilon.
+    """
+
+    # RLlib's DQN defaults that differ from COMMON_CONFIG / PolicyConfig.
+    lr: float = 5e-4
+    grad_clip: Optional[float] = 40.0
+    train_batch_size: int = 32
+    rollout_fragment_length: int = 4
+    timesteps_per_iteration: int = 1000
+    # Replayed rows are drawn at random already: no second shuffle of them.
+    shuffle_sequences: bool = False
+    exploration_config: dict = _field(EXPLORATION_DEFAULTS)
+    # DQN's own keys.
+    dueling: bool = True
+    hiddens: List[int] = _field([256])
+    double_q: bool = True
+    n_step: int = 1
+    noisy: bool = False
+    sigma0: float = 0.5
+    num_atoms: int = 1
+    v_min: float = -10.0
+    v_max: float = 10.0
+    target_network_update_freq: int = 500
+    training_intensity: Optional[float] = None
+    replay_buffer_config: dict = _field(REPLAY_BUFFER_DEFAULTS)
+    store_buffer_in_checkpoints: bool = False
+    num_steps_sampled_before_learning_starts: int = 1000
+    td_error_loss_fn: str = "huber"
+    adam_epsilon: float = 1e-8
+
+    _RANGES: ClassVar[Dict[str, Any]] = {
+        "n_step": AT_LEAST_ONE, "num_atoms": AT_LEAST_ONE,
+        "target_network_update_freq": NON_NEGATIVE, "training_intensity": POSITIVE,
+        "num_steps_sampled_before_learning_starts": NON_NEGATIVE, "adam_epsilon": POSITIVE,
+        "sigma0": NON_NEGATIVE}
+
+    def __post_init__(self) -> None:
+        # The subdicts take the defaults of the keys they lack (RLlib merges them too).
+        for name, defaults in (("replay_buffer_config", REPLAY_BUFFER_DEFAULTS),
+                               ("exploration_config", EXPLORATION_DEFAULTS)):
+            given = getattr(self, name)
+            if isinstance(given, dict):
+                object.__setattr__(self, name, {**copy.deepcopy(defaults), **given})
+        super().__post_init__()
+
+    def validate(self) -> None:
+        super().validate()
+
+        def fail(msg: str) -> None:
+            raise ValueError(f"DQNConfig: {msg}")
+
+        if self.noisy:
+            fail("noisy=True (noisy networks) is not implemented in tfrl; set noisy=False "
+                 "and explore with exploration_config (EpsilonGreedy).")
+        if self.num_atoms != 1:
+            fail(f"num_atoms={self.num_atoms} (distributional Q) is not implemented in tfrl; "
+                 "set num_atoms=1.")
+        if self.td_error_loss_fn not in TD_ERROR_LOSS_FNS:
+            fail(f"td_error_loss_fn must be one of {TD_ERROR_LOSS_FNS}; received "
+                 f"{self.td_error_loss_fn!r}.")
+        if not all(isinstance(h, int) and not isinstance(h, bool) and h > 0
+                   for h in self.hiddens):
+            fail(f"hiddens must be a list of positive ints; received {self.hiddens!r}.")
+        self._validate_replay_buffer_config(fail)
+        self._validate_exploration_config(fail)
+
+    def _validate_replay_buffer_config(self, fail) -> None:
+        rb = self.replay_buffer_config
+        check_keys(rb, REPLAY_BUFFER_DEFAULTS, "DQNConfig.replay_buffer_config")
+        if rb["type"] not in PRIORITIZED_BUFFER_TYPES + UNIFORM_BUFFER_TYPES:
+            fail(f"replay_buffer_config['type'] must be one of "
+                 f"{PRIORITIZED_BUFFER_TYPES + UNIFORM_BUFFER_TYPES}; received {rb['type']!r}.")
+        if not isinstance(rb["capacity"], int) or isinstance(rb["capacity"], bool) \
+                or rb["capacity"] < 1:
+            fail(f"replay_buffer_config['capacity'] must be an int >= 1; received "
+                 f"{rb['capacity']!r}.")
+        for key in ("prioritized_replay_alpha", "prioritized_replay_beta",
+                    "prioritized_replay_eps"):
+            if not _number(rb[key]) or rb[key] < 0:
+                fail(f"replay_buffer_config[{key!r}] must be a number >= 0; received "
+                     f"{rb[key]!r}.")
+        if rb["replay_sequence_length"] != 1:
+            fail("replay_buffer_config['replay_sequence_length'] must be 1 (DQN replays "
+                 f"timesteps); received {rb['replay_sequence_length']!r}.")
+        if rb["worker_side_prioritization"]:
+            fail("replay_buffer_config['worker_side_prioritization']=True is not implemented "
+                 "in tfrl; set it to False.")
+
+    def _validate_exploration_config(self, fail) -> None:
+        ex = self.exploration_config
+        check_keys(ex, EXPLORATION_DEFAULTS, "DQNConfig.exploration_config")
+        if ex["type"] != "EpsilonGreedy":
+            fail(f"exploration_config['type'] must be 'EpsilonGreedy' (the one DQN "
+                 f"exploration tfrl implements); received {ex['type']!r}.")
+        for key in ("initial_epsilon", "final_epsilon"):
+            if not _number(ex[key]) or not 0.0 <= ex[key] <= 1.0:
+                fail(f"exploration_config[{key!r}] must be in [0, 1]; received {ex[key]!r}.")
+        steps = ex["epsilon_timesteps"]
+        if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
+            fail(f"exploration_config['epsilon_timesteps'] must be an int >= 1; received "
+                 f"{steps!r}.")
+
+    @property
+    def prioritized_replay(self) -> bool:
+        """Whether `replay_buffer_config["type"]` is a prioritized buffer."""
+        return self.replay_buffer_config["type"] in PRIORITIZED_BUFFER_TYPES
+
+
+def learning_schedule(config: Dict[str, Any]) -> Tuple[int, int]:
+    """`(rounds_per_phase, steps_per_phase)`: a learning phase (`steps_per_phase`
+    gradient steps of `train_batch_size` rows, in one compiled call) follows every
+    `rounds_per_phase`-th sampling round.
+
+    A round samples `rollout_fragment_length * num_envs_per_worker * max(1, num_workers)`
+    env steps; `training_intensity` asks for that many times itself in replayed rows, i.e.
+    `r = training_intensity * round_steps / train_batch_size` gradient steps per round:
+    `round(r)` steps every round if `r >= 1`, else one step every `round(1 / r)` rounds.
+    Without `training_intensity`: one step per round (RLlib's native ratio).
+
+    Example:
+        >>> learning_schedule({"training_intensity": 32, "rollout_fragment_length": 256,
+        ...                    "num_envs_per_worker": 1, "num_workers": 0,
+        ...                    "train_batch_size": 64})
+        (1, 128)
+        >>> learning_schedule({"training_intensity": 1, "rollout_fragment_length": 4,
+        ...                    "num_envs_per_worker": 1, "num_workers": 0,
+        ...                    "train_batch_size": 32})
+        (8, 1)
+    """
+    intensity = config.get("training_intensity")
+    if intensity is None:
+        return 1, 1
+    round_steps = (config["rollout_fragment_length"] * config["num_envs_per_worker"]
+                   * max(1, config["num_workers"]))
+    per_round = float(intensity) * round_steps / config["train_batch_size"]
+    if per_round >= 1.0:
+        return 1, max(1, int(round(per_round)))
+    return max(1, int(round(1.0 / per_round))), 1

@@ -1,0 +1,242 @@
+"""DQNTFPolicy: Q-learning with a target network, double Q, dueling heads, n-step returns.
+
+The Q model is the catalog's model for the observation space (an MLP, or the conv net
+for images) with `num_actions` outputs, its trunk extended by `hiddens` and the value
+head on the shared trunk: without `dueling` the outputs are `Q(s, .)`; with it they are
+the advantages `A(s, .)` and `Q = V + A - mean A` (`dqn_loss.dueling_q_values`). Either
+way the greedy action is the argmax of the outputs (adding `V - mean A` changes no
+argmax), so acting takes TFPolicy's path unchanged: `compute_actions` takes the greedy
+actions from it (numpy inference for dense models, else one compiled call) and replaces
+each with a uniform random action with probability epsilon, drawn from the policy's
+seeded `sampling_rng`; epsilon falls linearly from `initial_epsilon` to `final_epsilon`
+over `epsilon_timesteps` of the policy's timestep. (The exported SavedModel's
+`deterministic_action` is the greedy action; its `stochastic_action` samples
+`softmax(outputs)`, not epsilon-greedy.)
+
+The target model has the same architecture; `update_target()` copies the weights (the
+DQN algorithm calls it every `target_network_update_freq` sampled steps). The loss is
+`dqn_loss.dqn_loss` on the online and target Q-values of a replayed minibatch (the
+`n_step` column of n-step transitions gives each row's bootstrap exponent, 1 when
+absent; prioritized replay's `weights` column weights the rows). `compute_td_error`
+gives the per-row TD errors of a batch in one compiled call, for the new priorities.
+"""
+
+from typing import Any, Callable, ClassVar, Dict, List, Optional, Tuple
+
+import gymnasium as gym
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfrl.algorithms.dqn.dqn_config import DQNConfig
+from tfrl.algorithms.dqn.dqn_loss import dqn_loss, dueling_q_values, q_target, td_error
+from tfrl.core.columns import Columns
+from tfrl.execution.replay_buffer import WEIGHTS
+from tfrl.execution.replay_buffer_rows import N_STEP
+from tfrl.models.catalog import ModelCatalog
+from tfrl.policy import space_specs
+from tfrl.policy.optimizers import FusedAdam
+from tfrl.policy.tf_policy import TFPolicy
+from tfrl.utils.schedules import LinearSchedule, make_schedule
+
+TARGET_WEIGHTS = "target_weights"
+
+
+def check_discrete(action_space: gym.Space, owner: str = "DQN") -> None:
+    """Raises a `ValueError` unless `action_space` is `Discrete`."""
+    if not isinstance(action_space, gym.spaces.Discrete):
+        raise ValueError(
+            f"{owner} needs a Discrete action space (one Q-value per action); received "
+            f"{action_space}. For continuous (Box) actions use SAC or TD3.")
+
+
+class DQNTFPolicy(TFPolicy):
+    """DQN policy (config: `dueling`, `hiddens`, `double_q`, `n_step`, `gamma`,
+    `td_error_loss_fn`, `exploration_config`, `lr(_schedule)`, `adam_epsilon`,
+    `grad_clip`); see the module docstring.
+
+    Raises:
+        ValueError: For an action space that is not `Discrete`.
+    """
+
+    config_class = DQNConfig
+    # The action spaces it accepts (read by the conformance suite too).
+    action_space_types: ClassVar[Tuple[type, ...]] = (gym.spaces.Discrete,)
+
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space,
+                 config: Optional[dict] = None, *,
+                 strategy: Optional[tf.distribute.Strategy] = None):
+        check_discrete(action_space, type(self).__name__)
+        super().__init__(observation_space, action_space, config, strategy=strategy)
+        exploration = self.config["exploration_config"]
+        self.epsilon_schedule = LinearSchedule(
+            exploration["epsilon_timesteps"], exploration["final_epsilon"],
+            initial_p=exploration["initial_epsilon"])
+        self._lr_schedule = make_schedule(self.config["lr"], self.config["lr_schedule"])
+        with self.strategy.scope():
+            self.target_model = self.make_model()
+            self.target_model(space_specs.zeros_batch(self.observation_space, 1))
+        self.update_target()
+        self._td_error_fn: Optional[Callable[..., tf.Tensor]] = None
+
+    # ------------------------------------------------------------- building
+
+    def make_model(self) -> keras.Model:
+        """The catalog model with `hiddens` appended to its trunk and the value head on
+        the shared trunk (the dueling stream `V`)."""
+        model_config = dict(self.config["model"])
+        model_config["post_fcnet_hiddens"] = (list(model_config.get("post_fcnet_hiddens", []))
+                                              + list(self.config["hiddens"]))
+        model_config["vf_share_layers"] = True
+        return ModelCatalog.get_model(self.observation_space, self.action_space,
+                                      self.num_outputs, model_config)
+
+    def make_optimizer(self) -> keras.optimizers.Optimizer:
+        """Adam(`lr`, epsilon=`adam_epsilon`) (`FusedAdam`)."""
+        return FusedAdam(learning_rate=self.config["lr"], epsilon=self.config["adam_epsilon"])
+
+    # --------------------------------------------------------------- acting
+
+    @property
+    def cur_lr(self) -> float:
+        """The optimizer's current learning rate."""
+        return float(np.asarray(self.optimizer.learning_rate))
+
+    @property
+    def cur_epsilon(self) -> float:
+        """Epsilon at the policy's current timestep."""
+        return float(self.epsilon_schedule.value(self.global_timestep))
+
+    def compute_actions(self, obs_batch: Any, state_batches: Optional[List[Any]] = None,
+                        prev_action_batch: Any = None, prev_reward_batch: Any = None,
+                        info_batch: Any = None, episodes: Any = None,
+                        explore: Optional[bool] = None, timestep: Optional[int] = None,
+                        **kwargs) -> Tuple[Any, List[np.ndarray], Dict[str, np.ndarray]]:
+        """Greedy actions (TFPolicy's path), each replaced with probability epsilon (at
+        `timestep`, default the policy's `global_timestep`) by a uniform random action."""
+        step = self.global_timestep if timestep is None else int(timestep)
+        actions, state_outs, extras = super().compute_actions(
+            obs_batch, state_batches, prev_action_batch, prev_reward_batch, info_batch,
+            episodes, explore=False, timestep=timestep, **kwargs)
+        if self.config["explore"] if explore is None else explore:
+            epsilon = self.epsilon_schedule.value(step)
+            rows = len(actions)
+            rng = self.sampling_rng
+            explore_rows = rng.random(rows) < epsilon  # [B]
+            random_actions = rng.integers(self.action_space.n, size=rows)  # [B]
+            actions = np.where(explore_rows, random_actions, actions).astype(actions.dtype)
+        return actions, state_outs, extras
+
+    # ------------------------------------------------------------- learning
+
+    def q_values(self, model: keras.Model, obs: Any, training: bool = False) -> tf.Tensor:
+        """`Q(s, .)` `[B, num_actions]` of `model` (the policy's or the target model)."""
+        outputs, value = model(obs, training=training)
+        return dueling_q_values(value, outputs) if self.config["dueling"] else outputs
+
+    @tf.autograph.experimental.do_not_convert  # plain TF ops; converting costs seconds
+    def loss_and_stats(self, model: keras.Model, dist_class: type,
+                       train_batch: Dict[str, tf.Tensor]
+                       ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
+        """`dqn_loss` on the online and target Q-values of the minibatch."""
+        config = self.config
+        obs, next_obs = train_batch[Columns.OBS], train_batch[Columns.NEXT_OBS]
+        q_tp1_online = None
+        if config["double_q"]:
+            # One pass of the online model over s_t and s_{t+n}: [2B, num_actions].
+            both = self.q_values(model, tf.concat([obs, next_obs], axis=0), training=True)
+            q_t, q_tp1_online = tf.split(both, 2, axis=0)
+        else:
+            q_t = self.q_values(model, obs, training=True)
+        q_tp1_target = self.q_values(self.target_model, next_obs)
+        n_step = train_batch.get(N_STEP)
+        loss, stats = dqn_loss(
+            q_t, train_batch[Columns.ACTIONS], train_batch[Columns.REWARDS],
+            train_batch[Columns.TERMINATEDS], q_tp1_target, q_tp1_online,
+            train_batch.get(WEIGHTS), gamma=config["gamma"],
+            n_step=1 if n_step is None else n_step,
+            huber_delta=1.0 if config["td_error_loss_fn"] == "huber" else None)
+        # min_q / max_q are extremes of one replica's rows, which averaged over replicas
+        # are not the batch's: report the means only.
+        stats = {k: v for k, v in stats.items() if k not in ("min_q", "max_q")}
+        stats["cur_lr"] = tf.cast(self.optimizer.learning_rate, tf.float32)
+        return loss, stats
+
+    def loss(self, model: keras.Model, dist_class: type,
+             train_batch: Dict[str, tf.Tensor]) -> tf.Tensor:
+        """DQN's loss alone (RLlib's signature)."""
+        return DQNTFPolicy.loss_and_stats(self, model, dist_class, train_batch)[0]
+
+    def compute_td_error(self, obs_t: Any, act_t: Any, rew_t: Any, obs_tp1: Any,
+                         terminateds_mask: Any, n_step: Any = None) -> np.ndarray:
+        """Per-row TD errors `Q(s_t, a_t) - y_t` `[B]` with the current weights, in one
+        compiled call (RLlib's signature; `n_step`: the rows' bootstrap exponents,
+        default 1)."""
+        rows = len(rew_t)
+        td_error_fn = self._td_error_fn
+        if td_error_fn is None:
+            obs_spec = space_specs.batch_spec(self.observation_space)
+            vector = tf.TensorSpec((None,), tf.float32)
+            td_error_fn = self._td_error_fn = tf.function(self._td_error_graph, input_signature=[
+                obs_spec, tf.TensorSpec((None,), tf.int32), vector, obs_spec, vector, vector],
+                autograph=False)
+        steps = np.ones(rows, np.float32) if n_step is None else n_step
+        return td_error_fn(
+            self._acting.check_obs(obs_t), np.asarray(act_t, np.int32),
+            np.asarray(rew_t, np.float32), self._acting.check_obs(obs_tp1),
+            np.asarray(terminateds_mask, np.float32), np.asarray(steps, np.float32)).numpy()
+
+    def td_errors(self, batch: Any) -> np.ndarray:
+        """`compute_td_error` on a batch's columns (`obs`, `actions`, `rewards`,
+        `new_obs`, `terminateds`, and `n_step` if present)."""
+        return self.compute_td_error(
+            batch[Columns.OBS], batch[Columns.ACTIONS], batch[Columns.REWARDS],
+            batch[Columns.NEXT_OBS], batch[Columns.TERMINATEDS], batch.get(N_STEP))
+
+    def _td_error_graph(self, obs, actions, rewards, next_obs, terminateds, n_step):
+        self.num_traces["compute_td_error"] = self.num_traces.get("compute_td_error", 0) + 1
+        rows = tf.shape(rewards)[0]
+        both = self.q_values(self.model, tf.concat([obs, next_obs], axis=0))
+        q_t, q_tp1_online = both[:rows], both[rows:]
+        targets = q_target(rewards, terminateds, self.q_values(self.target_model, next_obs),
+                           q_tp1_online if self.config["double_q"] else None,
+                           gamma=self.config["gamma"], n_step=n_step)
+        return td_error(q_t, actions, targets)
+
+    def update_target(self) -> None:
+        """Copies the policy's model weights into the target model."""
+        for target, source in zip(self.target_model.weights, self.model.weights):
+            target.assign(source)
+
+    def on_global_var_update(self, global_vars: Dict[str, Any]) -> None:
+        """Stores the timestep (epsilon's position) and moves the lr along `lr_schedule`."""
+        super().on_global_var_update(global_vars)
+        if "timestep" in global_vars:
+            self.optimizer.learning_rate = self._lr_schedule.value(int(global_vars["timestep"]))
+
+    # ---------------------------------------------------------------- state
+
+    def get_state(self) -> Dict[str, Any]:
+        """TFPolicy's state plus the target model's weights."""
+        state = super().get_state()
+        state[TARGET_WEIGHTS] = [np.array(v.numpy()) for v in self.target_model.weights]
+        return state
+
+    def set_state(self, state: Dict[str, Any]) -> None:
+        """Restores a `get_state` result, including the target model's weights (a state
+        without them copies the restored weights into the target)."""
+        super().set_state(state)
+        self.optimizer.learning_rate = self._lr_schedule.value(self.global_timestep)
+        target = state.get(TARGET_WEIGHTS)
+        if target is None:
+            self.update_target()
+            return
+        variables = self.target_model.weights
+        if len(target) != len(variables) or any(
+                tuple(np.shape(t)) != tuple(v.shape) for t, v in zip(target, variables)):
+            raise ValueError(
+                f"set_state(): '{TARGET_WEIGHTS}' must hold {len(variables)} arrays of shapes "
+                f"{[tuple(v.shape) for v in variables]}; received "
+                f"{[tuple(np.shape(t)) for t in target]}.")
+        for variable, value in zip(variables, target):
+            variable.assign(value)
