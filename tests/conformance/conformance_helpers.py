@@ -69,6 +69,18 @@ SUPPORTED = [(a, s) for a in ALGORITHM_NAMES for s in SPACE_NAMES if supports(a,
 UNSUPPORTED = [(a, s) for a in ALGORITHM_NAMES for s in SPACE_NAMES if not supports(a, s)]
 
 
+def supports_recurrent(name: str) -> bool:
+    """Whether the algorithm's policy takes recurrent models: by its class attribute
+    `supports_recurrent_models` (absent: it does)."""
+    policy_class = get_algorithm_class(name).default_policy_class
+    return getattr(policy_class, "supports_recurrent_models", True)
+
+
+# The pairs the recurrent checks run (use_lstm), and the algorithms that must refuse it.
+RECURRENT_SUPPORTED = [(a, s) for a, s in SUPPORTED if supports_recurrent(a)]
+RECURRENT_UNSUPPORTED = [a for a in ALGORITHM_NAMES if not supports_recurrent(a)]
+
+
 class FixedStart(gym.Wrapper):
     """Every episode starts from the same state (reset with seed 0): the env then carries
     no state across `sample()` calls that a checkpoint would have to hold."""
@@ -255,3 +267,17 @@ def assert_exported_states_follow_the_live_policy(policy: Any, loaded: Any, rows
     for i in range(num_states):
         np.testing.assert_array_equal(sampled[f"state_out_{i}"].numpy(),
                                       greedy[f"state_out_{i}"].numpy())
+
+
+def make_algorithm(algo, space, **overrides):
+    return get_algorithm_class(algo)(config=algorithm_config(algo, env=ENVS[space],
+                                                             **overrides))
+
+
+def learner_stats(result):
+    return result["info"]["learner"]["default_policy"]["learner_stats"]
+
+
+def trace(result):
+    return (result["timesteps_total"], result["episodes_total"], result["episode_reward_mean"],
+            learner_stats(result))

@@ -7,26 +7,9 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conformance_helpers import (ENVS, RECURRENT_MODEL, SUPPORTED, algorithm_config,
-                                 assert_exported_states_follow_the_live_policy,
-                                 assert_same_state)
-from tfrl.algorithms.registry import get_algorithm_class
+from conformance_helpers import SUPPORTED, assert_same_state, make_algorithm, trace
 
 pytestmark = pytest.mark.parametrize("algo,space", SUPPORTED)
-
-
-def make_algorithm(algo, space, **overrides):
-    return get_algorithm_class(algo)(config=algorithm_config(algo, env=ENVS[space],
-                                                             **overrides))
-
-
-def learner_stats(result):
-    return result["info"]["learner"]["default_policy"]["learner_stats"]
-
-
-def trace(result):
-    return (result["timesteps_total"], result["episodes_total"], result["episode_reward_mean"],
-            learner_stats(result))
 
 
 def test_restore_continues_exactly_and_the_export_acts_like_the_policy(algo, space, tmp_path):
@@ -60,41 +43,3 @@ def assert_exports_its_live_actions(algorithm, export_dir):
     np.testing.assert_allclose(out["actions"].numpy(), actions, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(out["vf_preds"].numpy(), extras["vf_preds"], rtol=1e-5,
                                atol=1e-6)
-
-
-def _saved_recurrent_algorithm(algo, space, tmp_path):
-    """A recurrent algorithm trained once and saved; returns (path, its policy state, the
-    traces of two more iterations, the final policy state)."""
-    algorithm = make_algorithm(algo, space, model=RECURRENT_MODEL)
-    assert algorithm.get_policy().is_recurrent()
-    algorithm.train()
-    path = algorithm.save(str(tmp_path))
-    saved_state = algorithm.get_policy().get_state()
-    uninterrupted = [trace(algorithm.train()) for _ in range(2)]
-    final_state = algorithm.get_policy().get_state()
-    algorithm.stop()
-    return path, saved_state, uninterrupted, final_state
-
-
-def test_recurrent_restore_brings_back_the_policy_and_the_export_carries_state(algo, space,
-                                                                             tmp_path):
-    path, saved_state, _, _ = _saved_recurrent_algorithm(algo, space, tmp_path)
-    restored = make_algorithm(algo, space, model=RECURRENT_MODEL)
-    restored.restore(path)
-    assert restored.iteration == 1
-    assert_same_state(restored.get_policy().get_state(), saved_state)
-    result = restored.train()  # training goes on from the restored state
-    assert result["timesteps_total"] > 0 and restored.iteration == 2
-    restored.export_policy_model(str(tmp_path / "model"))
-    assert_exported_states_follow_the_live_policy(
-        restored.get_policy(), tf.saved_model.load(str(tmp_path / "model")))
-    restored.stop()
-
-
-def test_recurrent_restore_continues_exactly(algo, space, tmp_path):
-    path, _, uninterrupted, final_state = _saved_recurrent_algorithm(algo, space, tmp_path)
-    restored = make_algorithm(algo, space, model=RECURRENT_MODEL)
-    restored.restore(path)
-    assert [trace(restored.train()) for _ in range(2)] == uninterrupted
-    assert_same_state(restored.get_policy().get_state(), final_state)
-    restored.stop()

@@ -56,17 +56,29 @@ class DQNTFPolicy(TFPolicy):
     `grad_clip`); see the module docstring.
 
     Raises:
-        ValueError: For an action space that is not `Discrete`.
+        ValueError: For an action space that is not `Discrete`, or a recurrent model
+            (`use_lstm`/`use_attention`: replaying stored sequences, as R2D2 does, is not
+            implemented).
     """
 
     config_class = DQNConfig
     # The action spaces it accepts (read by the conformance suite too).
     action_space_types: ClassVar[Tuple[type, ...]] = (gym.spaces.Discrete,)
+    # Recurrent Q models are refused (read by the conformance suite too).
+    supports_recurrent_models: ClassVar[bool] = False
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space,
                  config: Optional[dict] = None, *,
                  strategy: Optional[tf.distribute.Strategy] = None):
         check_discrete(action_space, type(self).__name__)
+        model = dict((config or {}).get("model") or {})
+        recurrent = [key for key in ("use_lstm", "use_attention") if model.get(key)]
+        if recurrent:
+            raise ValueError(
+                f"{type(self).__name__} does not support recurrent models; received model "
+                f"config {', '.join(f'{k}=True' for k in recurrent)}. Replaying stored "
+                "sequences (R2D2) is not implemented: set them to False, or stack frames "
+                "into the observation, or use PPO with use_lstm.")
         super().__init__(observation_space, action_space, config, strategy=strategy)
         exploration = self.config["exploration_config"]
         self.epsilon_schedule = LinearSchedule(
