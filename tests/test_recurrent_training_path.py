@@ -25,15 +25,23 @@ ENV = "tfrl.examples.envs:StatelessCartPole-v1"
 MODEL = {"fcnet_hiddens": [8], "use_lstm": True, "lstm_cell_size": 6, "max_seq_len": 5}
 
 
-def _sampled(vf_share_layers=False, **config):
+def _sampled(vf_share_layers=False):
     """A PPO+LSTM algorithm on stateless CartPole and one sampled (postprocessed) batch."""
     algo = PPO(config={
         "env": ENV, "num_workers": 0, "num_envs_per_worker": 3, "rollout_fragment_length": 12,
         "train_batch_size": 36, "sgd_minibatch_size": 10, "num_sgd_iter": 1, "seed": 3,
-        "model": {**MODEL, "vf_share_layers": vf_share_layers}, **config})
+        "model": {**MODEL, "vf_share_layers": vf_share_layers}})
     worker = algo.workers.local_worker()
     batch = worker.sample()
     return algo, worker.get_policy(), batch
+
+
+@pytest.fixture(scope="module")
+def sampled():
+    """`_sampled()` shared by the tests that only read it (none learns on it)."""
+    algo, policy, batch = _sampled()
+    yield algo, policy, batch
+    algo.stop()
 
 
 def _trajectories(batch):
@@ -75,8 +83,8 @@ def test_each_training_sequence_starts_from_the_samplers_state(vf_share_layers):
     algo.stop()
 
 
-def test_sequences_are_cut_at_episode_starts_and_fragment_cuts():
-    algo, _, batch = _sampled()
+def test_sequences_are_cut_at_episode_starts_and_fragment_cuts(sampled):
+    _, _, batch = sampled
     seqs = add_sequences(batch, MODEL["max_seq_len"])
     starts = np.concatenate([[0], np.cumsum(seqs["seq_lens"])[:-1]])
     ends = starts + seqs["seq_lens"] - 1
@@ -85,11 +93,10 @@ def test_sequences_are_cut_at_episode_starts_and_fragment_cuts():
         assert len(set(batch["unroll_id"][start:end + 1])) == 1
         np.testing.assert_array_equal(np.diff(batch["t"][start:end + 1]), 1)
     assert seqs["seq_lens"].max() <= MODEL["max_seq_len"]
-    algo.stop()
 
 
-def test_a_fragment_cut_mid_episode_bootstraps_from_the_value_at_the_cut():
-    algo, policy, batch = _sampled()
+def test_a_fragment_cut_mid_episode_bootstraps_from_the_value_at_the_cut(sampled):
+    _, policy, batch = sampled
     gamma, lambda_ = policy.config["gamma"], policy.config["lambda"]
     num_states = len(policy.get_initial_state())
     cuts = 0
@@ -113,11 +120,10 @@ def test_a_fragment_cut_mid_episode_bootstraps_from_the_value_at_the_cut():
         np.testing.assert_allclose(chunk["value_targets"], expected["value_targets"],
                                    rtol=1e-5, atol=1e-5)
     assert cuts >= 3  # every sub-env's running episode is cut at the fragment's end
-    algo.stop()
 
 
-def test_advantages_are_standardized_over_real_steps_before_sequencing():
-    algo, policy, batch = _sampled()
+def test_advantages_are_standardized_over_real_steps_before_sequencing(sampled):
+    _, policy, batch = sampled
     standardized = StandardizeFields(["advantages"])(batch)
     adv = standardized["advantages"]
     assert len(adv) == len(batch) == 36  # rows: no padding yet
@@ -127,7 +133,6 @@ def test_advantages_are_standardized_over_real_steps_before_sequencing():
     # step, where the loss masks it.
     assert int(train_batch["seq_lens"].sum()) == len(train_batch["advantages"]) == 36
     np.testing.assert_array_equal(train_batch["advantages"], adv)
-    algo.stop()
 
 
 def _ppo_loss_terms(inputs, mask):
