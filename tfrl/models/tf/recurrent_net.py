@@ -169,7 +169,9 @@ class LSTMWrapper(TFModel):
         if len(state_in) != len(self.get_initial_state()):
             raise ValueError(
                 f"This LSTM model (vf_share_layers={self.vf_share_layers}) takes "
-                f"{len(self.get_initial_state())} state tensors; received {len(state_in)}.")
+                f"{len(self.get_initial_state())} state tensors; received {len(state_in)}. "
+                "Pass the states in get_initial_state()'s layout ([h, c], or "
+                "[h, c, h_vf, c_vf] with the value's own LSTM).")
 
         def run(encoder, lstm, state):
             features = apply(encoder, flat_obs)  # [B*T, F]
