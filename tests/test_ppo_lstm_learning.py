@@ -20,7 +20,7 @@ def test_ppo_lstm_learns_stateless_cartpole(seed):
     experiment = resolve_experiment(TUNED, overrides=[f"seed={seed}"])
     assert experiment.stop == {"episode_reward_mean": 150, "timesteps_total": 100_000}
     config = build_config(experiment)
-    assert config["model"]["use_lstm"]
+    assert config.model["use_lstm"] and config.model["max_seq_len"] == 32
     result = train_to_reward(PPO(config=config), 150.0, 100_000)
     # episode_reward_mean: the mean over the last 100 episodes.
     assert result["episode_reward_mean"] >= 150.0, result["episode_reward_mean"]
