@@ -131,7 +131,9 @@ def make_policy(strategy="one_device", **config):
 
 RNN_OBS = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
 RNN_ACT = gym.spaces.Discrete(2)
-RNN_MODEL = {"use_lstm": True, "lstm_cell_size": 4, "fcnet_hiddens": [8], "max_seq_len": 4}
+# One LSTM for policy and value: the state is [h, c] (state_in_0, state_in_1).
+RNN_MODEL = {"use_lstm": True, "lstm_cell_size": 4, "fcnet_hiddens": [8], "max_seq_len": 4,
+             "vf_share_layers": True}
 SEQ_LENS = np.array([4, 3, 4, 2, 1, 4, 4, 3], np.int32)
 
 

@@ -70,7 +70,8 @@ def test_recurrent_ppo_and_a2c_learn_from_sampled_rows():
     assert policy.num_traces["learn_on_batch"] == 1
     action, state, _ = ppo.compute_single_action(np.zeros(4, np.float32),
                                                  state=policy.get_initial_state())
-    assert action in (0, 1) and [s.shape for s in state] == [(8,), (8,)]
+    # [h, c] of the policy's LSTM and of the value's own LSTM (vf_share_layers=False).
+    assert action in (0, 1) and [s.shape for s in state] == [(8,)] * 4
     ppo.stop()
     a2c = A2C(config={"env": "CartPole-v1", "num_envs_per_worker": 2, "seed": 1,
                       "rollout_fragment_length": 16, "train_batch_size": 64,

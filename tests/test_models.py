@@ -99,28 +99,36 @@ def test_free_log_std():
 LSTM_CONFIG = {"use_lstm": True, "lstm_cell_size": 6, "fcnet_hiddens": [8]}
 
 
-def _lstm():
-    model = ModelCatalog.get_model(BOX, gym.spaces.Discrete(3), 3, LSTM_CONFIG)
+def _lstm(vf_share_layers=False):
+    model = ModelCatalog.get_model(BOX, gym.spaces.Discrete(3), 3,
+                                   {**LSTM_CONFIG, "vf_share_layers": vf_share_layers})
     assert isinstance(model, LSTMWrapper) and model.is_recurrent
     return model
 
 
-def test_lstm_shapes_and_initial_state():
-    model = _lstm()
+# The state: [h, c] with a shared LSTM, [h, c, h_vf, c_vf] with the value's own LSTM.
+SHARE_AND_STATES = [(True, 2), (False, 4)]
+
+
+@pytest.mark.parametrize("vf_share_layers, num_states", SHARE_AND_STATES)
+def test_lstm_shapes_and_initial_state(vf_share_layers, num_states):
+    model = _lstm(vf_share_layers)
     state = model.get_initial_state(2)
-    assert [s.shape for s in state] == [(2, 6), (2, 6)] and not np.any(state[0])
+    assert [s.shape for s in state] == [(2, 6)] * num_states and not np.any(state)
     obs = np.random.default_rng(0).normal(size=(2, 5, 4)).astype(np.float32)
     dist_inputs, value, state_out = model((obs, state, np.array([5, 3], np.int32)))
     assert dist_inputs.shape == (2, 5, 3) and value.shape == (2, 5)
-    assert [s.shape for s in state_out] == [(2, 6), (2, 6)]
+    assert [s.shape for s in state_out] == [(2, 6)] * num_states
 
 
-def test_lstm_padded_steps_do_not_affect_valid_steps_and_state_out():
-    model = _lstm()
+@pytest.mark.parametrize("vf_share_layers, num_states", SHARE_AND_STATES)
+def test_lstm_padded_steps_do_not_affect_valid_steps_and_state_out(vf_share_layers,
+                                                                   num_states):
+    model = _lstm(vf_share_layers)
     rng = np.random.default_rng(0)
     obs = rng.normal(size=(3, 4, 4)).astype(np.float32)
     seq_lens = np.array([4, 2, 0], np.int32)
-    state_in = [rng.normal(size=(3, 6)).astype(np.float32) for _ in range(2)]
+    state_in = [rng.normal(size=(3, 6)).astype(np.float32) for _ in range(num_states)]
     dist_inputs, value, state_out = model((obs, state_in, seq_lens))
     noisy = obs.copy()
     noisy[1, 2:] += 100.0  # Garbage at padded steps only.
@@ -140,14 +148,43 @@ def test_lstm_padded_steps_do_not_affect_valid_steps_and_state_out():
         np.testing.assert_allclose(s.numpy()[2], s_in[2], atol=1e-6)
 
 
+def test_lstm_value_has_its_own_lstm_unless_vf_share_layers():
+    obs = np.random.default_rng(1).normal(size=(2, 3, 4)).astype(np.float32)
+    seq_lens = np.array([3, 2], np.int32)
+    for vf_share_layers in (False, True):
+        model = _lstm(vf_share_layers)
+        pi_layers = model.encoder + [model.lstm, model.policy_head]
+        pi_vars = [w for layer in pi_layers for w in layer.trainable_weights]
+        with tf.GradientTape(persistent=True) as tape:
+            dist_inputs, value, _ = model((obs, model.get_initial_state(2), seq_lens))
+            value_sum, logits_sum = tf.reduce_sum(value), tf.reduce_sum(dist_inputs)
+        value_grads = tape.gradient(value_sum, pi_vars)
+        if vf_share_layers:  # the value reads the policy's encoder and LSTM
+            assert not hasattr(model, "vf_lstm")
+            assert np.any(tape.gradient(value_sum, model.lstm.trainable_weights[0]).numpy())
+            continue
+        # Separate: neither output reads the other's layers.
+        vf_layers = model.vf_encoder + [model.vf_lstm, model.value_out]
+        vf_vars = [w for layer in vf_layers for w in layer.trainable_weights]
+        # Each: dense kernel, bias; LSTM kernel, recurrent kernel, bias; head kernel, bias.
+        assert len(vf_vars) == len(pi_vars) == 7
+        assert len(model.trainable_weights) == 14
+        assert all(g is None for g in value_grads)
+        assert all(g is None for g in tape.gradient(logits_sum, vf_vars))
+        assert all(g is not None for g in tape.gradient(value_sum, vf_vars))
+
+
 def test_lstm_in_tf_function_and_bad_inputs():
-    model = _lstm()
+    model = _lstm(vf_share_layers=True)
     call = tf.function(lambda obs, h, c, lens: model((obs, [h, c], lens)), autograph=False)
     h, c = model.get_initial_state(2)
     out = call(tf.zeros((2, 3, 4)), h, c, tf.constant([3, 1]))
     assert out[0].shape == (2, 3, 3)
     with pytest.raises(ValueError, match=r"called with \(obs, state_in, seq_lens\)"):
         model(np.zeros((2, 3, 4), np.float32))
+    with pytest.raises(ValueError, match=r"\(vf_share_layers=False\) takes 4 state tensors; "
+                                         r"received 2"):
+        _lstm()((np.zeros((2, 3, 4), np.float32), [h, c], np.array([3, 1], np.int32)))
 
 
 def test_unknown_config_key_names_the_closest_key():

@@ -62,6 +62,31 @@ def test_recurrent_saved_model_has_state_in_and_out(tmp_path):
         state_in_1=tf.constant(state[1]))["vf_preds"].numpy(), extras["vf_preds"])
 
 
+def test_saved_model_of_an_lstm_with_its_own_value_lstm_has_four_states(tmp_path):
+    policy = recurrent_policy(model={"vf_share_layers": False})  # state [h, c, h_vf, c_vf]
+    assert policy.num_state_tensors() == 4
+    rng = np.random.default_rng(1)
+    obs = rng.uniform(-1, 1, (2, 3)).astype(np.float32)
+    state = [rng.normal(size=(2, 4)).astype(np.float32) for _ in range(4)]
+    actions, state_out, extras = policy.compute_actions(obs, state, explore=False)
+    policy.export_model(str(tmp_path / "rnn4"))
+    loaded = tf.saved_model.load(str(tmp_path / "rnn4"))
+    inputs = {f"state_in_{i}": tf.constant(s) for i, s in enumerate(state)}
+    out = loaded.signatures["deterministic_action"](obs=tf.constant(obs), **inputs)
+    np.testing.assert_array_equal(out["actions"].numpy(), actions)
+    for i in range(4):
+        np.testing.assert_array_equal(out[f"state_out_{i}"].numpy(), state_out[i])
+    np.testing.assert_array_equal(loaded.signatures["value"](obs=tf.constant(obs), **inputs)[
+        "vf_preds"].numpy(), extras["vf_preds"])
+    # The value reads the last two states, the actions only the first two.
+    other_vf = dict(inputs, state_in_2=tf.zeros((2, 4)), state_in_3=tf.zeros((2, 4)))
+    np.testing.assert_array_equal(
+        loaded.signatures["deterministic_action"](obs=tf.constant(obs), **other_vf)[
+            "action_dist_inputs"].numpy(), extras["action_dist_inputs"])
+    assert not np.allclose(loaded.signatures["value"](obs=tf.constant(obs), **other_vf)[
+        "vf_preds"].numpy(), extras["vf_preds"])
+
+
 def test_saved_model_acts_like_the_numpy_inference_path(tmp_path):
     policy = TFPolicy(gym.spaces.Box(-1.0, 1.0, (4,), np.float32), gym.spaces.Discrete(3),
                       {"seed": 0, "model": {"fcnet_hiddens": [16]}})

@@ -1,11 +1,13 @@
 """Example envs (memory tasks), registered with gymnasium on import.
 
 gymnasium's `"module:id"` form imports this package on demand, so
-`--env=tfrl.examples.envs:RepeatAfterMe-v0` works from the CLI and in every worker.
+`--env=tfrl.examples.envs:RepeatAfterMe-v0` and
+`--env=tfrl.examples.envs:StatelessCartPole-v1` work from the CLI and in every worker.
 """
 
 import gymnasium as gym
 
+from tfrl.examples.envs import stateless_cartpole  # noqa: F401 - registers StatelessCartPole-v1
 from tfrl.examples.envs.repeat_after_me import RepeatAfterMe
 
 __all__ = ["RepeatAfterMe"]

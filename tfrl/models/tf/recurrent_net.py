@@ -72,10 +72,14 @@ class LSTMWrapper(TFModel):
     """A recurrent policy: encoder -> LSTM(`lstm_cell_size`) -> policy and value heads.
 
     The encoder is the conv stack for image observations, else the `fcnet_hiddens` MLP.
-    The value head shares the encoder and the LSTM (as RLlib's LSTM wrapper does).
-    Steps at or after `seq_lens[b]` are padding: the LSTM state is not updated there,
-    so valid outputs never depend on padded inputs and `state_out` is the state after
-    the last valid step. State is `[h, c]`, each `[B, lstm_cell_size]`. Constructor
+    With `vf_share_layers=True` the value head shares the encoder and the LSTM (as
+    RLlib's LSTM wrapper does) and the state is `[h, c]`; with `vf_share_layers=False`
+    (tfrl's default, as for the feed-forward models) the value function has its own
+    encoder and LSTM (as SB3-contrib's `RecurrentPPO` has by default), so the value
+    loss does not pull on the policy's memory, and the state is `[h, c, h_vf, c_vf]`.
+    Each state tensor is `[B, lstm_cell_size]`. Steps at or after `seq_lens[b]` are
+    padding: the LSTM state is not updated there, so valid outputs never depend on
+    padded inputs and `state_out` is the state after the last valid step. Constructor
     arguments: those of `TFModel` (default name "lstm").
 
     With `lstm_use_prev_action` / `lstm_use_prev_reward`, the previous actions
@@ -85,8 +89,9 @@ class LSTMWrapper(TFModel):
     gives zero-filled examples with the right shapes and dtypes).
 
     Call:
-        `model((obs [B, T, *obs_shape], [h, c], seq_lens [B]), training=False) ->
-        (dist_inputs [B, T, num_outputs], value [B, T], [h_out, c_out])`.
+        `model((obs [B, T, *obs_shape], state_in, seq_lens [B]), training=False) ->
+        (dist_inputs [B, T, num_outputs], value [B, T], state_out)`, the states as
+        `get_initial_state` lists them (`[h, c]` or `[h, c, h_vf, c_vf]`).
     """
 
     is_recurrent = True
@@ -106,24 +111,34 @@ class LSTMWrapper(TFModel):
             )
         self.obs_shape = tuple(obs_space.shape)
         self.cell_size = int(model_config["lstm_cell_size"])
-        if len(self.obs_shape) == 3:
-            self.encoder = conv_stack(model_config, obs_space, "enc")
-        else:
-            self.encoder = [keras.layers.Flatten()] + dense_stack(
-                model_config["fcnet_hiddens"], model_config["fcnet_activation"], "enc",
-                model_config.get("fcnet_weights_initializer"),
-                model_config.get("fcnet_weights_initializer_config"),
-            )
+        self.vf_share_layers = bool(model_config["vf_share_layers"])
+        self.encoder = self._encoder("enc")
         self.lstm = keras.layers.LSTM(
             self.cell_size, return_sequences=True, return_state=True, name="lstm"
         )
+        if not self.vf_share_layers:
+            self.vf_encoder = self._encoder("vf_enc")
+            self.vf_lstm = keras.layers.LSTM(
+                self.cell_size, return_sequences=True, return_state=True, name="vf_lstm"
+            )
         self.policy_head = PolicyHead(
             self.num_outputs, bool(model_config["free_log_std"]), name="pi")
         self.value_out = value_head()
 
+    def _encoder(self, prefix: str) -> List[keras.layers.Layer]:
+        model_config = self.model_config
+        if len(self.obs_shape) == 3:
+            return conv_stack(model_config, self.obs_space, prefix)
+        return [keras.layers.Flatten()] + dense_stack(
+            model_config["fcnet_hiddens"], model_config["fcnet_activation"], prefix,
+            model_config.get("fcnet_weights_initializer"),
+            model_config.get("fcnet_weights_initializer_config"),
+        )
+
     def get_initial_state(self, batch_size: int = 1) -> List[np.ndarray]:
-        zeros = np.zeros((batch_size, self.cell_size), np.float32)
-        return [zeros, zeros.copy()]
+        """Zeros: `[h, c]`, plus `[h_vf, c_vf]` without `vf_share_layers`."""
+        num_states = 2 if self.vf_share_layers else 4
+        return [np.zeros((batch_size, self.cell_size), np.float32) for _ in range(num_states)]
 
     def prev_input_kwargs(self, batch_size: int, max_time: int) -> Dict[str, np.ndarray]:
         """Zero-filled `prev_actions`/`prev_rewards` call kwargs this model needs (or {})."""
@@ -143,24 +158,37 @@ class LSTMWrapper(TFModel):
         obs = to_float(obs)  # [B, T, *obs_shape]
         batch_size, max_time = tf.shape(obs)[0], tf.shape(obs)[1]
         flat_obs = tf.reshape(obs, tf.concat([[batch_size * max_time], self.obs_shape], 0))
-        features = apply(self.encoder, flat_obs)  # [B*T, F]
-        features = tf.reshape(features, [batch_size, max_time, features.shape[-1]])  # [B, T, F]
-        extras = [features]
+        extras = []
         if self.use_prev_action:
             extras.append(self._encode_actions(_required(prev_actions, "prev_actions")))
         if self.use_prev_reward:
             rewards = tf.cast(_required(prev_rewards, "prev_rewards"), tf.float32)
             extras.append(tf.reshape(rewards, [batch_size, max_time, 1]))  # [B, T, 1]
-        features = tf.concat(extras, axis=-1)  # [B, T, F (+ A) (+ 1)]
         mask = tf.sequence_mask(seq_lens, maxlen=max_time)  # [B, T]
-        h_in, c_in = state_in
-        out, h_out, c_out = self.lstm(
-            features, initial_state=[tf.cast(h_in, tf.float32), tf.cast(c_in, tf.float32)],
-            mask=mask, training=training,
-        )  # out: [B, T, cell]
+        state_in = [tf.cast(s, tf.float32) for s in state_in]
+        if len(state_in) != len(self.get_initial_state()):
+            raise ValueError(
+                f"This LSTM model (vf_share_layers={self.vf_share_layers}) takes "
+                f"{len(self.get_initial_state())} state tensors; received {len(state_in)}. "
+                "Pass the states in get_initial_state()'s layout ([h, c], or "
+                "[h, c, h_vf, c_vf] with the value's own LSTM).")
+
+        def run(encoder, lstm, state):
+            features = apply(encoder, flat_obs)  # [B*T, F]
+            features = tf.reshape(features, [batch_size, max_time, features.shape[-1]])
+            features = tf.concat([features] + extras, axis=-1)  # [B, T, F (+ A) (+ 1)]
+            out, h_out, c_out = lstm(features, initial_state=state, mask=mask,
+                                     training=training)  # out: [B, T, cell]
+            return out, [h_out, c_out]
+
+        out, state_out = run(self.encoder, self.lstm, state_in[:2])
         dist_inputs = self.policy_head(out)  # [B, T, num_outputs]
+        if not self.vf_share_layers:
+            vf_out, vf_state_out = run(self.vf_encoder, self.vf_lstm, state_in[2:])
+            value = tf.squeeze(self.value_out(vf_out), axis=-1)  # [B, T]
+            return dist_inputs, value, state_out + vf_state_out
         value = tf.squeeze(self.value_out(out), axis=-1)  # [B, T]
-        return dist_inputs, value, [h_out, c_out]
+        return dist_inputs, value, state_out
 
     def _encode_actions(self, actions) -> tf.Tensor:
         """One-hot (Discrete/MultiDiscrete) or flattened (Box) actions, `[B, T, A]`."""
