@@ -238,9 +238,10 @@ def assert_exported_states_follow_the_live_policy(policy: Any, loaded: Any, rows
     at every step; sampling in the SavedModel moves the state the same way."""
     signature = loaded.signatures["deterministic_action"]
     num_states = policy.num_state_tensors()
-    assert num_states == 2
+    # [h, c], plus the value's own [h_vf, c_vf] without vf_share_layers.
+    assert num_states == len(policy.get_initial_state()) in (2, 4)
     assert sorted(signature.structured_input_signature[1]) == [
-        "obs", "state_in_0", "state_in_1"]
+        "obs"] + [f"state_in_{i}" for i in range(num_states)]
     live_state = exported_state = batched_initial_state(policy, rows)
     for t in range(steps):
         obs = np.random.default_rng(100 + t).uniform(

@@ -125,7 +125,21 @@ class QNetwork(keras.Model):
         return tf.squeeze(self.mlp(x), axis=-1)  # [B]
 
 
-class DiscreteQNetwork(keras.Model):
+class _PerActionNet(keras.Model):
+    """An MLP from the flattened observation to one output per Discrete action."""
+
+    def __init__(self, obs_space: gym.Space, action_space: gym.Space,
+                 hiddens: Sequence[int], activation: Optional[str], name: str):
+        super().__init__(name=name)
+        n = _check_discrete(type(self).__name__, action_space)
+        self.obs_space, self.action_space = obs_space, action_space
+        self.mlp = _MLP(_flat_size(obs_space), n, hiddens, activation, name)
+
+    def call(self, obs, actions=None):
+        return self.mlp(_flatten(obs))  # [B, n]
+
+
+class DiscreteQNetwork(_PerActionNet):
     """`Q(s, .)` for Discrete(n) actions: `call(obs) -> [B, n]`.
 
     Args:
@@ -139,13 +153,7 @@ class DiscreteQNetwork(keras.Model):
     def __init__(self, obs_space: gym.Space, action_space: gym.Space,
                  hiddens: Sequence[int] = (256, 256), activation: Optional[str] = "relu",
                  name: str = "q"):
-        super().__init__(name=name)
-        n = _check_discrete("DiscreteQNetwork", action_space)
-        self.obs_space, self.action_space = obs_space, action_space
-        self.mlp = _MLP(_flat_size(obs_space), n, hiddens, activation, name)
-
-    def call(self, obs, actions=None):
-        return self.mlp(_flatten(obs))  # [B, n]
+        super().__init__(obs_space, action_space, hiddens, activation, name)
 
 
 class TwinQNetwork(keras.Model):
@@ -204,7 +212,7 @@ class SquashedGaussianActor(keras.Model):
         return SquashedGaussian(dist_inputs, self, low=low, high=high)
 
 
-class CategoricalActor(keras.Model):
+class CategoricalActor(_PerActionNet):
     """Discrete SAC's policy: `call(obs) -> logits [B, n]`.
 
     Args:
@@ -218,13 +226,7 @@ class CategoricalActor(keras.Model):
     def __init__(self, obs_space: gym.Space, action_space: gym.Space,
                  hiddens: Sequence[int] = (256, 256), activation: Optional[str] = "relu",
                  name: str = "pi"):
-        super().__init__(name=name)
-        n = _check_discrete("CategoricalActor", action_space)
-        self.obs_space, self.action_space = obs_space, action_space
-        self.mlp = _MLP(_flat_size(obs_space), n, hiddens, activation, name)
-
-    def call(self, obs):
-        return self.mlp(_flatten(obs))
+        super().__init__(obs_space, action_space, hiddens, activation, name)
 
     def distribution(self, logits: tf.Tensor) -> Categorical:
         """The categorical distribution of `logits`."""
