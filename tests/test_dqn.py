@@ -12,7 +12,7 @@ import pytest
 from absl import flags
 
 from tfrl.algorithms.dqn import DQN, DQNConfig, DQNTFPolicy
-from tfrl.algorithms.dqn.dqn_config import learning_schedule
+from tfrl.algorithms.off_policy_plan import learning_schedule
 from tfrl.cli.main import main
 from tfrl.execution.replay_buffer import BATCH_INDEXES
 

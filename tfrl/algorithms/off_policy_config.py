@@ -29,9 +29,12 @@ from tfrl.utils.config_keys import check_keys
 from tfrl.utils.config_values import (
     AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, UNIT_INTERVAL, OneOf, check_value)
 
-__all__ = ["OffPolicyConfig", "REPLAY_BUFFER_TYPES", "replay_buffer_defaults"]
+__all__ = ["OffPolicyConfig", "PRIORITIZED_BUFFER_TYPES", "REPLAY_BUFFER_TYPES",
+           "replay_buffer_defaults"]
 
 REPLAY_BUFFER_TYPES = ("MultiAgentReplayBuffer", "MultiAgentPrioritizedReplayBuffer")
+# The `type`s that mean proportional prioritized replay (RLlib's class names).
+PRIORITIZED_BUFFER_TYPES = ("MultiAgentPrioritizedReplayBuffer", "PrioritizedReplayBuffer")
 
 # The entries of `replay_buffer_config`: key -> (type, allowed range).
 _REPLAY_BUFFER_ENTRIES: Dict[str, Any] = {

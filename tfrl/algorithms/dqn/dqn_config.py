@@ -16,14 +16,15 @@ Example:
 
 import copy
 import dataclasses
-from typing import Any, ClassVar, Dict, List, Optional, Tuple
+from typing import Any, ClassVar, Dict, List, Optional
 
 from tfrl.algorithms.algorithm_config import AlgorithmConfig
+from tfrl.algorithms.off_policy_config import PRIORITIZED_BUFFER_TYPES
 from tfrl.utils.config_keys import check_keys
 from tfrl.utils.config_values import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE
 
-# `replay_buffer_config["type"]`: prioritized or uniform (RLlib's class names).
-PRIORITIZED_BUFFER_TYPES = ("MultiAgentPrioritizedReplayBuffer", "PrioritizedReplayBuffer")
+# `replay_buffer_config["type"]`: uniform (RLlib's class names); prioritized ones in
+# `off_policy_config.PRIORITIZED_BUFFER_TYPES`.
 UNIFORM_BUFFER_TYPES = ("MultiAgentReplayBuffer", "ReplayBuffer")
 REPLAY_BUFFER_DEFAULTS: Dict[str, Any] = {
     "type": "MultiAgentPrioritizedReplayBuffer",
@@ -183,35 +184,3 @@ class DQNConfig(AlgorithmConfig):
     def prioritized_replay(self) -> bool:
         """Whether `replay_buffer_config["type"]` is a prioritized buffer."""
         return self.replay_buffer_config["type"] in PRIORITIZED_BUFFER_TYPES
-
-
-def learning_schedule(config: Dict[str, Any]) -> Tuple[int, int]:
-    """`(rounds_per_phase, steps_per_phase)`: a learning phase (`steps_per_phase`
-    gradient steps of `train_batch_size` rows, in one compiled call) follows every
-    `rounds_per_phase`-th sampling round.
-
-    A round samples `rollout_fragment_length * num_envs_per_worker * max(1, num_workers)`
-    env steps; `training_intensity` asks for that many times itself in replayed rows, i.e.
-    `r = training_intensity * round_steps / train_batch_size` gradient steps per round:
-    `round(r)` steps every round if `r >= 1`, else one step every `round(1 / r)` rounds.
-    Without `training_intensity`: one step per round (RLlib's native ratio).
-
-    Example:
-        >>> learning_schedule({"training_intensity": 32, "rollout_fragment_length": 256,
-        ...                    "num_envs_per_worker": 1, "num_workers": 0,
-        ...                    "train_batch_size": 64})
-        (1, 128)
-        >>> learning_schedule({"training_intensity": 1, "rollout_fragment_length": 4,
-        ...                    "num_envs_per_worker": 1, "num_workers": 0,
-        ...                    "train_batch_size": 32})
-        (8, 1)
-    """
-    intensity = config.get("training_intensity")
-    if intensity is None:
-        return 1, 1
-    round_steps = (config["rollout_fragment_length"] * config["num_envs_per_worker"]
-                   * max(1, config["num_workers"]))
-    per_round = float(intensity) * round_steps / config["train_batch_size"]
-    if per_round >= 1.0:
-        return 1, max(1, int(round(per_round)))
-    return max(1, int(round(1.0 / per_round))), 1
