@@ -12,6 +12,7 @@ import pytest
 from absl import flags
 
 from tfrl.algorithms.dqn import DQN, DQNConfig, DQNTFPolicy
+from tfrl.algorithms.off_policy_config import OffPolicyConfig
 from tfrl.algorithms.off_policy_plan import learning_schedule
 from tfrl.cli.main import main
 from tfrl.execution.replay_buffer import BATCH_INDEXES
@@ -65,7 +66,7 @@ def test_defaults_are_rllibs_and_subdicts_merge_into_theirs():
                                                   r"of .*received 'Fancy'"),
     ({"replay_buffer_config": {"capacity": 0}}, r"'capacity'\] must be an int >= 1; received 0"),
     ({"replay_buffer_config": {"prioritized_replay_alpha": -1}},
-     r"'prioritized_replay_alpha'\] must be a number >= 0; received -1"),
+     r"'prioritized_replay_alpha'\] must be a finite float >= 0; received -1"),
     ({"replay_buffer_config": {"replay_sequence_length": 4}},
      r"'replay_sequence_length'\] must be 1 .*received 4"),
     ({"replay_buffer_config": {"worker_side_prioritization": True}},
@@ -83,6 +84,48 @@ def test_defaults_are_rllibs_and_subdicts_merge_into_theirs():
 def test_bad_config_values_are_rejected_naming_the_key(config, message):
     with pytest.raises(ValueError, match=message):
         DQNConfig.from_dict(config)
+
+
+def test_config_shares_off_policy_configs_replay_keys():
+    config = DQNConfig()
+    assert isinstance(config, OffPolicyConfig)
+    assert config.replay_buffer_config == {
+        "type": "MultiAgentPrioritizedReplayBuffer", "capacity": 50000,
+        "prioritized_replay_alpha": 0.6, "prioritized_replay_beta": 0.4,
+        "prioritized_replay_eps": 1e-6, "final_prioritized_replay_beta": 0.4,
+        "prioritized_replay_beta_annealing_timesteps": 20000, "replay_sequence_length": 1,
+        "worker_side_prioritization": False}
+    # RLlib's single-agent type names are accepted too.
+    assert DQNConfig.from_dict({"replay_buffer_config": {"type": "PrioritizedReplayBuffer"}}
+                               ).prioritized_replay
+    assert not DQNConfig.from_dict({"replay_buffer_config": {"type": "ReplayBuffer"}}
+                                   ).prioritized_replay
+    # training() merges into the current subdicts.
+    changed = config.training(exploration_config={"epsilon_timesteps": 5}).training(
+        exploration_config={"final_epsilon": 0.5})
+    assert (changed.exploration_config["epsilon_timesteps"],
+            changed.exploration_config["final_epsilon"]) == (5, 0.5)
+    with pytest.raises(ValueError, match=r"DQNConfig: replay_buffer_config holds "
+                                         r"'learning_starts'"):
+        DQNConfig.from_dict({"replay_buffer_config": {"learning_starts": 10}})
+
+
+def test_prioritized_replay_beta_is_annealed_over_stored_steps():
+    algo = make_dqn(replay_buffer_config={
+        "prioritized_replay_beta": 0.4, "final_prioritized_replay_beta": 1.0,
+        "prioritized_replay_beta_annealing_timesteps": 8})
+    buffer = algo.local_replay_buffer
+    betas = []
+    for _ in range(3):  # 4 steps per round
+        algo.train()
+        betas.append(buffer.beta())
+    algo.stop()
+    np.testing.assert_allclose(betas, [0.7, 1.0, 1.0])
+    # Without a final beta of its own, beta stays constant.
+    constant = make_dqn()
+    constant.train()
+    assert constant.local_replay_buffer.prioritized_replay_beta == 0.4
+    constant.stop()
 
 
 def test_box_action_space_is_rejected_naming_the_alternatives():
@@ -157,6 +200,19 @@ def test_target_network_is_copied_exactly_every_target_network_update_freq_steps
     algo.stop()
     assert updated_at == [12, 24, 36]
     assert result["counters"]["num_target_updates"] == 3
+
+
+def test_tau_moves_the_target_that_share_of_the_way():
+    policy = make_policy(tau=0.25)
+    start = [w.numpy().copy() for w in policy.target_model.weights]
+    np.testing.assert_array_equal(start[0], policy.get_weights()[0])  # a copy at first
+    online = [w + 1.0 for w in policy.get_weights()]
+    policy.set_weights(online)
+    policy.update_target()
+    for target, before, now in zip(policy.target_model.weights, start, online):
+        np.testing.assert_allclose(target.numpy(), 0.25 * now + 0.75 * before, rtol=1e-6)
+    policy.update_target(tau=1.0)
+    assert same([w.numpy() for w in policy.target_model.weights], online)
 
 
 @pytest.mark.parametrize("intensity, rounds, grad_updates", [

@@ -12,8 +12,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfrl.algorithms.dqn.dqn_loss import (dqn_loss, dueling_q_values, huber_loss, q_target,
-                                          td_error)
+from tfrl.algorithms.dqn.dqn_loss import dqn_loss, dueling_q_values, q_target, td_error
 
 
 def f32(x):
@@ -40,12 +39,6 @@ def test_dueling_aggregation_by_hand():
     with pytest.raises(ValueError, match=r"state_value must be \[B\] or \[B, 1\]; received "
                                          r"shape \(2, 2\)"):
         dueling_q_values(f32([[1.0, 1.0], [1.0, 1.0]]), f32([[1.0, 2.0], [0.0, 0.0]]))
-
-
-def test_huber_loss_by_hand():
-    np.testing.assert_allclose(huber_loss(f32([-2.0, -0.5, 0.0, 0.5, 2.0])),
-                               [1.5, 0.125, 0.0, 0.125, 1.5])
-    np.testing.assert_allclose(huber_loss(f32([3.0, 1.0]), delta=2.0), [4.0, 0.5])
 
 
 def test_targets_double_q_plain_max_and_per_row_n_step():

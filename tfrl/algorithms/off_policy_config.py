@@ -7,12 +7,19 @@ into the class's default by the constructor and `from_dict`, into the current va
 keeps the other entries); subclasses name more such dicts in `_MERGED_DICTS`. Its keys:
 
 - `type`: "MultiAgentReplayBuffer" (uniform) or "MultiAgentPrioritizedReplayBuffer"
-  (proportional prioritized replay; see `prioritized_replay`);
+  (proportional prioritized replay; see `prioritized_replay`); RLlib's single-agent
+  names "ReplayBuffer" and "PrioritizedReplayBuffer" mean the same;
 - `capacity`: the buffer's size in timesteps (per policy);
 - `prioritized_replay_alpha`, `prioritized_replay_beta`, `prioritized_replay_eps`: the
   priority exponent, the importance-weight exponent and the constant added to the TD
   errors (used by the prioritized type);
-- `replay_sequence_length`: timesteps per stored item (1: single transitions).
+- `final_prioritized_replay_beta`, `prioritized_replay_beta_annealing_timesteps`
+  (RLlib 1.x's keys): beta moves linearly from `prioritized_replay_beta` to
+  `final_prioritized_replay_beta` over that many stored timesteps, then stays (the
+  defaults keep it at 0.4);
+- `replay_sequence_length`: timesteps per stored item (1: single transitions);
+- `worker_side_prioritization`: only False (RLlib's workers computing priorities is not
+  implemented).
 
 Example:
     >>> from tfrl.algorithms.td3.td3_config import TD3Config
@@ -32,7 +39,8 @@ from tfrl.utils.config_values import (
 __all__ = ["OffPolicyConfig", "PRIORITIZED_BUFFER_TYPES", "REPLAY_BUFFER_TYPES",
            "replay_buffer_defaults"]
 
-REPLAY_BUFFER_TYPES = ("MultiAgentReplayBuffer", "MultiAgentPrioritizedReplayBuffer")
+REPLAY_BUFFER_TYPES = ("MultiAgentReplayBuffer", "MultiAgentPrioritizedReplayBuffer",
+                       "ReplayBuffer", "PrioritizedReplayBuffer")
 # The `type`s that mean proportional prioritized replay (RLlib's class names).
 PRIORITIZED_BUFFER_TYPES = ("MultiAgentPrioritizedReplayBuffer", "PrioritizedReplayBuffer")
 
@@ -43,7 +51,10 @@ _REPLAY_BUFFER_ENTRIES: Dict[str, Any] = {
     "prioritized_replay_alpha": (float, NON_NEGATIVE),
     "prioritized_replay_beta": (float, UNIT_INTERVAL),
     "prioritized_replay_eps": (float, POSITIVE),
+    "final_prioritized_replay_beta": (float, UNIT_INTERVAL),
+    "prioritized_replay_beta_annealing_timesteps": (int, AT_LEAST_ONE),
     "replay_sequence_length": (int, AT_LEAST_ONE),
+    "worker_side_prioritization": (bool, None),
 }
 
 
@@ -52,7 +63,9 @@ def replay_buffer_defaults(type_: str = "MultiAgentPrioritizedReplayBuffer",
     """A full `replay_buffer_config` with RLlib's prioritized-replay defaults."""
     return {"type": type_, "capacity": capacity, "prioritized_replay_alpha": 0.6,
             "prioritized_replay_beta": 0.4, "prioritized_replay_eps": 1e-6,
-            "replay_sequence_length": 1}
+            "final_prioritized_replay_beta": 0.4,
+            "prioritized_replay_beta_annealing_timesteps": 20000,
+            "replay_sequence_length": 1, "worker_side_prioritization": False}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,11 +125,15 @@ class OffPolicyConfig(AlgorithmConfig):
         for key, (annotation, bound) in _REPLAY_BUFFER_ENTRIES.items():
             check_value(f"replay_buffer_config[{key!r}]", self.replay_buffer_config[key],
                         annotation, bound, owner)
+        if self.replay_buffer_config["worker_side_prioritization"]:
+            raise ValueError(
+                f"{owner}: replay_buffer_config['worker_side_prioritization']=True is not "
+                "implemented in tfrl (the learner computes the priorities); set it to False.")
 
     @property
     def prioritized_replay(self) -> bool:
         """Whether the replay buffer is prioritized (its `type`)."""
-        return self.replay_buffer_config["type"] == "MultiAgentPrioritizedReplayBuffer"
+        return self.replay_buffer_config["type"] in PRIORITIZED_BUFFER_TYPES
 
     def replace(self, **kwargs: Any) -> "AlgorithmConfig":
         for key, given in list(kwargs.items()):

@@ -14,7 +14,7 @@ replayed before `num_steps_sampled_before_learning_starts` steps were stored.
 
 """
 
-from typing import Any, Dict, Tuple
+from typing import Any, Dict, Tuple, Union
 
 from tfrl.algorithms.off_policy_config import PRIORITIZED_BUFFER_TYPES
 from tfrl.core import types
@@ -22,6 +22,7 @@ from tfrl.data.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch
 from tfrl.execution.iter import get_shared_metrics
 from tfrl.execution.replay_buffer import BATCH_INDEXES, LocalReplayBuffer
 from tfrl.execution.train_ops import TrainOneStep, UpdateTargetNetwork
+from tfrl.utils.schedules import LinearSchedule, Schedule
 
 # Shared-metrics counter of sampling rounds (decides which rounds learn).
 NUM_SAMPLE_ROUNDS = "num_sample_rounds"
@@ -59,6 +60,25 @@ def learning_schedule(config: Dict[str, Any]) -> Tuple[int, int]:
     return max(1, int(round(1.0 / per_round))), 1
 
 
+def beta_schedule(replay_buffer_config: Dict[str, Any]) -> Union[float, Schedule]:
+    """Prioritized replay's importance exponent: `prioritized_replay_beta`, or where
+    `final_prioritized_replay_beta` differs, a `LinearSchedule` from the one to the other
+    over `prioritized_replay_beta_annealing_timesteps` stored timesteps.
+
+    Example:
+        >>> rb = {"prioritized_replay_beta": 0.4, "final_prioritized_replay_beta": 1.0,
+        ...       "prioritized_replay_beta_annealing_timesteps": 100}
+        >>> [round(beta_schedule(rb).value(t), 2) for t in (0, 50, 100, 200)]
+        [0.4, 0.7, 1.0, 1.0]
+    """
+    beta = replay_buffer_config["prioritized_replay_beta"]
+    final = replay_buffer_config["final_prioritized_replay_beta"]
+    if final == beta:
+        return beta
+    return LinearSchedule(replay_buffer_config["prioritized_replay_beta_annealing_timesteps"],
+                          final, initial_p=beta)
+
+
 def make_replay_buffer(config: Dict[str, Any]) -> LocalReplayBuffer:
     """The `LocalReplayBuffer` of a replay-based algorithm's config: one replay holds the
     rows of a whole learning phase (`steps_per_phase * train_batch_size`)."""
@@ -71,7 +91,7 @@ def make_replay_buffer(config: Dict[str, Any]) -> LocalReplayBuffer:
         seed=config["seed"],
         prioritized_replay=rb["type"] in PRIORITIZED_BUFFER_TYPES,
         prioritized_replay_alpha=rb["prioritized_replay_alpha"],
-        prioritized_replay_beta=rb["prioritized_replay_beta"],
+        prioritized_replay_beta=beta_schedule(rb),
         prioritized_replay_eps=rb["prioritized_replay_eps"],
         compress_observations=config["compress_observations"],
         n_step=config["n_step"], gamma=config["gamma"])

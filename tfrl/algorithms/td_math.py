@@ -1,4 +1,4 @@
-"""Temporal-difference pieces shared by the off-policy actor-critic losses (SAC, TD3, DDPG).
+"""Temporal-difference pieces shared by the off-policy losses (DQN, SAC, TD3, DDPG).
 
 Per replayed row `t` (a transition `s_t, a_t -> s_{t+k}` spanning `k_t` steps, `R_t` its
 discounted reward sum):
@@ -8,7 +8,8 @@ discounted reward sum):
     loss      = sum_i mean_t w_t * huber(delta_i,t)     (or 0.5 delta**2 without Huber)
 
 `V'` is what the algorithm bootstraps from: the target critics' minimum at the target
-policy's action (TD3), minus `alpha log pi` (SAC). A terminated row does not bootstrap;
+policy's action (TD3), minus `alpha log pi` (SAC), the target Q-value of the (double-Q)
+greedy action (DQN: `dqn_loss.q_target`). A terminated row does not bootstrap;
 a truncated one does. Each critic's term reaches only its own Q-values, so the twin
 critics learn from the one summed loss as from two separate ones (RLlib sums them too).
 

@@ -1,6 +1,7 @@
 """DQNConfig: DQN's config dataclass (re-exported by `tfrl.algorithms.dqn.dqn`, RLlib's path).
 
-RLlib's DQN keys and defaults. Two subdicts are merged into their defaults (a given
+RLlib's DQN keys and defaults on top of `OffPolicyConfig` (the replay buffer's keys and
+their checks live there). Two subdicts are merged into their defaults (a given
 `replay_buffer_config` or `exploration_config` only needs the keys it changes) and
 checked at the door. `learning_starts` (RLlib 1.x) is an alias of
 `num_steps_sampled_before_learning_starts`.
@@ -18,23 +19,10 @@ import copy
 import dataclasses
 from typing import Any, ClassVar, Dict, List, Optional
 
-from tfrl.algorithms.algorithm_config import AlgorithmConfig
-from tfrl.algorithms.off_policy_config import PRIORITIZED_BUFFER_TYPES
+from tfrl.algorithms.off_policy_config import OffPolicyConfig
 from tfrl.utils.config_keys import check_keys
 from tfrl.utils.config_values import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE
 
-# `replay_buffer_config["type"]`: uniform (RLlib's class names); prioritized ones in
-# `off_policy_config.PRIORITIZED_BUFFER_TYPES`.
-UNIFORM_BUFFER_TYPES = ("MultiAgentReplayBuffer", "ReplayBuffer")
-REPLAY_BUFFER_DEFAULTS: Dict[str, Any] = {
-    "type": "MultiAgentPrioritizedReplayBuffer",
-    "capacity": 50000,
-    "prioritized_replay_alpha": 0.6,
-    "prioritized_replay_beta": 0.4,
-    "prioritized_replay_eps": 1e-6,
-    "replay_sequence_length": 1,
-    "worker_side_prioritization": False,
-}
 EXPLORATION_DEFAULTS: Dict[str, Any] = {
     "type": "EpsilonGreedy",
     "initial_epsilon": 1.0,
@@ -53,8 +41,11 @@ def _number(value: Any) -> bool:
 
 
 @dataclasses.dataclass(frozen=True)
-class DQNConfig(AlgorithmConfig):
-    """DQN's config (RLlib's DQN defaults).
+class DQNConfig(OffPolicyConfig):
+    """DQN's config (RLlib's DQN defaults): `OffPolicyConfig`'s replay and target keys
+    (`replay_buffer_config`, `n_step`, `training_intensity`,
+    `num_steps_sampled_before_learning_starts`, `target_network_update_freq`, `tau`,
+    `store_buffer_in_checkpoints`) plus DQN's own.
 
     Attributes:
         dueling: Dueling heads `Q = V + A - mean A` (V is the catalog model's value
@@ -63,22 +54,16 @@ class DQNConfig(AlgorithmConfig):
             appends them to the trunk (`post_fcnet_hiddens`), shared by the value and
             advantage streams (RLlib gives each stream its own copy).
         double_q: Double Q-learning (the online network picks the next action).
-        n_step: n-step returns (built by the replay buffer at insertion).
         noisy, num_atoms: Noisy nets and distributional Q are not implemented: only
             `noisy=False`, `num_atoms=1` are accepted.
-        target_network_update_freq: Env steps sampled between target-network copies.
-        training_intensity: Replayed steps per sampled step; None: RLlib's native ratio
-            (one `train_batch_size` replay per sampling round).
-        replay_buffer_config: `type` (prioritized or not), `capacity`,
-            `prioritized_replay_alpha/beta/eps`, `replay_sequence_length` (1),
-            `worker_side_prioritization` (False only).
-        store_buffer_in_checkpoints: Checkpoints hold the replay buffer's contents.
-        num_steps_sampled_before_learning_starts: Env steps stored before the first
-            update (alias `learning_starts`).
         exploration_config: `EpsilonGreedy` with `initial_epsilon`, `final_epsilon`,
-            `epsilon_timesteps` (linear decay over the policy's timesteps).
+            `epsilon_timesteps` (linear decay over the policy's timesteps); merged into
+            the defaults as `replay_buffer_config` is.
         td_error_loss_fn: "huber" or "mse".
         adam_epsilon: Adam's epsilon.
+
+    DQN replays single transitions: `replay_buffer_config["replay_sequence_length"]`
+    must be 1.
     """
 
     # RLlib's DQN defaults that differ from COMMON_CONFIG / PolicyConfig.
@@ -94,34 +79,17 @@ class DQNConfig(AlgorithmConfig):
     dueling: bool = True
     hiddens: List[int] = _field([256])
     double_q: bool = True
-    n_step: int = 1
     noisy: bool = False
     sigma0: float = 0.5
     num_atoms: int = 1
     v_min: float = -10.0
     v_max: float = 10.0
-    target_network_update_freq: int = 500
-    training_intensity: Optional[float] = None
-    replay_buffer_config: dict = _field(REPLAY_BUFFER_DEFAULTS)
-    store_buffer_in_checkpoints: bool = False
-    num_steps_sampled_before_learning_starts: int = 1000
     td_error_loss_fn: str = "huber"
     adam_epsilon: float = 1e-8
 
     _RANGES: ClassVar[Dict[str, Any]] = {
-        "n_step": AT_LEAST_ONE, "num_atoms": AT_LEAST_ONE,
-        "target_network_update_freq": NON_NEGATIVE, "training_intensity": POSITIVE,
-        "num_steps_sampled_before_learning_starts": NON_NEGATIVE, "adam_epsilon": POSITIVE,
-        "sigma0": NON_NEGATIVE}
-
-    def __post_init__(self) -> None:
-        # The subdicts take the defaults of the keys they lack (RLlib merges them too).
-        for name, defaults in (("replay_buffer_config", REPLAY_BUFFER_DEFAULTS),
-                               ("exploration_config", EXPLORATION_DEFAULTS)):
-            given = getattr(self, name)
-            if isinstance(given, dict):
-                object.__setattr__(self, name, {**copy.deepcopy(defaults), **given})
-        super().__post_init__()
+        "num_atoms": AT_LEAST_ONE, "adam_epsilon": POSITIVE, "sigma0": NON_NEGATIVE}
+    _MERGED_DICTS: ClassVar[tuple] = ("replay_buffer_config", "exploration_config")
 
     def validate(self) -> None:
         super().validate()
@@ -141,30 +109,11 @@ class DQNConfig(AlgorithmConfig):
         if not all(isinstance(h, int) and not isinstance(h, bool) and h > 0
                    for h in self.hiddens):
             fail(f"hiddens must be a list of positive ints; received {self.hiddens!r}.")
-        self._validate_replay_buffer_config(fail)
-        self._validate_exploration_config(fail)
-
-    def _validate_replay_buffer_config(self, fail) -> None:
-        rb = self.replay_buffer_config
-        check_keys(rb, REPLAY_BUFFER_DEFAULTS, "DQNConfig.replay_buffer_config")
-        if rb["type"] not in PRIORITIZED_BUFFER_TYPES + UNIFORM_BUFFER_TYPES:
-            fail(f"replay_buffer_config['type'] must be one of "
-                 f"{PRIORITIZED_BUFFER_TYPES + UNIFORM_BUFFER_TYPES}; received {rb['type']!r}.")
-        if not isinstance(rb["capacity"], int) or isinstance(rb["capacity"], bool) \
-                or rb["capacity"] < 1:
-            fail(f"replay_buffer_config['capacity'] must be an int >= 1; received "
-                 f"{rb['capacity']!r}.")
-        for key in ("prioritized_replay_alpha", "prioritized_replay_beta",
-                    "prioritized_replay_eps"):
-            if not _number(rb[key]) or rb[key] < 0:
-                fail(f"replay_buffer_config[{key!r}] must be a number >= 0; received "
-                     f"{rb[key]!r}.")
-        if rb["replay_sequence_length"] != 1:
+        length = self.replay_buffer_config["replay_sequence_length"]
+        if length != 1:
             fail("replay_buffer_config['replay_sequence_length'] must be 1 (DQN replays "
-                 f"timesteps); received {rb['replay_sequence_length']!r}.")
-        if rb["worker_side_prioritization"]:
-            fail("replay_buffer_config['worker_side_prioritization']=True is not implemented "
-                 "in tfrl; set it to False.")
+                 f"timesteps); received {length!r}.")
+        self._validate_exploration_config(fail)
 
     def _validate_exploration_config(self, fail) -> None:
         ex = self.exploration_config
@@ -179,8 +128,3 @@ class DQNConfig(AlgorithmConfig):
         if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
             fail(f"exploration_config['epsilon_timesteps'] must be an int >= 1; received "
                  f"{steps!r}.")
-
-    @property
-    def prioritized_replay(self) -> bool:
-        """Whether `replay_buffer_config["type"]` is a prioritized buffer."""
-        return self.replay_buffer_config["type"] in PRIORITIZED_BUFFER_TYPES

@@ -14,7 +14,8 @@ Per row `t`, with `R_t` the (n-step) discounted reward sum over `k_t` steps:
     loss     = mean_t w_t * huber(delta_t)              (w_t importance weights, else 1)
 
 The Q-values come in as tensors (the policy calls the model); the functions only combine
-them, so `td_error` is free to call next to `dqn_loss` for the replay priorities.
+them, so `td_error` is free to call next to `dqn_loss` for the replay priorities. The
+bootstrap `y_t` and the Huber loss are `td_math`'s, shared with SAC and TD3.
 """
 
 from typing import Dict, Optional, Tuple, Union
@@ -22,8 +23,7 @@ from typing import Dict, Optional, Tuple, Union
 import tensorflow as tf
 
 from tfrl.algorithms.loss_math import check_step_tensors, global_mean, local_mean
-
-Scalar = Union[float, tf.Tensor, tf.Variable]
+from tfrl.algorithms.td_math import Scalar, bootstrapped_target, huber_loss
 
 
 def dueling_q_values(state_value: tf.Tensor, advantages: tf.Tensor) -> tf.Tensor:
@@ -50,12 +50,6 @@ def dueling_q_values(state_value: tf.Tensor, advantages: tf.Tensor) -> tf.Tensor
         raise ValueError(f"dueling_q_values(): state_value must be [B] or [B, 1]; received "
                          f"shape {state_value.shape}.")
     return state_value + advantages - tf.reduce_mean(advantages, axis=1, keepdims=True)
-
-
-def huber_loss(x: tf.Tensor, delta: float = 1.0) -> tf.Tensor:
-    """`0.5 x**2` where `|x| < delta`, else `delta * (|x| - 0.5 delta)`, elementwise."""
-    abs_x = tf.abs(x)
-    return tf.where(abs_x < delta, 0.5 * tf.square(x), delta * (abs_x - 0.5 * delta))
 
 
 def _check_q(fn_name: str, name: str, q: tf.Tensor, rows: tf.Tensor) -> tf.Tensor:
@@ -102,10 +96,8 @@ def q_target(rewards_t: tf.Tensor, terminateds_t: tf.Tensor, q_tp1_target: tf.Te
         q_tp1_online = _check_q("q_target", "q_tp1_online", q_tp1_online, rewards_t)
         chosen = tf.argmax(q_tp1_online, axis=1, output_type=tf.int32)
         best = tf.gather(q_tp1_target, chosen, axis=1, batch_dims=1)
-    dtype = rewards_t.dtype
-    not_done = 1.0 - tf.cast(terminateds_t, dtype)
-    discount = tf.cast(gamma, dtype) ** tf.cast(n_step, dtype)
-    return tf.stop_gradient(rewards_t + discount * not_done * tf.cast(best, dtype))
+    return bootstrapped_target(rewards_t, terminateds_t, tf.cast(best, rewards_t.dtype),
+                               gamma=gamma, n_step=n_step)
 
 
 def td_error(q_t: tf.Tensor, actions_t: tf.Tensor, targets_t: tf.Tensor) -> tf.Tensor:

@@ -13,8 +13,9 @@ over `epsilon_timesteps` of the policy's timestep. (The exported SavedModel's
 `deterministic_action` is the greedy action; its `stochastic_action` samples
 `softmax(outputs)`, not epsilon-greedy.)
 
-The target model has the same architecture; `update_target()` copies the weights (the
-DQN algorithm calls it every `target_network_update_freq` sampled steps). The loss is
+The target model has the same architecture; `update_target()` copies the weights, or
+with `tau < 1` moves them `tau` of the way (the DQN algorithm calls it every
+`target_network_update_freq` sampled steps). The loss is
 `dqn_loss.dqn_loss` on the online and target Q-values of a replayed minibatch (the
 `n_step` column of n-step transitions gives each row's bootstrap exponent, 1 when
 absent; prioritized replay's `weights` column weights the rows). `compute_td_error`
@@ -88,7 +89,7 @@ class DQNTFPolicy(TFPolicy):
         with self.strategy.scope():
             self.target_model = self.make_model()
             self.target_model(space_specs.zeros_batch(self.observation_space, 1))
-        self.update_target()
+        self.update_target(tau=1.0)
         self._td_error_fn: Optional[Callable[..., tf.Tensor]] = None
 
     # ------------------------------------------------------------- building
@@ -215,10 +216,13 @@ class DQNTFPolicy(TFPolicy):
                            gamma=self.config["gamma"], n_step=n_step)
         return td_error(q_t, actions, targets)
 
-    def update_target(self) -> None:
-        """Copies the policy's model weights into the target model."""
+    def update_target(self, tau: Optional[float] = None) -> None:
+        """Moves the target model `tau` of the way to the policy's model
+        (`target = tau * online + (1 - tau) * target`; default the config's `tau`, 1.0:
+        a copy)."""
+        tau = float(self.config["tau"] if tau is None else tau)
         for target, source in zip(self.target_model.weights, self.model.weights):
-            target.assign(source)
+            target.assign(source if tau == 1.0 else tau * source + (1.0 - tau) * target)
 
     def on_global_var_update(self, global_vars: Dict[str, Any]) -> None:
         """Stores the timestep (epsilon's position) and moves the lr along `lr_schedule`."""
@@ -241,7 +245,7 @@ class DQNTFPolicy(TFPolicy):
         self.optimizer.learning_rate = self._lr_schedule.value(self.global_timestep)
         target = state.get(TARGET_WEIGHTS)
         if target is None:
-            self.update_target()
+            self.update_target(tau=1.0)
             return
         variables = self.target_model.weights
         if len(target) != len(variables) or any(
