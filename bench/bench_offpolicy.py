@@ -1,0 +1,262 @@
+"""tfrl vs Stable-Baselines3 off-policy: DQN, SAC and TD3 with RL Zoo's settings, 3 seeds.
+
+    python bench/bench_offpolicy.py                          # every section, 3 seeds
+    python bench/bench_offpolicy.py --algos DQN --seeds 0    # one section, one seed
+    python bench/bench_offpolicy.py --steps 1500 --seeds 0   # smoke check (tiny budget)
+
+Sections (issue 15), each with RL Baselines3 Zoo's tuned settings on both sides:
+
+- DQN, CartPole-v1, 50,000 steps: tfrl runs `examples/tuned/dqn_cartpole_zoo.yaml` (the
+  zoo's settings in tfrl's keys; the file says how each one is translated). Target 400.
+- SAC, Pendulum-v1, 20,000 steps: the zoo's `learning_rate 1e-3` on SB3's SAC defaults
+  (batch 256, buffer 1M uniform, 100 steps before learning, one gradient step per env
+  step, tau 0.005, gamma 0.99, automatic entropy tuning from alpha 1 with target entropy
+  -dim(A), twin critics, [256, 256] ReLU networks). Target -250.
+- TD3, Pendulum-v1, 20,000 steps: the zoo's gamma 0.98, buffer 200,000, 10,000 random
+  steps before learning, N(0, 0.1) action noise, lr 1e-3, [400, 300] networks, one
+  learning phase per 200-step episode with as many gradient steps as steps sampled, on
+  SB3's TD3 defaults (batch 256, tau 0.005, policy delay 2, target noise 0.2 clipped at
+  0.5). Target -250.
+
+The SAC and TD3 sections run only when tfrl's registry (`tfrl.algorithms.registry`) has
+that algorithm; otherwise they are skipped with a message. With `--steps` below a
+section's budget (smoke checks), both sides start learning after at most a quarter of the
+budget, so that the learning path runs too; SB3's exploration fraction and tfrl's epsilon
+schedule are both fractions of the budget.
+
+Every run is its own subprocess (so peak RSS is the run's own); runs alternate between the
+frameworks (tfrl s0, SB3 s0, tfrl s1, ...). Reported per run: wall seconds for the
+budget (after the algorithm is built), env steps/s, gradient steps/s, the env steps at
+which the mean return of the last 100 episodes first reached the section's target (tfrl
+checks after every iteration of 1000 steps, SB3 after every episode), that mean at the
+end of the budget (`final R`), and peak RSS; then the means and the tfrl/SB3 ratios. One
+intra/inter-op thread for TF and one torch thread. The SB3 child does not import
+TensorFlow (`bench_ppo_cartpole.hide_tensorflow`: SB3's logger would import it).
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import time
+
+from bench_ppo_cartpole import _fmt, _rss_mb, hide_tensorflow, launch, summarize
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+DQN_ZOO = os.path.join(REPO, "examples", "tuned", "dqn_cartpole_zoo.yaml")
+SMOOTHING = 100  # episodes in the mean return (SB3's episode buffer)
+
+#: name -> env, budget (env steps), target mean return.
+SECTIONS = {
+    "DQN": {"env": "CartPole-v1", "steps": 50_000, "target": 400.0, "learning_starts": 1000},
+    "SAC": {"env": "Pendulum-v1", "steps": 20_000, "target": -250.0, "learning_starts": 100},
+    "TD3": {"env": "Pendulum-v1", "steps": 20_000, "target": -250.0,
+            "learning_starts": 10_000},
+}
+
+
+def learning_starts(algo: str, steps: int) -> int:
+    """The zoo's steps before learning, at most a quarter of a smaller budget."""
+    section = SECTIONS[algo]
+    if steps >= section["steps"]:
+        return section["learning_starts"]
+    return min(section["learning_starts"], max(1, steps // 4))
+
+
+def tfrl_config(algo: str, seed: int, steps: int) -> dict:
+    """tfrl's config dict of a section (the zoo's settings in tfrl's keys)."""
+    starts = learning_starts(algo, steps)
+    common = {"env": SECTIONS[algo]["env"], "seed": seed, "num_workers": 0,
+              "num_envs_per_worker": 1, "metrics_smoothing_episodes": SMOOTHING,
+              "timesteps_per_iteration": 1000,
+              "num_steps_sampled_before_learning_starts": starts}
+    if algo == "DQN":
+        from tfrl.cli.experiment import build_config, resolve_experiment
+
+        # The zoo explores over 16 % of the budget (8000 of 50,000 steps).
+        overrides = [f"seed={seed}", f"learning_starts={starts}",
+                     f"exploration_config.epsilon_timesteps={max(1, int(0.16 * steps))}"]
+        return build_config(resolve_experiment(DQN_ZOO, overrides=overrides)).to_dict()
+    if algo == "SAC":
+        return {**common, "gamma": 0.99, "tau": 0.005, "train_batch_size": 256,
+                "rollout_fragment_length": 1, "training_intensity": 256,
+                "twin_q": True, "initial_alpha": 1.0, "target_entropy": "auto",
+                "optimization": {"actor_learning_rate": 1e-3, "critic_learning_rate": 1e-3,
+                                 "entropy_learning_rate": 1e-3},
+                "replay_buffer_config": {"type": "MultiAgentReplayBuffer",
+                                         "capacity": 1_000_000},
+                "q_model_config": {"fcnet_hiddens": [256, 256], "fcnet_activation": "relu"},
+                "policy_model_config": {"fcnet_hiddens": [256, 256],
+                                        "fcnet_activation": "relu"}}
+    if algo == "TD3":
+        return {**common, "gamma": 0.98, "tau": 0.005, "train_batch_size": 256,
+                # One learning phase per 200-step episode, one gradient step (256 rows)
+                # per sampled step.
+                "rollout_fragment_length": 200, "training_intensity": 256,
+                "twin_q": True, "policy_delay": 2, "smooth_target_policy": True,
+                "target_noise": 0.2, "target_noise_clip": 0.5, "l2_reg": 0.0,
+                "use_huber": False, "actor_lr": 1e-3, "critic_lr": 1e-3,
+                "actor_hiddens": [400, 300], "critic_hiddens": [400, 300],
+                "replay_buffer_config": {"type": "MultiAgentReplayBuffer",
+                                         "capacity": 200_000},
+                "exploration_config": {"type": "GaussianNoise", "random_timesteps": starts,
+                                       "stddev": 0.1, "initial_scale": 1.0,
+                                       "final_scale": 1.0, "scale_timesteps": 1}}
+    raise ValueError(f"unknown section {algo!r}; choose from {sorted(SECTIONS)}")
+
+
+def _grad_updates(algo) -> int:
+    policy = algo.get_policy()
+    updates = getattr(policy, "num_grad_updates", None)
+    if updates is not None:
+        return int(updates.numpy() if hasattr(updates, "numpy") else updates)
+    return 0
+
+
+def _result(steps, grad_steps, wall, solved_steps, final_reward) -> dict:
+    return {"steps": steps, "wall_s": wall, "env_steps_per_s": steps / wall,
+            "grad_steps_per_s": grad_steps / wall, "solved_steps": solved_steps,
+            "final_reward": final_reward, "peak_rss_mb": _rss_mb()}
+
+
+def run_tfrl(algo_name: str, seed: int, steps: int) -> dict:
+    from tfrl.utils.progress import quiet_tensorflow
+
+    quiet_tensorflow()
+    import tensorflow as tf
+
+    tf.config.threading.set_intra_op_parallelism_threads(1)
+    tf.config.threading.set_inter_op_parallelism_threads(1)
+    from tfrl.algorithms.registry import get_algorithm_class
+
+    _, config_class = get_algorithm_class(algo_name, return_config=True)
+    algo = config_class.from_dict(tfrl_config(algo_name, seed, steps)).build()
+    target = SECTIONS[algo_name]["target"]
+    start = time.time()
+    solved = None
+    result = {"timesteps_total": 0, "episode_reward_mean": float("nan")}
+    while result["timesteps_total"] < steps:
+        result = algo.train()
+        if solved is None and result["episode_reward_mean"] >= target:
+            solved = result["timesteps_total"]
+    wall = time.time() - start
+    grad_steps = _grad_updates(algo)
+    algo.stop()
+    final = result["episode_reward_mean"]
+    return _result(result["timesteps_total"], grad_steps, wall, solved,
+                   None if final != final else final)  # NaN: no episode ended
+
+
+def sb3_model(algo: str, seed: int, steps: int):
+    """SB3's model of a section (the zoo's hyperparameters) on a Monitor-wrapped env."""
+    from stable_baselines3 import DQN, SAC, TD3
+    from stable_baselines3.common.env_util import make_vec_env
+    from stable_baselines3.common.noise import NormalActionNoise
+    import numpy as np
+
+    env = make_vec_env(SECTIONS[algo]["env"], n_envs=1, seed=seed)
+    starts = learning_starts(algo, steps)
+    common = {"seed": seed, "device": "cpu", "verbose": 0, "stats_window_size": SMOOTHING}
+    if algo == "DQN":
+        return DQN("MlpPolicy", env, learning_rate=2.3e-3, batch_size=64,
+                   buffer_size=100_000, learning_starts=starts, gamma=0.99,
+                   target_update_interval=10, train_freq=256, gradient_steps=128,
+                   exploration_fraction=0.16, exploration_final_eps=0.04,
+                   policy_kwargs={"net_arch": [256, 256]}, **common)
+    if algo == "SAC":
+        return SAC("MlpPolicy", env, learning_rate=1e-3, learning_starts=starts, **common)
+    dim = env.action_space.shape[-1]
+    return TD3("MlpPolicy", env, gamma=0.98, buffer_size=200_000, learning_starts=starts,
+               action_noise=NormalActionNoise(np.zeros(dim), 0.1 * np.ones(dim)),
+               gradient_steps=-1, train_freq=(1, "episode"), learning_rate=1e-3,
+               policy_kwargs={"net_arch": [400, 300]}, **common)
+
+
+def run_sb3(algo: str, seed: int, steps: int) -> dict:
+    hide_tensorflow()
+    import numpy as np
+    import torch
+    from stable_baselines3.common.callbacks import BaseCallback
+
+    torch.set_num_threads(1)
+    target = SECTIONS[algo]["target"]
+
+    class Watch(BaseCallback):
+        solved = None
+        episodes = 0
+
+        def _on_step(self):
+            done = self.model._episode_num  # episodes finished so far
+            if done != self.episodes:
+                self.episodes = done
+                buf = self.model.ep_info_buffer  # the last 100 episodes
+                if self.solved is None and np.mean([e["r"] for e in buf]) >= target:
+                    self.solved = self.num_timesteps
+            return True
+
+    model = sb3_model(algo, seed, steps)
+    watch = Watch()
+    start = time.time()
+    model.learn(total_timesteps=steps, callback=watch)
+    wall = time.time() - start
+    rewards = [e["r"] for e in model.ep_info_buffer]
+    return _result(model.num_timesteps, model._n_updates, wall, watch.solved,
+                   float(np.mean(rewards)) if rewards else None)
+
+
+def registered(algo: str) -> bool:
+    """Whether tfrl's registry has `algo` (SAC and TD3 are being built)."""
+    from tfrl.algorithms.registry import ALGORITHMS  # no TensorFlow import
+
+    return algo in ALGORITHMS
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--algos", nargs="+", choices=sorted(SECTIONS), default=list(SECTIONS))
+    parser.add_argument("--steps", type=int, default=None,
+                        help="env steps per run for every section (default: each section's "
+                             "budget); small values are for smoke checks")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--child", choices=["tfrl", "sb3"])
+    parser.add_argument("--algo", choices=sorted(SECTIONS))
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--t0", type=float, default=None)
+    args = parser.parse_args()
+    if args.child:
+        run = run_tfrl if args.child == "tfrl" else run_sb3
+        print("RESULT " + json.dumps(run(args.algo, args.seed, args.steps)), flush=True)
+        return 0
+
+    sb3 = bool(importlib.util.find_spec("stable_baselines3") and importlib.util.find_spec("torch"))
+    if not sb3:
+        print("Stable-Baselines3 is not installed: skipping the SB3 runs "
+              "(pip install -e '.[bench]').")
+    for algo in args.algos:
+        section = SECTIONS[algo]
+        steps = args.steps or section["steps"]
+        if not registered(algo):
+            print(f"\n== {algo}: not in tfrl's registry (tfrl.algorithms.registry) yet: "
+                  "skipped.")
+            continue
+        print(f"\n== {algo} on {section['env']}, {steps} steps, target "
+              f"{section['target']:g} (mean of the last {SMOOTHING} episodes)")
+        print(f"{'run':10s} {'wall s':>8s} {'env st/s':>9s} {'grad st/s':>9s} "
+              f"{'steps@tgt':>9s} {'final R':>8s} {'RSS MB':>7s}")
+        frameworks = ["tfrl", "sb3"] if sb3 else ["tfrl"]
+        rows = {fw: [] for fw in frameworks}
+        for seed in args.seeds:
+            for fw in frameworks:
+                r = launch(fw, seed, steps, script=__file__, extra=("--algo", algo))
+                rows[fw].append(r)
+                print(f"{fw + ' s' + str(seed):10s} {r['wall_s']:8.1f} "
+                      f"{r['env_steps_per_s']:9.0f} {r['grad_steps_per_s']:9.0f} "
+                      f"{_fmt(r['solved_steps'], '9d')} {_fmt(r['final_reward'], '8.1f')} "
+                      f"{r['peak_rss_mb']:7.0f}", flush=True)
+        summarize(rows, ["wall_s", "env_steps_per_s", "grad_steps_per_s", "solved_steps",
+                         "final_reward", "peak_rss_mb"])
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
