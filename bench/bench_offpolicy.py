@@ -26,7 +26,8 @@ schedule are both fractions of the budget.
 
 Every run is its own subprocess (so peak RSS is the run's own); runs alternate between the
 frameworks (tfrl s0, SB3 s0, tfrl s1, ...). Reported per run: wall seconds for the
-budget (after the algorithm is built), env steps/s, gradient steps/s, the env steps at
+budget (after the algorithm is built), CPU seconds of the process over the same span
+(every thread; a fairer measure than wall seconds on a loaded machine), env steps/s, gradient steps/s, the env steps at
 which the mean return of the last 100 episodes first reached the section's target (tfrl
 checks after every iteration of 1000 steps, SB3 after every episode), that mean at the
 end of the budget (`final R`), and peak RSS; then the means and the tfrl/SB3 ratios. One
@@ -113,8 +114,8 @@ def _grad_updates(algo) -> int:
     return 0
 
 
-def _result(steps, grad_steps, wall, solved_steps, final_reward) -> dict:
-    return {"steps": steps, "wall_s": wall, "env_steps_per_s": steps / wall,
+def _result(steps, grad_steps, wall, cpu, solved_steps, final_reward) -> dict:
+    return {"steps": steps, "wall_s": wall, "cpu_s": cpu, "env_steps_per_s": steps / wall,
             "grad_steps_per_s": grad_steps / wall, "solved_steps": solved_steps,
             "final_reward": final_reward, "peak_rss_mb": _rss_mb()}
 
@@ -132,18 +133,18 @@ def run_tfrl(algo_name: str, seed: int, steps: int) -> dict:
     _, config_class = get_algorithm_class(algo_name, return_config=True)
     algo = config_class.from_dict(tfrl_config(algo_name, seed, steps)).build()
     target = SECTIONS[algo_name]["target"]
-    start = time.time()
+    start, cpu = time.time(), time.process_time()
     solved = None
     result = {"timesteps_total": 0, "episode_reward_mean": float("nan")}
     while result["timesteps_total"] < steps:
         result = algo.train()
         if solved is None and result["episode_reward_mean"] >= target:
             solved = result["timesteps_total"]
-    wall = time.time() - start
+    wall, cpu = time.time() - start, time.process_time() - cpu
     grad_steps = _grad_updates(algo)
     algo.stop()
     final = result["episode_reward_mean"]
-    return _result(result["timesteps_total"], grad_steps, wall, solved,
+    return _result(result["timesteps_total"], grad_steps, wall, cpu, solved,
                    None if final != final else final)  # NaN: no episode ended
 
 
@@ -196,11 +197,11 @@ def run_sb3(algo: str, seed: int, steps: int) -> dict:
 
     model = sb3_model(algo, seed, steps)
     watch = Watch()
-    start = time.time()
+    start, cpu = time.time(), time.process_time()
     model.learn(total_timesteps=steps, callback=watch)
-    wall = time.time() - start
+    wall, cpu = time.time() - start, time.process_time() - cpu
     rewards = [e["r"] for e in model.ep_info_buffer]
-    return _result(model.num_timesteps, model._n_updates, wall, watch.solved,
+    return _result(model.num_timesteps, model._n_updates, wall, cpu, watch.solved,
                    float(np.mean(rewards)) if rewards else None)
 
 
@@ -241,7 +242,7 @@ def main() -> int:
             continue
         print(f"\n== {algo} on {section['env']}, {steps} steps, target "
               f"{section['target']:g} (mean of the last {SMOOTHING} episodes)")
-        print(f"{'run':10s} {'wall s':>8s} {'env st/s':>9s} {'grad st/s':>9s} "
+        print(f"{'run':10s} {'wall s':>8s} {'cpu s':>8s} {'env st/s':>9s} {'grad st/s':>9s} "
               f"{'steps@tgt':>9s} {'final R':>8s} {'RSS MB':>7s}")
         frameworks = ["tfrl", "sb3"] if sb3 else ["tfrl"]
         rows = {fw: [] for fw in frameworks}
@@ -249,11 +250,11 @@ def main() -> int:
             for fw in frameworks:
                 r = launch(fw, seed, steps, script=__file__, extra=("--algo", algo))
                 rows[fw].append(r)
-                print(f"{fw + ' s' + str(seed):10s} {r['wall_s']:8.1f} "
+                print(f"{fw + ' s' + str(seed):10s} {r['wall_s']:8.1f} {r['cpu_s']:8.1f} "
                       f"{r['env_steps_per_s']:9.0f} {r['grad_steps_per_s']:9.0f} "
                       f"{_fmt(r['solved_steps'], '9d')} {_fmt(r['final_reward'], '8.1f')} "
                       f"{r['peak_rss_mb']:7.0f}", flush=True)
-        summarize(rows, ["wall_s", "env_steps_per_s", "grad_steps_per_s", "solved_steps",
+        summarize(rows, ["wall_s", "cpu_s", "env_steps_per_s", "grad_steps_per_s", "solved_steps",
                          "final_reward", "peak_rss_mb"])
     return 0
 

@@ -14,6 +14,7 @@ from absl import flags
 from tfrl.algorithms.dqn import DQN, DQNConfig, DQNTFPolicy
 from tfrl.algorithms.off_policy_config import OffPolicyConfig
 from tfrl.algorithms.off_policy_plan import learning_schedule
+from tfrl.cli.experiment import build_config, resolve_experiment
 from tfrl.cli.main import main
 from tfrl.execution.replay_buffer import BATCH_INDEXES
 
@@ -309,8 +310,23 @@ def test_tfrl_train_runs_dqn_and_the_tuned_file_resolves(tmp_path):
     assert "checkpoint_000002" in os.listdir(logdir)
     tuned = os.path.join(os.path.dirname(__file__), "..", "examples", "tuned",
                          "dqn_cartpole.yaml")
-    out = run("train", f"--config={tuned}", "--dry_run")
+    out = run("train", "--algo=DQN", f"--config={tuned}", "--dry_run")
     assert "DQN" in out and "training_intensity" in out
+
+
+def test_zoo_file_holds_rl_zoos_cartpole_settings():
+    # RL Baselines3 Zoo's CartPole DQN: train_freq 256, gradient_steps 128, batch 64.
+    zoo = os.path.join(os.path.dirname(__file__), "..", "examples", "tuned",
+                       "dqn_cartpole_zoo.yaml")
+    config = build_config(resolve_experiment(zoo))
+    assert isinstance(config, DQNConfig)
+    assert learning_schedule(config.to_dict()) == (1, 128)
+    assert (config.lr, config.lr_schedule, config.double_q, config.dueling, config.n_step,
+            config.grad_clip, config.target_network_update_freq,
+            config.num_steps_sampled_before_learning_starts, config.gamma) == (
+        2.3e-3, None, False, False, 1, 10.0, 10, 1000, 0.99)
+    assert not config.prioritized_replay and config.replay_buffer_config["capacity"] == 100000
+    assert config.exploration_config["epsilon_timesteps"] == int(0.16 * 50000)
 
 
 def test_image_observations_use_the_catalogs_conv_net():
