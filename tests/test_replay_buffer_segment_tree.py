@@ -43,13 +43,25 @@ def test_min_tree_tracks_the_minimum_exactly():
     assert MinSegmentTree(3).min() == float("inf")
 
 
-def test_find_prefixsum_idx_on_hand_values_and_zero_leaves():
-    tree = SumSegmentTree(4)
+# `find_prefixsum_idx`'s two searches: one tree descent per query, or (many queries per
+# leaf) a binary search in the leaves' running sum.
+SEARCHES = {"descend": 0, "bulk": 10**12}
+
+
+def sum_tree(capacity, search):
+    tree = SumSegmentTree(capacity)
+    tree.BULK_SEARCH_LEAVES_PER_QUERY = SEARCHES[search]
+    return tree
+
+
+@pytest.mark.parametrize("search", sorted(SEARCHES))
+def test_find_prefixsum_idx_on_hand_values_and_zero_leaves(search):
+    tree = sum_tree(4, search)
     tree[np.arange(4)] = [1.0, 2.0, 3.0, 4.0]
     masses = np.array([0.0, 0.999, 1.0, 2.99, 3.0, 6.0, 9.99, 10.0])
     assert tree.find_prefixsum_idx(masses).tolist() == [0, 0, 1, 1, 2, 3, 3, 3]
     assert tree.find_prefixsum_idx(5.5) == 2
-    sparse = SumSegmentTree(5)
+    sparse = sum_tree(5, search)
     sparse[np.array([1, 3])] = [1.0, 2.0]
     # The unset leaves (0) never come out, not even at the total.
     assert sparse.find_prefixsum_idx(np.array([0.0, 0.5, 1.0, 2.9, 3.0])).tolist() == \
@@ -117,5 +129,9 @@ def test_prefix_sum_search_matches_a_cumsum_search(capacity, data):
         return
     masses = np.arange(int(total)) + 0.5
     expected = np.searchsorted(np.cumsum(values), masses, side="right")
-    np.testing.assert_array_equal(tree.find_prefixsum_idx(masses), expected)
+    for search, leaves_per_query in SEARCHES.items():
+        tree.BULK_SEARCH_LEAVES_PER_QUERY = leaves_per_query
+        np.testing.assert_array_equal(tree.find_prefixsum_idx(masses), expected, search)
+        # Past the total by rounding: the last positive leaf.
+        assert tree.find_prefixsum_idx(total * (1 + 1e-10)) == expected[-1], search
     assert tree.sum() == total
