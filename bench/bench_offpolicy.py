@@ -27,11 +27,12 @@ schedule are both fractions of the budget.
 Every run is its own subprocess (so peak RSS is the run's own); runs alternate between the
 frameworks (tfrl s0, SB3 s0, tfrl s1, ...). Reported per run: wall seconds for the
 budget (after the algorithm is built), CPU seconds of the process over the same span
-(every thread; a fairer measure than wall seconds on a loaded machine), env steps/s, gradient steps/s, the env steps at
-which the mean return of the last 100 episodes first reached the section's target (tfrl
-checks after every iteration of 1000 steps, SB3 after every episode), that mean at the
-end of the budget (`final R`), and peak RSS; then the means and the tfrl/SB3 ratios. One
-intra/inter-op thread for TF and one torch thread. The SB3 child does not import
+(every thread; fairer than wall seconds on a loaded machine), env steps/s, gradient
+steps/s, the env steps at which the mean return of the last 100 episodes first reached
+the section's target (tfrl checks after every iteration of 1000 steps, SB3 after every
+episode), that mean at the end of the budget (`final R`; for Pendulum's negative returns
+a ratio below 1 is the better one), and peak RSS; then the means and the tfrl/SB3 ratios.
+One intra/inter-op thread for TF and one torch thread. The SB3 child does not import
 TensorFlow (`bench_ppo_cartpole.hide_tensorflow`: SB3's logger would import it).
 """
 
@@ -229,7 +230,8 @@ def main() -> int:
         print("RESULT " + json.dumps(run(args.algo, args.seed, args.steps)), flush=True)
         return 0
 
-    sb3 = bool(importlib.util.find_spec("stable_baselines3") and importlib.util.find_spec("torch"))
+    sb3 = bool(importlib.util.find_spec("stable_baselines3")
+               and importlib.util.find_spec("torch"))
     if not sb3:
         print("Stable-Baselines3 is not installed: skipping the SB3 runs "
               "(pip install -e '.[bench]').")

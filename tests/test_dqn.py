@@ -93,7 +93,7 @@ def test_config_shares_off_policy_configs_replay_keys():
     assert config.replay_buffer_config == {
         "type": "MultiAgentPrioritizedReplayBuffer", "capacity": 50000,
         "prioritized_replay_alpha": 0.6, "prioritized_replay_beta": 0.4,
-        "prioritized_replay_eps": 1e-6, "final_prioritized_replay_beta": 0.4,
+        "prioritized_replay_eps": 1e-6, "final_prioritized_replay_beta": None,
         "prioritized_replay_beta_annealing_timesteps": 20000, "replay_sequence_length": 1,
         "worker_side_prioritization": False}
     # RLlib's single-agent type names are accepted too.
@@ -122,11 +122,17 @@ def test_prioritized_replay_beta_is_annealed_over_stored_steps():
         betas.append(buffer.beta())
     algo.stop()
     np.testing.assert_allclose(betas, [0.7, 1.0, 1.0])
-    # Without a final beta of its own, beta stays constant.
-    constant = make_dqn()
-    constant.train()
-    assert constant.local_replay_buffer.prioritized_replay_beta == 0.4
-    constant.stop()
+    # Without a final beta (the default), or with the same one, beta stays constant.
+    for final in (None, 0.5):
+        constant = make_dqn(replay_buffer_config={"prioritized_replay_beta": 0.5,
+                                                  "final_prioritized_replay_beta": final})
+        constant.train()
+        assert constant.local_replay_buffer.prioritized_replay_beta == 0.5
+        assert constant.local_replay_buffer.beta() == 0.5
+        constant.stop()
+    with pytest.raises(ValueError, match=r"replay_buffer_config\['final_prioritized_replay_beta'\] "
+                                         r"must be None or a finite float in \[0, 1\]; received 2"):
+        DQNConfig.from_dict({"replay_buffer_config": {"final_prioritized_replay_beta": 2}})
 
 
 def test_box_action_space_is_rejected_naming_the_alternatives():

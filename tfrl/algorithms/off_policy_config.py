@@ -15,8 +15,8 @@ keeps the other entries); subclasses name more such dicts in `_MERGED_DICTS`. It
   errors (used by the prioritized type);
 - `final_prioritized_replay_beta`, `prioritized_replay_beta_annealing_timesteps`
   (RLlib 1.x's keys): beta moves linearly from `prioritized_replay_beta` to
-  `final_prioritized_replay_beta` over that many stored timesteps, then stays (the
-  defaults keep it at 0.4);
+  `final_prioritized_replay_beta` over that many stored timesteps, then stays; None (the
+  default) keeps beta at `prioritized_replay_beta` (RLlib's default 0.4 for both);
 - `replay_sequence_length`: timesteps per stored item (1: single transitions);
 - `worker_side_prioritization`: only False (RLlib's workers computing priorities is not
   implemented).
@@ -51,7 +51,7 @@ _REPLAY_BUFFER_ENTRIES: Dict[str, Any] = {
     "prioritized_replay_alpha": (float, NON_NEGATIVE),
     "prioritized_replay_beta": (float, UNIT_INTERVAL),
     "prioritized_replay_eps": (float, POSITIVE),
-    "final_prioritized_replay_beta": (float, UNIT_INTERVAL),
+    "final_prioritized_replay_beta": (Optional[float], UNIT_INTERVAL),
     "prioritized_replay_beta_annealing_timesteps": (int, AT_LEAST_ONE),
     "replay_sequence_length": (int, AT_LEAST_ONE),
     "worker_side_prioritization": (bool, None),
@@ -63,7 +63,7 @@ def replay_buffer_defaults(type_: str = "MultiAgentPrioritizedReplayBuffer",
     """A full `replay_buffer_config` with RLlib's prioritized-replay defaults."""
     return {"type": type_, "capacity": capacity, "prioritized_replay_alpha": 0.6,
             "prioritized_replay_beta": 0.4, "prioritized_replay_eps": 1e-6,
-            "final_prioritized_replay_beta": 0.4,
+            "final_prioritized_replay_beta": None,
             "prioritized_replay_beta_annealing_timesteps": 20000,
             "replay_sequence_length": 1, "worker_side_prioritization": False}
 

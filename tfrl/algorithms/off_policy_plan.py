@@ -62,8 +62,8 @@ def learning_schedule(config: Dict[str, Any]) -> Tuple[int, int]:
 
 def beta_schedule(replay_buffer_config: Dict[str, Any]) -> Union[float, Schedule]:
     """Prioritized replay's importance exponent: `prioritized_replay_beta`, or where
-    `final_prioritized_replay_beta` differs, a `LinearSchedule` from the one to the other
-    over `prioritized_replay_beta_annealing_timesteps` stored timesteps.
+    `final_prioritized_replay_beta` is set and differs, a `LinearSchedule` from the one to
+    the other over `prioritized_replay_beta_annealing_timesteps` stored timesteps.
 
     Example:
         >>> rb = {"prioritized_replay_beta": 0.4, "final_prioritized_replay_beta": 1.0,
@@ -73,7 +73,7 @@ def beta_schedule(replay_buffer_config: Dict[str, Any]) -> Union[float, Schedule
     """
     beta = replay_buffer_config["prioritized_replay_beta"]
     final = replay_buffer_config["final_prioritized_replay_beta"]
-    if final == beta:
+    if final is None or final == beta:
         return beta
     return LinearSchedule(replay_buffer_config["prioritized_replay_beta_annealing_timesteps"],
                           final, initial_p=beta)
