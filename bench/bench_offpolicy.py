@@ -248,6 +248,7 @@ def main() -> int:
               f"{'steps@tgt':>9s} {'final R':>8s} {'RSS MB':>7s}")
         frameworks = ["tfrl", "sb3"] if sb3 else ["tfrl"]
         rows = {fw: [] for fw in frameworks}
+        # Interleaved: a change in the machine's load hits both frameworks alike.
         for seed in args.seeds:
             for fw in frameworks:
                 r = launch(fw, seed, steps, script=__file__, extra=("--algo", algo))
@@ -256,8 +257,8 @@ def main() -> int:
                       f"{r['env_steps_per_s']:9.0f} {r['grad_steps_per_s']:9.0f} "
                       f"{_fmt(r['solved_steps'], '9d')} {_fmt(r['final_reward'], '8.1f')} "
                       f"{r['peak_rss_mb']:7.0f}", flush=True)
-        summarize(rows, ["wall_s", "cpu_s", "env_steps_per_s", "grad_steps_per_s", "solved_steps",
-                         "final_reward", "peak_rss_mb"])
+        summarize(rows, ["wall_s", "cpu_s", "env_steps_per_s", "grad_steps_per_s",
+                         "solved_steps", "final_reward", "peak_rss_mb"])
     return 0
 
 
