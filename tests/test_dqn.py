@@ -76,7 +76,8 @@ def test_defaults_are_rllibs_and_subdicts_merge_into_theirs():
     ({"exploration_config": {"type": "SoftQ"}}, r"exploration_config\['type'\] must be "
                                                 r"'EpsilonGreedy'.*received 'SoftQ'"),
     ({"exploration_config": {"final_epsilon": 1.5}},
-     r"exploration_config\['final_epsilon'\] must be in \[0, 1\]; received 1.5"),
+     r"exploration_config\['final_epsilon'\] must be a finite float in \[0, 1\]; "
+     r"received 1.5"),
     ({"exploration_config": {"epsilon_timesteps": 0}},
      r"'epsilon_timesteps'\] must be an int >= 1; received 0"),
     ({"training_intensity": 0}, r"training_intensity"),

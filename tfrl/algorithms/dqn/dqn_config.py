@@ -21,7 +21,8 @@ from typing import Any, ClassVar, Dict, List, Optional
 
 from tfrl.algorithms.off_policy_config import OffPolicyConfig
 from tfrl.utils.config_keys import check_keys
-from tfrl.utils.config_values import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE
+from tfrl.utils.config_values import (
+    AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, UNIT_INTERVAL, check_value)
 
 EXPLORATION_DEFAULTS: Dict[str, Any] = {
     "type": "EpsilonGreedy",
@@ -36,8 +37,12 @@ def _field(default: Any) -> Any:
     return dataclasses.field(default_factory=lambda: copy.deepcopy(default))
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
+# The numeric entries of `exploration_config`: key -> (type, allowed range).
+_EPSILON_ENTRIES: Dict[str, Any] = {
+    "initial_epsilon": (float, UNIT_INTERVAL),
+    "final_epsilon": (float, UNIT_INTERVAL),
+    "epsilon_timesteps": (int, AT_LEAST_ONE),
+}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -117,14 +122,10 @@ class DQNConfig(OffPolicyConfig):
 
     def _validate_exploration_config(self, fail) -> None:
         ex = self.exploration_config
-        check_keys(ex, EXPLORATION_DEFAULTS, "DQNConfig.exploration_config")
+        check_keys(ex, EXPLORATION_DEFAULTS, f"{type(self).__name__} exploration_config")
         if ex["type"] != "EpsilonGreedy":
             fail(f"exploration_config['type'] must be 'EpsilonGreedy' (the one DQN "
                  f"exploration tfrl implements); received {ex['type']!r}.")
-        for key in ("initial_epsilon", "final_epsilon"):
-            if not _number(ex[key]) or not 0.0 <= ex[key] <= 1.0:
-                fail(f"exploration_config[{key!r}] must be in [0, 1]; received {ex[key]!r}.")
-        steps = ex["epsilon_timesteps"]
-        if not isinstance(steps, int) or isinstance(steps, bool) or steps < 1:
-            fail(f"exploration_config['epsilon_timesteps'] must be an int >= 1; received "
-                 f"{steps!r}.")
+        for key, (annotation, bound) in _EPSILON_ENTRIES.items():
+            check_value(f"exploration_config[{key!r}]", ex[key], annotation, bound,
+                        type(self).__name__)
