@@ -70,13 +70,14 @@ def tfrl_config(algo: str, seed: int, steps: int) -> dict:
     starts = learning_starts(algo, steps)
     common = {"env": SECTIONS[algo]["env"], "seed": seed, "num_workers": 0,
               "num_envs_per_worker": 1, "metrics_smoothing_episodes": SMOOTHING,
-              "timesteps_per_iteration": 1000,
+              "timesteps_per_iteration": min(1000, steps),
               "num_steps_sampled_before_learning_starts": starts}
     if algo == "DQN":
         from tfrl.cli.experiment import build_config, resolve_experiment
 
         # The zoo explores over 16 % of the budget (8000 of 50,000 steps).
         overrides = [f"seed={seed}", f"learning_starts={starts}",
+                     f"timesteps_per_iteration={min(1000, steps)}",
                      f"exploration_config.epsilon_timesteps={max(1, int(0.16 * steps))}"]
         return build_config(resolve_experiment(DQN_ZOO, overrides=overrides)).to_dict()
     if algo == "SAC":
