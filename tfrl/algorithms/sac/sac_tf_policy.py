@@ -177,9 +177,10 @@ class SACTFPolicy(TFPolicy):
 
     def make_action_distribution(self) -> Tuple[type, int]:
         """`Categorical` for Discrete actions, `SquashedGaussian` within the bounds for Box."""
-        return ModelCatalog.get_action_dist(
+        dist_class, num_outputs = ModelCatalog.get_action_dist(
             self.action_space, self.config["model"],
             dist_type=None if self.discrete else SquashedGaussian)
+        return dist_class, num_outputs  # type: ignore[return-value]  # a partial for Box
 
     def make_model(self) -> keras.Model:
         """`SACModel`: the catalog actor over `policy_model_config` (value head held at 0),
@@ -290,6 +291,7 @@ class SACTFPolicy(TFPolicy):
             alpha_loss, alpha_stats = discrete_sac_alpha_loss(
                 log_alpha, log_probs_t, target_entropy=self.target_entropy)
         else:
+            assert noise is not None  # for mypy: read above for Box actions
             a_t, logp_t = dist_class(actor_t, model.actor).sample_from_noise(noise[:, 0])
             q1_pi, q2_pi = critic_values(model.twin_q, obs, a_t, frozen=True)
             actor_loss, actor_stats = sac_actor_loss(logp_t, q1_pi, q2_pi, alpha=alpha)
