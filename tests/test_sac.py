@@ -185,6 +185,19 @@ def test_discrete_sac_acts_with_probabilities_and_vf_preds_are_zero():
     assert actions.shape == (64, 2) and np.all(np.abs(actions) <= 2.0)
 
 
+def test_export_checkpoint_restores_networks_alpha_and_all_three_optimizers(tmp_path):
+    source = make_policy()
+    source.learn_on_batch(batch(BOX, 16), sgd_minibatch_size=8)
+    source.export_checkpoint(str(tmp_path / "ckpt"))
+    target = make_policy(seed=3)
+    target.import_checkpoint(str(tmp_path / "ckpt"))
+    for got, want in zip(target.get_weights(), source.get_weights()):
+        np.testing.assert_array_equal(got, want)
+    for got, want in zip(target.optimizer.variables, source.optimizer.variables):
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+    assert target.alpha == source.alpha != 1.0
+
+
 # --------------------------------------------------------------------- errors
 
 @pytest.mark.parametrize("action_space, match", [
