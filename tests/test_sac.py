@@ -85,8 +85,8 @@ def test_each_group_gets_the_gradient_of_its_own_loss_only():
     assert np.abs(by_variable[id(model.log_alpha)]).max() > 0
 
 
-@pytest.mark.parametrize("action_space", [BOX, DISCRETE], ids=["box", "discrete"])
-@pytest.mark.parametrize("tau", [0.0, 1.0])
+@pytest.mark.parametrize("action_space, tau", [(BOX, 0.0), (DISCRETE, 1.0)],
+                         ids=["box-tau0", "discrete-tau1"])
 def test_three_steps_in_one_call_move_the_targets_by_tau(action_space, tau):
     policy = make_policy(action_space, tau=tau)
     start = [v.numpy() for v in policy.target_model.variables]

@@ -75,6 +75,8 @@ class SACConfig(OffPolicyConfig):
     train_batch_size: int = 256
     timesteps_per_iteration: int = 100
     min_iter_time_s: float = 1
+    # Replayed rows are drawn at random already: no second shuffle of them.
+    shuffle_sequences: bool = False
 
     _RANGES: ClassVar[Dict[str, Any]] = {"initial_alpha": POSITIVE}
     _MERGED_DICTS: ClassVar[tuple] = ("replay_buffer_config", "q_model_config",

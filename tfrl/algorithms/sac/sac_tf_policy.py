@@ -145,13 +145,14 @@ class SACTFPolicy(TFPolicy):
                 f"{name} does not support recurrent models; received model config "
                 f"{', '.join(f'{k}=True' for k in recurrent)}. Set them to False or stack "
                 "frames into the observation.")
-        self.discrete = isinstance(action_space, gym.spaces.Discrete)
-        super().__init__(observation_space, action_space, config, strategy=strategy)
-        if self.config["q_model_config"].get("custom_model"):
+        custom_q = (given.get("q_model_config") or {}).get("custom_model")
+        if custom_q:
             raise ValueError(
                 f"{name}: q_model_config['custom_model'] is not supported (the critics are "
-                f"tfrl's QNetworks); received {self.config['q_model_config']['custom_model']!r}. "
-                "Set fcnet_hiddens / fcnet_activation instead.")
+                f"tfrl's QNetworks); received {custom_q!r}. Set fcnet_hiddens / "
+                "fcnet_activation instead.")
+        self.discrete = isinstance(action_space, gym.spaces.Discrete)
+        super().__init__(observation_space, action_space, config, strategy=strategy)
         self.target_entropy = resolve_target_entropy(self.config["target_entropy"],
                                                      action_space)
         self.tau = float(self.config["tau"])
