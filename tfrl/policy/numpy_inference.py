@@ -11,7 +11,8 @@ the policy owns (seeded, and part of its state). The weights are copied lazily: 
 policy counts changes of its weights (`weights_version`: `learn_on_batch`,
 `apply_gradients`, `set_weights`, `set_state` and `import_checkpoint` increment it) and
 the copy is refreshed on the first call after a change. Code that assigns the acting
-model's variables directly must increment `policy.weights_version` itself (or use `config["inference"] = "tf"`).
+model's variables directly must increment `policy.weights_version` itself (or use
+`config["inference"] = "tf"`).
 
 `unsupported_reason(policy)` says why a policy cannot use this path (None if it can).
 """
