@@ -35,7 +35,8 @@ def test_policy_built_from_a_partial_dict_takes_the_algorithm_defaults(name):
     algo_class, config_class = get_algorithm_class(name, return_config=True)
     policy = algo_class.default_policy_class(OBS, ACT, {"lr": 1e-3, "seed": 0})
     assert dict(policy.config) == {**config_class().to_dict(), "lr": 1e-3, "seed": 0}
-    assert policy.cur_lr == pytest.approx(1e-3)
+    if hasattr(type(policy), "cur_lr"):  # SAC learns at its `optimization` rates, not `lr`
+        assert policy.cur_lr == pytest.approx(1e-3)
 
 
 def test_ppo_policy_defaults_are_ppo_configs():

@@ -32,6 +32,9 @@ SPACE_NAMES = sorted(SPACES)
 SMALL = {
     "seed": 0,
     "model": {"fcnet_hiddens": [16]},
+    # SAC's actor and critics (merged into their defaults).
+    "policy_model_config": {"fcnet_hiddens": [16]},
+    "q_model_config": {"fcnet_hiddens": [16]},
     "num_sgd_iter": 2,
     "sgd_minibatch_size": 16,
     "train_batch_size": 32,

@@ -16,6 +16,7 @@ ALGORITHMS = {
     "A2C": ("tfrl.algorithms.a2c.a2c", "A2C", "A2CConfig"),
     "PPO": ("tfrl.algorithms.ppo.ppo", "PPO", "PPOConfig"),
     "DQN": ("tfrl.algorithms.dqn.dqn", "DQN", "DQNConfig"),
+    "SAC": ("tfrl.algorithms.sac.sac", "SAC", "SACConfig"),
 }
 
 

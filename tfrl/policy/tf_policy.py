@@ -232,6 +232,19 @@ class TFPolicy(Policy):
         estimate is always returned as `vf_preds`)."""
         return {}
 
+    def after_optimizer_step(self) -> None:
+        """Runs inside the compiled learning functions after every applied optimizer
+        update (in cross-replica context); default: nothing. SAC moves its target
+        networks by `tau` here, so that all steps of a learning phase stay one call."""
+
+    @property
+    def action_model(self) -> keras.Model:
+        """The Keras model that maps observations to `(dist_inputs, value)` when acting
+        (what numpy inference evaluates); default: `self.model`. A policy whose model
+        holds more networks (SAC's critics) names its acting part here; `self.model`'s
+        `call` must then compute the same outputs."""
+        return self.model
+
     def make_optimizer(self) -> keras.optimizers.Optimizer:
         """The optimizer (built under the strategy scope); default: Adam(`lr`)
         (`FusedAdam`: Keras' Adam with TensorFlow's fused update kernel).
