@@ -26,7 +26,9 @@ Every run is its own subprocess (so peak RSS is the run's own: ale-py's threads 
 tfrl's process, DummyVecEnv's envs in SB3's), with `--threads` intra/inter-op threads for
 TF and as many torch threads. The SB3 child does not import TensorFlow
 (`bench_ppo_cartpole.hide_tensorflow`). Reported per run: wall seconds for the budget,
-env steps/s (agent steps: 4 frames each), mean return at the end, peak RSS; then the
+env steps/s (agent steps: 4 frames each), CPU time per agent step (user + system, all
+threads: less sensitive than steps/s to a loaded machine), mean return at the end, peak
+RSS; then the
 tfrl/SB3 ratios against the targets (issue 19): >= 1.5x SB3's env steps/s, an equal or
 better return, peak RSS <= SB3's + 400 MB. SB3 runs are skipped with a message when
 stable-baselines3 (and torch) are not installed: `pip install -e '.[bench]'`.
@@ -37,6 +39,7 @@ import importlib.util
 import json
 import os
 import platform
+import resource
 import time
 
 from bench_ppo_cartpole import _fmt, _rss_mb, hide_tensorflow, launch, summarize
@@ -52,8 +55,14 @@ def _env_kwargs(sticky: float) -> dict:
     return {"repeat_action_probability": sticky}
 
 
-def _result(steps, wall, final_reward, episodes):
+def _cpu_s() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)  # all of the process's threads
+    return usage.ru_utime + usage.ru_stime
+
+
+def _result(steps, wall, cpu, final_reward, episodes):
     return {"steps": steps, "wall_s": wall, "steps_per_s": steps / wall,
+            "cpu_ms_per_step": 1000.0 * cpu / steps,
             "final_reward": final_reward, "episodes": episodes, "peak_rss_mb": _rss_mb()}
 
 
@@ -71,14 +80,14 @@ def run_tfrl(seed: int, steps: int, threads: int, sticky: float) -> dict:
                  f"env_config.repeat_action_probability={sticky}"]
     config = build_config(resolve_experiment(TUNED_BREAKOUT, overrides=overrides))
     algo = config.build()
-    start = time.time()
+    start, cpu = time.time(), _cpu_s()
     result = {"timesteps_total": 0, "episode_reward_mean": float("nan"), "episodes_total": 0}
     while result["timesteps_total"] < steps:
         result = algo.train()
-    wall = time.time() - start
+    wall, cpu = time.time() - start, _cpu_s() - cpu
     algo.stop()
     reward = result["episode_reward_mean"]
-    return _result(result["timesteps_total"], wall, None if reward != reward else reward,
+    return _result(result["timesteps_total"], wall, cpu, None if reward != reward else reward,
                    result["episodes_total"])
 
 
@@ -102,12 +111,12 @@ def run_sb3(seed: int, steps: int, threads: int, sticky: float) -> dict:
                 gae_lambda=0.95, clip_range=0.1, ent_coef=0.01, vf_coef=0.5,
                 max_grad_norm=0.5, learning_rate=lambda progress: 2.5e-4 * progress,
                 seed=seed, device="cpu", verbose=0)
-    start = time.time()
+    start, cpu = time.time(), _cpu_s()
     model.learn(total_timesteps=steps)
-    wall = time.time() - start
+    wall, cpu = time.time() - start, _cpu_s() - cpu
     rewards = [e["r"] for e in model.ep_info_buffer]  # the last 100 episodes
     episodes = sum(len(returns) for returns in env.get_attr("episode_returns"))  # Monitors'
-    return _result(model.num_timesteps, wall, float(np.mean(rewards)) if rewards else None,
+    return _result(model.num_timesteps, wall, cpu, float(np.mean(rewards)) if rewards else None,
                    episodes)
 
 
@@ -146,8 +155,8 @@ def main() -> int:
           f"{args.threads} TF/torch threads, sticky actions {args.repeat_action_probability}",
           flush=True)
     rows = {fw: [] for fw in frameworks}
-    print(f"{'run':10s} {'wall s':>8s} {'steps/s':>8s} {'R at end':>8s} {'episodes':>8s} "
-          f"{'RSS MB':>7s}")
+    print(f"{'run':10s} {'wall s':>8s} {'steps/s':>8s} {'CPU ms/step':>11s} {'R at end':>8s} "
+          f"{'episodes':>8s} {'RSS MB':>7s}")
     extra = ["--threads", str(args.threads),
              "--repeat-action-probability", str(args.repeat_action_probability)]
     # Interleaved (tfrl s0, sb3 s0, tfrl s1, ...): a change in the machine's load hits
@@ -157,9 +166,9 @@ def main() -> int:
             r = launch(fw, seed, args.steps, script=__file__, extra_args=extra)
             rows[fw].append(r)
             print(f"{fw + ' s' + str(seed):10s} {r['wall_s']:8.1f} {r['steps_per_s']:8.0f} "
-                  f"{_fmt(r['final_reward'], '8.2f')} {_fmt(r['episodes'], '8d')} "
+                  f"{r['cpu_ms_per_step']:11.2f} {_fmt(r['final_reward'], '8.2f')} {_fmt(r['episodes'], '8d')} "
                   f"{r['peak_rss_mb']:7.0f}", flush=True)
-    summarize(rows, ["wall_s", "steps_per_s", "final_reward", "peak_rss_mb"])
+    summarize(rows, ["wall_s", "steps_per_s", "cpu_ms_per_step", "final_reward", "peak_rss_mb"])
     if "sb3" in rows:
         check_targets(rows)
     return 0

@@ -208,9 +208,10 @@ def summarize(rows: dict, keys: list) -> None:
     the target: `solved_steps` set), then the tfrl/SB3 ratios of the means."""
     means = {fw: {k: _mean(runs, k) for k in keys} for fw, runs in rows.items()}
     for fw, runs in rows.items():
-        solved = sum(r["solved_steps"] is not None for r in runs)
+        solved = (f"; solved {sum(r['solved_steps'] is not None for r in runs)}/{len(runs)}"
+                  if "solved_steps" in keys else "")
         print(f"{fw} mean: " + ", ".join(f"{k} {_fmt(v, '.1f')}" for k, v in means[fw].items())
-              + (f"; solved {solved}/{len(runs)}" if "solved_steps" in keys else ""))
+              + solved)
     if "sb3" in means and "tfrl" in means:
         ratios = {k: (means["tfrl"][k] / means["sb3"][k]
                       if means["tfrl"][k] and means["sb3"][k] else None) for k in keys}
