@@ -27,10 +27,10 @@ tfrl's process, DummyVecEnv's envs in SB3's), with `--threads` intra/inter-op th
 TF and as many torch threads. The SB3 child does not import TensorFlow
 (`bench_ppo_cartpole.hide_tensorflow`). Reported per run: wall seconds for the budget,
 env steps/s (agent steps: 4 frames each), CPU time per agent step (user + system, all
-threads: less sensitive than steps/s to a loaded machine), mean return at the end, peak
-RSS; then the
-tfrl/SB3 ratios against the targets (issue 19): >= 1.5x SB3's env steps/s, an equal or
-better return, peak RSS <= SB3's + 400 MB. SB3 runs are skipped with a message when
+threads: less sensitive than steps/s to a loaded machine for TF; torch's OpenMP threads
+spin when the cores are busy, which inflates SB3's), mean return at the end, peak RSS;
+then the tfrl/SB3 ratios against the targets (issue 19): >= 1.5x SB3's env steps/s, an
+equal or better return, peak RSS <= SB3's + 400 MB. SB3 runs are skipped with a message when
 stable-baselines3 (and torch) are not installed: `pip install -e '.[bench]'`.
 """
 
