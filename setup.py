@@ -34,6 +34,9 @@ PETTINGZOO_REQUIRES = ["pettingzoo>=1.27,<2", "mpe2>=1.1"]
 # 10x10 games (MinAtar/Breakout-v1, ...) register themselves with gymnasium.
 ATARI_REQUIRES = ["ale-py>=0.10", "opencv-python-headless>=4.8"]
 MINATAR_REQUIRES = ["minatar>=1.0.15"]
+# MuJoCo's control tasks (HalfCheetah-v5, Hopper-v5, ...: examples/tuned/ppo_halfcheetah.yaml,
+# ppo_hopper.yaml) through gymnasium's own extra (mujoco's wheels; no OpenGL needed).
+MUJOCO_REQUIRES = ["gymnasium[mujoco]==1.4.*"]
 
 EXTRAS_REQUIRE = {
     # Ray is in the test extra so that CI exercises the Ray backends too; TFP is the
@@ -41,18 +44,20 @@ EXTRAS_REQUIRE = {
     # check the layers and that no module circle exists (tests/test_architecture.py);
     # mypy type-checks tfrl.core, tfrl.execution and tfrl.algorithms
     # (tests/test_typing.py); hypothesis drives the policy server's fuzz suite and the
-    # distribution checks. The PettingZoo, Atari and MinAtar extras are in it so that CI
-    # runs their tests (which skip without them).
+    # distribution checks. The PettingZoo, Atari, MinAtar and MuJoCo extras are in it so
+    # that CI runs their tests (which skip without them).
     "test": ["pytest>=8", "hypothesis>=6.100", "ray>=2.60,<3", "import-linter>=2.1",
              "grimp>=3.5", "mypy>=1.10"] + TFP_REQUIRES + PETTINGZOO_REQUIRES
-            + ATARI_REQUIRES + MINATAR_REQUIRES,
+            + ATARI_REQUIRES + MINATAR_REQUIRES + MUJOCO_REQUIRES,
     "tfp": TFP_REQUIRES,
     "atari": ATARI_REQUIRES,
     "minatar": MINATAR_REQUIRES,
+    "mujoco": MUJOCO_REQUIRES,
     "ray": ["ray[default]>=2.60,<3"],
     "pettingzoo": PETTINGZOO_REQUIRES,
-    # Reference implementations for bench/bench_ppo_cartpole.py (SB3's PPO) and
-    # bench/bench_recurrent.py (sb3-contrib's RecurrentPPO). Take torch's CPU wheel:
+    # Reference implementations for bench/bench_ppo_cartpole.py and bench_atari.py (SB3's
+    # PPO; bench_atari.py also needs the atari extra) and bench/bench_recurrent.py
+    # (sb3-contrib's RecurrentPPO). Take torch's CPU wheel:
     # pip install -e '.[bench]' --extra-index-url https://download.pytorch.org/whl/cpu
     "bench": ["stable-baselines3>=2.3", "sb3-contrib>=2.3", "torch==2.13.0"],
 }

@@ -252,7 +252,7 @@ def main() -> int:
         # Interleaved: a change in the machine's load hits both frameworks alike.
         for seed in args.seeds:
             for fw in frameworks:
-                r = launch(fw, seed, steps, script=__file__, extra=("--algo", algo))
+                r = launch(fw, seed, steps, script=__file__, extra_args=("--algo", algo))
                 rows[fw].append(r)
                 print(f"{fw + ' s' + str(seed):10s} {r['wall_s']:8.1f} {r['cpu_s']:8.1f} "
                       f"{r['env_steps_per_s']:9.0f} {r['grad_steps_per_s']:9.0f} "

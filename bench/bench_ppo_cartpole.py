@@ -139,15 +139,15 @@ def child(framework: str, seed: int, steps: int, t0: float) -> None:
 
 
 def launch(framework: str, seed: int, steps: int, script: str = __file__,
-           extra: tuple = ()) -> dict:
-    """Runs `script --child framework --seed ... --steps ... --t0 ... *extra` in a
+           extra_args: tuple = ()) -> dict:
+    """Runs `script --child framework --seed ... --steps ... --t0 ... *extra_args` in a
     subprocess and returns the dict its `RESULT {json}` line holds."""
     # The child imports the tfrl of this bench's tree (not whatever is installed).
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     path = os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH", "")) if p)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=path)
     cmd = [sys.executable, os.path.abspath(script), "--child", framework, "--seed", str(seed),
-           "--steps", str(steps), "--t0", repr(time.time()), *extra]
+           "--steps", str(steps), "--t0", repr(time.time()), *extra_args]
     proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
@@ -208,9 +208,10 @@ def summarize(rows: dict, keys: list) -> None:
     the target: `solved_steps` set), then the tfrl/SB3 ratios of the means."""
     means = {fw: {k: _mean(runs, k) for k in keys} for fw, runs in rows.items()}
     for fw, runs in rows.items():
-        solved = sum(r["solved_steps"] is not None for r in runs)
+        solved = (f"; solved {sum(r['solved_steps'] is not None for r in runs)}/{len(runs)}"
+                  if "solved_steps" in keys else "")
         print(f"{fw} mean: " + ", ".join(f"{k} {_fmt(v, '.1f')}" for k, v in means[fw].items())
-              + f"; solved {solved}/{len(runs)}")
+              + solved)
     if "sb3" in means and "tfrl" in means:
         ratios = {k: (means["tfrl"][k] / means["sb3"][k]
                       if means["tfrl"][k] and means["sb3"][k] else None) for k in keys}

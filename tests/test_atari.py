@@ -201,3 +201,45 @@ def test_tuned_breakout_ppo_trains_one_iteration_from_frames():
         assert np.isfinite(stats["total_loss"])
     finally:
         algo.stop()
+
+
+@pytest.mark.parametrize("game", ["pong", "breakout"])
+def test_tuned_atari_dqn_files_build_sb3_zoo_settings(game):
+    config = build_config(resolve_experiment(os.path.join(TUNED, f"dqn_{game}.yaml")))
+    assert config.env == f"ALE/{game.title()}-v5"
+    assert (config.lr, config.train_batch_size, config.rollout_fragment_length,
+            config.training_intensity) == (1e-4, 32, 4, 8)  # a 32-row step per 4 env steps
+    assert (config.num_steps_sampled_before_learning_starts,
+            config.target_network_update_freq) == (100_000, 1000)
+    assert config.exploration_config["final_epsilon"] == 0.01
+    assert config.exploration_config["epsilon_timesteps"] == 1_000_000
+    assert (config.double_q, config.dueling, config.n_step, config.hiddens) == (
+        False, False, 1, [])
+    assert config.model.get("conv_filters") is None  # the Nature DQN default for 84x84
+
+
+@pytest.mark.slow
+def test_tuned_breakout_dqn_trains_one_iteration_from_frames():
+    from tfrl.algorithms.dqn import DQN
+
+    config = build_config(resolve_experiment(
+        os.path.join(TUNED, "dqn_breakout.yaml"),
+        overrides=["num_steps_sampled_before_learning_starts=64",
+                   "timesteps_per_iteration=128", "replay_buffer_config.capacity=1000"]))
+    algo = DQN(config=config)
+    try:
+        result = algo.train()
+        policy = algo.get_policy()
+        assert policy.observation_space == FRAMES
+        # The Nature network, then one linear Q layer (512 -> 4 Breakout actions); the
+        # catalog model's value head (unused without dueling) comes last.
+        assert [tuple(w.shape) for w in policy.model.trainable_weights if "kernel" in w.path] \
+            == [(8, 8, 4, 32), (4, 4, 32, 64), (3, 3, 64, 64), (3136, 512), (512, 4), (512, 1)]
+        assert result["timesteps_total"] == 128
+        stats = result["info"]["learner"]["default_policy"]["learner_stats"]
+        assert np.isfinite(stats["total_loss"] if "total_loss" in stats else stats["loss"])
+        # One 32-row step per 4-step round once 64 steps are stored: the rounds ending at
+        # steps 64, 68, ..., 128.
+        assert result["info"]["num_agent_steps_trained"] == 17 * 32
+    finally:
+        algo.stop()
