@@ -88,16 +88,19 @@ class OffPolicyLearnPhase:
         workers: The WorkerSet.
         config: The algorithm's config dict.
         buffer: The replay buffer (the algorithm's).
+        update_targets: Call the policies' `update_target()` (`UpdateTargetNetwork`);
+            False for policies that move their targets inside the learning call (TD3).
     """
 
     def __init__(self, workers: types.WorkerSet, config: Dict[str, Any],
-                 buffer: LocalReplayBuffer):
+                 buffer: LocalReplayBuffer, update_targets: bool = True):
         self.workers = workers
         self.buffer = buffer
         self.rounds_per_phase, self.steps_per_phase = learning_schedule(config)
         self.train_one_step = TrainOneStep(workers, num_sgd_iter=1,
                                            sgd_minibatch_size=config["train_batch_size"])
-        self.update_target = UpdateTargetNetwork(workers, config["target_network_update_freq"])
+        self.update_target = (UpdateTargetNetwork(workers, config["target_network_update_freq"])
+                              if update_targets else None)
 
     def __call__(self, batch: types.Batch) -> Dict[str, types.LearnerInfo]:
         self.buffer.add_batch(batch)
@@ -109,7 +112,8 @@ class OffPolicyLearnPhase:
             if replayed is not None:
                 _, info = self.train_one_step(replayed)
                 self._update_priorities(replayed)
-        self.update_target(None)
+        if self.update_target is not None:
+            self.update_target(None)
         return info
 
     def _update_priorities(self, replayed: types.Batch) -> None:

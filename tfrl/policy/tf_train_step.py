@@ -479,8 +479,7 @@ class TrainStep:
         updated = [v for v, has in zip(variables, has_grad) if has]
 
         def apply():
-            strategy.run(lambda grads: self._policy.optimizer.apply_gradients(
-                list(zip(grads, updated))), args=(per_replica_grads,))
+            self._policy.apply_update(per_replica_grads, updated)
             return tf.constant(1.0)
 
         tf.cond(stats[_FINITE] > 0.5, apply, lambda: tf.constant(0.0))

@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Dict, Optional
 from tfrl.algorithms.off_policy_config import OffPolicyConfig, replay_buffer_defaults
 from tfrl.utils.config_values import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE
 
-__all__ = ["DDPGConfig", "TD3Config"]
+__all__ = ["DDPGConfig", "EXPLORATION_NOISES", "TD3Config"]
 
 
 def _ou_noise() -> Dict[str, Any]:
@@ -35,6 +35,11 @@ def _gaussian_noise() -> Dict[str, Any]:
     # Random actions for the first 10000 steps, then N(0, 0.1) noise, unscaled.
     return {"type": "GaussianNoise", "random_timesteps": 10000, "stddev": 0.1,
             "initial_scale": 1.0, "final_scale": 1.0, "scale_timesteps": 1}
+
+
+#: The exploration noises (`exploration_config["type"]`) and their default settings: a
+#: partial `exploration_config` takes the missing entries from its type's.
+EXPLORATION_NOISES = {"OrnsteinUhlenbeckNoise": _ou_noise, "GaussianNoise": _gaussian_noise}
 
 
 @dataclasses.dataclass(frozen=True)
