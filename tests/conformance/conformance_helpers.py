@@ -32,6 +32,8 @@ SPACE_NAMES = sorted(SPACES)
 SMALL = {
     "seed": 0,
     "model": {"fcnet_hiddens": [16]},
+    "actor_hiddens": [16],  # TD3, DDPG
+    "critic_hiddens": [16],
     "num_sgd_iter": 2,
     "sgd_minibatch_size": 16,
     "train_batch_size": 32,
