@@ -14,12 +14,20 @@ from tfrl.policy.tf_policy import DEFAULT_CONFIG, TFPolicy
 
 OBS = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
 ACT = gym.spaces.Discrete(2)
+BOX_ACT = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
+
+
+def _discrete(algo_class) -> bool:
+    """Whether the algorithm's policy takes Discrete actions (else: Box, on Pendulum)."""
+    types = getattr(algo_class.default_policy_class, "action_space_types", None)
+    return types is None or isinstance(ACT, types)
 
 
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))
 def test_policy_built_by_the_algorithm_sees_exactly_the_default_config(name):
     algo_class, config_class = get_algorithm_class(name, return_config=True)
-    config = config_class().environment("CartPole-v1")
+    config = config_class().environment(
+        "CartPole-v1" if _discrete(algo_class) else "Pendulum-v1")
     algo = algo_class(config=config)
     try:
         policy = algo.get_policy()
@@ -33,9 +41,14 @@ def test_policy_built_by_the_algorithm_sees_exactly_the_default_config(name):
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))
 def test_policy_built_from_a_partial_dict_takes_the_algorithm_defaults(name):
     algo_class, config_class = get_algorithm_class(name, return_config=True)
-    policy = algo_class.default_policy_class(OBS, ACT, {"lr": 1e-3, "seed": 0})
+    act = ACT if _discrete(algo_class) else BOX_ACT
+    policy = algo_class.default_policy_class(OBS, act, {"lr": 1e-3, "seed": 0})
     assert dict(policy.config) == {**config_class().to_dict(), "lr": 1e-3, "seed": 0}
-    assert policy.cur_lr == pytest.approx(1e-3)
+    if "critic_lr" in policy.config:  # actor-critics: actor_lr and critic_lr, not lr
+        assert float(policy.optimizer["critic"].learning_rate) == pytest.approx(
+            config_class().critic_lr)
+    else:
+        assert policy.cur_lr == pytest.approx(1e-3)
 
 
 def test_ppo_policy_defaults_are_ppo_configs():

@@ -18,9 +18,10 @@ Example:
     3
 """
 
-from typing import Any, Dict, Optional
+from typing import Any, ClassVar, Dict, Optional, Type
 
 from tfrl.algorithms.algorithm import Algorithm, metrics_reporting
+from tfrl.algorithms.algorithm_config import AlgorithmConfig
 from tfrl.algorithms.off_policy_plan import OffPolicyLearnPhase, make_replay_buffer
 from tfrl.algorithms.td3.td3_config import TD3Config
 from tfrl.algorithms.td3.td3_tf_policy import TD3TFPolicy
@@ -38,7 +39,7 @@ class TD3(Algorithm):
     Example: `TD3(config={"env": "Pendulum-v1"}).train()`.
     """
 
-    config_class = TD3Config
+    config_class: ClassVar[Type[AlgorithmConfig]] = TD3Config
     default_policy_class = TD3TFPolicy
     local_replay_buffer: Optional[LocalReplayBuffer] = None
 
