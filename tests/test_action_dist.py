@@ -144,6 +144,19 @@ def test_squashed_gaussian_samples_bounds_and_safety():
     assert np.all(np.isfinite(at_bounds.numpy()))
 
 
+def test_squashed_gaussian_sample_from_noise_by_hand():
+    low, high = np.array([-2.0, 0.0], np.float32), np.array([1.0, 4.0], np.float32)
+    inputs = np.array([[0.3, -0.2, 0.1, -1.0]], np.float32)  # mean [0.3, -0.2], log_std [0.1, -1]
+    noise = np.array([[0.5, -1.5]], np.float32)
+    actions, logp = SquashedGaussian(inputs, None, low, high).sample_from_noise(noise)
+    u = np.array([0.3, -0.2]) + np.exp([0.1, -1.0]) * noise[0]
+    np.testing.assert_allclose(actions.numpy()[0], _squash_np(u, low, high), rtol=1e-5)
+    # log N(u) - log|dx/du|, dx/du = (high - low) / 2 * (1 - tanh(u)^2).
+    gauss = -0.5 * noise[0] ** 2 - np.array([0.1, -1.0]) - 0.5 * np.log(2 * np.pi)
+    jac = np.log((high - low) / 2 * (1 - np.tanh(u) ** 2))
+    np.testing.assert_allclose(logp.numpy(), [np.sum(gauss - jac)], rtol=1e-5)
+
+
 def test_squashed_gaussian_errors():
     with pytest.raises(ValueError, match="finite bounds with low < high"):
         SquashedGaussian(np.zeros((1, 2), np.float32), None, 1.0, 1.0)

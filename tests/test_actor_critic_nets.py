@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from tfrl.models.tf.actor_critic_nets import (
     CategoricalActor, DeterministicActor, DiscreteQNetwork, QNetwork, SquashedGaussianActor,
-    TwinQNetwork)
+    TwinQNetwork, call_frozen)
 from tfrl.models.tf.tf_action_dist import MAX_LOG_NN_OUTPUT, Categorical, SquashedGaussian
 from tfrl.models.tf.target_update import hard_update, soft_update
 
@@ -112,6 +112,25 @@ def test_squashed_gaussian_actor_clips_the_log_std_and_samples_within_bounds():
     sample = dist.sample().numpy()
     assert np.all(sample >= BOX.low) and np.all(sample <= BOX.high)
     assert dist.sampled_action_logp().shape == (5,)
+
+
+@pytest.mark.parametrize("compiled", [False, True])
+def test_call_frozen_equals_the_call_and_stops_the_weights_gradient(compiled):
+    obs, actions = batch()
+    twin = TwinQNetwork(OBS, BOX, hiddens=[8])
+    act = tf.Variable(actions)
+
+    def grads():
+        with tf.GradientTape() as tape:
+            q1, q2 = call_frozen(twin, obs, act)
+            loss = tf.reduce_sum(q1 + q2)
+        return q1, q2, tape.gradient(loss, twin.trainable_variables + [act])
+
+    q1, q2, g = tf.function(grads)() if compiled else grads()
+    want1, want2 = twin(obs, actions)
+    np.testing.assert_allclose(q1, want1, rtol=1e-6)
+    np.testing.assert_allclose(q2, want2, rtol=1e-6)
+    assert all(x is None for x in g[:-1]) and np.abs(g[-1].numpy()).max() > 0
 
 
 def test_hard_update_makes_the_target_equal_the_online_net():

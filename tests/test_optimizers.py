@@ -1,16 +1,20 @@
-"""FusedAdam (tfrl.policy.optimizers): Keras' Adam with TensorFlow's fused update kernel.
+"""FusedAdam (tfrl.policy.optimizers): Keras' Adam with TensorFlow's fused update kernel;
+MultiOptimizer: one optimizer per group of variables.
 
 It must give Keras' Adam's updates (same formula, same slots), eagerly, in a compiled
 function and under a 2-replica MirroredStrategy, and fall back to Keras' own update
 where the fused kernel does not apply.
 """
 
+import os
+import tempfile
+
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from tfrl.policy.optimizers import FusedAdam
+from tfrl.policy.optimizers import FusedAdam, MultiOptimizer
 
 from policy_helpers import strategy_named
 
@@ -143,3 +147,37 @@ def test_fused_adam_serializes_as_itself():
     assert type(restored) is FusedAdam
     assert restored.get_config()["epsilon"] == 1e-5
     assert np.isclose(float(restored.learning_rate), 2e-3)
+
+
+def test_multi_optimizer_updates_each_group_with_its_own_optimizer():
+    a, b, c = keras.Variable([1.0, 2.0]), keras.Variable(3.0), keras.Variable(4.0)
+    opt = MultiOptimizer([(keras.optimizers.SGD(0.1), [a]),
+                          (keras.optimizers.SGD(1.0), [b, c])])
+    opt.build([a, b, c])
+    assert opt.built and len(opt.variables) == 4  # two (iterations, learning_rate) pairs
+
+    @tf.function
+    def step():
+        # c gets no gradient: its optimizer is still stepped for b only.
+        opt.apply_gradients([(tf.constant([1.0, 1.0]), a), (tf.constant(2.0), b)])
+
+    step()
+    np.testing.assert_allclose(a.numpy(), [0.9, 1.9], rtol=1e-6)
+    assert float(b.numpy()) == 1.0 and float(c.numpy()) == 4.0
+    assert [int(o.iterations.numpy()) for o in opt.optimizers] == [1, 1]
+    checkpoint = tf.train.Checkpoint(optimizer=opt)
+    assert any("optimizers" in name for name, _ in tf.train.list_variables(
+        checkpoint.write(os.path.join(tempfile.mkdtemp(), "ckpt"))))
+
+
+def test_multi_optimizer_bad_groups_raise_clear_errors():
+    a, b = keras.Variable(1.0), keras.Variable(2.0)
+    with pytest.raises(ValueError, match="at least one"):
+        MultiOptimizer([])
+    with pytest.raises(ValueError, match="is in groups 0 and 1"):
+        MultiOptimizer([(keras.optimizers.SGD(0.1), [a]), (keras.optimizers.SGD(0.1), [a])])
+    opt = MultiOptimizer([(keras.optimizers.SGD(0.1), [a])])
+    with pytest.raises(ValueError, match="in no group"):
+        opt.build([a, b])
+    with pytest.raises(ValueError, match="in no group"):
+        opt.apply_gradients([(tf.constant(1.0), b)])

@@ -1,10 +1,9 @@
 """TD3TFPolicy and DDPG on small spaces: delayed actor and target updates inside the
 compiled learning call, the deterministic policy gradient, exploration noise, numpy
-acting, OptimizerGroups, and the clear errors (the conformance suite covers tracing,
+acting and the clear errors (the conformance suite covers tracing,
 strategies, state and export)."""
 
 import gymnasium as gym
-import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -12,7 +11,6 @@ import tensorflow as tf
 from tfrl.algorithms.ddpg import DDPG, DDPGConfig, DDPGTFPolicy
 from tfrl.algorithms.registry import get_algorithm_class
 from tfrl.algorithms.td3 import TD3, TD3Config, TD3TFPolicy
-from tfrl.policy.optimizer_groups import OptimizerGroups
 from tfrl.policy.sample_batch import SampleBatch
 
 OBS = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
@@ -66,16 +64,16 @@ def test_actor_and_targets_move_every_policy_delay_th_step_by_tau():
     assert changed(values(model.actor.variables), actor0)
     for got, online, before in zip(values(target.variables), values(model.variables), target0):
         np.testing.assert_allclose(got, 0.25 * online + 0.75 * before, rtol=1e-6, atol=1e-7)
-    assert int(policy.optimizer["actor"].iterations.numpy()) == 1
-    assert int(policy.optimizer["critic"].iterations.numpy()) == 2
+    assert int(policy.optimizer.optimizers[0].iterations.numpy()) == 1
+    assert int(policy.optimizer.optimizers[1].iterations.numpy()) == 2
 
 
 def test_four_steps_in_one_call_update_the_actor_twice():
     policy = make(policy_delay=2)
     info = policy.learn_on_batch(batch(64), num_sgd_iter=1, sgd_minibatch_size=16)
     assert info["learner_stats"]["num_grad_updates"] == 4
-    assert int(policy.optimizer["actor"].iterations.numpy()) == 2
-    assert int(policy.optimizer["critic"].iterations.numpy()) == 4
+    assert int(policy.optimizer.optimizers[0].iterations.numpy()) == 2
+    assert int(policy.optimizer.optimizers[1].iterations.numpy()) == 4
     assert policy.num_traces["learn_on_batch"] == 1
 
 
@@ -85,7 +83,7 @@ def test_ddpg_updates_actor_and_targets_with_every_step():
     assert not hasattr(policy.model.critic, "q2")
     target0 = values(policy.target_model.variables)
     policy.learn_on_batch(batch(), num_sgd_iter=1, sgd_minibatch_size=16)
-    assert int(policy.optimizer["actor"].iterations.numpy()) == 1
+    assert int(policy.optimizer.optimizers[0].iterations.numpy()) == 1
     tau = policy.config["tau"]
     for got, online, before in zip(values(policy.target_model.variables),
                                    values(policy.model.variables), target0):
@@ -95,8 +93,8 @@ def test_ddpg_updates_actor_and_targets_with_every_step():
 
 def test_learning_rates_of_the_actor_and_the_critics_are_their_own():
     policy = make(actor_lr=1e-2, critic_lr=1e-4)
-    assert float(policy.optimizer["actor"].learning_rate.numpy()) == pytest.approx(1e-2)
-    assert float(policy.optimizer["critic"].learning_rate.numpy()) == pytest.approx(1e-4)
+    assert float(policy.optimizer.optimizers[0].learning_rate.numpy()) == pytest.approx(1e-2)
+    assert float(policy.optimizer.optimizers[1].learning_rate.numpy()) == pytest.approx(1e-4)
 
 
 # ------------------------------------------------- the loss and its gradients
@@ -246,26 +244,3 @@ def test_algorithms_use_their_configs():
     assert TD3Config.algo_class is TD3 and DDPGConfig.algo_class is DDPG
     assert DDPGTFPolicy.default_config()["exploration_config"]["type"] == \
         "OrnsteinUhlenbeckNoise"
-
-
-# ----------------------------------------------------------- OptimizerGroups
-
-def test_optimizer_groups_route_each_variable_to_its_optimizer():
-    a, b = keras.Variable([1.0, 2.0]), keras.Variable([3.0])
-    groups = OptimizerGroups({"a": (keras.optimizers.SGD(0.5), [a]),
-                              "b": (keras.optimizers.SGD(0.1), [b])})
-    groups.build([a, b])
-    groups.apply_gradients([(tf.constant([1.0, 1.0]), a)])
-    np.testing.assert_allclose(a.numpy(), [0.5, 1.5])
-    np.testing.assert_allclose(b.numpy(), [3.0])
-    assert int(groups["b"].iterations.numpy()) == 0  # a group without pairs is not stepped
-    groups.apply_gradients([(tf.constant([2.0]), b)])
-    np.testing.assert_allclose(b.numpy(), [2.8], rtol=1e-6)
-    assert len(groups.variables) == len(groups["a"].variables) + len(groups["b"].variables)
-    stray = keras.Variable([0.0], name="stray")
-    with pytest.raises(ValueError, match="variable stray belongs to no group of"):
-        groups.apply_gradients([(tf.constant([1.0]), stray)])
-    with pytest.raises(ValueError, match=r"variables \['stray'\] belong to no group"):
-        groups.build([a, stray])
-    with pytest.raises(ValueError, match="is in groups 'a' and 'b'"):
-        OptimizerGroups({"a": (keras.optimizers.SGD(), [a]), "b": (keras.optimizers.SGD(), [a])})

@@ -34,6 +34,9 @@ SMALL = {
     "model": {"fcnet_hiddens": [16]},
     "actor_hiddens": [16],  # TD3, DDPG
     "critic_hiddens": [16],
+    # SAC's actor and critics (merged into their defaults).
+    "policy_model_config": {"fcnet_hiddens": [16]},
+    "q_model_config": {"fcnet_hiddens": [16]},
     "num_sgd_iter": 2,
     "sgd_minibatch_size": 16,
     "train_batch_size": 32,

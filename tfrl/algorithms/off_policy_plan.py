@@ -8,9 +8,10 @@ uniform, n-step transitions built at insertion); after every `rounds_per_phase`-
 with `sgd_minibatch_size=train_batch_size`, no shuffling); then, for prioritized replay,
 the replayed rows' priorities are set from the policy's `td_errors` under the new weights,
 and `UpdateTargetNetwork` calls the policies' `update_target()` once
-`target_network_update_freq` env steps were sampled since its last call (policies that
-move their targets inside the learning call, by `tau` per step, are given 0). Nothing is
-replayed before `num_steps_sampled_before_learning_starts` steps were stored.
+`target_network_update_freq` env steps were sampled since its last call (not for
+policies that move their targets inside the learning call, by `tau` per gradient step, as
+SAC's do: `target_updates_in_graph=True`). Nothing is replayed before
+`num_steps_sampled_before_learning_starts` steps were stored.
 
 """
 
@@ -88,19 +89,19 @@ class OffPolicyLearnPhase:
         workers: The WorkerSet.
         config: The algorithm's config dict.
         buffer: The replay buffer (the algorithm's).
-        update_targets: Call the policies' `update_target()` (`UpdateTargetNetwork`);
-            False for policies that move their targets inside the learning call (TD3).
+        target_updates_in_graph: The policies move their target networks inside the
+            learning call (no `UpdateTargetNetwork` op).
     """
 
     def __init__(self, workers: types.WorkerSet, config: Dict[str, Any],
-                 buffer: LocalReplayBuffer, update_targets: bool = True):
+                 buffer: LocalReplayBuffer, target_updates_in_graph: bool = False):
         self.workers = workers
         self.buffer = buffer
         self.rounds_per_phase, self.steps_per_phase = learning_schedule(config)
         self.train_one_step = TrainOneStep(workers, num_sgd_iter=1,
                                            sgd_minibatch_size=config["train_batch_size"])
-        self.update_target = (UpdateTargetNetwork(workers, config["target_network_update_freq"])
-                              if update_targets else None)
+        self.update_target = (None if target_updates_in_graph else
+                              UpdateTargetNetwork(workers, config["target_network_update_freq"]))
 
     def __call__(self, batch: types.Batch) -> Dict[str, types.LearnerInfo]:
         self.buffer.add_batch(batch)

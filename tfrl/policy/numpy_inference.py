@@ -2,10 +2,10 @@
 
 A concrete TF function call costs ~0.2-0.4 ms; the same small MLP in numpy ~0.05 ms,
 which is what a sampler stepping a handful of environments pays per step. This path
-serves policies whose model is the catalog's `FullyConnectedNetwork` (activations
-tanh/relu/elu/swish/linear) over a `Box` observation space, with a `Categorical`,
-`MultiCategorical`, `DiagGaussian`, `SquashedGaussian` or `Deterministic` action
-distribution. It returns what the compiled path returns (same keys, dtypes and
+serves policies whose acting model (`policy.action_model`, default `policy.model`) is
+the catalog's `FullyConnectedNetwork` (activations tanh/relu/elu/swish/linear) over a
+`Box` observation space, with a `Categorical`, `MultiCategorical`, `DiagGaussian`,
+`SquashedGaussian` or `Deterministic` action distribution. It returns what the compiled path returns (same keys, dtypes and
 shapes); sampling draws from a numpy `Generator` the policy owns (seeded, and part of
 its state). The weights are copied lazily: the policy counts changes of its weights
 (`weights_version`: `learn_on_batch`, `apply_gradients`, `set_weights`, `set_state` and
@@ -62,7 +62,7 @@ def unsupported_reason(policy: Any, overridden: List[str]) -> Optional[str]:
         policy: A TFPolicy, fully built.
         overridden: Names of TFPolicy action methods its class overrides.
     """
-    model = policy.model
+    model = policy.action_model
     if overridden:
         return f"{type(policy).__name__} overrides {', '.join(overridden)}"
     if type(model) is not FullyConnectedNetwork:
@@ -148,7 +148,7 @@ class NumpyInference:
         `[2, ...]` matmuls (the value column padded to the number of logits).
         """
         version = self._policy.weights_version
-        model = self._policy.model
+        model = self._policy.action_model
 
         def dense(layer, activation=True):
             fn = _ACTIVATIONS[layer.activation] if activation else None

@@ -72,3 +72,104 @@ def _handle(variable) -> tf.Tensor:
     if isinstance(variable, keras.Variable):
         variable = variable.value
     return variable.handle
+
+
+class MultiOptimizer(tf.Module):
+    """Several optimizers, each updating its own group of variables: the policy's
+    `optimizer` when parts of one model learn at different rates (SAC's actor, critics
+    and temperature; TD3's actor and critics).
+
+    `apply_gradients` sends each `(gradient, variable)` pair to the optimizer of the
+    variable's group (pairs of a group with no gradient this step leave that optimizer
+    untouched); `variables` are the optimizers' variables in group order (what
+    `get_state` saves). It is a `tf.Module`, so checkpoints track every optimizer.
+
+    Args:
+        groups: `(optimizer, variables)` pairs; every variable in exactly one group.
+
+    Raises:
+        ValueError: For no groups, or a variable in two groups.
+
+    Example:
+        >>> import keras
+        >>> a, b = keras.Variable(1.0), keras.Variable(1.0)
+        >>> opt = MultiOptimizer([(keras.optimizers.SGD(0.1), [a]),
+        ...                       (keras.optimizers.SGD(0.5), [b])])
+        >>> opt.build([a, b])
+        >>> opt.apply_gradients([(tf.constant(1.0), a), (tf.constant(1.0), b)])
+        >>> round(float(a.numpy()), 4), round(float(b.numpy()), 4)
+        (0.9, 0.5)
+    """
+
+    def __init__(self, groups):
+        super().__init__(name="multi_optimizer")
+        groups = [(optimizer, list(variables)) for optimizer, variables in groups]
+        if not groups:
+            raise ValueError("MultiOptimizer needs at least one (optimizer, variables) group; "
+                             "received none.")
+        self.optimizers = [optimizer for optimizer, _ in groups]
+        # Plain (untracked) holder: checkpoints track the optimizers, not the model's
+        # variables a second time.
+        self._index = _GroupIndex([variables for _, variables in groups])
+
+    @property
+    def built(self) -> bool:
+        """Whether every optimizer has built its variables."""
+        return all(getattr(optimizer, "built", True) for optimizer in self.optimizers)
+
+    def build(self, var_list) -> None:
+        """Builds each optimizer on its group.
+
+        Raises:
+            ValueError: If `var_list` holds a variable of no group.
+        """
+        stray = [v.path for v in var_list if id(v) not in self._index.group_of]
+        if stray:
+            raise ValueError(f"MultiOptimizer.build(): variables {stray} are in no group; "
+                             "list every trainable variable in one group.")
+        for optimizer, variables in zip(self.optimizers, self._index.groups):
+            if not getattr(optimizer, "built", False):
+                optimizer.build(variables)
+
+    @property
+    def variables(self):
+        """The optimizers' variables (iterations, slots), group by group."""
+        return [v for optimizer in self.optimizers for v in optimizer.variables]
+
+    @property
+    def iterations(self):
+        """The first optimizer's step counter."""
+        return self.optimizers[0].iterations
+
+    def apply_gradients(self, grads_and_vars) -> None:
+        """Applies each pair with its group's optimizer (see the class docstring).
+
+        Raises:
+            ValueError: For a variable of no group.
+        """
+        per_group = [[] for _ in self.optimizers]
+        for gradient, variable in grads_and_vars:
+            index = self._index.group_of.get(id(variable))
+            if index is None:
+                raise ValueError(f"MultiOptimizer.apply_gradients(): variable {variable.path} "
+                                 "is in no group.")
+            per_group[index].append((gradient, variable))
+        for optimizer, pairs in zip(self.optimizers, per_group):
+            if pairs:
+                optimizer.apply_gradients(pairs)
+
+
+class _GroupIndex:
+    """MultiOptimizer's variable groups and `id(variable) -> group`."""
+
+    def __init__(self, groups):
+        self.groups = groups
+        self.group_of = {}
+        for index, variables in enumerate(groups):
+            for variable in variables:
+                if id(variable) in self.group_of:
+                    raise ValueError(
+                        f"MultiOptimizer: variable {variable.path} is in groups "
+                        f"{self.group_of[id(variable)]} and {index}; give each variable "
+                        "to one optimizer.")
+                self.group_of[id(variable)] = index

@@ -232,6 +232,19 @@ class TFPolicy(Policy):
         estimate is always returned as `vf_preds`)."""
         return {}
 
+    def after_optimizer_step(self) -> None:
+        """Runs inside the compiled learning functions after every applied optimizer
+        update (in cross-replica context); default: nothing. SAC moves its target
+        networks by `tau` here, so that all steps of a learning phase stay one call."""
+
+    @property
+    def action_model(self) -> keras.Model:
+        """The Keras model that maps observations to `(dist_inputs, value)` when acting
+        (what numpy inference evaluates); default: `self.model`. A policy whose model
+        holds more networks (SAC's critics) names its acting part here; `self.model`'s
+        `call` must then compute the same outputs."""
+        return self.model
+
     def make_optimizer(self) -> keras.optimizers.Optimizer:
         """The optimizer (built under the strategy scope); default: Adam(`lr`)
         (`FusedAdam`: Keras' Adam with TensorFlow's fused update kernel).
@@ -453,9 +466,8 @@ class TFPolicy(Policy):
 
         Called in cross-replica context after the step's non-finite check passed, with
         the per-replica gradients of `variables` (the trainable variables that have one).
-        Default: `optimizer.apply_gradients` on every replica. Off-policy actor-critics
-        override it to update some variables conditionally (TD3's delayed actor) and to
-        move their target networks within the same compiled call.
+        Default: `optimizer.apply_gradients` on every replica. TD3 overrides it to update
+        its actor only every `policy_delay`-th step. `after_optimizer_step` follows.
         """
         self.strategy.run(lambda g: self.optimizer.apply_gradients(list(zip(g, variables))),
                           args=(grads,))

@@ -140,7 +140,8 @@ class TrainStep:
 
     Args:
         policy: The TFPolicy; its `model`, `optimizer`, `strategy`, `loss_and_stats`,
-            `config`, `num_grad_updates` and `num_traces` are used.
+            `after_optimizer_step`, `config`, `num_grad_updates` and `num_traces` are
+            used.
     """
 
     def __init__(self, policy):
@@ -480,6 +481,7 @@ class TrainStep:
 
         def apply():
             self._policy.apply_update(per_replica_grads, updated)
+            self._policy.after_optimizer_step()
             return tf.constant(1.0)
 
         tf.cond(stats[_FINITE] > 0.5, apply, lambda: tf.constant(0.0))
@@ -510,4 +512,5 @@ class TrainStep:
                 [(x / self._num_replicas, v) for x, v in zip(g, variables)])
 
         self._strategy.run(replica_fn, args=(grads,))
+        self._policy.after_optimizer_step()
         self._policy.num_grad_updates.assign_add(1)

@@ -1,3 +1,7 @@
-"""Soft actor-critic (RLlib's `ray.rllib.algorithms.sac`): so far the pure losses
-(`tfrl.algorithms.sac.sac_loss`) and the config (`tfrl.algorithms.sac.sac_config`); the
-policy and the algorithm come next."""
+"""Soft actor-critic (RLlib's `ray.rllib.algorithms.sac`): twin critics, automatic entropy
+tuning, squashed Gaussian policy for Box actions, the discrete variant for Discrete ones."""
+
+from tfrl.algorithms.sac.sac_tf_policy import SACTFPolicy
+from tfrl.algorithms.sac.sac import DEFAULT_CONFIG, SAC, SACConfig
+
+__all__ = ["SACTFPolicy", "SAC", "SACConfig", "DEFAULT_CONFIG"]

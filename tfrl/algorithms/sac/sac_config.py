@@ -2,8 +2,9 @@
 
 RLlib's classic SAC keys: twin critics (`twin_q`), the critics' and the policy's
 networks (`q_model_config`, `policy_model_config`; classic keys `Q_model`,
-`policy_model`), soft target updates after every update (`tau`,
-`target_network_update_freq=0`), the temperature's start (`initial_alpha`) and target
+`policy_model`), soft target updates after every gradient step (`tau`,
+`target_network_update_freq=0`; a positive value instead moves the targets by `tau`
+every that many sampled env steps), the temperature's start (`initial_alpha`) and target
 (`target_entropy`: "auto" is `-dim(A)` for Box actions, `0.98 log(n)` for Discrete(n);
 see `tfrl.algorithms.sac.sac_loss.resolve_target_entropy`), and one learning rate per
 optimizer (`optimization`). The top-level `lr` is not used by SAC. Partial dicts given
@@ -74,6 +75,8 @@ class SACConfig(OffPolicyConfig):
     train_batch_size: int = 256
     timesteps_per_iteration: int = 100
     min_iter_time_s: float = 1
+    # Replayed rows are drawn at random already: no second shuffle of them.
+    shuffle_sequences: bool = False
 
     _RANGES: ClassVar[Dict[str, Any]] = {"initial_alpha": POSITIVE}
     _MERGED_DICTS: ClassVar[tuple] = ("replay_buffer_config", "q_model_config",

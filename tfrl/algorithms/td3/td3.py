@@ -52,7 +52,7 @@ class TD3(Algorithm):
             self.local_replay_buffer = make_replay_buffer(config)
         train_op = ParallelRollouts(workers, mode="bulk_sync").for_each(
             OffPolicyLearnPhase(workers, config, self.local_replay_buffer,
-                                update_targets=False))
+                                target_updates_in_graph=True))
         return metrics_reporting(train_op, workers, config)
 
     def __getstate__(self) -> Dict[str, Any]:

@@ -24,11 +24,12 @@ Learning (`td3_loss`): each gradient step of a learning phase regresses the crit
 action `a'` (`smooth_target_policy`: clipped Gaussian noise drawn in the graph from the
 policy's `target_noise_seed` and its update counter, so a restored policy and every
 replica draw the same) and, every `policy_delay`-th step, moves the actor along
-`dQ_1/da * dmu/dtheta` (the deterministic policy gradient; the loss carries it as the
-surrogate `-mean(stop_gradient(dQ_1/da) . mu(s))`, so the actor's gradient never reaches
-the critics' weights) and then the target networks by `tau` (`soft_update`). All of a
-phase's steps, their optimizer updates (`actor_lr`, `critic_lr`: `OptimizerGroups`) and
-target updates run in one compiled `learn_on_batch` call (`apply_update`). The targets
+`dQ_1/da * dmu/dtheta` (the deterministic policy gradient of `-mean Q_1(s, mu(s))`,
+with `Q_1` called on frozen weights, `call_frozen`, so that this term never reaches the
+critics' weights; `apply_update`) and then the target networks by `tau` (`soft_update`,
+`after_optimizer_step`). All of a phase's steps, their optimizer updates (`actor_lr`,
+`critic_lr`: a `MultiOptimizer`) and target updates run in one compiled `learn_on_batch`
+call. The targets
 move only there: `update_target()` exists for RLlib's API (a soft update by `tau`), the
 TD3 algorithm does not call it.
 """
@@ -47,13 +48,13 @@ from tfrl.algorithms.td_math import td_error
 from tfrl.core.columns import Columns
 from tfrl.execution.replay_buffer import WEIGHTS
 from tfrl.execution.replay_buffer_rows import N_STEP
-from tfrl.models.tf.actor_critic_nets import DeterministicActor, QNetwork, TwinQNetwork
+from tfrl.models.tf.actor_critic_nets import (DeterministicActor, QNetwork, TwinQNetwork,
+                                              call_frozen)
 from tfrl.models.tf.target_update import hard_update, soft_update
 from tfrl.models.tf.tf_action_dist import Deterministic
 from tfrl.policy import space_specs
 from tfrl.policy.numpy_inference import NUMPY_ACTIVATIONS
-from tfrl.policy.optimizer_groups import OptimizerGroups
-from tfrl.policy.optimizers import FusedAdam
+from tfrl.policy.optimizers import FusedAdam, MultiOptimizer
 from tfrl.policy.tf_policy import TFPolicy
 from tfrl.utils.schedules import LinearSchedule
 
@@ -250,13 +251,13 @@ class TD3TFPolicy(TFPolicy):
 
     def make_optimizer(self) -> Any:
         """Adam(`actor_lr`) for the actor and Adam(`critic_lr`) for the critics
-        (`FusedAdam`s in `OptimizerGroups`)."""
+        (`FusedAdam`s in a `MultiOptimizer`, in that order)."""
         model = self.model
         critic = [v for v in model.trainable_variables
                   if id(v) not in {id(a) for a in model.actor.trainable_variables}]
-        return OptimizerGroups({
-            "actor": (FusedAdam(self.config["actor_lr"]), model.actor.trainable_variables),
-            "critic": (FusedAdam(self.config["critic_lr"]), critic)})
+        return MultiOptimizer([
+            (FusedAdam(self.config["actor_lr"]), model.actor.trainable_variables),
+            (FusedAdam(self.config["critic_lr"]), critic)])
 
     def _make_numpy_inference(self) -> Optional[Any]:
         mode = self.config["inference"]
@@ -333,8 +334,8 @@ class TD3TFPolicy(TFPolicy):
     def loss_and_stats(self, model: keras.Model, dist_class: type,
                        train_batch: Dict[str, tf.Tensor]
                        ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
-        """The critics' loss plus the actor's (as the deterministic policy gradient
-        surrogate; its value is the actor loss `-mean Q_1(s, mu(s))`)."""
+        """The critics' loss plus the actor's `-mean Q_1(s, mu(s))` (`Q_1` on frozen
+        weights: its gradient reaches the actor only)."""
         config = self.config
         obs = train_batch[Columns.OBS]
         targets = self._target_q(train_batch, bool(config["smooth_target_policy"]))
@@ -342,16 +343,9 @@ class TD3TFPolicy(TFPolicy):
         critic, stats = td3_critic_loss(
             q1_t, q2_t, targets, train_batch.get(WEIGHTS),
             huber_delta=config["huber_threshold"] if config["use_huber"] else None)
-        # The actor: dQ_1/da at a = mu(s), held constant, times mu(s).
-        mu = model.actor(obs, training=True)  # [B, A]
-        held = tf.stop_gradient(mu)
-        with tf.GradientTape() as tape:
-            tape.watch(held)
-            q_pi = model.q1(obs, held, training=True)  # [B]
-        dq_da = tf.stop_gradient(tape.gradient(q_pi, held))  # [B, A]
+        # The actor: Q_1(s, mu(s)) with the critic's weights held constant.
+        q_pi = call_frozen(model.q1, obs, model.actor(obs, training=True))  # [B]
         actor, actor_stats = td3_actor_loss(q_pi)
-        surrogate = -self.global_mean(tf.reduce_sum(dq_da * mu, axis=-1))
-        actor = surrogate + tf.stop_gradient(actor - surrogate)
         if config["l2_reg"]:
             # Each replica adds its share: the optimizer sums the replicas' gradients.
             replicas = self.strategy.num_replicas_in_sync
@@ -362,33 +356,43 @@ class TD3TFPolicy(TFPolicy):
         stats.update(actor_stats)
         return critic + actor, stats
 
+    def _actor_step(self) -> tf.Tensor:
+        """Whether this step updates the actor and the targets: every `policy_delay`-th
+        (`num_grad_updates` counts the steps before it)."""
+        return (self.num_grad_updates + 1) % int(self.config["policy_delay"]) == 0
+
     def apply_update(self, grads: List[Any], variables: List[Any]) -> None:
-        """The critics' update; every `policy_delay`-th step also the actor's and the
-        soft update of the target networks (all inside the compiled learning call)."""
+        """The critics' update, and every `policy_delay`-th step the actor's (inside the
+        compiled learning call, in cross-replica context)."""
         strategy, optimizer = self.strategy, self.optimizer
         index = {id(v): i for i, v in enumerate(self.model.trainable_variables)}
         actor = [j for j, v in enumerate(variables) if index[id(v)] in self._actor_index]
         critic = [j for j, v in enumerate(variables) if index[id(v)] in self._critic_index]
 
-        def apply(rows):
-            strategy.run(lambda g: optimizer.apply_gradients(
-                [(g[j], variables[j]) for j in rows]), args=(grads,))
+        def apply(rows: List[int]) -> tf.Tensor:
+            if rows:
+                strategy.run(lambda g: optimizer.apply_gradients(
+                    [(g[j], variables[j]) for j in rows]), args=(grads,))
+            return tf.constant(True)
 
         apply(critic)
+        if int(self.config["policy_delay"]) == 1:
+            apply(actor)
+        else:
+            tf.cond(self._actor_step(), lambda: apply(actor), lambda: tf.constant(False))
 
-        def actor_and_targets():
-            if actor:
-                apply(actor)
+    def after_optimizer_step(self) -> None:
+        """Every `policy_delay`-th step: the target networks move `tau` of the way to the
+        online ones (`soft_update`)."""
+        def move() -> tf.Tensor:
             soft_update(self.target_model.variables, self.model.variables,
                         tf.constant(self.config["tau"], tf.float32))
             return tf.constant(True)
 
-        delay = int(self.config["policy_delay"])
-        if delay == 1:
-            actor_and_targets()
-        else:  # num_grad_updates counts the steps before this one
-            tf.cond((self.num_grad_updates + 1) % delay == 0, actor_and_targets,
-                    lambda: tf.constant(False))
+        if int(self.config["policy_delay"]) == 1:
+            move()
+        else:
+            tf.cond(self._actor_step(), move, lambda: tf.constant(False))
 
     def compute_td_error(self, obs_t: Any, act_t: Any, rew_t: Any, obs_tp1: Any,
                          terminateds_mask: Any, n_step: Any = None) -> np.ndarray:

@@ -38,7 +38,7 @@ from tfrl.models.tf.tf_action_dist import (MAX_LOG_NN_OUTPUT, MIN_LOG_NN_OUTPUT,
 from tfrl.models.tf.tf_model import apply, dense_stack, to_float
 
 __all__ = ["CategoricalActor", "DeterministicActor", "DiscreteQNetwork", "QNetwork",
-           "SquashedGaussianActor", "TwinQNetwork"]
+           "SquashedGaussianActor", "TwinQNetwork", "call_frozen"]
 
 _DISCRETE_HINT = ("For Discrete actions use DiscreteQNetwork/CategoricalActor (SAC's "
                   "discrete variant) or DQN.")
@@ -119,6 +119,7 @@ class QNetwork(keras.Model):
         self.obs_space, self.action_space = obs_space, action_space
         self.mlp = _MLP(_flat_size(obs_space) + _flat_size(action_space), 1, hiddens,
                         activation, name)
+        self.built = True  # its layers are built: stateless_call works
 
     def call(self, obs, actions):
         x = tf.concat([_flatten(obs), _flatten(actions)], axis=-1)  # [B, obs + act]
@@ -134,6 +135,7 @@ class _PerActionNet(keras.Model):
         n = _check_discrete(type(self).__name__, action_space)
         self.obs_space, self.action_space = obs_space, action_space
         self.mlp = _MLP(_flat_size(obs_space), n, hiddens, activation, name)
+        self.built = True  # its layers are built: stateless_call works
 
     def call(self, obs, actions=None):
         return self.mlp(_flatten(obs))  # [B, n]
@@ -174,6 +176,7 @@ class TwinQNetwork(keras.Model):
                else QNetwork)
         self.q1 = net(obs_space, action_space, hiddens, activation, name="q1")
         self.q2 = net(obs_space, action_space, hiddens, activation, name="q2")
+        self.built = True
 
     def call(self, obs, actions=None):
         return self.q1(obs, actions), self.q2(obs, actions)
@@ -199,6 +202,7 @@ class SquashedGaussianActor(keras.Model):
         self.obs_space = obs_space
         self.mlp = _MLP(_flat_size(obs_space), 2 * _flat_size(action_space), hiddens,
                         activation, name)
+        self.built = True  # its layers are built: stateless_call works
 
     def call(self, obs):
         mean, log_std = tf.split(self.mlp(_flatten(obs)), 2, axis=-1)  # [B, A] each
@@ -257,7 +261,31 @@ class DeterministicActor(keras.Model):
         self.high = tf.constant(action_space.high.reshape(-1), tf.float32)
         self.mlp = _MLP(_flat_size(obs_space), _flat_size(action_space), hiddens,
                         activation, name)
+        self.built = True  # its layers are built: stateless_call works
 
     def call(self, obs):
         unit = tf.tanh(self.mlp(_flatten(obs)))  # [B, A] in (-1, 1)
         return self.low + (unit + 1.0) / 2.0 * (self.high - self.low)
+
+
+def call_frozen(model: keras.Model, *args: Any) -> Any:
+    """`model(*args)` with the gradient stopped at `model`'s weights (not at `args`).
+
+    The actor losses of SAC and TD3 differentiate `Q(s, pi(s))` with respect to the
+    actor through the action; summed with the critics' loss into one total loss, the
+    critics' weights must get no gradient from that term. (`model` must be built.)
+
+    Example:
+        >>> import gymnasium as gym, numpy as np, tensorflow as tf
+        >>> q = QNetwork(gym.spaces.Box(-1, 1, (2,)), gym.spaces.Box(-1, 1, (1,)), [4])
+        >>> obs, act = tf.ones((3, 2)), tf.Variable(tf.ones((3, 1)))
+        >>> with tf.GradientTape() as tape:
+        ...     loss = tf.reduce_sum(call_frozen(q, obs, act))
+        >>> grads = tape.gradient(loss, q.trainable_variables + [act])
+        >>> [g is None for g in grads[:-1]], grads[-1].shape
+        ([True, True, True, True], TensorShape([3, 1]))
+    """
+    trainable = [tf.stop_gradient(v.value) for v in model.trainable_variables]
+    non_trainable = [v.value for v in model.non_trainable_variables]
+    outputs, _ = model.stateless_call(trainable, non_trainable, *args)
+    return outputs

@@ -22,7 +22,7 @@ Example:
     -1.3863
 """
 
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Tuple
 
 import gymnasium as gym
 import numpy as np
@@ -281,6 +281,15 @@ class SquashedGaussian(TFActionDistribution):
 
     def _sample(self, seed=None):
         return self._squash(self._noise(seed) * self.std + self.mean)
+
+    def sample_from_noise(self, noise: Any) -> Tuple[tf.Tensor, tf.Tensor]:
+        """`(actions, logp)` of the reparameterized sample `squash(mean + std * noise)`
+        for given standard-normal `noise` (`[..., A]`): differentiable with respect to
+        the inputs, and logp computed from `noise` (exact even where the actions round
+        to the bounds). SAC draws the noise outside the graph for reproducible batches."""
+        noise = tf.cast(noise, self.mean.dtype)
+        u = noise * self.std + self.mean
+        return self._squash(u), _normal_logp(noise, self.log_std) - self._log_jacobian(u)
 
     def deterministic_sample(self):
         return self._squash(self.mean)
