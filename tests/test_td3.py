@@ -244,3 +244,14 @@ def test_algorithms_use_their_configs():
     assert TD3Config.algo_class is TD3 and DDPGConfig.algo_class is DDPG
     assert DDPGTFPolicy.default_config()["exploration_config"]["type"] == \
         "OrnsteinUhlenbeckNoise"
+
+
+def test_export_checkpoint_round_trips_weights_and_both_optimizers(tmp_path):
+    source = make()
+    source.learn_on_batch(batch(32), num_sgd_iter=1, sgd_minibatch_size=16)
+    source.export_checkpoint(str(tmp_path / "ckpt"))
+    target = make(seed=9)
+    target.import_checkpoint(str(tmp_path / "ckpt"))
+    assert_all_equal(target.get_weights(), source.get_weights())
+    assert_all_equal(values(target.optimizer.variables), values(source.optimizer.variables))
+    assert int(target.optimizer.optimizers[0].iterations.numpy()) == 1  # actor: one update
