@@ -5,13 +5,14 @@ which is what a sampler stepping a handful of environments pays per step. This p
 serves policies whose acting model (`policy.action_model`, default `policy.model`) is
 the catalog's `FullyConnectedNetwork` (activations tanh/relu/elu/swish/linear) over a
 `Box` observation space, with a `Categorical`, `MultiCategorical`, `DiagGaussian`,
-`SquashedGaussian` or `Deterministic` action distribution. It returns what the compiled path returns (same keys, dtypes and
-shapes); sampling draws from a numpy `Generator` the policy owns (seeded, and part of
-its state). The weights are copied lazily: the policy counts changes of its weights
-(`weights_version`: `learn_on_batch`, `apply_gradients`, `set_weights`, `set_state` and
-`import_checkpoint` increment it) and the copy is refreshed on the first call after a
-change. Code that assigns `policy.model`'s variables directly must increment
-`policy.weights_version` itself (or use `config["inference"] = "tf"`).
+`SquashedGaussian` or `Deterministic` action distribution. It returns what the compiled
+path returns (same keys, dtypes and shapes); sampling draws from a numpy `Generator`
+the policy owns (seeded, and part of its state). The weights are copied lazily: the
+policy counts changes of its weights (`weights_version`: `learn_on_batch`,
+`apply_gradients`, `set_weights`, `set_state` and `import_checkpoint` increment it) and
+the copy is refreshed on the first call after a change. Code that assigns the acting
+model's variables directly must increment `policy.weights_version` itself (or use
+`config["inference"] = "tf"`).
 
 `unsupported_reason(policy)` says why a policy cannot use this path (None if it can).
 """

@@ -209,7 +209,8 @@ class TD3TFPolicy(TFPolicy):
                  strategy: Optional[tf.distribute.Strategy] = None):
         owner = type(self).__name__
         given = dict(config or {})
-        recurrent = [k for k in ("use_lstm", "use_attention") if (given.get("model") or {}).get(k)]
+        model = given.get("model") or {}
+        recurrent = [k for k in ("use_lstm", "use_attention") if model.get(k)]
         if recurrent:
             raise ValueError(
                 f"{owner} does not support recurrent models; received model config "
