@@ -238,7 +238,7 @@ def test_export_policy_checkpoint_format(trained):
 @pytest.mark.parametrize("args,message", [
     (["train", "--algo=PPX", "--env=CartPole-v1"],
      "tfrl train: error: Unknown algorithm 'PPX'. Did you mean 'PPO'? Pass --algo with one of "
-     "A2C, DQN, PG, PPO, SAC."),
+     "A2C, DDPG, DQN, PG, PPO, SAC, TD3."),
     (["train", "--algo=PPO", "--env=CartPol-v1"],
      "tfrl train: error: Unknown env 'CartPol-v1': it is neither registered with "
      "tfrl.env.registry.register_env nor a gymnasium id. Did you mean 'CartPole-v1'"),
@@ -309,3 +309,24 @@ def test_checkpoint_errors(trained, tmp_path, capsys):
     line = _fails(capsys, "evaluate", f"--checkpoint={bare}", "--algo=PG", "--env=CartPole-v1")
     assert line.startswith("tfrl evaluate: error: restore(): ") and line.endswith(
         "holds a PPO checkpoint; this is a PG. Restore it into a PPO. Pass --algo to match it.")
+
+
+@pytest.mark.slow  # trains TD3 for two short iterations (~15 s)
+def test_train_td3_with_its_tuned_file(tmp_path):
+    logdir = str(tmp_path / "td3")
+    out = _main("train", "--algo=TD3", f"--config={REPO_ROOT}/examples/tuned/td3_pendulum.yaml",
+                "--stop=training_iteration=2", "--config_override=timesteps_per_iteration=400",
+                "--config_override=num_steps_sampled_before_learning_starts=200",
+                f"--logdir={logdir}")
+    lines = out.splitlines()
+    assert lines[2].startswith("Finished (training_iteration=2 >= 2): 2 iterations, 800 env "
+                               "steps, 4 episodes, "), lines
+    with open(os.path.join(logdir, "result.json")) as f:
+        results = [json.loads(line) for line in f]
+    stats = results[-1]["info"]["learner"]["default_policy"]["learner_stats"]
+    # One 200-step learning phase per 200-step episode from the first on (training
+    # intensity 256 with batches of 256): 4 phases, one compiled call each.
+    assert stats["num_grad_updates"] == 800 and stats["num_traces"] == 1
+    assert np.isfinite(stats["critic_loss"]) and np.isfinite(stats["actor_loss"])
+    with open(os.path.join(logdir, "experiment.json")) as f:
+        assert json.load(f)["algo"] == "TD3"

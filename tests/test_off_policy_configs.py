@@ -80,14 +80,12 @@ def test_classic_aliases_and_round_trip():
         AlgorithmConfig.from_dict({"learning_starts": 10})
 
 
-def test_configs_are_not_registered_yet():
-    # No TD3/DDPG algorithm class exists yet; registering would enter the conformance
-    # suite. (SAC is registered: tests/test_sac.py.)
-    assert not {"TD3", "DDPG"} & set(ALGORITHMS)
-    assert SACConfig().algo_class is get_algorithm_class("SAC")
-    for config_class in (TD3Config, DDPGConfig):
-        with pytest.raises(ValueError, match="has no algorithm class"):
-            config_class().build()
+def test_sac_td3_and_ddpg_are_registered_with_their_configs():
+    # Registered: the conformance suite covers them.
+    for name, config_class in (("SAC", SACConfig), ("TD3", TD3Config), ("DDPG", DDPGConfig)):
+        algo_class, registered = get_algorithm_class(name, return_config=True)
+        assert registered is config_class and config_class.algo_class is algo_class
+        assert name in ALGORITHMS
 
 
 def test_auto_target_entropy_resolves_per_space():

@@ -14,12 +14,20 @@ from tfrl.policy.tf_policy import DEFAULT_CONFIG, TFPolicy
 
 OBS = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
 ACT = gym.spaces.Discrete(2)
+BOX_ACT = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
+
+
+def _discrete(algo_class) -> bool:
+    """Whether the algorithm's policy takes Discrete actions (else: Box, on Pendulum)."""
+    types = getattr(algo_class.default_policy_class, "action_space_types", None)
+    return types is None or isinstance(ACT, types)
 
 
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))
 def test_policy_built_by_the_algorithm_sees_exactly_the_default_config(name):
     algo_class, config_class = get_algorithm_class(name, return_config=True)
-    config = config_class().environment("CartPole-v1")
+    config = config_class().environment(
+        "CartPole-v1" if _discrete(algo_class) else "Pendulum-v1")
     algo = algo_class(config=config)
     try:
         policy = algo.get_policy()
@@ -33,7 +41,8 @@ def test_policy_built_by_the_algorithm_sees_exactly_the_default_config(name):
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))
 def test_policy_built_from_a_partial_dict_takes_the_algorithm_defaults(name):
     algo_class, config_class = get_algorithm_class(name, return_config=True)
-    policy = algo_class.default_policy_class(OBS, ACT, {"lr": 1e-3, "seed": 0})
+    act = ACT if _discrete(algo_class) else BOX_ACT
+    policy = algo_class.default_policy_class(OBS, act, {"lr": 1e-3, "seed": 0})
     assert dict(policy.config) == {**config_class().to_dict(), "lr": 1e-3, "seed": 0}
     if hasattr(type(policy), "cur_lr"):  # SAC learns at its `optimization` rates, not `lr`
         assert policy.cur_lr == pytest.approx(1e-3)

@@ -32,6 +32,8 @@ SPACE_NAMES = sorted(SPACES)
 SMALL = {
     "seed": 0,
     "model": {"fcnet_hiddens": [16]},
+    "actor_hiddens": [16],  # TD3, DDPG
+    "critic_hiddens": [16],
     # SAC's actor and critics (merged into their defaults).
     "policy_model_config": {"fcnet_hiddens": [16]},
     "q_model_config": {"fcnet_hiddens": [16]},

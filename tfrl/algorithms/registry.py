@@ -17,6 +17,8 @@ ALGORITHMS = {
     "PPO": ("tfrl.algorithms.ppo.ppo", "PPO", "PPOConfig"),
     "DQN": ("tfrl.algorithms.dqn.dqn", "DQN", "DQNConfig"),
     "SAC": ("tfrl.algorithms.sac.sac", "SAC", "SACConfig"),
+    "TD3": ("tfrl.algorithms.td3.td3", "TD3", "TD3Config"),
+    "DDPG": ("tfrl.algorithms.ddpg.ddpg", "DDPG", "DDPGConfig"),
 }
 
 

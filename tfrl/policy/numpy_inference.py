@@ -49,6 +49,9 @@ _ACTIVATIONS: Dict[Any, Callable[[np.ndarray], np.ndarray]] = {
     keras.activations.silu: lambda x: x * _sigmoid(x),
     keras.activations.linear: None,
 }
+#: The activations this path evaluates (Keras activation -> in-place numpy function, None
+#: for linear), for other dense numpy paths (TD3's actor and critic).
+NUMPY_ACTIVATIONS = _ACTIVATIONS
 _HALF_LOG_2PI = np.float32(0.5 * np.log(2.0 * np.pi))
 _LOG2 = np.float32(np.log(2.0))
 

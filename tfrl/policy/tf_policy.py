@@ -461,6 +461,17 @@ class TFPolicy(Policy):
         self._weights_changed()
         return {"learner_stats": stats, "num_traces": dict(self.num_traces)}
 
+    def apply_update(self, grads: List[Any], variables: List[Any]) -> None:
+        """One learning step's optimizer update, inside the compiled learning loop.
+
+        Called in cross-replica context after the step's non-finite check passed, with
+        the per-replica gradients of `variables` (the trainable variables that have one).
+        Default: `optimizer.apply_gradients` on every replica. TD3 overrides it to update
+        its actor only every `policy_delay`-th step. `after_optimizer_step` follows.
+        """
+        self.strategy.run(lambda g: self.optimizer.apply_gradients(list(zip(g, variables))),
+                          args=(grads,))
+
     def compute_gradients(self, postprocessed_batch: Any) -> Tuple[List[np.ndarray], Dict]:
         """Gradients of the loss on the whole batch (summed over replicas), as numpy."""
         grads, stats = self._train.gradients(self.train_batch(postprocessed_batch))

@@ -480,8 +480,7 @@ class TrainStep:
         updated = [v for v, has in zip(variables, has_grad) if has]
 
         def apply():
-            strategy.run(lambda grads: self._policy.optimizer.apply_gradients(
-                list(zip(grads, updated))), args=(per_replica_grads,))
+            self._policy.apply_update(per_replica_grads, updated)
             self._policy.after_optimizer_step()
             return tf.constant(1.0)
 

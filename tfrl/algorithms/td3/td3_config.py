@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Dict, Optional
 from tfrl.algorithms.off_policy_config import OffPolicyConfig, replay_buffer_defaults
 from tfrl.utils.config_values import AT_LEAST_ONE, NON_NEGATIVE, POSITIVE
 
-__all__ = ["DDPGConfig", "TD3Config"]
+__all__ = ["DDPGConfig", "EXPLORATION_NOISES", "TD3Config"]
 
 
 def _ou_noise() -> Dict[str, Any]:
@@ -35,6 +35,11 @@ def _gaussian_noise() -> Dict[str, Any]:
     # Random actions for the first 10000 steps, then N(0, 0.1) noise, unscaled.
     return {"type": "GaussianNoise", "random_timesteps": 10000, "stddev": 0.1,
             "initial_scale": 1.0, "final_scale": 1.0, "scale_timesteps": 1}
+
+
+#: The exploration noises (`exploration_config["type"]`) and their default settings: a
+#: partial `exploration_config` takes the missing entries from its type's.
+EXPLORATION_NOISES = {"OrnsteinUhlenbeckNoise": _ou_noise, "GaussianNoise": _gaussian_noise}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,8 +60,9 @@ class DDPGConfig(OffPolicyConfig):
         l2_reg: Weight of an L2 penalty on the actor's and critics' weights (None or 0:
             none).
         (`tau`, `n_step`, `replay_buffer_config`, `training_intensity`,
-        `num_steps_sampled_before_learning_starts`, `store_buffer_in_checkpoints`,
-        `target_network_update_freq`: see `OffPolicyConfig`.)
+        `num_steps_sampled_before_learning_starts`, `store_buffer_in_checkpoints`: see
+        `OffPolicyConfig`. The target networks move by `tau` with every actor update,
+        inside the learning call, so `target_network_update_freq` is not used.)
     """
 
     twin_q: bool = False
