@@ -16,6 +16,8 @@ ALGORITHMS = {
     "A2C": ("tfrl.algorithms.a2c.a2c", "A2C", "A2CConfig"),
     "PPO": ("tfrl.algorithms.ppo.ppo", "PPO", "PPOConfig"),
     "DQN": ("tfrl.algorithms.dqn.dqn", "DQN", "DQNConfig"),
+    "IMPALA": ("tfrl.algorithms.impala.impala", "Impala", "ImpalaConfig"),
+    "APPO": ("tfrl.algorithms.appo.appo", "APPO", "APPOConfig"),
 }
 
 
