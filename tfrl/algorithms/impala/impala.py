@@ -4,7 +4,8 @@ Plan with remote workers (Ray actors, or threads with `remote_backend="thread"`)
 
     ParallelRollouts(mode="async", num_async=max_sample_requests_in_flight_per_worker)
       -> MixInReplay(replay_buffer_num_slots, replay_proportion) -> ConcatBatches
-      -> Enqueue(learner.inqueue) -> BroadcastUpdateLearnerWeights   (the driver)
+      -> (not pulled while the learner's queue is full) -> Enqueue(learner.inqueue)
+      -> BroadcastUpdateLearnerWeights                                 (the driver)
     LearnerThread (or MultiGPULearnerThread with several devices) learns on the queue
     Dequeue(learner.outqueue) -> counters, learner info              (the driver)
 
@@ -41,7 +42,7 @@ from tfrl.core import types
 from tfrl.execution.common import (AGENT_STEPS_TRAINED_COUNTER, LEARNER_INFO,
                                    STEPS_TRAINED_COUNTER, _get_global_vars)
 from tfrl.execution.concurrency_ops import Concurrently, Dequeue, Enqueue
-from tfrl.execution.iter import LocalIterator, get_shared_metrics
+from tfrl.execution.iter import LocalIterator, NotReady, get_shared_metrics
 from tfrl.execution.learner_thread import LearnerThread
 from tfrl.execution.multi_gpu_learner_thread import MultiGPULearnerThread
 from tfrl.execution.replay_ops import MixInReplay
@@ -165,6 +166,21 @@ def gather_train_batches(workers: types.WorkerSet, config: Dict[str, Any],
                 count_steps_by=config["multiagent"].get("count_steps_by", "env_steps"))))
 
 
+def throttled(source: LocalIterator[Any], full: Callable[[], bool]) -> LocalIterator[Any]:
+    """`source`'s items, not pulled (NotReady instead) while `full()`: the learner's
+    bounded queue holds the sampling back, so sampled batches neither pile up nor get
+    dropped (the samples in flight on the workers are bounded by
+    `max_sample_requests_in_flight_per_worker`)."""
+
+    def base(timeout: Optional[float] = None):
+        source.timeout = timeout  # Concurrently(mode="async") asks not to block
+        items = source._raw()  # NotReady included, as the union pulls its parents
+        while True:
+            yield NotReady() if full() else next(items)
+
+    return LocalIterator(base, source.shared_metrics, name="Throttled")
+
+
 class LearnerPlan(ReportingIterator):
     """The result iterator of IMPALA's plan, holding its learner thread (None without
     remote workers) so that the algorithm can stop it."""
@@ -206,7 +222,7 @@ def execution_plan(workers: types.WorkerSet, config: Dict[str, Any],
 
     learner = make_learner_thread(workers.local_worker(), config, num_learner_devices(workers))
     learner.start()
-    enqueue_op = (gather_train_batches(workers, config, "async")
+    enqueue_op = (throttled(gather_train_batches(workers, config, "async"), learner.inqueue.full)
                   .for_each(Enqueue(learner.inqueue))
                   .zip_with_source_actor()
                   .for_each(BroadcastUpdateLearnerWeights(learner, workers,
