@@ -14,11 +14,12 @@ Example:
     ('APPO', True)
 """
 
-from typing import Any, Dict, Tuple
+from typing import Any, ClassVar, Dict, List, Optional, Tuple, Type
 
 from tfrl.algorithms.appo.appo_config import APPOConfig
 from tfrl.algorithms.appo.appo_tf_policy import APPOTFPolicy
-from tfrl.algorithms.impala.impala import NUM_LEARNER_PASSES, Impala, LearnerPlan
+from tfrl.algorithms.algorithm_config import AlgorithmConfig
+from tfrl.algorithms.impala.impala import NUM_LEARNER_PASSES, AfterTrainOp, Impala, LearnerPlan
 from tfrl.algorithms.impala.impala import execution_plan as impala_execution_plan
 from tfrl.core import types
 from tfrl.execution.common import LEARNER_STATS_KEY, NUM_TARGET_UPDATES
@@ -56,7 +57,7 @@ class UpdateTargetAndKL:
         _, info = item
         local = self.workers.local_worker()
         for pid in local.policies_to_train:
-            policy = local.get_policy(pid)
+            policy: Any = local.get_policy(pid)  # an APPOTFPolicy
             policy.update_target()
             stats = (info.get(pid) or {}).get(LEARNER_STATS_KEY, {})
             if self.use_kl_loss and "kl" in stats:
@@ -64,17 +65,19 @@ class UpdateTargetAndKL:
         return item
 
 
-def execution_plan(workers: types.WorkerSet, config: Dict[str, Any]) -> LearnerPlan:
-    """APPO's LocalIterator of result dicts (see the module docstring)."""
-    return impala_execution_plan(workers, config,
-                                 after_train=[UpdateTargetAndKL(workers, config)])
+def execution_plan(workers: types.WorkerSet, config: Dict[str, Any],
+                   after_train: Optional[List[AfterTrainOp]] = None) -> LearnerPlan:
+    """APPO's LocalIterator of result dicts (see the module docstring); `after_train`
+    operators run after the target update."""
+    return impala_execution_plan(
+        workers, config, after_train=[UpdateTargetAndKL(workers, config), *(after_train or [])])
 
 
 class APPO(Impala):
     """Asynchronous PPO (see `APPOConfig`, `APPOTFPolicy` and the module docstring)."""
 
-    config_class = APPOConfig
-    default_policy_class = APPOTFPolicy
+    config_class: ClassVar[Type[AlgorithmConfig]] = APPOConfig
+    default_policy_class: Optional[type] = APPOTFPolicy
     execution_plan = staticmethod(execution_plan)
 
 

@@ -11,7 +11,7 @@ every replica); without, GAE's from postprocessing. With `use_kl_loss` the loss 
 The target weights and the KL coefficient are part of `get_state()`.
 """
 
-from typing import Any, Dict, Tuple
+from typing import Any, ClassVar, Dict, Tuple
 
 import keras
 import numpy as np
@@ -30,7 +30,7 @@ class APPOTFPolicy(ImpalaTFPolicy):
     """APPO's policy (config: ImpalaTFPolicy's keys, plus `clip_param`, `use_kl_loss`,
     `kl_coeff`, `kl_target`, and `lambda`, `use_gae`, `use_critic` without V-trace)."""
 
-    config_class = APPOConfig
+    config_class: ClassVar[type] = APPOConfig
 
     def __init__(self, observation_space, action_space, config=None, *, strategy=None):
         super().__init__(observation_space, action_space, config, strategy=strategy)

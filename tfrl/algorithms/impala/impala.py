@@ -33,9 +33,10 @@ Example:
 """
 
 import logging
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, ClassVar, Dict, List, Literal, Optional, Tuple, Type
 
 from tfrl.algorithms.algorithm import Algorithm, ReportingIterator, metrics_reporting
+from tfrl.algorithms.algorithm_config import AlgorithmConfig
 from tfrl.algorithms.impala.impala_config import ImpalaConfig
 from tfrl.algorithms.impala.impala_tf_policy import ImpalaTFPolicy
 from tfrl.core import types
@@ -153,14 +154,13 @@ def _decompress(batch: types.Batch) -> types.Batch:
 
 
 def gather_train_batches(workers: types.WorkerSet, config: Dict[str, Any],
-                         mode: str) -> LocalIterator[types.Batch]:
+                         mode: Literal["bulk_sync", "async"]) -> LocalIterator[types.Batch]:
     """Sampled batches (with replayed ones mixed in) concatenated to `train_batch_size`."""
     rollouts = ParallelRollouts(workers, mode=mode,
                                 num_async=config["max_sample_requests_in_flight_per_worker"])
     return (rollouts.for_each(_decompress)
-            .for_each(MixInReplay(num_slots=config["replay_buffer_num_slots"],
-                                  replay_proportion=config["replay_proportion"]))
-            .flatten()
+            .combine(MixInReplay(num_slots=config["replay_buffer_num_slots"],
+                                 replay_proportion=config["replay_proportion"]))
             .combine(ConcatBatches(
                 min_batch_size=config["train_batch_size"],
                 count_steps_by=config["multiagent"].get("count_steps_by", "env_steps"))))
@@ -249,8 +249,8 @@ class Impala(Algorithm):
     are dropped, not trained on twice).
     """
 
-    config_class = ImpalaConfig
-    default_policy_class = ImpalaTFPolicy
+    config_class: ClassVar[Type[AlgorithmConfig]] = ImpalaConfig
+    default_policy_class: Optional[type] = ImpalaTFPolicy
     execution_plan = staticmethod(execution_plan)
 
     @classmethod

@@ -24,7 +24,7 @@ Rows stay in time order: `learn_on_batch` never shuffles (minibatches, if
 `sgd_minibatch_size` asks for them, are contiguous pieces of the batch).
 """
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, ClassVar, Dict, Optional, Tuple
 
 import keras
 import tensorflow as tf
@@ -120,7 +120,7 @@ class ImpalaTFPolicy(OnPolicyTFPolicy):
     is A3C's on them.
     """
 
-    config_class = ImpalaConfig
+    config_class: ClassVar[type] = ImpalaConfig
     # V-trace on the time-major layout of feed-forward rows only (recurrent sequences:
     # not yet; the layout exists as `vtrace.padded_sequences_index`).
     supports_recurrent_models = False
