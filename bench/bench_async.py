@@ -14,8 +14,9 @@ start fresh):
   env steps to 150.
 - `learner`: the policy's `learn_on_batch` on a fixed CartPole-shaped batch of
   `train_batch_size` rows (in time order, episodes of 25 steps), under one device and a
-  2-replica `MirroredStrategy` on logical CPUs (`learn_input="tf_data"`, the
-  multi-device learner's input); reports rows learned per second.
+  2-replica `MirroredStrategy` on logical CPUs (the batch split in the graph, and fed
+  by a distributed `tf.data` pipeline, `learn_input="tf_data"`); reports rows learned
+  per second.
 - `rllib`: RLlib's IMPALA/APPO with the same settings. RLlib 2.x dropped TensorFlow:
   when `ray.rllib` is missing or cannot build a TF2 algorithm, the part prints why and
   is skipped.
@@ -65,7 +66,7 @@ def child_train(algo: str, seed: int, max_steps: int) -> dict:
             "final_return": round(result["episode_reward_mean"], 1)}
 
 
-def child_learner(algo: str, devices: int, steps: int) -> dict:
+def child_learner(algo: str, devices: int, steps: int, learn_input: str = "in_graph") -> dict:
     import numpy as np
     import tensorflow as tf
 
@@ -78,7 +79,7 @@ def child_learner(algo: str, devices: int, steps: int) -> dict:
 
     config = build_config(resolve_experiment(tuned(algo))).to_dict()
     config.update(seed=0, num_gpus=devices if devices > 1 else 0, _fake_gpus=devices > 1,
-                  learn_input="tf_data" if devices > 1 else "in_graph")
+                  learn_input=learn_input)
     policy = get_algorithm_class(algo).default_policy_class(
         gym.spaces.Box(-4.8, 4.8, (4,), np.float32), gym.spaces.Discrete(2), config)
     rows = config["train_batch_size"]
@@ -96,7 +97,7 @@ def child_learner(algo: str, devices: int, steps: int) -> dict:
     for _ in range(steps):
         policy.learn_on_batch(batch)
     took = time.perf_counter() - start
-    return {"part": "learner", "algo": algo, "devices": devices,
+    return {"part": "learner", "algo": algo, "devices": devices, "learn_input": learn_input,
             "rows_per_s": round(steps * rows * config["num_sgd_iter"] / took, 1),
             "ms_per_batch": round(1000 * took / steps, 2)}
 
@@ -164,9 +165,9 @@ def main() -> None:
         return
     for algo in args.algos:
         if "learner" in args.parts:
-            for devices in (1, 2):
-                print(json.dumps(run_child(["learner", algo, devices, args.learner_steps])),
-                      flush=True)
+            for devices, learn_input in ((1, "in_graph"), (2, "in_graph"), (2, "tf_data")):
+                print(json.dumps(run_child(["learner", algo, devices, args.learner_steps,
+                                            learn_input])), flush=True)
         for seed in args.seeds:
             if "train" in args.parts:
                 print(json.dumps(run_child(["train", algo, seed, args.max_steps])), flush=True)

@@ -37,6 +37,7 @@ def _same(a, b):
     return all(np.array_equal(x, y) for x, y in zip(a, b))
 
 
+@pytest.mark.slow
 def test_target_network_is_a_frozen_copy_until_updated_and_in_the_state():
     policy = _policy()
     assert _same(policy.get_target_weights(), policy.get_weights())
@@ -55,6 +56,7 @@ def test_target_network_is_a_frozen_copy_until_updated_and_in_the_state():
         other.set_state({**state, "target_weights": state["target_weights"][:1]})
 
 
+@pytest.mark.slow
 def test_policy_loss_is_the_surrogate_on_vtrace_of_the_target_network():
     policy = _policy(clip_param=0.2, vf_loss_coeff=0.5, entropy_coeff=0.01, use_kl_loss=True,
                      kl_coeff=0.3)

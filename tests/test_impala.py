@@ -228,10 +228,11 @@ def test_a_learner_error_reaches_train_and_a_new_learner_takes_over(monkeypatch)
 
 
 @pytest.mark.slow
-def test_several_devices_learn_through_the_multi_gpu_learner_on_tf_data():
-    algo = _impala(num_gpus=2, _fake_gpus=True)
+@pytest.mark.parametrize("learn_input", ["in_graph", "tf_data"])
+def test_several_devices_learn_through_the_multi_gpu_learner(learn_input):
+    algo = _impala(num_gpus=2, _fake_gpus=True, learn_input=learn_input)
     try:
-        assert algo.config["learn_input"] == "tf_data"
+        assert algo.get_policy().config["learn_input"] == learn_input
         learner = algo.learner_thread
         assert type(learner) is MultiGPULearnerThread
         assert algo.get_policy().strategy.num_replicas_in_sync == 2
@@ -243,6 +244,7 @@ def test_several_devices_learn_through_the_multi_gpu_learner_on_tf_data():
     assert not learner.is_alive() and not _learner_threads()
 
 
+@pytest.mark.slow
 def test_without_remote_workers_it_learns_in_turn_deterministically():
     def run():
         algo = _impala(num_workers=0, rollout_fragment_length=40, num_sgd_iter=2)
