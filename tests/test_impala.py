@@ -228,6 +228,26 @@ def test_a_learner_error_reaches_train_and_a_new_learner_takes_over(monkeypatch)
 
 
 @pytest.mark.slow
+def test_a_killed_worker_is_recreated_and_training_goes_on():
+    algo = _impala(recreate_failed_workers=True, worker_restore_timeout_s=60)
+    try:
+        before = algo.train()["counters"]
+        old = algo.workers.remote_workers()[0]
+        old.kill()
+        results = [algo.train() for _ in range(2)]  # no error reaches the caller
+        new = algo.workers.remote_workers()[0]
+        assert new is not old and new.worker_index == 1 and new.is_alive()
+        assert not old.is_alive()
+        after = results[-1]["counters"]
+        assert after["num_env_steps_sampled"] > before["num_env_steps_sampled"]
+        assert after["num_env_steps_trained"] > before["num_env_steps_trained"]
+        assert algo.learner_thread.is_alive()
+    finally:
+        algo.stop()
+    assert not _learner_threads()
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("learn_input", ["in_graph", "tf_data"])
 def test_several_devices_learn_through_the_multi_gpu_learner(learn_input):
     algo = _impala(num_gpus=2, _fake_gpus=True, learn_input=learn_input)

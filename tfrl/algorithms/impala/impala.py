@@ -44,6 +44,7 @@ from tfrl.algorithms.algorithm_config import AlgorithmConfig
 from tfrl.algorithms.impala.impala_config import ImpalaConfig
 from tfrl.algorithms.impala.impala_tf_policy import ImpalaTFPolicy
 from tfrl.core import types
+from tfrl.evaluation.worker_handle import WorkerCrashedError
 from tfrl.execution.common import (AGENT_STEPS_TRAINED_COUNTER, LEARNER_INFO,
                                    STEPS_TRAINED_COUNTER, _get_global_vars)
 from tfrl.execution.concurrency_ops import Concurrently, Dequeue, Enqueue
@@ -250,7 +251,8 @@ class Impala(Algorithm):
 
     `stop()` ends the learner thread with the workers. A `train()` that raised rebuilds
     the plan with a new learner thread (the old one is stopped; batches it had queued
-    are dropped, not trained on twice).
+    are dropped, not trained on twice); with `recreate_failed_workers`, a crashed remote
+    worker is recreated within the `train()` call (see `train`).
     """
 
     config_class: ClassVar[Type[AlgorithmConfig]] = ImpalaConfig
@@ -261,6 +263,20 @@ class Impala(Algorithm):
     def learner_thread(self) -> Optional[LearnerThread]:
         """The running learner thread (None without remote workers)."""
         return getattr(self.train_exec_impl, "learner_thread", None)
+
+    def train(self) -> Dict[str, Any]:
+        """`Algorithm.train()`; with `recreate_failed_workers`, a remote worker that
+        crashed while sampling is recreated and the iteration runs again on a new plan
+        (a new learner thread: what the old one had queued is dropped, so no batch is
+        trained twice, and none is counted twice as sampled)."""
+        try:
+            return super().train()
+        except WorkerCrashedError as e:
+            if not self.algo_config.recreate_failed_workers:
+                raise
+            logger.warning("%s; recreating it and running the iteration again.", e)
+            self.workers.recreate_failed_workers()
+            return super().train()
 
     def _stop_learner(self) -> None:
         plan = self.train_exec_impl
