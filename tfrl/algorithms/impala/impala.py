@@ -275,7 +275,10 @@ class Impala(Algorithm):
             if not self.algo_config.recreate_failed_workers:
                 raise
             logger.warning("%s; recreating it and running the iteration again.", e)
-            self.workers.recreate_failed_workers()
+            # (WorkerSet's; not part of the WorkerSet protocol of tfrl.core.types)
+            recreate = getattr(self.workers, "recreate_failed_workers", None)
+            if recreate is not None:
+                recreate()
             return super().train()
 
     def _stop_learner(self) -> None:
