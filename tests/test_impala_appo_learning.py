@@ -7,9 +7,12 @@ appo_cartpole.yaml).
   machine), the learner in a thread, 2 seeds each. One local Ray runtime serves the
   module; every run is bounded in wall time as well as in steps.
 - In process (`num_workers=0`: sampling and learning in turn on the driver), for CI.
+- On Ray, a worker's actor process SIGKILLed after the first iteration is recreated
+  (`recreate_failed_workers`) and IMPALA still reaches the bar.
 """
 
 import os
+import signal
 import time
 
 import pytest
@@ -80,3 +83,21 @@ def test_learns_cartpole_with_two_ray_workers(ray_runtime, algo, seed):
     instance = get_algorithm_class(algo)(config=config)
     assert len(instance.workers.remote_workers()) == 2
     assert_learned(train_to_target(instance))
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_impala_reaches_the_bar_with_a_worker_sigkilled_mid_training(ray_runtime):
+    config = tuned_config("IMPALA", 0, recreate_failed_workers=True,
+                          worker_restore_timeout_s=120)
+    algo = get_algorithm_class("IMPALA")(config=config)
+    handle = algo.workers.remote_workers()[0]
+    pid = handle.apply(lambda worker: os.getpid()).result(timeout=120)  # by value
+    assert pid != os.getpid()
+    first = algo.train()
+    os.kill(pid, signal.SIGKILL)
+    result = train_to_target(algo)
+    assert_learned(result)
+    new = algo.workers.remote_workers()[0]
+    assert new is not handle and new.worker_index == 1
+    assert result["timesteps_total"] > first["timesteps_total"]
