@@ -7,7 +7,7 @@ import pytest
 from tfrl.algorithms.algorithm_config import AlgorithmConfig
 from tfrl.algorithms.appo.appo_config import APPOConfig
 from tfrl.algorithms.impala.impala_config import ImpalaConfig
-from tfrl.algorithms.registry import ALGORITHMS
+from tfrl.algorithms.registry import ALGORITHMS, get_algorithm_class
 from tfrl.utils.config_keys import UnknownKeyError
 from tfrl.utils.config_values import InvalidConfigValueError
 
@@ -15,7 +15,7 @@ IMPALA_DEFAULTS = {
     "rollout_fragment_length": 50, "train_batch_size": 500, "min_iter_time_s": 10,
     "min_time_s_per_iteration": 10, "lr": 0.0005, "grad_clip": 40.0, "num_sgd_iter": 1,
     "vtrace": True, "vtrace_clip_rho_threshold": 1.0, "vtrace_clip_pg_rho_threshold": 1.0,
-    "vtrace_drop_last_ts": True, "num_multi_gpu_tower_stacks": 1, "minibatch_buffer_size": 1,
+    "vtrace_drop_last_ts": False, "num_multi_gpu_tower_stacks": 1, "minibatch_buffer_size": 1,
     "replay_proportion": 0.0, "replay_buffer_num_slots": 0, "learner_queue_size": 16,
     "learner_queue_timeout": 300, "max_sample_requests_in_flight_per_worker": 2,
     "broadcast_interval": 1, "opt_type": "adam", "decay": 0.99, "momentum": 0.0,
@@ -87,7 +87,9 @@ def test_unknown_keys_name_the_closest():
         ImpalaConfig.from_dict({"clip_param": 0.2})  # APPO's key, not IMPALA's
 
 
-def test_not_registered_until_an_algorithm_class_exists():
-    assert "IMPALA" not in ALGORITHMS and "APPO" not in ALGORITHMS
-    with pytest.raises(ValueError, match="has no algorithm class"):
-        ImpalaConfig().build()
+def test_registered_with_their_algorithm_classes():
+    assert ALGORITHMS["IMPALA"][2] == "ImpalaConfig" and ALGORITHMS["APPO"][2] == "APPOConfig"
+    assert get_algorithm_class("IMPALA", return_config=True)[1] is ImpalaConfig
+    assert get_algorithm_class("APPO", return_config=True)[1] is APPOConfig
+    assert ImpalaConfig.algo_class.__name__ == "Impala"
+    assert APPOConfig.algo_class.__name__ == "APPO"

@@ -80,7 +80,8 @@ class OnPolicyTFPolicy(TFPolicy):
                  config: Optional[dict] = None, *,
                  strategy: Optional[tf.distribute.Strategy] = None):
         config = {**self.default_config(), **(config or {})}
-        if config["use_gae"] and not config["use_critic"]:
+        # (IMPALA's policy has no GAE keys.)
+        if config.get("use_gae", False) and not config.get("use_critic", True):
             raise ValueError(
                 f"{type(self).__name__}: use_gae=True needs a value function; received "
                 "use_critic=False. Set use_gae=False or use_critic=True."

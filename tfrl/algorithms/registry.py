@@ -19,6 +19,8 @@ ALGORITHMS = {
     "SAC": ("tfrl.algorithms.sac.sac", "SAC", "SACConfig"),
     "TD3": ("tfrl.algorithms.td3.td3", "TD3", "TD3Config"),
     "DDPG": ("tfrl.algorithms.ddpg.ddpg", "DDPG", "DDPGConfig"),
+    "IMPALA": ("tfrl.algorithms.impala.impala", "Impala", "ImpalaConfig"),
+    "APPO": ("tfrl.algorithms.appo.appo", "APPO", "APPOConfig"),
 }
 
 

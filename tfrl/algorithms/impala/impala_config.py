@@ -20,8 +20,8 @@ class ImpalaConfig(AlgorithmConfig):
     """IMPALA's config: AlgorithmConfig plus the keys below, with RLlib's defaults.
 
     Deviations from RLlib's defaults, as for every tfrl algorithm: `num_workers` 0
-    (RLlib: 2) and `num_gpus` 0 (RLlib: 1); the loss averages over steps where RLlib's
-    summed (see `tfrl.algorithms.impala.impala_loss`).
+    (RLlib: 2) and `num_gpus` 0 (RLlib: 1); `vtrace_drop_last_ts` False; the loss
+    averages over steps where RLlib's summed (see `tfrl.algorithms.impala.impala_loss`).
 
     Attributes:
         vtrace: V-trace targets and advantages (False: A3C's loss on the batch as is).
@@ -29,9 +29,11 @@ class ImpalaConfig(AlgorithmConfig):
             value targets).
         vtrace_clip_pg_rho_threshold: The clip of the ratios of the policy-gradient
             advantages.
-        vtrace_drop_last_ts: Without a value of the state after a trajectory piece,
-            bootstrap from its last step's value and drop that step from the loss
-            (`vtrace.drop_last_step`; RLlib's legacy layout).
+        vtrace_drop_last_ts: Bootstrap each trajectory piece from its last step's value
+            and drop that step from the loss (`vtrace.drop_last_step`; RLlib's legacy
+            layout). Default False (RLlib 1.x: True; RLlib 2.x later turned it off):
+            tfrl bootstraps from the value of the last step's `new_obs`, so no step is
+            dropped.
         num_multi_gpu_tower_stacks: Batches loaded on the devices ahead of the learner
             (`MultiGPULearnerThread`).
         minibatch_buffer_size: Train batches kept to be learned from `num_sgd_iter`
@@ -58,7 +60,7 @@ class ImpalaConfig(AlgorithmConfig):
     vtrace: bool = True
     vtrace_clip_rho_threshold: float = 1.0
     vtrace_clip_pg_rho_threshold: float = 1.0
-    vtrace_drop_last_ts: bool = True
+    vtrace_drop_last_ts: bool = False
     num_multi_gpu_tower_stacks: int = 1
     minibatch_buffer_size: int = 1
     replay_proportion: float = 0.0

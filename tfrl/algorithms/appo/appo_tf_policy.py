@@ -1,0 +1,131 @@
+"""APPOTFPolicy: IMPALA's policy with PPO's clipped surrogate and a target network.
+
+The loss is `appo_loss.appo_surrogate_loss` on the current policy `pi`, the behaviour
+policy `mu` (the sampled `action_logp`) and the target network `pi_target`, a copy of
+the model that `update_target()` refreshes (the APPO plan calls it every
+`target_update_frequency * num_sgd_iter * minibatch_buffer_size` learner passes). With
+V-trace (`vtrace=True`), the advantages and value targets are V-trace's for the ratios
+`pi_target / mu` (`impala_tf_policy.vtrace_row_targets`: the whole batch's targets on
+every replica); without, GAE's from postprocessing. With `use_kl_loss` the loss adds
+`kl_coeff * KL[pi_target || pi]`, and `update_kl(kl)` adapts `kl_coeff` as PPO does.
+The target weights and the KL coefficient are part of `get_state()`.
+"""
+
+from typing import Any, ClassVar, Dict, Tuple
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfrl.algorithms.appo.appo_config import APPOConfig
+from tfrl.algorithms.appo.appo_loss import appo_surrogate_loss
+from tfrl.algorithms.impala.impala_tf_policy import ImpalaTFPolicy
+from tfrl.algorithms.on_policy_policy import OnPolicyTFPolicy
+from tfrl.core.columns import Columns
+from tfrl.policy import space_specs
+from tfrl.policy.train_columns import autograph_converted
+
+
+class APPOTFPolicy(ImpalaTFPolicy):
+    """APPO's policy (config: ImpalaTFPolicy's keys, plus `clip_param`, `use_kl_loss`,
+    `kl_coeff`, `kl_target`, and `lambda`, `use_gae`, `use_critic` without V-trace)."""
+
+    config_class: ClassVar[type] = APPOConfig
+
+    def __init__(self, observation_space, action_space, config=None, *, strategy=None):
+        super().__init__(observation_space, action_space, config, strategy=strategy)
+        self.kl_coeff = float(self.config["kl_coeff"])
+        self.kl_target = float(self.config["kl_target"])
+        with self.strategy.scope():
+            self.kl_coeff_var = tf.Variable(self.kl_coeff, dtype=tf.float32, trainable=False,
+                                            name="kl_coeff")
+            self.target_model = self.make_model()
+            self.target_model(space_specs.zeros_batch(self.observation_space, 1))
+        self.update_target()
+
+    def update_target(self) -> None:
+        """Copies the model's weights into the target network."""
+        for target, source in zip(self.target_model.weights, self.model.weights):
+            target.assign(source)
+
+    def get_target_weights(self):
+        """The target network's weights (numpy, `target_model.weights` order)."""
+        return [np.asarray(v.numpy()) for v in self.target_model.weights]
+
+    def postprocess_trajectory(self, sample_batch: Any, other_agent_batches: Any = None,
+                               episode: Any = None) -> Any:
+        """With V-trace: the batch unchanged; without: GAE (`lambda`, `use_gae`)."""
+        if self.config["vtrace"]:
+            return sample_batch
+        return OnPolicyTFPolicy.postprocess_trajectory(self, sample_batch, other_agent_batches,
+                                                       episode)
+
+    @tf.autograph.experimental.do_not_convert  # plain TF ops; converting costs seconds
+    def loss_and_stats(self, model: keras.Model, dist_class: type,
+                       train_batch: Dict[str, tf.Tensor]
+                       ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
+        """APPO's loss (see the module docstring) and its stats."""
+        config = self.config
+        dist_inputs, values = self.forward(model, train_batch)  # [n, k], [n]
+        curr = dist_class(dist_inputs, model)
+        target_inputs, _ = self.target_model(train_batch[Columns.OBS], training=False)
+        target = dist_class(tf.stop_gradient(target_inputs), model)
+        actions = train_batch[Columns.ACTIONS]
+        behaviour_logp = train_batch[Columns.ACTION_LOGP]  # [n]
+        target_logp = target.logp(actions)  # [n]
+        value_targets, advantages, mask = self.targets(
+            train_batch, target_logp - behaviour_logp, values)
+        loss, stats = appo_surrogate_loss(
+            curr.logp(actions), behaviour_logp, target_logp, advantages, curr.entropy(),
+            target.kl(curr), values, value_targets, clip_param=config["clip_param"],
+            vf_loss_coeff=config["vf_loss_coeff"], entropy_coeff=self.entropy_coeff,
+            kl_coeff=self.kl_coeff_var, use_kl_loss=config["use_kl_loss"], mask=mask)
+        return loss, {**stats, **autograph_converted(self.stats)(train_batch)}
+
+    def loss(self, model: keras.Model, dist_class: type,
+             train_batch: Dict[str, tf.Tensor]) -> tf.Tensor:
+        """APPO's loss alone (RLlib's signature)."""
+        return APPOTFPolicy.loss_and_stats(self, model, dist_class, train_batch)[0]
+
+    @tf.autograph.experimental.do_not_convert
+    def stats(self, train_batch: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+        """The KL coefficient, learning rate and entropy coefficient."""
+        return {"cur_kl_coeff": tf.identity(self.kl_coeff_var),
+                "cur_lr": tf.cast(self.optimizer.learning_rate, tf.float32),
+                "entropy_coeff": tf.identity(self.entropy_coeff)}
+
+    def update_kl(self, sampled_kl: float) -> float:
+        """Adapts the KL coefficient to a mean KL (x1.5 above `2 * kl_target`, x0.5
+        below `kl_target / 2`); returns it."""
+        if sampled_kl > 2.0 * self.kl_target:
+            self.kl_coeff *= 1.5
+        elif sampled_kl < 0.5 * self.kl_target:
+            self.kl_coeff *= 0.5
+        self.kl_coeff_var.assign(self.kl_coeff)
+        return self.kl_coeff
+
+    def get_state(self) -> Dict[str, Any]:
+        """ImpalaTFPolicy's state plus the target weights and the KL coefficient."""
+        state = super().get_state()
+        state["target_weights"] = self.get_target_weights()
+        state["kl_coeff"] = self.kl_coeff
+        return state
+
+    def set_state(self, state: Dict[str, Any]) -> None:
+        """Restores a `get_state` result (the target network from the weights if the
+        state has no target weights)."""
+        super().set_state(state)
+        target_weights = state.get("target_weights")
+        if target_weights is None:
+            self.update_target()
+        else:
+            if len(target_weights) != len(self.target_model.weights):
+                raise ValueError(
+                    f"{type(self).__name__}.set_state(): 'target_weights' holds "
+                    f"{len(target_weights)} arrays; the target network has "
+                    f"{len(self.target_model.weights)}. Restore a state of the same model.")
+            for variable, value in zip(self.target_model.weights, target_weights):
+                variable.assign(value)
+        if "kl_coeff" in state:
+            self.kl_coeff = float(state["kl_coeff"])
+            self.kl_coeff_var.assign(self.kl_coeff)
