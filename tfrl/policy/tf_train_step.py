@@ -214,8 +214,12 @@ class TrainStep:
         of the units (rows; whole sequences for recurrent policies) if `shuffle`, cuts
         it into `floor(units / minibatch)` minibatches of exactly `minibatch` units and
         drops the rest of that epoch's permutation, so every optimizer step sees the
-        same shape and the compiled loop is traced once. `sgd_minibatch_size` None or
-        0 means the whole batch (one step per epoch). Optimizer steps:
+        same shape and the compiled loop is traced once. For recurrent policies
+        `sgd_minibatch_size` counts real timesteps: `minibatch` is
+        `sequence_minibatch(seq_lens, sgd_minibatch_size)` whole sequences, so each
+        minibatch holds about that many steps however short the sequences are.
+        `sgd_minibatch_size` None or 0 means the whole batch (one step per epoch).
+        Optimizer steps:
         `num_sgd_iter * floor(units / minibatch)`.
 
         Returns:
