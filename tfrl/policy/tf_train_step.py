@@ -246,9 +246,9 @@ class TrainStep:
                                            self._num_replicas)
         elif minibatch and minibatch > num_rows:
             raise ValueError(
-                f"learn_on_batch(): sgd_minibatch_size={sgd_minibatch_size} is larger than "
-                f"the batch ({num_rows} rows). Lower sgd_minibatch_size or pass a larger "
-                "batch."
+                f"learn_on_batch(): sgd_minibatch_size={sgd_minibatch_size} "
+                f"({minibatch} rows) is larger than the batch ({num_rows} rows). Lower "
+                "sgd_minibatch_size or pass a larger batch."
             )
         minibatch = minibatch or num_rows
         num_epochs = num_sgd_iter
