@@ -238,3 +238,38 @@ def test_ppo_minibatches_hold_about_sgd_minibatch_size_real_steps(sampled):
     policy.learn_on_batch(seqs, num_sgd_iter=2, sgd_minibatch_size=10)
     assert int(policy.num_grad_updates.numpy()) - before == 2 * (num_seqs // per_seq)
     algo.stop()
+
+
+def test_a_truncated_episode_bootstraps_from_the_value_after_its_last_step():
+    # SB3-contrib adds gamma * V(terminal obs) (the value LSTM's state after the step)
+    # to the reward at a timeout; tfrl bootstraps the truncated trajectory with
+    # last_r = V(final obs, state after its last step): the same target.
+    import gymnasium as gym
+
+    from tfrl.examples.envs.stateless_cartpole import StatelessCartPole
+
+    algo = PPO(config={
+        "env": lambda ctx: gym.wrappers.TimeLimit(StatelessCartPole(), 7),
+        "num_workers": 0, "num_envs_per_worker": 2, "rollout_fragment_length": 20,
+        "train_batch_size": 40, "sgd_minibatch_size": 10, "num_sgd_iter": 1, "seed": 5,
+        "model": MODEL})
+    policy = algo.workers.local_worker().get_policy()
+    batch = algo.workers.local_worker().sample()
+    num_states = len(policy.get_initial_state())
+    gamma, lambda_ = policy.config["gamma"], policy.config["lambda"]
+    truncations = 0
+    for rows in _trajectories(batch):
+        chunk = batch[rows[0]:rows[-1] + 1]
+        if not chunk["truncateds"][-1] or chunk["terminateds"][-1]:
+            continue
+        truncations += 1
+        state = [chunk[f"state_out_{k}"][-1:] for k in range(num_states)]
+        last_r = float(policy.value(chunk["new_obs"][-1:], state)[0])
+        assert abs(last_r) > 1e-3  # not the 0 of a termination
+        expected = compute_advantages(
+            {"rewards": chunk["rewards"], "vf_preds": chunk["vf_preds"]}, last_r, gamma,
+            lambda_)
+        np.testing.assert_allclose(chunk["value_targets"], expected["value_targets"],
+                                   rtol=1e-5, atol=1e-5)
+    assert truncations >= 2
+    algo.stop()
