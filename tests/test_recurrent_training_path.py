@@ -6,7 +6,9 @@ training sequence is the sampler's state at that step; padded steps contribute e
 zero to every loss term and statistic; a fragment cut mid-episode bootstraps from the
 value at the cut with the state after its last step; episode starts inside a fragment
 begin a new sequence from the initial state; advantages are standardized over real
-steps only; the value function has its own LSTM unless `vf_share_layers`.
+steps only; the value function has its own LSTM unless `vf_share_layers`; minibatches of
+whole sequences hold about `sgd_minibatch_size` real steps; a truncated episode
+bootstraps from the value after its last step.
 """
 
 import numpy as np
