@@ -6,8 +6,9 @@ Seed 0 runs in CI; seeds 1 and 2 are marked slow (the three: issue 18's "3 of 3"
 Measured with the tuned file (2026-11-27, 2-core VM under heavy load, load ~15-20):
 seeds 0, 1, 2 reached 150 after 36,352, 42,496 and 56,576 env steps (SB3-contrib's
 RecurrentPPO with the same settings: 39,680, 65,280, 32,512 in bench/RESULTS.md); there
-20-25 min each. On a quiet core tfrl samples and learns ~1,100-1,300 env steps/s here
-(bench/RESULTS.md), so seed 0 should take ~30-40 s.
+20-25 min each. The CI case (seed 0) took 119 s at load 4-7 on the 2-core VM; on a quiet
+core tfrl samples and learns ~1,100-1,300 env steps/s here (bench/RESULTS.md), so it
+should take ~35-45 s. bench/bench_recurrent.py's tfrl config reproduces seed 0 exactly.
 """
 
 import os
