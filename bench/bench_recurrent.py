@@ -11,11 +11,17 @@ exists, else the same definition here (`_StatelessCartPole`); each run reports w
 Settings (issue 18), for both frameworks: 8 envs, 32-step fragments (batch 256), minibatch
 128 timesteps, 10 epochs, constant lr 1e-3, gamma 0.98, GAE lambda 0.9, entropy bonus
 0.01, value coefficient 0.5, clip 0.2, no KL penalty, grad clip 0.5, Adam epsilon 1e-5,
-one 64-unit tanh dense layer and a 64-cell LSTM; tfrl cuts sequences of `max_seq_len` 16
-(SB3-contrib trains on whole fragments). Known differences that stay: SB3-contrib puts the
-LSTM first (then the dense layer), has separate actor and critic LSTMs and orthogonal
-initialization; tfrl's catalog puts the dense layer first and shares one LSTM. One
-intra/inter-op thread for TF and one torch thread.
+a 64-cell LSTM on the observations followed by one 64-unit tanh dense layer per head
+(SB3-contrib's `MlpLstmPolicy` with `net_arch` [64]; in tfrl `fcnet_hiddens: []`,
+`post_fcnet_hiddens: [64]`), orthogonal gain-sqrt(2) dense layers (SB3's `ortho_init`),
+separate actor and critic LSTMs (both frameworks' default), sequences of up to a whole
+fragment (`max_seq_len` 32; SB3-contrib cuts them only at episode starts and its
+minibatch edges). Known differences that stay: the LSTM's own initialization (Keras':
+Glorot input, orthogonal recurrent, forget-gate bias 1; PyTorch's: uniform), the
+minibatches (tfrl: whole sequences, about 128 real steps each, shuffled; SB3-contrib:
+two runs of 128 consecutive steps from a random split point, sequences cut at the
+edges), advantages standardized per batch (SB3: per minibatch). One intra/inter-op
+thread for TF and one torch thread.
 
 Every run is its own subprocess (so peak RSS is the run's own), runs alternate between the
 frameworks, and each trains the whole budget. Reported per run: wall seconds, env steps/s,
@@ -71,8 +77,10 @@ TFRL_CONFIG = {
     "gamma": 0.98, "lambda": 0.9, "entropy_coeff": 0.01, "vf_loss_coeff": 0.5,
     "clip_param": 0.2, "vf_clip_param": 1e6, "kl_coeff": 0.0, "grad_clip": 0.5,
     "optimizer": {"epsilon": 1e-5},
-    "model": {"fcnet_hiddens": [64], "fcnet_activation": "tanh", "use_lstm": True,
-              "lstm_cell_size": 64, "max_seq_len": 16},
+    "model": {"fcnet_hiddens": [], "post_fcnet_hiddens": [64], "post_fcnet_activation": "tanh",
+              "fcnet_weights_initializer": "orthogonal",
+              "fcnet_weights_initializer_config": {"gain": 2 ** 0.5},
+              "use_lstm": True, "lstm_cell_size": 64, "max_seq_len": 32},
 }
 
 

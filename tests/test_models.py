@@ -148,6 +148,34 @@ def test_lstm_padded_steps_do_not_affect_valid_steps_and_state_out(vf_share_laye
         np.testing.assert_allclose(s.numpy()[2], s_in[2], atol=1e-6)
 
 
+@pytest.mark.parametrize("vf_share_layers", [False, True])
+def test_lstm_post_fcnet_layers_follow_the_lstm(vf_share_layers):
+    # fcnet_hiddens [] + post_fcnet_hiddens [5]: obs -> LSTM -> dense 5 (tanh) -> heads,
+    # SB3-contrib's MlpLstmPolicy order (net_arch per head after the LSTM).
+    model = ModelCatalog.get_model(BOX, gym.spaces.Discrete(3), 3, {
+        **LSTM_CONFIG, "fcnet_hiddens": [], "post_fcnet_hiddens": [5],
+        "post_fcnet_activation": "tanh", "vf_share_layers": vf_share_layers})
+    shapes = {w.path.split("/", 1)[1]: tuple(w.shape) for w in model.trainable_weights}
+    assert shapes["lstm/lstm_cell/kernel"] == (4, 24)  # the LSTM reads the observations
+    assert shapes["post_1/kernel"] == (6, 5) and shapes["pi/logits/kernel"] == (5, 3)
+    assert shapes["value_out/kernel"] == (5, 1)
+    assert ("vf_post_1/kernel" in shapes) == (not vf_share_layers)
+    rng = np.random.default_rng(2)
+    obs = rng.normal(size=(2, 3, 4)).astype(np.float32)
+    seq_lens = np.array([3, 2], np.int32)
+    state = [rng.normal(size=(2, 6)).astype(np.float32) for _ in model.get_initial_state(2)]
+    dist_inputs, value, _ = model((obs, state, seq_lens))
+    mask = tf.sequence_mask(seq_lens, 3)
+    out, _, _ = model.lstm(obs, initial_state=state[:2], mask=mask)
+    post = np.tanh(out.numpy() @ model.post[0].kernel.numpy() + model.post[0].bias.numpy())
+    valid = mask.numpy()
+    np.testing.assert_allclose(dist_inputs.numpy()[valid],
+                               model.policy_head(post).numpy()[valid], atol=1e-5)
+    if vf_share_layers:
+        np.testing.assert_allclose(value.numpy()[valid],
+                                   model.value_out(post).numpy()[..., 0][valid], atol=1e-5)
+
+
 def test_lstm_value_has_its_own_lstm_unless_vf_share_layers():
     obs = np.random.default_rng(1).normal(size=(2, 3, 4)).astype(np.float32)
     seq_lens = np.array([3, 2], np.int32)

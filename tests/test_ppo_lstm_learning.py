@@ -1,9 +1,14 @@
 """PPO with an LSTM learns a task that needs memory: stateless CartPole (velocities
-hidden) reaches a mean return of 150 within 100k env steps for 3 of 3 seeds.
+hidden) reaches a mean return of 150 within 100k env steps, with issue 18's settings
+(those bench/bench_recurrent.py gives tfrl and SB3-contrib's RecurrentPPO alike).
 
-Measured with the tuned file (2026-11-25, 2-core VM under load): seeds 0-3 reached 150
-after 61k, 69k, 89k and 78k env steps; this module took 200-330 s per seed there (it
-stops at 150), 13 min for the three.
+Seed 0 runs in CI; seeds 1 and 2 are marked slow (the three: issue 18's "3 of 3").
+Measured with the tuned file (2026-11-27, 2-core VM under heavy load, load ~15-20):
+seeds 0, 1, 2 reached 150 after 36,352, 42,496 and 56,576 env steps (SB3-contrib's
+RecurrentPPO with the same settings: 39,680, 65,280, 32,512 in bench/RESULTS.md); there
+20-25 min each. The CI case (seed 0) took 119 s at load 4-7 on the 2-core VM; on a quiet
+core tfrl samples and learns ~1,100-1,300 env steps/s here (bench/RESULTS.md), so it
+should take ~35-45 s. bench/bench_recurrent.py's tfrl config reproduces seed 0 exactly.
 """
 
 import os
@@ -20,12 +25,16 @@ TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
                      "examples", "tuned", "ppo_lstm_stateless_cartpole.yaml")
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow),
+                                  pytest.param(2, marks=pytest.mark.slow)])
 def test_ppo_lstm_learns_stateless_cartpole(seed):
     experiment = resolve_experiment(TUNED, overrides=[f"seed={seed}"])
     assert experiment.stop == {"episode_reward_mean": 150, "timesteps_total": 100_000}
     config = build_config(experiment)
-    assert config.model["use_lstm"] and config.model["max_seq_len"] == 32
+    model = config.model
+    # RecurrentPPO's MlpLstmPolicy order: the LSTM reads the observations, then 64 units.
+    assert model["use_lstm"] and model["fcnet_hiddens"] == []
+    assert model["post_fcnet_hiddens"] == [64] and model["max_seq_len"] == 32
     result = train_to_reward(PPO(config=config), 150.0, 100_000)
     # episode_reward_mean: the mean over the last 100 episodes.
     assert result["episode_reward_mean"] >= 150.0, result["episode_reward_mean"]

@@ -6,7 +6,9 @@ training sequence is the sampler's state at that step; padded steps contribute e
 zero to every loss term and statistic; a fragment cut mid-episode bootstraps from the
 value at the cut with the state after its last step; episode starts inside a fragment
 begin a new sequence from the initial state; advantages are standardized over real
-steps only; the value function has its own LSTM unless `vf_share_layers`.
+steps only; the value function has its own LSTM unless `vf_share_layers`; minibatches of
+whole sequences hold about `sgd_minibatch_size` real steps; a truncated episode
+bootstraps from the value after its last step.
 """
 
 import numpy as np
@@ -20,6 +22,7 @@ from tfrl.algorithms.sequencing import add_sequences
 from tfrl.evaluation.postprocessing import compute_advantages
 from tfrl.execution.rollout_ops import StandardizeFields
 from tfrl.policy.sample_batch import SampleBatch
+from tfrl.policy.tf_train_step import sequence_minibatch
 
 ENV = "tfrl.examples.envs:StatelessCartPole-v1"
 MODEL = {"fcnet_hiddens": [8], "use_lstm": True, "lstm_cell_size": 6, "max_seq_len": 5}
@@ -200,4 +203,75 @@ def test_a_policy_learns_the_same_whatever_its_padded_steps_hold():
         results.append(policy.get_weights())
     for a, b in zip(*results):
         np.testing.assert_array_equal(a, b)
+    algo.stop()
+
+
+def test_minibatches_of_sequences_count_real_timesteps():
+    # sgd_minibatch_size counts real timesteps (RLlib's classic minibatches of whole
+    # sequences; SB3-contrib's RecurrentPPO cuts minibatches of batch_size steps): as
+    # many minibatches per epoch as rows would give, each with the same number of
+    # sequences. Before: sgd_minibatch_size // max_seq_len sequences, so short
+    # sequences (episode ends) gave minibatches of far fewer steps.
+    seq_lens = np.array([16, 4, 12, 16, 9, 7, 16, 16])  # 96 steps
+    assert sequence_minibatch(seq_lens, 48) == 4  # 2 per epoch, 4 sequences each
+    assert sequence_minibatch(seq_lens, 32) == 2  # 3 per epoch: 8 // 3
+    assert sequence_minibatch(seq_lens, 96) == 8
+    assert sequence_minibatch(seq_lens, 32, num_replicas=2) == 2
+    assert sequence_minibatch(seq_lens, 20, num_replicas=2) == 2  # 4 per epoch
+    with pytest.raises(ValueError, match=r"sgd_minibatch_size=97 timesteps is larger than "
+                                         r"the batch \(96 timesteps in 8 sequences\)"):
+        sequence_minibatch(seq_lens, 97)
+    with pytest.raises(ValueError, match=r"hold 1 of the batch's 8 sequences, fewer than "
+                                         r"the 2 replicas"):
+        sequence_minibatch(seq_lens, 12, num_replicas=2)
+
+
+def test_ppo_minibatches_hold_about_sgd_minibatch_size_real_steps(sampled):
+    # 36 steps in sequences of up to 5 (episodes end inside the fragments):
+    # minibatches of 10 timesteps -> floor(36 / 10) = 3 steps per epoch, of
+    # num_seqs // 3 sequences each (2 per minibatch under the old rule: 10 // 5).
+    algo, policy, batch = _sampled()
+    seqs = policy.train_batch(StandardizeFields(["advantages"])(batch))
+    num_seqs = len(seqs["seq_lens"])
+    assert seqs["seq_lens"].sum() == 36 and num_seqs > 36 // 5
+    per_seq = sequence_minibatch(seqs["seq_lens"], 10)
+    assert per_seq == num_seqs // 3
+    before = int(policy.num_grad_updates.numpy())
+    policy.learn_on_batch(seqs, num_sgd_iter=2, sgd_minibatch_size=10)
+    assert int(policy.num_grad_updates.numpy()) - before == 2 * (num_seqs // per_seq)
+    algo.stop()
+
+
+def test_a_truncated_episode_bootstraps_from_the_value_after_its_last_step():
+    # SB3-contrib adds gamma * V(terminal obs) (the value LSTM's state after the step)
+    # to the reward at a timeout; tfrl bootstraps the truncated trajectory with
+    # last_r = V(final obs, state after its last step): the same target.
+    import gymnasium as gym
+
+    from tfrl.examples.envs.stateless_cartpole import StatelessCartPole
+
+    algo = PPO(config={
+        "env": lambda ctx: gym.wrappers.TimeLimit(StatelessCartPole(), 7),
+        "num_workers": 0, "num_envs_per_worker": 2, "rollout_fragment_length": 20,
+        "train_batch_size": 40, "sgd_minibatch_size": 10, "num_sgd_iter": 1, "seed": 5,
+        "model": MODEL})
+    policy = algo.workers.local_worker().get_policy()
+    batch = algo.workers.local_worker().sample()
+    num_states = len(policy.get_initial_state())
+    gamma, lambda_ = policy.config["gamma"], policy.config["lambda"]
+    truncations = 0
+    for rows in _trajectories(batch):
+        chunk = batch[rows[0]:rows[-1] + 1]
+        if not chunk["truncateds"][-1] or chunk["terminateds"][-1]:
+            continue
+        truncations += 1
+        state = [chunk[f"state_out_{k}"][-1:] for k in range(num_states)]
+        last_r = float(policy.value(chunk["new_obs"][-1:], state)[0])
+        assert abs(last_r) > 1e-3  # not the 0 of a termination
+        expected = compute_advantages(
+            {"rewards": chunk["rewards"], "vf_preds": chunk["vf_preds"]}, last_r, gamma,
+            lambda_)
+        np.testing.assert_allclose(chunk["value_targets"], expected["value_targets"],
+                                   rtol=1e-5, atol=1e-5)
+    assert truncations >= 2
     algo.stop()

@@ -94,8 +94,8 @@ def test_sequence_batch_errors():
     with pytest.raises(ValueError, match=r"column 'obs' must have one row per timestep: 26 rows "
                                          r"for seq_lens \[5, 3, 4, 2, 1, 4, 4, 3\]; received 25"):
         policy.learn_on_batch({**batch, "seq_lens": SEQ_LENS + np.eye(8, dtype=np.int32)[0]})
-    with pytest.raises(ValueError, match=r"\(16 sequences\) is larger than the batch \(8 "
-                                         r"sequences\)"):
+    with pytest.raises(ValueError, match=r"sgd_minibatch_size=64 timesteps is larger than "
+                                         r"the batch \(25 timesteps in 8 sequences\)"):
         _policy(sgd_minibatch_size=64).learn_on_batch(batch)
 
 

@@ -85,8 +85,8 @@ class TFPolicy(Policy):
             `lr`, `grad_clip` (global-norm clipping of the summed gradients),
             `num_sgd_iter` (epochs per `learn_on_batch`), `sgd_minibatch_size` (rows
             per minibatch; None: the whole batch, one step per epoch; for recurrent
-            policies it counts timesteps and minibatches hold `sgd_minibatch_size //
-            model["max_seq_len"]` whole sequences), `shuffle_sequences`
+            policies it counts real timesteps and minibatches hold whole sequences,
+            see `tf_train_step.sequence_minibatch`), `shuffle_sequences`
             (a new permutation of the rows per epoch), `learn_input` ("in_graph" or
             "tf_data", see `tf_train_step`), `seed`, `num_gpus` and `_fake_gpus`
             (the strategy, see `make_strategy`),

@@ -135,6 +135,43 @@ def _means(totals: Dict[str, tf.Tensor], num_steps: tf.Tensor) -> Dict[str, tf.T
     return {k: (v if k.startswith("_guard/") else v / count) for k, v in totals.items()}
 
 
+def sequence_minibatch(seq_lens: Any, sgd_minibatch_size: int, num_replicas: int = 1) -> int:
+    """The number of whole sequences per minibatch for `sgd_minibatch_size` timesteps.
+
+    As RLlib's classic minibatches of sequences (whole sequences, `sgd_minibatch_size`
+    counting real timesteps, not padded slots): an epoch has as many minibatches as a
+    batch of rows with that many steps would, `floor(sum(seq_lens) /
+    sgd_minibatch_size)`, and every minibatch the same number of sequences (one
+    compiled shape): `num_sequences // minibatches_per_epoch`, rounded down to a
+    multiple of `num_replicas`. So a minibatch holds about `sgd_minibatch_size` real
+    timesteps however short the sequences are (episode ends cut them), and at most
+    `minibatches_per_epoch * num_replicas - 1` sequences of an epoch are left out.
+
+    Example:
+        >>> sequence_minibatch(np.array([16, 4, 12, 16, 9, 7, 16, 16]), 48)
+        4
+
+    Raises:
+        ValueError: If the batch has fewer timesteps than `sgd_minibatch_size`, or
+            fewer sequences per minibatch than `num_replicas`.
+    """
+    seq_lens = np.asarray(seq_lens)
+    num_steps, num_seqs = int(seq_lens.sum()), len(seq_lens)
+    per_epoch = num_steps // int(sgd_minibatch_size)
+    if per_epoch < 1:
+        raise ValueError(
+            f"learn_on_batch(): sgd_minibatch_size={sgd_minibatch_size} timesteps is larger "
+            f"than the batch ({num_steps} timesteps in {num_seqs} sequences). Lower "
+            "sgd_minibatch_size or pass a larger batch.")
+    minibatch = num_seqs // per_epoch // num_replicas * num_replicas
+    if minibatch < 1:
+        raise ValueError(
+            f"learn_on_batch(): minibatches of {sgd_minibatch_size} timesteps hold "
+            f"{num_seqs // per_epoch} of the batch's {num_seqs} sequences, fewer than the "
+            f"{num_replicas} replicas. Raise sgd_minibatch_size or pass a larger batch.")
+    return minibatch
+
+
 class TrainStep:
     """The compiled learning functions of one policy (see the module docstring).
 
@@ -178,8 +215,12 @@ class TrainStep:
         of the units (rows; whole sequences for recurrent policies) if `shuffle`, cuts
         it into `floor(units / minibatch)` minibatches of exactly `minibatch` units and
         drops the rest of that epoch's permutation, so every optimizer step sees the
-        same shape and the compiled loop is traced once. `sgd_minibatch_size` None or
-        0 means the whole batch (one step per epoch). Optimizer steps:
+        same shape and the compiled loop is traced once. For recurrent policies
+        `sgd_minibatch_size` counts real timesteps: `minibatch` is
+        `sequence_minibatch(seq_lens, sgd_minibatch_size)` whole sequences, so each
+        minibatch holds about that many steps however short the sequences are.
+        `sgd_minibatch_size` None or 0 means the whole batch (one step per epoch).
+        Optimizer steps:
         `num_sgd_iter * floor(units / minibatch)`.
 
         Returns:
@@ -200,19 +241,18 @@ class TrainStep:
         columns, num_rows = self._train_columns.prepare(
             samples, pad_to=max_seq_len if tf_data and sequences else 0)
         minibatch = sgd_minibatch_size or None
-        unit = "rows"
-        if sequences:
+        if sequences and minibatch:
             # sgd_minibatch_size counts timesteps; minibatches hold whole sequences.
-            unit = "sequences"
-            minibatch = max(1, minibatch // max_seq_len) if minibatch else None
-        minibatch = minibatch or num_rows
-        num_epochs = num_sgd_iter
-        if minibatch > num_rows:
+            minibatch = sequence_minibatch(columns[Columns.SEQ_LENS], minibatch,
+                                           self._num_replicas)
+        elif minibatch and minibatch > num_rows:
             raise ValueError(
                 f"learn_on_batch(): sgd_minibatch_size={sgd_minibatch_size} "
-                f"({minibatch} {unit}) is larger than the batch ({num_rows} {unit}). Lower "
+                f"({minibatch} rows) is larger than the batch ({num_rows} rows). Lower "
                 "sgd_minibatch_size or pass a larger batch."
             )
+        minibatch = minibatch or num_rows
+        num_epochs = num_sgd_iter
         self._check_divisible(minibatch, "sgd_minibatch_size")
         seed = int(policy._np_random.integers(2**31))
         updates_before = int(policy.num_grad_updates.numpy())

@@ -69,9 +69,16 @@ def _unpack(inputs):
 
 
 class LSTMWrapper(TFModel):
-    """A recurrent policy: encoder -> LSTM(`lstm_cell_size`) -> policy and value heads.
+    """A recurrent policy: encoder -> LSTM(`lstm_cell_size`) -> post MLP -> policy and
+    value heads.
 
-    The encoder is the conv stack for image observations, else the `fcnet_hiddens` MLP.
+    The encoder is the conv stack for image observations, else the `fcnet_hiddens` MLP
+    (may be empty: the LSTM then reads the observations). The post MLP, dense layers of
+    `post_fcnet_hiddens` (`post_fcnet_activation`, the `fcnet_weights_initializer`) on
+    the LSTM's outputs, is empty by default (RLlib's LSTM wrapper has none); with
+    `fcnet_hiddens: []` and `post_fcnet_hiddens: [64]` the model is SB3-contrib's
+    `MlpLstmPolicy` (LSTM first, then `net_arch` per head). The value function's own
+    LSTM (see below) has its own post MLP.
     With `vf_share_layers=True` the value head shares the encoder and the LSTM (as
     RLlib's LSTM wrapper does) and the state is `[h, c]`; with `vf_share_layers=False`
     (tfrl's default, as for the feed-forward models) the value function has its own
@@ -116,11 +123,13 @@ class LSTMWrapper(TFModel):
         self.lstm = keras.layers.LSTM(
             self.cell_size, return_sequences=True, return_state=True, name="lstm"
         )
+        self.post = self._post_stack("post")
         if not self.vf_share_layers:
             self.vf_encoder = self._encoder("vf_enc")
             self.vf_lstm = keras.layers.LSTM(
                 self.cell_size, return_sequences=True, return_state=True, name="vf_lstm"
             )
+            self.vf_post = self._post_stack("vf_post")
         self.policy_head = PolicyHead(
             self.num_outputs, bool(model_config["free_log_std"]), name="pi")
         self.value_out = value_head()
@@ -131,6 +140,14 @@ class LSTMWrapper(TFModel):
             return conv_stack(model_config, self.obs_space, prefix)
         return [keras.layers.Flatten()] + dense_stack(
             model_config["fcnet_hiddens"], model_config["fcnet_activation"], prefix,
+            model_config.get("fcnet_weights_initializer"),
+            model_config.get("fcnet_weights_initializer_config"),
+        )
+
+    def _post_stack(self, prefix: str) -> List[keras.layers.Layer]:
+        model_config = self.model_config
+        return dense_stack(
+            model_config["post_fcnet_hiddens"], model_config["post_fcnet_activation"], prefix,
             model_config.get("fcnet_weights_initializer"),
             model_config.get("fcnet_weights_initializer_config"),
         )
@@ -182,9 +199,11 @@ class LSTMWrapper(TFModel):
             return out, [h_out, c_out]
 
         out, state_out = run(self.encoder, self.lstm, state_in[:2])
+        out = apply(self.post, out)  # [B, T, post_fcnet_hiddens[-1] or cell]
         dist_inputs = self.policy_head(out)  # [B, T, num_outputs]
         if not self.vf_share_layers:
             vf_out, vf_state_out = run(self.vf_encoder, self.vf_lstm, state_in[2:])
+            vf_out = apply(self.vf_post, vf_out)
             value = tf.squeeze(self.value_out(vf_out), axis=-1)  # [B, T]
             return dist_inputs, value, state_out + vf_state_out
         value = tf.squeeze(self.value_out(out), axis=-1)  # [B, T]
