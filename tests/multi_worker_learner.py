@@ -7,11 +7,12 @@ batches as `reference_weights` (imported by the test) and saves the weights to O
 
 import os
 import sys
-from typing import List
+from typing import List, Tuple
 
 import gymnasium as gym
 import keras
 import numpy as np
+import tensorflow as tf
 
 from tfrl.algorithms.ppo.ppo_tf_policy import PPOTFPolicy
 from tfrl.policy.sample_batch import SampleBatch
@@ -48,16 +49,23 @@ def global_batches() -> List[SampleBatch]:
     return batches
 
 
-def train(policy: PPOTFPolicy) -> List[np.ndarray]:
+def train(policy: PPOTFPolicy) -> Tuple[List[np.ndarray], np.ndarray]:
+    """The weights after learning on `global_batches()`, and each call's
+    `vf_explained_var`: a per-replica statistic averaged over the replicas, so it tells
+    two replicas' halves from one device's whole minibatch."""
+    explained = []
     for batch in global_batches():
-        policy.learn_on_batch(batch)
-    return [np.asarray(w) for w in policy.get_weights()]
+        stats = policy.learn_on_batch(batch)["learner_stats"]
+        explained.append(float(stats["vf_explained_var"]))
+    return [np.asarray(w) for w in policy.get_weights()], np.asarray(explained)
 
 
 def main(out: str) -> None:
     policy = SGDPPOPolicy(OBS, ACT, {**CONFIG, "learner_workers": 2})
-    weights = train(policy)
-    np.savez(out + ".tmp.npz", *weights)
+    weights, explained = train(policy)
+    np.savez(out + ".tmp.npz", *weights, explained=explained,
+             multi_worker=isinstance(policy.strategy, tf.distribute.MultiWorkerMirroredStrategy),
+             replicas=policy.strategy.num_replicas_in_sync)
     os.replace(out + ".tmp.npz", out)
 
 

@@ -47,7 +47,12 @@ def test_two_processes_match_two_replica_mirrored_strategy(tmp_path):
             [sys.executable, str(HERE / "multi_worker_learner.py"), str(outs[index])],
             env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True))
     # Meanwhile, the reference: one process, two replicas (logical CPUs), same batches.
-    reference = train(SGDPPOPolicy(OBS, ACT, dict(CONFIG), strategy=strategy_named("mirrored")))
+    reference, ref_explained = train(
+        SGDPPOPolicy(OBS, ACT, dict(CONFIG), strategy=strategy_named("mirrored")))
+    _, one_device_explained = train(
+        SGDPPOPolicy(OBS, ACT, dict(CONFIG), strategy=strategy_named("one_device")))
+    # The per-replica statistic tells two replicas from one device (the weights do not).
+    assert not np.allclose(ref_explained, one_device_explained, rtol=1e-4)
     logs = []
     try:
         for proc in procs:
@@ -61,6 +66,10 @@ def test_two_processes_match_two_replica_mirrored_strategy(tmp_path):
         assert proc.returncode == 0, log[-3000:]
     got = [np.load(out) for out in outs]
     initial = SGDPPOPolicy(OBS, ACT, dict(CONFIG), strategy=strategy_named("mirrored")).get_weights()
+    for weights in got:
+        assert bool(weights["multi_worker"])
+        assert int(weights["replicas"]) == 2
+        np.testing.assert_allclose(weights["explained"], ref_explained, rtol=1e-5, atol=1e-6)
     for i, ref in enumerate(reference):
         assert not np.allclose(ref, initial[i]), "the reference did not learn"
         for weights in got:
