@@ -11,10 +11,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import gymnasium as gym
 import numpy as np
 import pytest
 
 from tfrl.policy.strategy import make_strategy
+
+OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
+ACT_SPACE = gym.spaces.Discrete(2)
 
 HERE = Path(__file__).resolve().parent
 TIMEOUT_S = 240
@@ -101,3 +105,21 @@ def test_learner_workers_needs_a_matching_tf_config(monkeypatch, tf_config, matc
 def test_learner_workers_bad_values(config, match):
     with pytest.raises(ValueError, match=match):
         make_strategy(config)
+
+
+def test_remote_rollout_workers_learn_in_their_own_process_only():
+    from tfrl.evaluation.worker_policies import merged_policy_config
+    from tfrl.policy.policy import PolicySpec
+
+    spec = PolicySpec(None, OBS_SPACE, ACT_SPACE, None)
+    config = {"learner_workers": 2, "num_gpus_per_worker": 0}
+    assert merged_policy_config(config, spec, 0, None)["learner_workers"] == 2
+    assert merged_policy_config(config, spec, 1, None)["learner_workers"] == 1
+
+
+def test_resources_sets_learner_workers():
+    from tfrl.algorithms.ppo import PPOConfig
+
+    assert PPOConfig().resources(learner_workers=2).to_dict()["learner_workers"] == 2
+    with pytest.raises(ValueError, match="learner_workers"):
+        PPOConfig().resources(learner_workers=0)
