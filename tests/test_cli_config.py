@@ -179,6 +179,7 @@ def test_tuned_ppo_cartpole_is_the_main_example_config():
 
 def test_tuned_pg_a2c_pendulum_are_their_learning_test_configs():
     from tfrl.algorithms.a2c import A2CConfig
+    from tfrl.algorithms.a3c import A3CConfig
     from tfrl.algorithms.pg import PGConfig
     from tfrl.algorithms.ppo import PPOConfig
 
@@ -190,6 +191,11 @@ def test_tuned_pg_a2c_pendulum_are_their_learning_test_configs():
         "a2c_cartpole.yaml": A2CConfig.from_dict({
             **cartpole, "rollout_fragment_length": 8, "train_batch_size": 64, "lr": 1e-3,
             "grad_clip": 0.5, "entropy_coeff": 0.0, "min_iter_time_s": 0}),
+        "a3c_cartpole.yaml": A3CConfig.from_dict({
+            **cartpole, "num_workers": 2, "num_cpus_per_worker": 0.5,
+            "rollout_fragment_length": 8, "lr": 1e-3, "grad_clip": 0.5, "entropy_coeff": 0.0,
+            "min_iter_time_s": 0, "timesteps_per_iteration": 2000, "sample_timeout_s": 60,
+            "worker_health_probe_timeout_s": 60}),
         "ppo_pendulum.yaml": PPOConfig.from_dict({
             "env": "Pendulum-v1", "num_workers": 0, "num_envs_per_worker": 4,
             "rollout_fragment_length": 256, "train_batch_size": 1024,
@@ -205,7 +211,7 @@ def test_tuned_pg_a2c_pendulum_are_their_learning_test_configs():
 @pytest.mark.parametrize("exp,message", [
     (Experiment(algo="PPX", env="CartPole-v1"),
      r"^Unknown algorithm 'PPX'\. Did you mean 'PPO'\? Pass --algo with one of "
-     r"A2C, APPO, DDPG, DQN, IMPALA, PG, PPO, SAC, TD3\.$"),
+     r"A2C, A3C, APPO, DDPG, DQN, IMPALA, PG, PPO, SAC, TD3\.$"),
     (Experiment(env="CartPole-v1"), r"^No algorithm given; pass --algo=PPO"),
     (Experiment(algo="PPO"), r"^No env given; pass --env=CartPole-v1"),
     (Experiment(algo="PPO", env="CartPol-v1"),

@@ -14,6 +14,7 @@ from typing import List, Tuple
 ALGORITHMS = {
     "PG": ("tfrl.algorithms.pg.pg", "PG", "PGConfig"),
     "A2C": ("tfrl.algorithms.a2c.a2c", "A2C", "A2CConfig"),
+    "A3C": ("tfrl.algorithms.a3c.a3c", "A3C", "A3CConfig"),
     "PPO": ("tfrl.algorithms.ppo.ppo", "PPO", "PPOConfig"),
     "DQN": ("tfrl.algorithms.dqn.dqn", "DQN", "DQNConfig"),
     "SAC": ("tfrl.algorithms.sac.sac", "SAC", "SACConfig"),

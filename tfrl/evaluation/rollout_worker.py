@@ -491,11 +491,14 @@ class RolloutWorker:
         """Not available: tfrl has no torch policies.
 
         Raises:
-            NotImplementedError: Always; use tf.distribute.MultiWorkerMirroredStrategy.
+            NotImplementedError: Always; use `learner_workers` (a
+                tf.distribute.MultiWorkerMirroredStrategy from TF_CONFIG).
         """
         raise NotImplementedError(
             "setup_torch_data_parallel is torch-only; tfrl policies are TensorFlow. For "
-            "data-parallel learning across machines use tf.distribute.MultiWorkerMirroredStrategy.")
+            "data-parallel learning across machines set learner_workers (e.g. .resources("
+            "learner_workers=2)) and TF_CONFIG in each process: the policy then learns under "
+            "tf.distribute.MultiWorkerMirroredStrategy.")
 
     def __repr__(self) -> str:
         return f"RolloutWorker(worker_index={self.worker_index}, policies={list(self.policy_map)})"

@@ -136,11 +136,14 @@ def merged_policy_config(policy_config: dict, spec: PolicySpec, worker_index: in
     """The config a policy is built with: worker config + the spec's overrides.
 
     Remote workers (`worker_index > 0`) build their policies with `num_gpus_per_worker`
-    GPUs and seed `seed + 1000 * worker_index`, so each explores differently.
+    GPUs, in their own process only (`learner_workers` 1: the learner that spans
+    processes is the driver's), and seed `seed + 1000 * worker_index`, so each explores
+    differently.
     """
     config = {**policy_config, **(spec.config or {})}
     if worker_index > 0:
         config["num_gpus"] = policy_config.get("num_gpus_per_worker", 0)
+        config["learner_workers"] = 1
     if seed is not None:
         config["seed"] = int(seed) + 1000 * int(worker_index)
     return config

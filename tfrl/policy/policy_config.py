@@ -47,6 +47,10 @@ class PolicyConfig:
         learn_input: "in_graph" or "tf_data" (see `tfrl.policy.tf_train_step`).
         seed: Seeds the model's initial weights, minibatch shuffling and sampling.
         num_gpus, _fake_gpus: The devices to learn on (see `tfrl.policy.strategy`).
+        learner_workers: The number of processes the learner spans (1: this process
+            only). Above 1, a `MultiWorkerMirroredStrategy` over the cluster in the
+            `TF_CONFIG` environment variable, which must list that many workers (see
+            `tfrl.policy.strategy`).
         inference: "auto", "tf" or "numpy" (see `tfrl.policy.numpy_inference`).
         nonfinite_updates: What `learn_on_batch` does with an optimizer step whose
             loss or global gradient norm is NaN or inf (the step is never applied):
@@ -66,6 +70,7 @@ class PolicyConfig:
     _RANGES: ClassVar[Dict[str, Any]] = {
         "lr": POSITIVE, "grad_clip": POSITIVE, "num_sgd_iter": AT_LEAST_ONE,
         "sgd_minibatch_size": NON_NEGATIVE, "seed": NON_NEGATIVE, "num_gpus": NON_NEGATIVE,
+        "learner_workers": AT_LEAST_ONE,
         "learn_input": OneOf(("in_graph", "tf_data")), "nonfinite_updates": OneOf(NONFINITE_UPDATES),
     }
 
@@ -79,6 +84,7 @@ class PolicyConfig:
     seed: Optional[int] = None
     num_gpus: float = 0
     _fake_gpus: bool = False
+    learner_workers: int = 1
     inference: str = "auto"
     nonfinite_updates: str = "raise"
     model: dict = dataclasses.field(default_factory=dict)
