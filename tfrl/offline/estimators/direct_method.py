@@ -8,6 +8,8 @@ then estimates its episodes.
 
 from typing import Any, Dict, Optional
 
+import numpy as np
+
 from tfrl.core.columns import Columns
 from tfrl.data.sample_batch import SampleBatch
 from tfrl.offline.estimators.fqe_model import FQEModel
@@ -39,6 +41,11 @@ class DirectMethod(OffPolicyEstimator):
         self.train(batch)
         super().process(batch)
 
-    def estimate_on_single_episode(self, episode: SampleBatch) -> Dict[str, float]:
+    def batch_arrays(self, batch: SampleBatch) -> Dict[str, np.ndarray]:
+        """`v`: the model's `V(s_t)` of every row."""
+        return {"v": self.model.estimate_v(batch[Columns.OBS])}
+
+    def estimate_from_arrays(self, episode: SampleBatch,
+                             arrays: Dict[str, np.ndarray]) -> Dict[str, float]:
         return {"v_behavior": discounted_return(episode[Columns.REWARDS], self.gamma),
-                "v_target": float(self.model.estimate_v(episode[Columns.OBS][:1])[0])}
+                "v_target": float(arrays["v"][0])}

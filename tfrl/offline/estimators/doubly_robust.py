@@ -34,13 +34,19 @@ class DoublyRobust(DirectMethod):
 
     name = "dr"
 
-    def estimate_on_single_episode(self, episode: SampleBatch) -> Dict[str, float]:
+    def batch_arrays(self, batch: SampleBatch) -> Dict[str, np.ndarray]:
+        """`new_prob`, `q` (`Q(s_t, a_t)`) and `v` (`V(s_t)`) of every row."""
+        obs = batch[Columns.OBS]
+        return {"new_prob": target_action_prob(self.policy, batch),
+                "q": self.model.estimate_q(obs, batch[Columns.ACTIONS]),
+                "v": self.model.estimate_v(obs)}
+
+    def estimate_from_arrays(self, episode: SampleBatch,
+                             arrays: Dict[str, np.ndarray]) -> Dict[str, float]:
         rewards = np.asarray(episode[Columns.REWARDS], dtype=np.float64)
         old_prob = np.asarray(episode[Columns.ACTION_PROB], dtype=np.float64)
         cumulative_ratios(old_prob, old_prob)  # checks old_prob > 0
-        rho = target_action_prob(self.policy, episode) / old_prob
-        obs = episode[Columns.OBS]
+        rho = arrays["new_prob"] / old_prob
         return {"v_behavior": discounted_return(rewards, self.gamma),
-                "v_target": doubly_robust_value(
-                    rewards, rho, self.model.estimate_q(obs, episode[Columns.ACTIONS]),
-                    self.model.estimate_v(obs), self.gamma)}
+                "v_target": doubly_robust_value(rewards, rho, arrays["q"], arrays["v"],
+                                                self.gamma)}

@@ -13,7 +13,7 @@ import numpy as np
 from tfrl.core.columns import Columns
 from tfrl.data.sample_batch import SampleBatch
 from tfrl.offline.estimators.off_policy_estimator import (
-    OffPolicyEstimator, discounted_return, target_action_prob)
+    OffPolicyEstimator, discounted_return)
 
 
 def cumulative_ratios(new_prob: np.ndarray, old_prob: np.ndarray) -> np.ndarray:
@@ -34,10 +34,10 @@ class ImportanceSampling(OffPolicyEstimator):
 
     name = "is"
 
-    def estimate_on_single_episode(self, episode: SampleBatch) -> Dict[str, float]:
+    def estimate_from_arrays(self, episode: SampleBatch,
+                             arrays: Dict[str, np.ndarray]) -> Dict[str, float]:
         rewards = np.asarray(episode[Columns.REWARDS], dtype=np.float64)
-        p = cumulative_ratios(target_action_prob(self.policy, episode),
-                              episode[Columns.ACTION_PROB])
+        p = cumulative_ratios(arrays["new_prob"], episode[Columns.ACTION_PROB])
         discounts = self.gamma ** np.arange(len(rewards))
         return {"v_behavior": discounted_return(rewards, self.gamma),
                 "v_target": float(np.sum(p * rewards * discounts))}

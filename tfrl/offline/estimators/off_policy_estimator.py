@@ -85,15 +85,36 @@ class OffPolicyEstimator(abc.ABC):
                 f"{missing} (it has {sorted(batch.keys())}). Log `action_prob`, the behavior "
                 "policy's probability of each action.")
 
+    def batch_arrays(self, batch: SampleBatch) -> Dict[str, np.ndarray]:
+        """Per-row model outputs for a whole batch in one call each (`[B]` arrays):
+        `new_prob`, the target policy's probability of the logged action."""
+        return {"new_prob": target_action_prob(self.policy, batch)}
+
     @abc.abstractmethod
+    def estimate_from_arrays(self, episode: SampleBatch,
+                             arrays: Dict[str, np.ndarray]) -> Dict[str, float]:
+        """`{"v_behavior": ..., "v_target": ...}` of one episode, given its rows of
+        `batch_arrays`."""
+
     def estimate_on_single_episode(self, episode: SampleBatch) -> Dict[str, float]:
         """`{"v_behavior": ..., "v_target": ...}` of one episode."""
+        return self.estimate_from_arrays(episode, self.batch_arrays(episode))
+
+    def _episode_values(self, batch: SampleBatch) -> List[Dict[str, float]]:
+        arrays = self.batch_arrays(batch)
+        values, start = [], 0
+        for episode in batch.split_by_episode():
+            end = start + len(episode)
+            values.append(self.estimate_from_arrays(
+                episode, {k: v[start:end] for k, v in arrays.items()}))
+            start = end
+        return values
 
     def estimate(self, batch: SampleBatch) -> Dict[str, float]:
         """Means (and standard deviations) over the episodes of `batch`:
         `v_behavior`, `v_behavior_std`, `v_target`, `v_target_std`, `v_gain`."""
         self.check_can_estimate_for(batch)
-        values = [self.estimate_on_single_episode(ep) for ep in batch.split_by_episode()]
+        values = self._episode_values(batch)
         vb = np.array([v["v_behavior"] for v in values])
         vt = np.array([v["v_target"] for v in values])
         return {"v_behavior": float(vb.mean()), "v_behavior_std": float(vb.std()),
@@ -110,8 +131,7 @@ class OffPolicyEstimator(abc.ABC):
             raise TypeError(f"{type(self).__name__} estimates one policy's value; received a "
                             "MultiAgentBatch. Pass batch.policy_batches[policy_id].")
         self.check_can_estimate_for(batch)
-        for episode in batch.split_by_episode():
-            v = self.estimate_on_single_episode(episode)
+        for v in self._episode_values(batch):
             v["v_gain"] = v["v_target"] / max(1e-8, v["v_behavior"])
             self.new_estimates.append(OffPolicyEstimate(self.name, v))
 

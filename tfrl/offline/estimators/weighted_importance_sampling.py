@@ -15,7 +15,7 @@ from tfrl.core.columns import Columns
 from tfrl.data.sample_batch import SampleBatch
 from tfrl.offline.estimators.importance_sampling import cumulative_ratios
 from tfrl.offline.estimators.off_policy_estimator import (
-    OffPolicyEstimator, discounted_return, target_action_prob)
+    OffPolicyEstimator, discounted_return)
 
 
 class WeightedImportanceSampling(OffPolicyEstimator):
@@ -28,10 +28,10 @@ class WeightedImportanceSampling(OffPolicyEstimator):
         self.cumulative_ips_values: List[float] = []  # sum of p_t over episodes, per t
         self.episode_timestep: List[float] = []  # episodes that reached t
 
-    def estimate_on_single_episode(self, episode: SampleBatch) -> Dict[str, float]:
+    def estimate_from_arrays(self, episode: SampleBatch,
+                             arrays: Dict[str, np.ndarray]) -> Dict[str, float]:
         rewards = np.asarray(episode[Columns.REWARDS], dtype=np.float64)
-        p = cumulative_ratios(target_action_prob(self.policy, episode),
-                              episode[Columns.ACTION_PROB])
+        p = cumulative_ratios(arrays["new_prob"], episode[Columns.ACTION_PROB])
         for t, value in enumerate(p):
             if t >= len(self.cumulative_ips_values):
                 self.cumulative_ips_values.append(float(value))
