@@ -16,6 +16,8 @@ ALGORITHMS = {
     "A2C": ("tfrl.algorithms.a2c.a2c", "A2C", "A2CConfig"),
     "PPO": ("tfrl.algorithms.ppo.ppo", "PPO", "PPOConfig"),
     "DQN": ("tfrl.algorithms.dqn.dqn", "DQN", "DQNConfig"),
+    "MARWIL": ("tfrl.algorithms.marwil.marwil", "MARWIL", "MARWILConfig"),
+    "BC": ("tfrl.algorithms.bc.bc", "BC", "BCConfig"),
 }
 
 

@@ -28,6 +28,16 @@ DEFAULT_MAX_FILE_SIZE = 64 * 1024 * 1024
 DEFAULT_COMPRESS_COLUMNS = frozenset(["obs", "new_obs"])
 
 
+def unused_name(stem: str, ext: str) -> str:
+    """`stem + ext`, or `stem-<k> + ext` with the smallest k >= 1 that names no file
+    (two writers started in the same second into one directory do not collide)."""
+    name, k = stem + ext, 0
+    while os.path.exists(name):
+        k += 1
+        name = f"{stem}-{k}{ext}"
+    return name
+
+
 class JsonWriter(OutputWriter):
     """Writes batches (SampleBatch or MultiAgentBatch) to JSON-lines files.
 
@@ -64,8 +74,9 @@ class JsonWriter(OutputWriter):
                 self.cur_file.close()
                 self.file_index += 1
             stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
-            name = os.path.join(self.path, f"output-{stamp}_worker-{self.ioctx.worker_index}_"
-                                           f"{self.file_index}.json")
+            name = unused_name(os.path.join(
+                self.path, f"output-{stamp}_worker-{self.ioctx.worker_index}_{self.file_index}"),
+                ".json")
             self.cur_file = open(name, "w", encoding="utf-8")
             self.files.append(name)
             self.bytes_written = 0

@@ -39,7 +39,7 @@ from tfrl.data.sample_batch import MultiAgentBatch, SampleBatch
 from tfrl.offline.input_reader import InputReader
 from tfrl.offline.io_context import IOContext
 from tfrl.offline.json_reader import resolve_files
-from tfrl.offline.json_writer import DEFAULT_MAX_FILE_SIZE
+from tfrl.offline.json_writer import DEFAULT_MAX_FILE_SIZE, unused_name
 from tfrl.offline.output_writer import OutputWriter
 
 logger = logging.getLogger(__name__)
@@ -125,8 +125,9 @@ class TFRecordWriter(OutputWriter):
                 self._writer.close()
                 self.file_index += 1
             stamp = datetime.datetime.now().strftime("%Y-%m-%d_%H-%M-%S")
-            name = os.path.join(self.path, f"output-{stamp}_worker-{self.ioctx.worker_index}_"
-                                           f"{self.file_index}.tfrecord")
+            name = unused_name(os.path.join(
+                self.path, f"output-{stamp}_worker-{self.ioctx.worker_index}_{self.file_index}"),
+                ".tfrecord")
             self._writer = tf.io.TFRecordWriter(name)
             schema = json.dumps({k: [d, list(s)] for k, (d, s) in (self.schema or {}).items()})
             self._writer.write(tf.train.Example(features=tf.train.Features(feature={
