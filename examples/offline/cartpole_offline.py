@@ -9,52 +9,74 @@
    data, by the off-policy estimators (IS, WIS, DR).
 
     python examples/offline/cartpole_offline.py --out=/tmp/tfrl-offline/cartpole
+
+`--smoke`: an untrained PPO policy writes 2k + 2k steps, each learner trains one
+iteration (checks the pipeline, learns nothing).
 """
 
 import os
+import sys
+import tempfile
 
-from absl import app, flags
+from tfrl.utils.progress import quiet_tensorflow, script_parser
 
-from tfrl.algorithms.registry import get_algorithm_class
-from tfrl.cli.experiment import build_config, resolve_experiment
-from tfrl.data.sample_batch import concat_samples
-from tfrl.examples.offline_data import make_cartpole_datasets
-from tfrl.offline.estimators import estimator_class
-from tfrl.offline.json_reader import JsonReader
+PARSER = script_parser(__doc__, "an untrained data policy, 1 iteration per learner")
+PARSER.add_argument("--out", default="/tmp/tfrl-offline/cartpole", help="where the data go")
+PARSER.add_argument("--iterations", type=int, default=None,
+                    help="training iterations per algorithm (default: the tuned file's)")
+PARSER.add_argument("--seed", type=int, default=0, help="seed of the expert and learners")
+ARGS = PARSER.parse_args()
+quiet_tensorflow(ARGS.verbose)  # before anything imports TensorFlow
 
-FLAGS = flags.DEFINE_string("out", "/tmp/tfrl-offline/cartpole", "Where the data go.")
-ITERS = flags.DEFINE_integer("iterations", 15, "Training iterations per algorithm.")
-SEED = flags.DEFINE_integer("seed", 0, "Seed of the expert and the learners.")
+import gymnasium as gym  # noqa: E402
+
+from tfrl.algorithms.ppo import PPOTFPolicy  # noqa: E402
+from tfrl.algorithms.registry import get_algorithm_class  # noqa: E402
+from tfrl.cli.experiment import build_config, resolve_experiment  # noqa: E402
+from tfrl.data.sample_batch import concat_samples  # noqa: E402
+from tfrl.examples.offline_data import make_cartpole_datasets  # noqa: E402
+from tfrl.offline.estimators import estimator_class  # noqa: E402
+from tfrl.offline.json_reader import JsonReader  # noqa: E402
 
 TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tuned")
 
 
-def train(algo_name: str, data: str, iterations: int, seed: int):
+def train(algo_name: str, data: str, iterations, seed: int, smoke: bool):
     """The algorithm trained on `data`; returns it and its evaluation return."""
     yaml = os.path.join(TUNED, f"{algo_name.lower()}_cartpole.yaml")
-    config = build_config(resolve_experiment(yaml, overrides=[f"input={data}",
-                                                              f"seed={seed}"]))
-    algo = get_algorithm_class(algo_name)(config=config)
-    for _ in range(iterations):
+    overrides = [f"input={data}", f"seed={seed}"]
+    if smoke:
+        overrides += ["train_batch_size=200", "sgd_minibatch_size=100", "evaluation_duration=2"]
+    exp = resolve_experiment(yaml, overrides=overrides)
+    algo = get_algorithm_class(algo_name)(config=build_config(exp))
+    for _ in range(iterations or int(exp.stop["training_iteration"])):
         algo.train()
     return algo, algo.evaluate()["evaluation"]["episode_reward_mean"]
 
 
-def main(argv):
-    del argv
-    out = FLAGS.value
+def main() -> int:
+    out, smoke, seed = ARGS.out, ARGS.smoke, ARGS.seed
+    if smoke:
+        out = tempfile.mkdtemp(prefix="cartpole_offline_smoke_")
     if not os.path.isdir(os.path.join(out, "mixed")):
-        for part, info in make_cartpole_datasets(out, seed=SEED.value).items():
+        kwargs = {}
+        if smoke:
+            env = gym.make("CartPole-v1")
+            kwargs = {"policy": PPOTFPolicy(env.observation_space, env.action_space,
+                                            {"seed": 0}),
+                      "expert_steps": 2000, "mixed_steps": 2000}
+        for part, info in make_cartpole_datasets(out, seed=seed, **kwargs).items():
             print(f"{part:12s} {info['episodes']:6d} episodes {info['steps']:7d} steps "
                   f"mean return {info['mean_return']:.1f}")
     mixed = concat_samples(list(JsonReader(os.path.join(out, "mixed")).read_all_files()))
     for algo_name, data in (("BC", "expert"), ("BC", "mixed"), ("MARWIL", "mixed")):
-        algo, rollout_return = train(algo_name, os.path.join(out, data), ITERS.value,
-                                     SEED.value)
+        algo, rollout_return = train(algo_name, os.path.join(out, data),
+                                     1 if smoke else ARGS.iterations, seed, smoke)
         policy = algo.get_policy()
         estimates = {}
         for name in ("is", "wis", "dr"):
-            kwargs = {"q_model_config": {"n_iters": 20, "minibatch_size": 1024, "seed": 0}} \
+            kwargs = {"q_model_config": {"n_iters": 2 if smoke else 20,
+                                         "minibatch_size": 1024, "seed": 0}} \
                 if name == "dr" else {}
             estimator = estimator_class(name)(policy, 0.99, **kwargs)
             estimator.train(mixed)
@@ -62,8 +84,10 @@ def main(argv):
         algo.stop()
         print(f"{algo_name:6s} on {data:6s}: rollouts {rollout_return:6.1f}; estimated "
               "discounted value from the mixed data: "
-              + ", ".join(f"{k} {v:.1f}" for k, v in estimates.items()))
+              + ", ".join(f"{k} {v:.1f}" for k, v in estimates.items()), flush=True)
+    print(f"done: data in {out}")
+    return 0
 
 
 if __name__ == "__main__":
-    app.run(main)
+    sys.exit(main())

@@ -23,8 +23,9 @@ from typing import Any, Dict, Optional
 import gymnasium as gym
 import numpy as np
 
-from tfrl.algorithms.ppo import PPO
-from tfrl.cli.experiment import build_config, resolve_experiment
+import yaml
+
+from tfrl.algorithms.ppo import PPO, PPOConfig
 from tfrl.core.columns import Columns
 from tfrl.data.sample_batch import SampleBatch
 from tfrl.offline.json_writer import JsonWriter
@@ -40,8 +41,10 @@ def train_expert(seed: int = 0, target: float = 450.0, max_steps: int = 100_000)
     Raises:
         RuntimeError: If it does not reach `target` within `max_steps` env steps.
     """
-    config = build_config(resolve_experiment(TUNED_PPO, overrides=[f"seed={seed}"]))
-    algo = PPO(config=config)
+    with open(TUNED_PPO, encoding="utf-8") as f:
+        tuned = yaml.safe_load(f)
+    algo = PPO(config=PPOConfig.from_dict({**tuned["config"], "env": tuned["env"],
+                                           "seed": seed}))
     result: Dict[str, Any] = {"episode_reward_mean": float("nan"), "timesteps_total": 0}
     try:
         while result["timesteps_total"] < max_steps:
