@@ -137,6 +137,10 @@ ALLOWED_FUNCTION_IMPORTS = {
     ("tfrl/cli/commands.py", "tfrl.utils.tensorboard"),  # TensorFlow (CLI start-up)
     ("tfrl/cli/experiment.py", "tfrl.models.catalog"),  # TensorFlow (CLI start-up)
     ("tfrl/evaluation/runner_core.py", "tfrl.utils.tf_run_builder"),  # TensorFlow
+    # TensorFlow: the env layer imports tfrl.offline, which stays TF-free until a
+    # TFRecord input or output is configured.
+    ("tfrl/offline/input_creators.py", "tfrl.offline.tfrecord"),
+    ("tfrl/offline/output_creators.py", "tfrl.offline.tfrecord"),
 }
 
 

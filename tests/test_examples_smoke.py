@@ -30,6 +30,7 @@ QUICK = {
     "test_saved_model_serving": ("saved_model_serving.py", ["--smoke"]),
     "test_external_env_http": ("external_env_http.py", ["--smoke"]),
     "test_ppo_cartpole": ("ppo_cartpole.py", ["--steps", "512"]),
+    "test_cartpole_offline": ("offline/cartpole_offline.py", ["--smoke"]),
 }
 # Examples that need an optional extra run only where it is installed.
 if importlib.util.find_spec("pettingzoo") and importlib.util.find_spec("mpe2"):
@@ -101,6 +102,16 @@ def test_custom_keras_model(quick_runs):
     assert len(re.findall(rf"^iter +\d+ +steps +\d+ +reward +{NUMBER}$", out, re.M)) == 2
     line(out, r"^done: 2 iterations, 256 steps, reward " + NUMBER
          + r", greedy action for a sample obs: [01], ")
+
+
+def test_cartpole_offline(quick_runs):
+    out = output_of(quick_runs, "test_cartpole_offline")
+    for part in ("expert", "mixed"):
+        line(out, rf"^{part} +\d+ episodes +\d+ steps mean return {NUMBER}$")
+    for algo, data in (("BC", "expert"), ("BC", "mixed"), ("MARWIL", "mixed")):
+        line(out, rf"^{algo} +on {data} *: rollouts +{NUMBER}; estimated discounted value "
+                  rf"from the mixed data: is {NUMBER}, wis {NUMBER}, dr {NUMBER}$")
+    line(out, r"^done: data in ")
 
 
 def test_multi_agent(quick_runs):

@@ -100,7 +100,7 @@ def test_simulation_input_evaluation_samples_async_for_metrics_only():
     (dict(num_envs=1.5), ValueError, "`num_envs` must be an int >= 1"),
     (dict(preprocessor_pref="atari"), ValueError, "`preprocessor_pref` must be"),
     (dict(observation_filter="MeanStd"), ValueError, "Did you mean 'MeanStdFilter'"),
-    (dict(input_evaluation=["is"]), ValueError, "off-policy estimators are not available"),
+    (dict(input_evaluation=[3]), ValueError, "Unknown evaluation method: 3. Known: .simulation., .is."),
     (dict(input_evaluation=["xyz"]), ValueError, "Unknown evaluation method: 'xyz'"),
     (dict(policy_config={"framework": "torch"}), ValueError, "framework='tf2' only; received framework='torch'"),
     (dict(callbacks=object()), TypeError, "`callbacks` must be a DefaultCallbacks subclass"),

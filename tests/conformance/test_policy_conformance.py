@@ -40,8 +40,10 @@ def test_same_update_under_every_strategy(algo, space):
     batch = train_batch(policies["default"], space, 32, seed=7)
     infos = {name: p.learn_on_batch(batch)["learner_stats"] for name, p in policies.items()}
     want = policies["default"].get_weights()
-    # The update is large enough for a wrong gradient scale to show.
-    assert max(np.abs(a - b).max() for a, b in zip(want, initial)) > 1e-4
+    # The update is large enough for a wrong gradient scale to show (10x the atol below;
+    # BC's gradient on the policy's own actions is zero in expectation, so its update on
+    # this batch is small: 2.7e-5).
+    assert max(np.abs(a - b).max() for a, b in zip(want, initial)) > 1e-5
     for name in ("one_device", "mirrored"):
         for got, ref in zip(policies[name].get_weights(), want):
             np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6, err_msg=name)

@@ -66,7 +66,9 @@ def _assert_same_stats(got, want, name):
 def test_recurrent_update_is_the_same_under_every_strategy(algo, space):
     initial, policies, infos = _learn_under_every_strategy(algo, space)
     want = policies["default"].get_weights()
-    assert max(np.abs(a - b).max() for a, b in zip(want, initial)) > 1e-4
+    # 10x the atol below (BC's gradient on the policy's own actions is zero in
+    # expectation, so its update on this batch is small).
+    assert max(np.abs(a - b).max() for a, b in zip(want, initial)) > 1e-5
     for name in ("one_device", "mirrored"):
         for got, ref in zip(policies[name].get_weights(), want):
             np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6, err_msg=name)
@@ -80,6 +82,9 @@ def test_recurrent_update_is_the_same_under_every_strategy(algo, space):
     "valid steps per replica policy_loss/vf_loss differ from the one-device values "
     "(e.g. PPO vf_loss 29.70 vs 28.21); the gradients, which use global_mean, agree."))
 def test_recurrent_learner_stats_are_the_same_with_two_replicas(algo, space):
+    if algo == "BC" and space == "discrete":
+        pytest.skip("BC's only stat on a fresh 2-action policy, -log pi(a|s), is about "
+                    "log 2 at every step: replica weighting cannot show in it.")
     _, _, infos = _learn_under_every_strategy(algo, space)
     _assert_same_stats(infos["mirrored"], infos["default"], "mirrored")
 

@@ -35,6 +35,7 @@ from typing import Any, ClassVar, Dict, Mapping, Optional
 from tfrl.algorithms.registry import all_config_classes
 from tfrl.evaluation.callbacks import DefaultCallbacks
 from tfrl.offline.input_creators import check_input_config
+from tfrl.offline.output_creators import check_output_config
 from tfrl.policy.policy_config import PolicyConfig
 from tfrl.utils.config_keys import check_keys
 from tfrl.utils.config_values import (
@@ -123,11 +124,22 @@ class AlgorithmConfig(PolicyConfig):
     fake_sampler: bool = False
     extra_python_environs_for_driver: dict = _field({})
     extra_python_environs_for_worker: dict = _field({})
-    # Offline input/output: `input` is "sampler", a callable `IOContext -> InputReader`
-    # (e.g. a PolicyServerInput) or a name given to `tfrl.offline.input_creators.register_input`.
+    # Offline input/output (`tfrl.offline.input_creators` / `output_creators`): `input` is
+    # "sampler", a callable `IOContext -> InputReader` (e.g. a PolicyServerInput), a name
+    # given to `register_input`, experience files (a path, directory, glob or list of them)
+    # or a dict {source: probability}; `output` None, "logdir", a directory or a callable.
     input: Any = "sampler"
+    # Off-policy estimators run on every sampled batch: "is", "wis", "dm", "dr" (or
+    # OffPolicyEstimator classes), and "simulation"; results under `off_policy_estimator`.
     input_evaluation: list = _field([])
+    # Batches held by the shuffle buffer of file inputs (0: file order).
+    shuffle_buffer_size: int = 0
+    # Run each input episode through `policy.postprocess_trajectory` (e.g. MARWIL's returns).
+    postprocess_inputs: bool = False
     output: Any = None
+    output_format: str = "json"
+    output_compress_columns: list = _field(["obs", "new_obs"])
+    output_max_file_size: int = 64 * 1024 * 1024
     # Training.
     train_batch_size: int = 200
     gamma: float = 0.99
@@ -174,7 +186,8 @@ class AlgorithmConfig(PolicyConfig):
         "evaluation_interval": NON_NEGATIVE, "evaluation_duration": AT_LEAST_ONE,
         "evaluation_num_workers": NON_NEGATIVE, "metrics_smoothing_episodes": AT_LEAST_ONE,
         "min_iter_time_s": NON_NEGATIVE, "timesteps_per_iteration": NON_NEGATIVE,
-        "collect_metrics_timeout": NON_NEGATIVE,
+        "collect_metrics_timeout": NON_NEGATIVE, "shuffle_buffer_size": NON_NEGATIVE,
+        "output_max_file_size": AT_LEAST_ONE,
     }
 
     # ------------------------------------------------------------ checks
@@ -207,6 +220,8 @@ class AlgorithmConfig(PolicyConfig):
             fail(f"remote_backend must be 'ray' or 'thread'; received {self.remote_backend!r}.")
         try:
             check_input_config(self.input)
+            check_output_config({"output": self.output, "output_format": self.output_format,
+                                 "output_max_file_size": self.output_max_file_size})
         except ValueError as e:
             fail(str(e))
 
@@ -280,8 +295,9 @@ class AlgorithmConfig(PolicyConfig):
     env_runners = rollouts
 
     def offline_data(self, *, input_: Any = None, **kwargs) -> "AlgorithmConfig":
-        """Sets `input` (RLlib's `input_`: "sampler", a callable `IOContext -> InputReader`
-        or a registered name) and the other offline keys (`input_evaluation`, `output`)."""
+        """Sets `input` (RLlib's `input_`: "sampler", a callable `IOContext -> InputReader`,
+        a registered name, files or a dict of sources) and the other offline keys
+        (`input_evaluation`, `output`, `output_compress_columns`, ...)."""
         updates = dict(kwargs)
         if input_ is not None:
             updates["input"] = input_

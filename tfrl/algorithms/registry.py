@@ -22,6 +22,8 @@ ALGORITHMS = {
     "DDPG": ("tfrl.algorithms.ddpg.ddpg", "DDPG", "DDPGConfig"),
     "IMPALA": ("tfrl.algorithms.impala.impala", "Impala", "ImpalaConfig"),
     "APPO": ("tfrl.algorithms.appo.appo", "APPO", "APPOConfig"),
+    "MARWIL": ("tfrl.algorithms.marwil.marwil", "MARWIL", "MARWILConfig"),
+    "BC": ("tfrl.algorithms.bc.bc", "BC", "BCConfig"),
 }
 
 

@@ -142,7 +142,8 @@ class RolloutWorker:
         if self.env is not None:
             self.async_env = self._vectorize(self.env)
         self.io_context = IOContext(args.log_dir, pc, self.worker_index, self)
-        self.reward_estimators: List[Any] = []
+        self.reward_estimators: List[Any] = worker_setup.make_estimators(
+            args.input_evaluation, self.policy_map, pc.get("gamma", 0.99))
         self.sampler = None
         if self.async_env is not None:
             self.sampler = sampler_for_worker(self, args)
@@ -237,6 +238,8 @@ class RolloutWorker:
         batch = concat_samples(batches) if len(batches) > 1 else batches[0]
         self.callbacks.on_sample_end(worker=self, samples=batch)
         self.output_writer.write(batch)
+        if self.reward_estimators:
+            worker_setup.feed_estimators(self.reward_estimators, batch)
         if self.compress_observations:
             batch.compress(bulk=self.compress_observations == "bulk")
         if self.fake_sampler:
@@ -427,8 +430,12 @@ class RolloutWorker:
         return func(self, *args)
 
     def get_metrics(self) -> List[Any]:
-        """The RolloutMetrics of the episodes completed since the last call."""
-        return list(self.sampler.get_metrics()) if self.sampler is not None else []
+        """The RolloutMetrics of the episodes completed since the last call, then the
+        off-policy estimates (`OffPolicyEstimate`s) made since then."""
+        out = list(self.sampler.get_metrics()) if self.sampler is not None else []
+        for estimator in self.reward_estimators:
+            out.extend(estimator.get_metrics())
+        return out
 
     def get_filters(self, flush_after: bool = False) -> Dict[str, Any]:
         """`{pid: serializable filter}`; `flush_after` clears the buffers afterwards."""

@@ -67,7 +67,8 @@ _OTHER_WORKER_KEYS = (
     "metrics_episode_collection_timeout_s", "extra_python_environs_for_driver",
     "extra_python_environs_for_worker", "render_env", "custom_vector_env",
     "sample_collector", "_disable_preprocessor_api", "seed", "multiagent",
-    "input", "input_evaluation", "output", "disable_env_checking", "evaluation_config",
+    "input", "input_evaluation", "output", "output_format", "output_compress_columns",
+    "output_max_file_size", "shuffle_buffer_size", "postprocess_inputs", "disable_env_checking", "evaluation_config",
     "evaluation_interval", "evaluation_num_workers", "evaluation_duration",
     "in_evaluation", "log_sys_usage", "logger_config",
 )

@@ -19,7 +19,9 @@ How tfrl treats each argument (all others work as RLlib documents them):
 * `record_env` (`monitor_path`, deprecated alias): gymnasium `RecordVideo` for envs with
   `render_mode="rgb_array"`; a warning otherwise.
 * `input_evaluation`: "simulation" samples in a background thread for metrics only;
-  "is"/"wis" (off-policy estimators) are not available and rejected; others rejected.
+  "is", "wis", "dm", "dr" (or `OffPolicyEstimator` subclasses) estimate the value of
+  each policy from every sampled batch (`tfrl.offline.estimators`; results under
+  `off_policy_estimator`); other names are rejected.
 * `policy` (deprecated alias of `policy_spec`): a warning, then used as `policy_spec`.
 * `model_config`: preprocessor options and the policies' `model` config (when a
   PolicySpec has no `model` of its own).
@@ -29,6 +31,9 @@ How tfrl treats each argument (all others work as RLlib documents them):
   key: "sampler", a callable `IOContext -> InputReader`, or a registered name; see
   `tfrl.offline.input_creators`) decides it. A creator returning something other than an
   InputReader raises a TypeError.
+* `output_creator`: when left at its default, `policy_config["output"]` (with
+  `output_format`, `output_compress_columns`, `output_max_file_size`; see
+  `tfrl.offline.output_creators`) decides it.
 * `spaces`: when not given and the worker has no env (`policy_config["env"]` is None),
   `policy_config["observation_space"]`/`["action_space"]` (RLlib's
   `.environment(observation_space=..., action_space=...)`) give the spaces of the
@@ -47,7 +52,9 @@ from typing import Any, Callable, Dict, Optional
 from tfrl.env.registry import get_env_creator
 from tfrl.evaluation.callbacks import DefaultCallbacks
 from tfrl.evaluation.worker_policies import normalize_policy_specs
+from tfrl.offline.estimators import estimator_class
 from tfrl.offline.input_creators import checked_input_creator, input_creator_from_config
+from tfrl.offline.output_creators import output_creator_from_config
 from tfrl.offline.output_writer import NoopOutput
 from tfrl.policy.policy import PolicySpec
 from tfrl.utils.config_keys import check_keys
@@ -196,6 +203,8 @@ def check_worker_args(kwargs: Dict[str, Any]) -> WorkerArgs:
     if blackhole:
         changes["sample_async"] = True
     changes["input_creator"] = _input_creator(given.input_creator, config)
+    if given.output_creator is _default_output:
+        changes["output_creator"] = output_creator_from_config(config)
     obs_space, act_space = config.get("observation_space"), config.get("action_space")
     if (given.spaces is None and config.get("env") is None and obs_space is not None
             and act_space is not None):
@@ -255,11 +264,8 @@ def _check_input_evaluation(methods: Any) -> bool:
             logger.warning("input_evaluation 'simulation': sampler outputs are discarded, "
                            "only metrics are kept.")
             blackhole = True
-        elif method in ("is", "wis"):
-            raise ValueError(f"input_evaluation {method!r}: off-policy estimators are not "
-                             "available in tfrl; remove it from input_evaluation.")
         else:
-            raise ValueError(f"Unknown evaluation method: {method!r}. Known: 'simulation'.")
+            estimator_class(method)  # raises for an unknown method
     return blackhole
 
 
@@ -310,3 +316,31 @@ def ray_actor_class(cls: type, num_cpus: Optional[float] = None,
                                      resources=resources).items() if v is not None}
     # (only the options given: Ray warns about object_store_memory even when None)
     return ray.remote(**options)(cls) if options else ray.remote(cls)
+
+
+# ------------------------------------------------------------- off-policy estimation
+def make_estimators(methods: Any, policy_map: Any, gamma: float) -> list:
+    """One estimator per `input_evaluation` method (other than "simulation") and policy.
+
+    Each estimator is told its policy id (`estimator.policy_id`).
+    """
+    estimators = []
+    for method in methods or ():
+        if method == "simulation":
+            continue
+        cls = estimator_class(method)
+        for pid, policy in policy_map.items():
+            estimator = cls(policy, gamma)
+            estimator.policy_id = pid
+            estimators.append(estimator)
+    return estimators
+
+
+def feed_estimators(estimators: list, batch: Any) -> None:
+    """Hands each estimator its policy's part of a sampled batch (decompressed)."""
+    batches = getattr(batch, "policy_batches", None)
+    for estimator in estimators:
+        if batches is None:
+            estimator.process(batch)
+        elif estimator.policy_id in batches:
+            estimator.process(batches[estimator.policy_id])

@@ -7,10 +7,16 @@ worker's experiences come from. tfrl accepts:
   (`ioctx.default_sampler_input()`);
 - a callable `fn(ioctx: IOContext) -> InputReader`, e.g.
   `lambda ioctx: PolicyServerInput(ioctx, "localhost", 9900)`;
-- a name given to `register_input(name, fn)`.
+- a name given to `register_input(name, fn)`;
+- JSON experience files (`tfrl.offline.json_reader.JsonReader`): a file, a directory, a
+  glob pattern, or a list of them; TFRecord shards (`*.tfrecord`, see
+  `tfrl.offline.tfrecord`) are read by `TFRecordReader`;
+- a dict mixing sources with probabilities, e.g. `{"sampler": 0.4, "/data/expert": 0.6}`
+  (`tfrl.offline.mixed_input.MixedInput`).
 
-RLlib's other forms (JSON file paths, `"dataset"`, `"d4rl..."`, dicts of mixed inputs)
-are not available; they raise a `ValueError` that says what is accepted.
+File inputs are shuffled through a buffer of `config["shuffle_buffer_size"]` batches
+(`ShuffledInput`; 0: file order). RLlib's `"dataset"` and `"d4rl..."` inputs are not
+available; they raise a `ValueError` that says what is accepted.
 
 Example:
     >>> from tfrl.offline.input_reader import InputReader
@@ -21,10 +27,10 @@ Example:
     >>> creator = input_creator_from_config("empty_example")
     >>> type(creator(IOContext())).__name__
     'Empty'
-    >>> input_creator_from_config("/data/*.json")
+    >>> input_creator_from_config(3)
     Traceback (most recent call last):
     ...
-    ValueError: Unsupported `input` config value: '/data/*.json' (str). ...
+    ValueError: Unsupported `input` config value: 3 (int). ...
 """
 
 import difflib
@@ -32,6 +38,8 @@ from typing import Any, Callable, Dict
 
 from tfrl.offline.input_reader import InputReader
 from tfrl.offline.io_context import IOContext
+from tfrl.offline.json_reader import JsonReader, resolve_files
+from tfrl.offline.mixed_input import MixedInput, ShuffledInput, check_mixed_input
 
 __all__ = ["register_input", "registry_contains_input", "registry_get_input",
            "input_creator_from_config", "check_input_config"]
@@ -43,8 +51,9 @@ _INPUT_CREATORS: Dict[str, InputCreator] = {}
 
 _ACCEPTED = ("Accepted: \"sampler\" (sample the worker's envs), a callable "
              "`fn(ioctx: IOContext) -> InputReader` (e.g. `lambda ioctx: PolicyServerInput(ioctx, "
-             "'localhost', 9900)`), or a name registered with "
-             "tfrl.offline.input_creators.register_input")
+             "'localhost', 9900)`), a name registered with "
+             "tfrl.offline.input_creators.register_input, experience files (a path, directory, "
+             "glob or list of them), or a dict {source: probability}")
 
 
 def register_input(name: str, input_creator: InputCreator) -> None:
@@ -80,19 +89,32 @@ def check_input_config(value: Any) -> None:
     """Raises a `ValueError` unless `value` is an accepted `input` config value.
 
     Registered names are looked up when the worker is built (so a name registered after
-    the config was made still works); here any str other than "sampler" must be
-    registered already or a ValueError names the closest registered one.
+    the config was made still works); here any other str must name existing files (a
+    ValueError names the pattern, and the closest registered name if there is one); a
+    list must name files; a dict must map sources to probabilities summing to 1.
     """
     if _is_sampler(value) or callable(value):
         return
     if isinstance(value, str):
         if registry_contains_input(value):
             return
-        close = difflib.get_close_matches(value, ["sampler", *_INPUT_CREATORS], n=1)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
-        raise ValueError(
-            f"Unsupported `input` config value: {value!r} (str).{hint} {_ACCEPTED}. "
-            "Reading JSON files, 'dataset' or 'd4rl' inputs is not available in tfrl.")
+        try:
+            resolve_files(value, who="`input`")
+        except ValueError as e:
+            close = difflib.get_close_matches(value, ["sampler", *_INPUT_CREATORS], n=1)
+            hint = f" Did you mean {close[0]!r}?" if close else ""
+            raise ValueError(f"Unsupported `input` config value: {value!r} (str).{hint} {e} "
+                             f"{_ACCEPTED}.") from None
+        return
+    if isinstance(value, (list, tuple)) and value:
+        resolve_files(list(value), who="`input`")
+        return
+    if isinstance(value, dict):
+        check_mixed_input(value)
+        for source in value:
+            if not (_is_sampler(source) or callable(source)):
+                check_input_config(source)
+        return
     raise ValueError(f"Unsupported `input` config value: {value!r} ({type(value).__name__}). "
                      f"{_ACCEPTED}.")
 
@@ -113,8 +135,45 @@ def input_creator_from_config(value: Any) -> InputCreator:
     check_input_config(value)
     if _is_sampler(value):
         return _default_sampler_input
-    creator = registry_get_input(value) if isinstance(value, str) else value
-    return checked_input_creator(creator)
+    if isinstance(value, str) and registry_contains_input(value):
+        return checked_input_creator(registry_get_input(value))
+    if callable(value):
+        return checked_input_creator(value)
+    if isinstance(value, dict):
+        return _MixedCreator(dict(value))
+    return _FileCreator(value)
+
+
+class _FileCreator:
+    """`IOContext -> JsonReader` (or TFRecordReader) over files, shuffled as configured."""
+
+    def __init__(self, inputs: Any):
+        self.inputs = inputs
+
+    def __call__(self, ioctx: IOContext) -> InputReader:
+        if is_tfrecord_input(self.inputs):
+            # deferred: TensorFlow is loaded only when TFRecord files are read
+            from tfrl.offline.tfrecord import TFRecordReader
+            return TFRecordReader(self.inputs, ioctx)
+        reader: InputReader = JsonReader(self.inputs, ioctx)
+        n = int(ioctx.config.get("shuffle_buffer_size") or 0)
+        if n > 1:
+            seed = ioctx.config.get("seed")
+            reader = ShuffledInput(reader, n, seed=None if seed is None
+                                   else int(seed) + ioctx.worker_index)
+        return reader
+
+
+class _MixedCreator:
+    """`IOContext -> MixedInput`."""
+
+    def __init__(self, dist: Dict[Any, float]):
+        self.dist = dist
+
+    def __call__(self, ioctx: IOContext) -> InputReader:
+        dist = {(_FileCreator(k) if not (_is_sampler(k) or callable(k)) else k): p
+                for k, p in self.dist.items()}
+        return MixedInput(dist, ioctx)
 
 
 class _CheckedInputCreator:
@@ -140,6 +199,12 @@ def checked_input_creator(creator: InputCreator) -> InputCreator:
     if isinstance(creator, _CheckedInputCreator) or creator is _default_sampler_input:
         return creator
     return _CheckedInputCreator(creator)
+
+
+def is_tfrecord_input(inputs: Any) -> bool:
+    """Whether file `inputs` name TFRecord shards (`*.tfrecord`, or a directory of them)."""
+    files = resolve_files(inputs, who="`input`")
+    return all(f.endswith(".tfrecord") for f in files)
 
 
 def _is_sampler(value: Any) -> bool:

@@ -1,0 +1,126 @@
+"""Offline datasets made by tfrl itself: a trained PPO policy writes CartPole episodes.
+
+- `train_expert(seed)`: PPO with the tuned `examples/tuned/ppo_cartpole.yaml` settings,
+  trained until its mean return reaches `target` (or `max_steps` env steps);
+- `write_episodes(policy, out_dir, ...)`: episodes acted by a policy (sampled, with
+  `action_prob`/`action_logp` logged for off-policy estimation), one line per episode
+  through `JsonWriter`; every `good_every`-th episode is acted by the policy, the others
+  (if `good_every > 1`) by its opposite (CartPole's two actions swapped, `action_prob`
+  the probability of the action taken): a bad policy with the expert's coverage of the
+  start states. The episodes are interleaved in one file, so any stretch of it mixes both.
+
+`make_cartpole_datasets(root)` writes `expert/` (20k steps of expert episodes) and
+`mixed/` (40k steps: one expert episode in 40, the others of the opposite policy, which
+fail after about 9 steps: 60 % of the steps are the expert's, but 39 of 40 episodes start
+with wrong actions) under `root`; examples/offline/ and the BC / MARWIL learning tests
+use it. BC on `mixed` imitates the majority at the start states and fails; MARWIL
+weights the expert's actions by their higher returns.
+"""
+
+import os
+from typing import Any, Dict, Optional
+
+import gymnasium as gym
+import numpy as np
+
+import yaml
+
+from tfrl.algorithms.ppo import PPO, PPOConfig
+from tfrl.core.columns import Columns
+from tfrl.data.sample_batch import SampleBatch
+from tfrl.offline.json_writer import JsonWriter
+
+TUNED_PPO = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "examples", "tuned", "ppo_cartpole.yaml")
+
+
+def train_expert(seed: int = 0, target: float = 450.0, max_steps: int = 100_000) -> Any:
+    """A PPO policy trained on CartPole-v1 with the tuned settings until its mean return
+    reaches `target`.
+
+    Raises:
+        RuntimeError: If it does not reach `target` within `max_steps` env steps.
+    """
+    with open(TUNED_PPO, encoding="utf-8") as f:
+        tuned = yaml.safe_load(f)
+    algo = PPO(config=PPOConfig.from_dict({**tuned["config"], "env": tuned["env"],
+                                           "seed": seed}))
+    result: Dict[str, Any] = {"episode_reward_mean": float("nan"), "timesteps_total": 0}
+    try:
+        while result["timesteps_total"] < max_steps:
+            result = algo.train()
+            if result["episode_reward_mean"] >= target:
+                return algo.get_policy()
+    finally:
+        algo.stop()
+    raise RuntimeError(f"PPO reached a mean return of {result['episode_reward_mean']:.1f}, "
+                       f"not {target}, within {max_steps} steps (seed {seed}).")
+
+
+def write_episodes(policy: Any, out_dir: str, num_steps: int, *, good_every: int = 1,
+                   seed: int = 0, max_file_size: int = 64 * 1024 * 1024) -> Dict[str, float]:
+    """Writes whole episodes acted by `policy` (every `good_every`-th; the others by its
+    opposite) until `num_steps` steps.
+
+    Returns:
+        `{"episodes", "steps", "mean_return"}` of all episodes written, and
+        `"good_steps"`, `"good_mean_return"`, `"bad_mean_return"` (NaN without such).
+    """
+    env = gym.make("CartPole-v1")
+    env.action_space.seed(seed)
+    writer = JsonWriter(out_dir, max_file_size=max_file_size, compress_columns=["obs",
+                                                                                "new_obs"])
+    steps, returns, eps_id, good_steps = 0, [], 0, 0
+    good_returns, bad_returns = [], []
+    while steps < num_steps:
+        anti = eps_id % good_every != 0
+        obs, _ = env.reset(seed=seed * 1_000_003 + eps_id)
+        rows: Dict[str, list] = {k: [] for k in (
+            Columns.OBS, Columns.NEXT_OBS, Columns.ACTIONS, Columns.REWARDS,
+            Columns.TERMINATEDS, Columns.TRUNCATEDS, Columns.ACTION_PROB, Columns.ACTION_LOGP)}
+        done = False
+        while not done:
+            actions, _, extras = policy.compute_actions(obs[None].astype(np.float32),
+                                                        explore=True)
+            action, prob = int(actions[0]), float(extras[Columns.ACTION_PROB][0])
+            if anti:
+                action, prob = 1 - action, 1.0 - prob
+            prob = min(max(prob, 1e-6), 1.0)
+            new_obs, reward, terminated, truncated, _ = env.step(action)
+            for key, value in ((Columns.OBS, obs), (Columns.NEXT_OBS, new_obs),
+                               (Columns.ACTIONS, action), (Columns.REWARDS, reward),
+                               (Columns.TERMINATEDS, terminated),
+                               (Columns.TRUNCATEDS, truncated), (Columns.ACTION_PROB, prob),
+                               (Columns.ACTION_LOGP, np.log(prob))):
+                rows[key].append(value)
+            obs, done = new_obs, terminated or truncated
+        n = len(rows[Columns.REWARDS])
+        batch = SampleBatch({k: np.asarray(v) for k, v in rows.items()})
+        for key in (Columns.OBS, Columns.NEXT_OBS, Columns.REWARDS, Columns.ACTION_PROB,
+                    Columns.ACTION_LOGP):
+            batch[key] = batch[key].astype(np.float32)
+        batch[Columns.EPS_ID] = np.full(n, eps_id, np.int64)
+        batch[Columns.T] = np.arange(n, dtype=np.int64)
+        writer.write(batch)
+        steps += n
+        returns.append(float(np.sum(rows[Columns.REWARDS])))
+        (bad_returns if anti else good_returns).append(returns[-1])
+        good_steps += 0 if anti else n
+        eps_id += 1
+    writer.close()
+    mean = lambda x: float(np.mean(x)) if x else float("nan")  # noqa: E731
+    return {"episodes": len(returns), "steps": steps, "mean_return": mean(returns),
+            "good_steps": good_steps, "good_mean_return": mean(good_returns),
+            "bad_mean_return": mean(bad_returns)}
+
+
+def make_cartpole_datasets(root: str, seed: int = 0, expert_steps: int = 20_000,
+                           mixed_steps: int = 40_000, policy: Optional[Any] = None
+                           ) -> Dict[str, Dict[str, float]]:
+    """Writes `root/expert` and `root/mixed` (see the module docstring); returns what
+    each holds (see `write_episodes`)."""
+    policy = policy or train_expert(seed)
+    return {"expert": write_episodes(policy, os.path.join(root, "expert"), expert_steps,
+                                     seed=seed),
+            "mixed": write_episodes(policy, os.path.join(root, "mixed"), mixed_steps,
+                                    good_every=40, seed=seed + 1)}
