@@ -352,11 +352,11 @@ class TrainStep:
         num_rows = tf.shape(tree.flatten(columns)[0])[0]
         per_epoch = num_rows // minibatch
         num_steps = num_epochs * per_epoch
-        orders = tf.cond(  # [num_epochs, num_rows]: each epoch's permutation of the rows
-            shuffle,
-            lambda: tf.argsort(tf.random.stateless_uniform(tf.stack([num_epochs, num_rows]), seed),
-                               axis=1),
-            lambda: tf.tile(tf.range(num_rows)[None], tf.stack([num_epochs, 1])))
+        # [num_epochs, num_rows]: each epoch's permutation of the rows, the argsort of
+        # random keys; without `shuffle` the keys are all 0 and the stable sort keeps the
+        # rows in order (no tf.cond: each one costs memory when the function is loaded).
+        keys = tf.random.stateless_uniform(tf.stack([num_epochs, num_rows]), seed)
+        orders = tf.argsort(keys * tf.cast(shuffle, keys.dtype), axis=1, stable=True)
 
         def gather(step):
             start = (step % per_epoch) * minibatch
