@@ -41,3 +41,18 @@ def test_packages_export_lazily_without_tensorflow():
     assert ast.literal_eval(out[1]) == ["MODEL_DEFAULTS", "ModelCatalog", "Preprocessor",
                                         "get_preprocessor"]
     assert out[2] == "tfrl.models.catalog"
+
+
+def test_execution_package_imports_only_the_operators_used():
+    code = ("import sys, tfrl.execution.iter; "
+            "print(sorted(m for m in sys.modules if m.startswith('tfrl.execution'))); "
+            "from tfrl.execution import ReplayBuffer, TrainOneStep; import tfrl.execution; "
+            "print(ReplayBuffer.__module__, TrainOneStep.__module__, len(tfrl.execution.__all__))")
+    repo_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=repo_root).stdout.splitlines()
+    loaded = ast.literal_eval(out[0])
+    assert "tfrl.execution.iter" in loaded
+    assert not {"tfrl.execution.replay_buffer", "tfrl.execution.train_ops",
+                "tfrl.execution.multi_gpu_learner_thread"} & set(loaded)
+    assert out[1] == "tfrl.execution.replay_buffer tfrl.execution.train_ops 42"

@@ -192,3 +192,25 @@ def test_optimizer_config_reaches_adam():
     assert policy.optimizer.epsilon == 1e-5 and policy.optimizer.beta_1 == 0.8
     with pytest.raises(ValueError, match="Adam rejects"):
         make_policy(optimizer={"epsilonn": 1e-5})
+
+
+def test_tf_sampling_generator_state_is_the_same_created_late_or_early():
+    # The numpy inference path (dense catalog models) creates the TF sampling generator
+    # on first use (here: get_state); the TF path with the policy. Same seed, same state,
+    # and a restored state carries over bit for bit.
+    late, early = make_policy(seed=7), make_policy(seed=7, inference="tf")
+    assert (late.inference, early.inference) == ("numpy", "tf")
+    late_state = late.get_state()["_rng_states"]["tf_sampling"]
+    np.testing.assert_array_equal(late_state, early.get_state()["_rng_states"]["tf_sampling"])
+    assert late_state.tolist() != make_policy(seed=8).get_state()["_rng_states"]["tf_sampling"].tolist()
+    obs = np.zeros((5, 4), np.float32)
+    early.compute_actions(obs)  # advances the TF path's generator
+    advanced = early.get_state()
+    assert advanced["_rng_states"]["tf_sampling"].tolist() != late_state.tolist()
+    restored = make_policy(seed=1, inference="tf")
+    restored.set_state(advanced)
+    np.testing.assert_array_equal(restored.compute_actions(obs)[0], early.compute_actions(obs)[0])
+    fresh = make_policy(seed=1)  # numpy path: generator created by set_state
+    fresh.set_state(advanced)
+    np.testing.assert_array_equal(fresh.get_state()["_rng_states"]["tf_sampling"],
+                                  advanced["_rng_states"]["tf_sampling"])

@@ -121,11 +121,12 @@ class TFPolicy(Policy):
         # Samples actions on the numpy inference path; independent of the shuffles.
         self.sampling_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
         # Seeds sampling on the TF inference path (stateless ops, one seed per call), so
-        # that its state is part of get_state() like the numpy generators'.
-        self.sampling_generator = (
-            tf.random.Generator.from_non_deterministic_state() if seed is None else
-            tf.random.Generator.from_seed(
-                int(np.random.SeedSequence(seed).spawn(2)[1].generate_state(1)[0])))
+        # that its state is part of get_state() like the numpy generators'. Created when
+        # first used (see `sampling_generator`).
+        self._sampling_seed = (
+            None if seed is None else
+            int(np.random.SeedSequence(seed).spawn(2)[1].generate_state(1)[0]))
+        self._sampling_generator: Optional[tf.random.Generator] = None
         self.weights_version = 0  # counts changes of the weights (numpy inference copies)
         if seed is not None:
             keras.utils.set_random_seed(int(seed))
@@ -146,7 +147,28 @@ class TFPolicy(Policy):
                                                 name="num_grad_updates")
         self._set_view_requirements()
         self._numpy = self._make_numpy_inference()
+        if self._numpy is None:  # the TF inference path samples with it from the start
+            self.sampling_generator  # noqa: B018 - creates it
         self._train = TrainStep(self)
+
+    @property
+    def sampling_generator(self) -> tf.random.Generator:
+        """The `tf.random.Generator` that seeds the TF inference path's sampling (one
+        stateless seed per call); its state is part of `get_state()`.
+
+        Seeded from `config["seed"]` (non-deterministically without one). Policies on
+        the TF inference path create it with the policy; on the numpy path (which
+        samples from `sampling_rng`) it is created on first use (a SavedModel export,
+        `get_state`, `action_graph`), in the same state, outside any graph: a TF
+        variable and its ops cost start-up memory that most runs never need.
+        """
+        if self._sampling_generator is None:
+            with tf.init_scope():
+                self._sampling_generator = (
+                    tf.random.Generator.from_non_deterministic_state()
+                    if self._sampling_seed is None
+                    else tf.random.Generator.from_seed(self._sampling_seed))
+        return self._sampling_generator
 
     @classmethod
     def default_config(cls) -> Dict[str, Any]:
