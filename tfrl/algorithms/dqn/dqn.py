@@ -15,21 +15,12 @@ Example:
     False
 """
 
-from typing import Any, Dict, Optional
-
-from tfrl.algorithms.algorithm import Algorithm, metrics_reporting
 from tfrl.algorithms.dqn.dqn_config import DQNConfig
 from tfrl.algorithms.dqn.dqn_tf_policy import DQNTFPolicy
-from tfrl.algorithms.off_policy_plan import OffPolicyLearnPhase, make_replay_buffer
-from tfrl.core import types
-from tfrl.execution.iter import LocalIterator
-from tfrl.execution.replay_buffer import LocalReplayBuffer
-from tfrl.execution.rollout_ops import ParallelRollouts
-
-REPLAY_BUFFER_STATE = "replay_buffer"
+from tfrl.algorithms.off_policy_algorithm import OffPolicyAlgorithm
 
 
-class DQN(Algorithm):
+class DQN(OffPolicyAlgorithm):
     """Deep Q-Networks (see `DQNConfig`, `DQNTFPolicy`); its replay buffer is
     `local_replay_buffer` (RLlib 1.x's name).
 
@@ -38,31 +29,6 @@ class DQN(Algorithm):
 
     config_class = DQNConfig
     default_policy_class = DQNTFPolicy
-    local_replay_buffer: Optional[LocalReplayBuffer] = None
-
-    # A method, not Algorithm's static function: the replay buffer belongs to the
-    # algorithm (its checkpoints hold it) and outlives a plan rebuilt after an error.
-    def execution_plan(self, workers: types.WorkerSet,  # type: ignore[override]
-                       config: Dict[str, Any]) -> LocalIterator[types.ResultDict]:
-        """DQN's LocalIterator of result dicts (see the module docstring); a rebuilt plan
-        keeps the algorithm's replay buffer."""
-        if self.local_replay_buffer is None:
-            self.local_replay_buffer = make_replay_buffer(config)
-        train_op = ParallelRollouts(workers, mode="bulk_sync").for_each(
-            OffPolicyLearnPhase(workers, config, self.local_replay_buffer))
-        return metrics_reporting(train_op, workers, config)
-
-    def __getstate__(self) -> Dict[str, Any]:
-        state = super().__getstate__()
-        if self.config["store_buffer_in_checkpoints"] and self.local_replay_buffer is not None:
-            state[REPLAY_BUFFER_STATE] = self.local_replay_buffer.get_state()
-        return state
-
-    def __setstate__(self, state: Dict[str, Any]) -> None:
-        super().__setstate__(state)
-        buffer_state = state.get(REPLAY_BUFFER_STATE)
-        if buffer_state is not None and self.local_replay_buffer is not None:
-            self.local_replay_buffer.set_state(buffer_state)
 
 
 DQNConfig.algo_class = DQN

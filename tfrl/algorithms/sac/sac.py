@@ -17,21 +17,14 @@ Example:
     0.01
 """
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict
 
-from tfrl.algorithms.algorithm import Algorithm, metrics_reporting
-from tfrl.algorithms.off_policy_plan import OffPolicyLearnPhase, make_replay_buffer
+from tfrl.algorithms.off_policy_algorithm import OffPolicyAlgorithm
 from tfrl.algorithms.sac.sac_config import SACConfig
 from tfrl.algorithms.sac.sac_tf_policy import SACTFPolicy
-from tfrl.core import types
-from tfrl.execution.iter import LocalIterator
-from tfrl.execution.replay_buffer import LocalReplayBuffer
-from tfrl.execution.rollout_ops import ParallelRollouts
-
-REPLAY_BUFFER_STATE = "replay_buffer"
 
 
-class SAC(Algorithm):
+class SAC(OffPolicyAlgorithm):
     """Soft actor-critic (see `SACConfig`, `SACTFPolicy`); its replay buffer is
     `local_replay_buffer`.
 
@@ -40,31 +33,12 @@ class SAC(Algorithm):
 
     config_class = SACConfig
     default_policy_class = SACTFPolicy
-    local_replay_buffer: Optional[LocalReplayBuffer] = None
 
-    # A method (as DQN's): the replay buffer belongs to the algorithm and its checkpoints.
-    def execution_plan(self, workers: types.WorkerSet,  # type: ignore[override]
-                       config: Dict[str, Any]) -> LocalIterator[types.ResultDict]:
-        """SAC's LocalIterator of result dicts (see the module docstring)."""
-        if self.local_replay_buffer is None:
-            self.local_replay_buffer = make_replay_buffer(config)
-        train_op = ParallelRollouts(workers, mode="bulk_sync").for_each(
-            OffPolicyLearnPhase(
-                workers, config, self.local_replay_buffer,
-                target_updates_in_graph=config["target_network_update_freq"] == 0))
-        return metrics_reporting(train_op, workers, config)
-
-    def __getstate__(self) -> Dict[str, Any]:
-        state = super().__getstate__()
-        if self.config["store_buffer_in_checkpoints"] and self.local_replay_buffer is not None:
-            state[REPLAY_BUFFER_STATE] = self.local_replay_buffer.get_state()
-        return state
-
-    def __setstate__(self, state: Dict[str, Any]) -> None:
-        super().__setstate__(state)
-        buffer_state = state.get(REPLAY_BUFFER_STATE)
-        if buffer_state is not None and self.local_replay_buffer is not None:
-            self.local_replay_buffer.set_state(buffer_state)
+    @staticmethod
+    def target_updates_in_graph(config: Dict[str, Any]) -> bool:
+        """Soft target updates after every gradient step with
+        `target_network_update_freq=0`, else every that many sampled steps (outside)."""
+        return config["target_network_update_freq"] == 0
 
 
 SACConfig.algo_class = SAC

@@ -18,22 +18,15 @@ Example:
     3
 """
 
-from typing import Any, ClassVar, Dict, Optional, Type
+from typing import Any, ClassVar, Dict, Type
 
-from tfrl.algorithms.algorithm import Algorithm, metrics_reporting
 from tfrl.algorithms.algorithm_config import AlgorithmConfig
-from tfrl.algorithms.off_policy_plan import OffPolicyLearnPhase, make_replay_buffer
+from tfrl.algorithms.off_policy_algorithm import OffPolicyAlgorithm
 from tfrl.algorithms.td3.td3_config import TD3Config
 from tfrl.algorithms.td3.td3_tf_policy import TD3TFPolicy
-from tfrl.core import types
-from tfrl.execution.iter import LocalIterator
-from tfrl.execution.replay_buffer import LocalReplayBuffer
-from tfrl.execution.rollout_ops import ParallelRollouts
-
-REPLAY_BUFFER_STATE = "replay_buffer"
 
 
-class TD3(Algorithm):
+class TD3(OffPolicyAlgorithm):
     """TD3 (see `TD3Config`, `TD3TFPolicy`); its replay buffer is `local_replay_buffer`.
 
     Example: `TD3(config={"env": "Pendulum-v1"}).train()`.
@@ -41,31 +34,11 @@ class TD3(Algorithm):
 
     config_class: ClassVar[Type[AlgorithmConfig]] = TD3Config
     default_policy_class = TD3TFPolicy
-    local_replay_buffer: Optional[LocalReplayBuffer] = None
 
-    # A method: the replay buffer belongs to the algorithm (its checkpoints hold it) and
-    # outlives a plan rebuilt after an error.
-    def execution_plan(self, workers: types.WorkerSet,  # type: ignore[override]
-                       config: Dict[str, Any]) -> LocalIterator[types.ResultDict]:
-        """The LocalIterator of result dicts (see the module docstring)."""
-        if self.local_replay_buffer is None:
-            self.local_replay_buffer = make_replay_buffer(config)
-        train_op = ParallelRollouts(workers, mode="bulk_sync").for_each(
-            OffPolicyLearnPhase(workers, config, self.local_replay_buffer,
-                                target_updates_in_graph=True))
-        return metrics_reporting(train_op, workers, config)
-
-    def __getstate__(self) -> Dict[str, Any]:
-        state = super().__getstate__()
-        if self.config["store_buffer_in_checkpoints"] and self.local_replay_buffer is not None:
-            state[REPLAY_BUFFER_STATE] = self.local_replay_buffer.get_state()
-        return state
-
-    def __setstate__(self, state: Dict[str, Any]) -> None:
-        super().__setstate__(state)
-        buffer_state = state.get(REPLAY_BUFFER_STATE)
-        if buffer_state is not None and self.local_replay_buffer is not None:
-            self.local_replay_buffer.set_state(buffer_state)
+    @staticmethod
+    def target_updates_in_graph(config: Dict[str, Any]) -> bool:
+        """The targets move with the delayed actor updates, inside the learning call."""
+        return True
 
 
 TD3Config.algo_class = TD3

@@ -1,0 +1,61 @@
+"""OffPolicyAlgorithm: what DQN, SAC and TD3/DDPG share as algorithms.
+
+The plan is `ParallelRollouts(bulk_sync)` → `OffPolicyLearnPhase` → metrics
+(`tfrl.algorithms.off_policy_plan`). The replay buffer (`local_replay_buffer`, RLlib 1.x's
+name) belongs to the algorithm, not to its plan: a plan rebuilt after a failed iteration
+keeps it, and with `store_buffer_in_checkpoints` `save()` writes its contents too, so a
+restored algorithm continues exactly as the uninterrupted one.
+"""
+
+from typing import Any, Dict, Optional
+
+from tfrl.algorithms.algorithm import Algorithm, metrics_reporting
+from tfrl.algorithms.off_policy_plan import OffPolicyLearnPhase, make_replay_buffer
+from tfrl.core import types
+from tfrl.execution.iter import LocalIterator
+from tfrl.execution.replay_buffer import LocalReplayBuffer
+from tfrl.execution.rollout_ops import ParallelRollouts
+
+# The checkpoint entry holding the replay buffer's contents.
+REPLAY_BUFFER_STATE = "replay_buffer"
+
+
+class OffPolicyAlgorithm(Algorithm):
+    """An Algorithm that learns from its replay buffer (see the module docstring).
+
+    Subclasses set `config_class`, `default_policy_class`, and override
+    `target_updates_in_graph` when their policies move the target networks inside the
+    learning call.
+    """
+
+    local_replay_buffer: Optional[LocalReplayBuffer] = None
+
+    @staticmethod
+    def target_updates_in_graph(config: Dict[str, Any]) -> bool:
+        """Whether the policies update their targets inside the compiled learning call
+        (then the plan does not call `update_target()` every
+        `target_network_update_freq` steps). Default: False."""
+        return False
+
+    # A method, not Algorithm's static function: the buffer belongs to the algorithm.
+    def execution_plan(self, workers: types.WorkerSet,  # type: ignore[override]
+                       config: Dict[str, Any]) -> LocalIterator[types.ResultDict]:
+        """The LocalIterator of result dicts; a rebuilt plan keeps the replay buffer."""
+        if self.local_replay_buffer is None:
+            self.local_replay_buffer = make_replay_buffer(config)
+        train_op = ParallelRollouts(workers, mode="bulk_sync").for_each(
+            OffPolicyLearnPhase(workers, config, self.local_replay_buffer,
+                                target_updates_in_graph=self.target_updates_in_graph(config)))
+        return metrics_reporting(train_op, workers, config)
+
+    def __getstate__(self) -> Dict[str, Any]:
+        state = super().__getstate__()
+        if self.config["store_buffer_in_checkpoints"] and self.local_replay_buffer is not None:
+            state[REPLAY_BUFFER_STATE] = self.local_replay_buffer.get_state()
+        return state
+
+    def __setstate__(self, state: Dict[str, Any]) -> None:
+        super().__setstate__(state)
+        buffer_state = state.get(REPLAY_BUFFER_STATE)
+        if buffer_state is not None and self.local_replay_buffer is not None:
+            self.local_replay_buffer.set_state(buffer_state)
