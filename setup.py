@@ -44,10 +44,11 @@ EXTRAS_REQUIRE = {
     # check the layers and that no module circle exists (tests/test_architecture.py);
     # mypy type-checks tfrl.core, tfrl.execution and tfrl.algorithms
     # (tests/test_typing.py); hypothesis drives the policy server's fuzz suite and the
-    # distribution checks. The PettingZoo, Atari, MinAtar and MuJoCo extras are in it so
+    # distribution checks; pytest-xdist runs the suite in two processes (the README's
+    # test command). The PettingZoo, Atari, MinAtar and MuJoCo extras are in it so
     # that CI runs their tests (which skip without them).
-    "test": ["pytest>=8", "hypothesis>=6.100", "ray>=2.60,<3", "import-linter>=2.1",
-             "grimp>=3.5", "mypy>=1.10"] + TFP_REQUIRES + PETTINGZOO_REQUIRES
+    "test": ["pytest>=8", "pytest-xdist>=3.5", "hypothesis>=6.100", "ray>=2.60,<3",
+             "import-linter>=2.1", "grimp>=3.5", "mypy>=1.10"] + TFP_REQUIRES + PETTINGZOO_REQUIRES
             + ATARI_REQUIRES + MINATAR_REQUIRES + MUJOCO_REQUIRES,
     "tfp": TFP_REQUIRES,
     "atari": ATARI_REQUIRES,

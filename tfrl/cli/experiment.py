@@ -27,6 +27,8 @@ from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 import yaml
 from tfrl.algorithms.registry import ALGORITHMS, get_algorithm_class
 from tfrl.env.registry import get_env_creator
+from tfrl.utils import yaml_io
+from tfrl.utils.yaml_io import yaml_value
 
 # Top-level keys of an experiment file (`run` is RLlib's name for `algo`).
 FILE_KEYS = ("algo", "run", "env", "stop", "config")
@@ -64,31 +66,6 @@ class Experiment:
                 "config": copy.deepcopy(self.config)}
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that also reads `1e-3` and `1e5` as floats (YAML 1.2; PyYAML's YAML
-    1.1 resolver wants a dot in the mantissa)."""
-
-
-_Loader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
-                  |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
-                  |\.[0-9_]+(?:[eE][-+]?[0-9]+)?
-                  |[-+]?\.(?:inf|Inf|INF)
-                  |\.(?:nan|NaN|NAN))$""", re.X),
-    list("-+0123456789."))
-
-
-def yaml_value(text: str) -> Any:
-    """Parses `text` as a YAML value (scalar, `[list]` or `{dict}`).
-
-    Example:
-        >>> yaml_value("1e-3"), yaml_value("[64, 64]"), yaml_value("relu"), yaml_value("null")
-        (0.001, [64, 64], 'relu', None)
-    """
-    return yaml.load(text, Loader=_Loader)
-
-
 def _closest(key: str, valid: Iterable[str]) -> str:
     match = difflib.get_close_matches(str(key), list(valid), n=1, cutoff=0.5)
     return f" Did you mean {match[0]!r}?" if match else ""
@@ -110,7 +87,7 @@ def load_experiment_file(path: str) -> Experiment:
     with open(path) as f:
         text = f.read()
     try:
-        doc = json.loads(text) if path.endswith(".json") else yaml.load(text, Loader=_Loader)
+        doc = json.loads(text) if path.endswith(".json") else yaml_io.load(text)
     except (yaml.YAMLError, json.JSONDecodeError) as e:
         reason = " ".join(str(e).split())
         raise CliError(f"Config file {path!r} is not valid "

@@ -23,12 +23,12 @@ from typing import Any, Dict, Optional
 import gymnasium as gym
 import numpy as np
 
-import yaml
 
 from tfrl.algorithms.ppo import PPO, PPOConfig
 from tfrl.core.columns import Columns
 from tfrl.data.sample_batch import SampleBatch
 from tfrl.offline.json_writer import JsonWriter
+from tfrl.utils import yaml_io
 
 TUNED_PPO = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "examples", "tuned", "ppo_cartpole.yaml")
@@ -42,7 +42,7 @@ def train_expert(seed: int = 0, target: float = 450.0, max_steps: int = 100_000)
         RuntimeError: If it does not reach `target` within `max_steps` env steps.
     """
     with open(TUNED_PPO, encoding="utf-8") as f:
-        tuned = yaml.safe_load(f)
+        tuned = yaml_io.load(f)
     algo = PPO(config=PPOConfig.from_dict({**tuned["config"], "env": tuned["env"],
                                            "seed": seed}))
     result: Dict[str, Any] = {"episode_reward_mean": float("nan"), "timesteps_total": 0}
