@@ -35,6 +35,7 @@ from tfrl.core.columns import Columns
 from tfrl.execution.replay_buffer import WEIGHTS
 from tfrl.execution.replay_buffer_rows import N_STEP
 from tfrl.models.catalog import ModelCatalog
+from tfrl.models.tf.target_update import assign_weights
 from tfrl.policy import space_specs
 from tfrl.policy.optimizers import FusedAdam
 from tfrl.policy.tf_policy import TFPolicy
@@ -248,11 +249,4 @@ class DQNTFPolicy(TFPolicy):
             self.update_target(tau=1.0)
             return
         variables = self.target_model.weights
-        if len(target) != len(variables) or any(
-                tuple(np.shape(t)) != tuple(v.shape) for t, v in zip(target, variables)):
-            raise ValueError(
-                f"set_state(): '{TARGET_WEIGHTS}' must hold {len(variables)} arrays of shapes "
-                f"{[tuple(v.shape) for v in variables]}; received "
-                f"{[tuple(np.shape(t)) for t in target]}.")
-        for variable, value in zip(variables, target):
-            variable.assign(value)
+        assign_weights(variables, target, f"set_state(): '{TARGET_WEIGHTS}'")

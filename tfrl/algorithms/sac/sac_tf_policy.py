@@ -48,7 +48,7 @@ from tfrl.execution.replay_buffer_rows import N_STEP
 from tfrl.models.catalog import ModelCatalog
 from tfrl.models.tf.actor_critic_nets import (DiscreteQNetwork, QNetwork, TwinQNetwork,
                                                call_frozen)
-from tfrl.models.tf.target_update import hard_update, soft_update
+from tfrl.models.tf.target_update import assign_weights, hard_update, soft_update
 from tfrl.models.tf.tf_action_dist import SquashedGaussian
 from tfrl.policy import space_specs
 from tfrl.policy.optimizers import FusedAdam, MultiOptimizer
@@ -292,8 +292,8 @@ class SACTFPolicy(TFPolicy):
             alpha_loss, alpha_stats = discrete_sac_alpha_loss(
                 log_alpha, log_probs_t, target_entropy=self.target_entropy)
         else:
-            assert noise is not None  # for mypy: read above for Box actions
-            a_t, logp_t = dist_class(actor_t, model.actor).sample_from_noise(noise[:, 0])
+            a_t, logp_t = dist_class(actor_t, model.actor).sample_from_noise(
+                train_batch[NOISE][:, 0])
             q1_pi, q2_pi = critic_values(model.twin_q, obs, a_t, frozen=True)
             actor_loss, actor_stats = sac_actor_loss(logp_t, q1_pi, q2_pi, alpha=alpha)
             alpha_loss, alpha_stats = sac_alpha_loss(log_alpha, logp_t,
@@ -380,14 +380,7 @@ class SACTFPolicy(TFPolicy):
         if target is None:
             hard_update(variables, self.model.twin_q.variables)
             return
-        if len(target) != len(variables) or any(
-                tuple(np.shape(t)) != tuple(v.shape) for t, v in zip(target, variables)):
-            raise ValueError(
-                f"set_state(): '{TARGET_WEIGHTS}' must hold {len(variables)} arrays of shapes "
-                f"{[tuple(v.shape) for v in variables]}; received "
-                f"{[tuple(np.shape(t)) for t in target]}.")
-        for variable, value in zip(variables, target):
-            variable.assign(value)
+        assign_weights(variables, target, f"set_state(): '{TARGET_WEIGHTS}'")
 
 
 __all__ = ["SACModel", "SACTFPolicy", "check_sac_spaces", "critic_values"]

@@ -50,7 +50,7 @@ from tfrl.execution.replay_buffer import WEIGHTS
 from tfrl.execution.replay_buffer_rows import N_STEP
 from tfrl.models.tf.actor_critic_nets import (DeterministicActor, QNetwork, TwinQNetwork,
                                               call_frozen)
-from tfrl.models.tf.target_update import hard_update, soft_update
+from tfrl.models.tf.target_update import assign_weights, hard_update, soft_update
 from tfrl.models.tf.tf_action_dist import Deterministic
 from tfrl.policy import space_specs
 from tfrl.policy.numpy_inference import NUMPY_ACTIVATIONS
@@ -454,15 +454,8 @@ class TD3TFPolicy(TFPolicy):
         variables = self.target_model.weights
         if target is None:
             hard_update(self.target_model.variables, self.model.variables)
-        elif len(target) != len(variables) or any(
-                tuple(np.shape(t)) != tuple(v.shape) for t, v in zip(target, variables)):
-            raise ValueError(
-                f"set_state(): '{TARGET_WEIGHTS}' must hold {len(variables)} arrays of shapes "
-                f"{[tuple(v.shape) for v in variables]}; received "
-                f"{[tuple(np.shape(t)) for t in target]}.")
         else:
-            for variable, value in zip(variables, target):
-                variable.assign(value)
+            assign_weights(variables, target, f"set_state(): '{TARGET_WEIGHTS}'")
         exploration = state.get(EXPLORATION_STATE)
         if exploration is not None:
             self.target_noise_seed.assign(int(exploration["target_noise_seed"]))

@@ -17,9 +17,10 @@ Example:
 
 from typing import Sequence, Union
 
+import numpy as np
 import tensorflow as tf
 
-__all__ = ["hard_update", "soft_update"]
+__all__ = ["assign_weights", "hard_update", "soft_update"]
 
 
 def _check(fn_name: str, target: Sequence[tf.Variable], online: Sequence[tf.Variable]
@@ -68,3 +69,21 @@ def hard_update(target_variables: Sequence[tf.Variable],
                 online_variables: Sequence[tf.Variable]) -> None:
     """Copies the online variables into the target ones (`soft_update` with `tau=1`)."""
     soft_update(target_variables, online_variables, 1.0)
+
+
+def assign_weights(variables: Sequence[tf.Variable], values: Sequence, what: str) -> None:
+    """Assigns saved arrays to `variables` (e.g. a restored policy's target networks),
+    after checking their number and shapes.
+
+    Raises:
+        ValueError: If `values` does not hold one array of the right shape per variable
+            (the message names `what`, e.g. "set_state(): 'target_weights'").
+    """
+    if len(values) != len(variables) or any(
+            tuple(np.shape(t)) != tuple(v.shape) for t, v in zip(values, variables)):
+        raise ValueError(
+            f"{what} must hold {len(variables)} arrays of shapes "
+            f"{[tuple(v.shape) for v in variables]}; received "
+            f"{[tuple(np.shape(t)) for t in values]}.")
+    for variable, value in zip(variables, values):
+        variable.assign(value)
