@@ -253,8 +253,11 @@ class TrainColumns:
                 lambda v: tf.TensorSpec((None,) + np.shape(v)[1:], tf.as_dtype(
                     np.float32 if np.asarray(v).dtype.kind == "f" else np.asarray(v).dtype)),
                 value)
-        if Columns.OBS in row_specs:
-            row_specs[Columns.OBS] = space_specs.batch_spec(policy.observation_space)
+        # Observations keep their space's dtype (float64 for MuJoCo's Boxes), s_{t+1}
+        # as s_t: losses that run one network over both (SAC's actor) need one dtype.
+        for column in (Columns.OBS, Columns.NEXT_OBS):
+            if column in row_specs:
+                row_specs[column] = space_specs.batch_spec(policy.observation_space)
         if Columns.SEQ_LENS in row_specs:
             row_specs[Columns.SEQ_LENS] = tf.TensorSpec((None,), tf.int32)
         accessed, missing = set(), []
