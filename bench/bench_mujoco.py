@@ -34,9 +34,10 @@ policy (RLlib's behaviour).
 Every run is its own subprocess (so peak RSS is the run's own); runs alternate between the
 frameworks (tfrl s0, SB3 s0, tfrl s1, ...), with `--threads` intra/inter-op threads for
 TF and as many torch threads. The SB3 child does not import TensorFlow
-(`bench_ppo_cartpole.hide_tensorflow`). Reported per run: wall seconds for the budget
-(after the algorithm is built), CPU seconds of the process over that span, env steps/s,
-gradient steps/s, the mean return of the last 10 training episodes at the end
+(`bench_ppo_cartpole.hide_tensorflow`). Reported per run: env steps run (tfrl's
+iterations end at whole rounds: up to an iteration more than the budget), wall seconds
+for them (after the algorithm is built), CPU seconds of the process over that span, env
+steps/s, gradient steps/s, the mean return of the last 10 training episodes at the end
 (`train R`), the mean return of `--eval-episodes` deterministic episodes after training
 (`eval R`, on a fresh env seeded 10,000 + seed, the same starts for both frameworks; not
 timed) and peak RSS; then the means, the tfrl/SB3 ratios and the issue's target (issue
@@ -234,8 +235,8 @@ def main() -> int:
               f"{learning_starts(args.steps)} on; tfrl rounds of {rounds} steps, "
               f"SB3 train_freq = gradient_steps = "
               f"{args.sb3_train_freq}; {args.eval_episodes} eval episodes")
-        print(f"{'run':10s} {'wall s':>8s} {'cpu s':>8s} {'env st/s':>9s} {'grad st/s':>9s} "
-              f"{'train R':>8s} {'eval R':>8s} {'RSS MB':>7s}")
+        print(f"{'run':10s} {'steps':>7s} {'wall s':>8s} {'cpu s':>8s} {'env st/s':>9s} "
+              f"{'grad st/s':>9s} {'train R':>8s} {'eval R':>8s} {'RSS MB':>7s}")
         frameworks = ["tfrl", "sb3"] if sb3 else ["tfrl"]
         rows = {fw: [] for fw in frameworks}
         # Interleaved: a change in the machine's load hits both frameworks alike.
@@ -244,8 +245,8 @@ def main() -> int:
                 r = launch(fw, seed, args.steps, script=__file__,
                            extra_args=("--algo", algo, *shared))
                 rows[fw].append(r)
-                print(f"{fw + ' s' + str(seed):10s} {r['wall_s']:8.1f} {r['cpu_s']:8.1f} "
-                      f"{r['env_steps_per_s']:9.0f} {r['grad_steps_per_s']:9.0f} "
+                print(f"{fw + ' s' + str(seed):10s} {r['steps']:7d} {r['wall_s']:8.1f} "
+                      f"{r['cpu_s']:8.1f} {r['env_steps_per_s']:9.0f} {r['grad_steps_per_s']:9.0f} "
                       f"{_fmt(r['final_reward'], '8.1f')} {_fmt(r['eval_return'], '8.1f')} "
                       f"{r['peak_rss_mb']:7.0f}", flush=True)
         summarize(rows, KEYS)
