@@ -25,9 +25,12 @@ Parts:
   the same Ray resources, timed the same way. `--rllib_stack old` (the default) is
   RLlib's old API stack (`RolloutWorker`s and a learner thread: the programming model
   tfrl follows); `--rllib_stack new` is the EnvRunner/Learner stack with a local
-  learner (`num_learners=0`). On the 2-core dev VM (2026-11-27) the new stack returned
-  no episode in 50 s of `train()` calls, so the old one is the default; a run is cut
-  at `--max_wall_s` either way.
+  learner (`num_learners=0`). On the 2-core dev VM (2026-11-27) the new stack's IMPALA
+  sampled nothing (20 s of empty `train()` iterations; 50 s with RLlib's defaults)
+  while its APPO ran, so the old stack is the default; a run is cut at `--max_wall_s`
+  either way. RLlib counts trained steps per epoch (APPO's 2 passes: 2x), as tfrl does.
+- tfrl's time to 150 includes the learner's first call, which traces its compiled
+  update (~1.5-3.5 s on the dev VM, most of a ~5 s run); RLlib's torch has no trace.
 - `learner`: the policy's `learn_on_batch` on a fixed CartPole-shaped batch of
   `train_batch_size` rows (in time order, episodes of 25 steps), on one device and
   under a 2-replica `MirroredStrategy` on logical CPUs (same global batch, split in the
