@@ -1,27 +1,45 @@
-"""IMPALA and APPO throughput: tfrl with 2 Ray workers, tfrl's learner on 1 vs 2 logical
-devices, and RLlib 2.x's own IMPALA/APPO on the same settings when it can run them.
+"""IMPALA and APPO throughput: tfrl with 2 Ray workers against RLlib 2.x's own IMPALA/APPO
+on the same settings, and tfrl's learner on 1 vs 2 logical devices, in one run.
 
     python bench/bench_async.py                          # everything, tuned budgets
     python bench/bench_async.py --parts learner --learner_steps 20
-    python bench/bench_async.py --parts train --algos IMPALA --seeds 0 --max_steps 50000
+    python bench/bench_async.py --parts train rllib --algos IMPALA --seeds 0 --max_steps 20000
 
-Parts (each run is its own subprocess, so that TensorFlow's logical devices and Ray
-start fresh):
+Run it with a Python that has tfrl and Ray (`pip install -e '.[ray]'`, e.g. the
+project's main venv); RLlib runs in its own virtualenv (`--rllib_python`, default
+/work/venv-rllib/bin/python: torch + `ray[rllib]==2.60` + lz4), because RLlib 2.x has
+no TensorFlow and needs its own torch/Ray pins. Every run is its own subprocess, so
+TensorFlow's logical devices and Ray start fresh; each prints one JSON line that this
+script parses, then a summary with the ratios and the issue's targets.
 
-- `train`: `examples/tuned/<algo>_cartpole.yaml` (2 Ray workers, 0.5 CPU each) until a
-  mean return of 150 or `--max_steps`; reports env steps sampled and trained per second
-  (wall time from the algorithm's construction, Ray start-up excluded) and the seconds and
-  env steps to 150.
+Parts:
+
+- `train`: `examples/tuned/<algo>_cartpole.yaml` (2 Ray workers of 0.5 CPU, 8 envs
+  each, fragments of 50, train batches of 400) on a local Ray runtime of 2 CPUs, until
+  a mean return of 150 over 100 episodes or `--max_steps` / `--max_wall_s`. Reports
+  env steps sampled and trained per second and the seconds and env steps to 150, all
+  timed from the end of the algorithm's construction (Ray start-up and the actors'
+  start-up excluded, on both sides).
+- `rllib`: RLlib's IMPALA/APPO (torch) from the same tuned file, every key mapped to
+  RLlib's name (an unmapped key is an error, so the settings cannot drift apart), on
+  the same Ray resources, timed the same way. `--rllib_stack old` (the default) is
+  RLlib's old API stack (`RolloutWorker`s and a learner thread: the programming model
+  tfrl follows); `--rllib_stack new` is the EnvRunner/Learner stack with a local
+  learner (`num_learners=0`). On the 2-core dev VM (2026-11-27) the new stack's IMPALA
+  sampled nothing (20 s of empty `train()` iterations; 50 s with RLlib's defaults)
+  while its APPO ran, so the old stack is the default; a run is cut at `--max_wall_s`
+  either way. RLlib counts trained steps per epoch (APPO's 2 passes: 2x), as tfrl does.
+- tfrl's time to 150 includes the learner's first call, which traces its compiled
+  update (~1.5-3.5 s on the dev VM, most of a ~5 s run); RLlib's torch has no trace.
 - `learner`: the policy's `learn_on_batch` on a fixed CartPole-shaped batch of
-  `train_batch_size` rows (in time order, episodes of 25 steps), under one device and a
-  2-replica `MirroredStrategy` on logical CPUs (the batch split in the graph, and fed
-  by a distributed `tf.data` pipeline, `learn_input="tf_data"`); reports rows learned
-  per second.
-- `rllib`: RLlib's IMPALA/APPO with the same settings. RLlib 2.x dropped TensorFlow:
-  when `ray.rllib` is missing or cannot build a TF2 algorithm, the part prints why and
-  is skipped.
+  `train_batch_size` rows (in time order, episodes of 25 steps), on one device and
+  under a 2-replica `MirroredStrategy` on logical CPUs (same global batch, split in the
+  graph; `--learn_inputs in_graph tf_data` adds the distributed `tf.data` feed).
+  Reports rows learned per second.
 
-Timing numbers on a shared machine are off by 30 % or more: run alone for final numbers.
+Targets (issue 16): tfrl >= 2x RLlib's env steps trained per second and <= 0.5x its
+time to 150. Timing numbers on a shared machine are off by 30 % or more: run alone for
+final numbers.
 """
 
 import argparse
@@ -39,31 +57,55 @@ def tuned(algo: str) -> str:
     return os.path.join(REPO, "examples", "tuned", f"{algo.lower()}_cartpole.yaml")
 
 
-def child_train(algo: str, seed: int, max_steps: int) -> dict:
-    from tfrl.cli.experiment import build_config, resolve_experiment
-    from tfrl.algorithms.registry import get_algorithm_class
+def _train_loop(train, reward_and_counts, max_steps: int, max_wall_s: float) -> dict:
+    """Calls `train()` until the mean return reaches TARGET or a budget runs out.
 
-    config = build_config(resolve_experiment(tuned(algo), overrides=[f"seed={seed}"]))
-    instance = get_algorithm_class(algo)(config=config)
+    `reward_and_counts(result)` gives (mean return, env steps sampled, env steps
+    trained). Returns the timings: the clock starts at the first `train()` call."""
     start = time.monotonic()
     reached = None
-    try:
-        while True:
-            result = instance.train()
-            if reached is None and result["episode_reward_mean"] >= TARGET:
-                reached = (time.monotonic() - start, result["timesteps_total"])
-            if reached is not None or result["timesteps_total"] >= max_steps:
-                break
-    finally:
-        instance.stop()
+    iterations = 0
+    while True:
+        result = train()
+        iterations += 1
+        reward, sampled, trained = reward_and_counts(result)
+        if reached is None and reward >= TARGET:
+            reached = (time.monotonic() - start, sampled)
+        if reached is not None or sampled >= max_steps or time.monotonic() - start > max_wall_s:
+            break
     wall = time.monotonic() - start
-    counters = result["counters"]
-    return {"part": "train", "algo": algo, "seed": seed, "wall_s": round(wall, 2),
-            "env_steps_sampled_per_s": round(counters["num_env_steps_sampled"] / wall, 1),
-            "env_steps_trained_per_s": round(counters.get("num_env_steps_trained", 0) / wall, 1),
+    return {"wall_s": round(wall, 2), "iterations": iterations, "env_steps_sampled": sampled,
+            "env_steps_trained": trained,
+            "env_steps_sampled_per_s": round(sampled / wall, 1),
+            "env_steps_trained_per_s": round(trained / wall, 1),
             "s_to_150": None if reached is None else round(reached[0], 2),
             "steps_to_150": None if reached is None else reached[1],
-            "final_return": round(result["episode_reward_mean"], 1)}
+            "final_return": round(float(reward), 1)}
+
+
+def child_train(algo: str, seed: int, max_steps: int, max_wall_s: float) -> dict:
+    import ray
+
+    from tfrl.algorithms.registry import get_algorithm_class
+    from tfrl.cli.experiment import build_config, resolve_experiment
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    config = build_config(resolve_experiment(tuned(algo), overrides=[f"seed={seed}"]))
+    built = time.monotonic()
+    instance = get_algorithm_class(algo)(config=config)
+    build_s = time.monotonic() - built
+
+    def counts(result):
+        counters = result["counters"]
+        return (result["episode_reward_mean"], counters["num_env_steps_sampled"],
+                counters.get("num_env_steps_trained", 0))
+
+    try:
+        timings = _train_loop(instance.train, counts, max_steps, max_wall_s)
+    finally:
+        instance.stop()
+        ray.shutdown()
+    return {"part": "train", "algo": algo, "seed": seed, "build_s": round(build_s, 2), **timings}
 
 
 def child_learner(algo: str, devices: int, steps: int, learn_input: str = "in_graph") -> dict:
@@ -102,60 +144,161 @@ def child_learner(algo: str, devices: int, steps: int, learn_input: str = "in_gr
             "ms_per_batch": round(1000 * took / steps, 2)}
 
 
-def child_rllib(algo: str, seed: int, max_steps: int) -> dict:
+
+
+# tfrl's tuned-file keys -> RLlib's old-stack AlgorithmConfig attributes.
+RLLIB_OLD_KEYS = {
+    "num_workers": "num_env_runners", "num_cpus_per_worker": "num_cpus_per_env_runner",
+    "num_envs_per_worker": "num_envs_per_env_runner",
+    "rollout_fragment_length": "rollout_fragment_length",
+    "train_batch_size": "train_batch_size", "num_sgd_iter": "num_epochs",
+    "min_iter_time_s": "min_time_s_per_iteration", "lr": "lr", "gamma": "gamma",
+    "vf_loss_coeff": "vf_loss_coeff", "entropy_coeff": "entropy_coeff",
+    "grad_clip": "grad_clip", "model": "model", "seed": "seed",
+}
+# tfrl defaults that the tuned files leave out and RLlib 2.60 sets otherwise.
+# (tfrl: max_sample_requests_in_flight_per_worker)
+TFRL_DEFAULTS = {"max_requests_in_flight_per_env_runner": 2}
+
+
+def rllib_config(algo: str, seed: int, stack: str):
+    """RLlib's IMPALA/APPO config (torch) with the settings of tfrl's tuned file."""
+    import yaml
+    from ray.rllib.algorithms.appo import APPOConfig
+    from ray.rllib.algorithms.impala import IMPALAConfig
+
+    with open(tuned(algo)) as f:
+        spec = yaml.safe_load(f)
+    settings = {**spec["config"], "seed": seed}
+    unknown = sorted(set(settings) - set(RLLIB_OLD_KEYS))
+    if unknown:
+        raise ValueError(f"bench_async: no RLlib name for {unknown} of {tuned(algo)}; add "
+                         "them to RLLIB_OLD_KEYS so both sides run the same settings.")
+    config = {"IMPALA": IMPALAConfig, "APPO": APPOConfig}[algo]().environment(spec["env"])
+    config = config.framework("torch").resources(num_gpus=0)
+    mapped = {RLLIB_OLD_KEYS[k]: v for k, v in settings.items()}
+    mapped.update(TFRL_DEFAULTS)
+    if stack == "old":
+        config = config.api_stack(enable_rl_module_and_learner=False,
+                                  enable_env_runner_and_connector_v2=False)
+    else:
+        from ray.rllib.core.rl_module.default_model_config import DefaultModelConfig
+        config = config.learners(num_learners=0).rl_module(model_config=DefaultModelConfig(
+            fcnet_hiddens=list(mapped.pop("model")["fcnet_hiddens"])))
+        mapped["train_batch_size_per_learner"] = mapped.pop("train_batch_size")
+    if "model" in mapped:  # merged into RLlib's model defaults (max_seq_len, ...)
+        config = config.training(model=mapped.pop("model"))
+    for key, value in mapped.items():
+        if not hasattr(config, key):
+            raise ValueError(f"bench_async: RLlib's {type(config).__name__} has no {key!r}.")
+        setattr(config, key, value)
+    return config
+
+
+def child_rllib(algo: str, seed: int, max_steps: int, max_wall_s: float,
+                stack: str = "old") -> dict:
+    import ray
+
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    config = rllib_config(algo, seed, stack)
+    built = time.monotonic()
+    instance = config.build_algo()
+    build_s = time.monotonic() - built
+
+    def counts(result):
+        runners = result.get("env_runners", {})
+        reward = runners.get("episode_return_mean", runners.get("episode_reward_mean"))
+        reward = float("nan") if reward is None else reward
+        if stack == "old":
+            return reward, result["num_env_steps_sampled"], result["num_env_steps_trained"]
+        learners = result.get("learners", {}).get("__all_modules__", {})
+        return (reward, result.get("num_env_steps_sampled_lifetime", 0),
+                learners.get("num_env_steps_trained_lifetime", 0))
+
     try:
-        from ray.rllib.algorithms.registry import get_algorithm_class as rllib_class
-    except Exception as e:  # noqa: BLE001 - any import failure means: skip
-        return {"part": "rllib", "algo": algo, "skipped": f"ray.rllib not importable: {e!r}"}
-    try:
-        cls, _ = rllib_class(algo, return_config=True)
-        config = cls.get_default_config().framework("tf2").environment("CartPole-v1")
-        config = config.rollouts(num_rollout_workers=2).debugging(seed=seed)
-        instance = config.build()
-    except Exception as e:  # noqa: BLE001
-        return {"part": "rllib", "algo": algo,
-                "skipped": f"RLlib cannot build {algo} with framework='tf2': {e!r}"}
-    start = time.monotonic()
-    reached = None
-    try:
-        while True:
-            result = instance.train()
-            steps = result.get("num_env_steps_sampled", result.get("timesteps_total", 0))
-            reward = result.get("episode_reward_mean",
-                                result.get("env_runners", {}).get("episode_return_mean", 0))
-            if reward >= TARGET and reached is None:
-                reached = (time.monotonic() - start, steps)
-            if reached is not None or steps >= max_steps:
-                break
+        timings = _train_loop(instance.train, counts, max_steps, max_wall_s)
     finally:
         instance.stop()
-    wall = time.monotonic() - start
-    return {"part": "rllib", "algo": algo, "seed": seed, "wall_s": round(wall, 2),
-            "env_steps_sampled_per_s": round(steps / wall, 1),
-            "s_to_150": None if reached is None else round(reached[0], 2)}
+        ray.shutdown()
+    return {"part": "rllib", "algo": algo, "seed": seed, "stack": stack,
+            "build_s": round(build_s, 2), **timings}
 
 
-def run_child(args: list) -> dict:
-    out = subprocess.run([sys.executable, __file__, "--child", json.dumps(args)],
-                         capture_output=True, text=True, cwd=REPO,
-                         env={**os.environ, "PYTHONPATH": REPO + os.pathsep
-                              + os.environ.get("PYTHONPATH", ""),
-                              "TF_CPP_MIN_LOG_LEVEL": "2"})
+def run_child(args: list, python: str, timeout_s: float, tfrl: bool = True) -> dict:
+    env = {**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2"}
+    if tfrl:
+        env["PYTHONPATH"] = REPO + os.pathsep + os.environ.get("PYTHONPATH", "")
+    else:  # RLlib's venv: keep its Ray/torch; keep RLlib from importing TensorFlow
+        env.pop("PYTHONPATH", None)
+        env["RLLIB_TEST_NO_TF_IMPORT"] = "1"
+    try:
+        out = subprocess.run([python, os.path.abspath(__file__), "--child", json.dumps(args)],
+                             capture_output=True, text=True, cwd=REPO, env=env,
+                             timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return {"error": f"timed out after {timeout_s:.0f} s", "args": args}
     for line in reversed(out.stdout.splitlines()):
         if line.startswith("{"):
             return json.loads(line)
     return {"error": out.stderr[-2000:], "args": args}
 
 
+def _mean(values: list):
+    values = [v for v in values if v is not None]
+    return sum(values) / len(values) if values else None
+
+
+def _ratio(a, b):
+    return None if a is None or not b else round(a / b, 2)
+
+
+def summarize(results: list, algos: list) -> dict:
+    """Per algorithm: tfrl / RLlib ratios (means over seeds) and 2 / 1 learner devices."""
+    summary = {}
+    for algo in algos:
+        runs = {part: [r for r in results if r.get("part") == part and r.get("algo") == algo]
+                for part in ("train", "rllib", "learner")}
+        row = {}
+        for part in ("train", "rllib"):
+            done = runs[part]
+            reached = [r["s_to_150"] for r in done if r.get("s_to_150") is not None]
+            row[part] = {"trained_per_s": _mean([r["env_steps_trained_per_s"] for r in done]),
+                         "s_to_150": _mean(reached) if len(reached) == len(done) else None,
+                         "reached_150": f"{len(reached)}/{len(done)}"}
+        row["throughput_ratio"] = _ratio(row["train"]["trained_per_s"],
+                                         row["rllib"]["trained_per_s"])
+        row["time_to_150_ratio"] = _ratio(row["train"]["s_to_150"], row["rllib"]["s_to_150"])
+        row["meets_throughput_target"] = (None if row["throughput_ratio"] is None
+                                          else row["throughput_ratio"] >= 2.0)
+        row["meets_time_target"] = (None if row["time_to_150_ratio"] is None
+                                    else row["time_to_150_ratio"] <= 0.5)
+        by_devices = {(r["devices"], r["learn_input"]): r["rows_per_s"]
+                      for r in runs["learner"] if "rows_per_s" in r}
+        one = by_devices.get((1, "in_graph"))
+        row["learner_rows_per_s"] = {f"{d}dev_{i}": v for (d, i), v in by_devices.items()}
+        row["learner_2dev_over_1dev"] = {i: _ratio(v, one) for (d, i), v in by_devices.items()
+                                         if d == 2}
+        summary[algo] = row
+    return summary
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--parts", nargs="+", default=["train", "learner", "rllib"],
+    parser.add_argument("--parts", nargs="+", default=["learner", "train", "rllib"],
                         choices=["train", "learner", "rllib"])
     parser.add_argument("--algos", nargs="+", default=["IMPALA", "APPO"],
                         choices=["IMPALA", "APPO"])
     parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1])
     parser.add_argument("--max_steps", type=int, default=500_000)
+    parser.add_argument("--max_wall_s", type=float, default=600.0,
+                        help="training seconds per run (start-up excluded)")
     parser.add_argument("--learner_steps", type=int, default=50)
+    parser.add_argument("--learn_inputs", nargs="+", default=["in_graph"],
+                        choices=["in_graph", "tf_data"],
+                        help="how the 2-device learner is fed")
+    parser.add_argument("--rllib_python", default="/work/venv-rllib/bin/python",
+                        help="a Python with ray[rllib] 2.x and torch")
+    parser.add_argument("--rllib_stack", choices=["old", "new"], default="old")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -163,16 +306,31 @@ def main() -> None:
         fn = {"train": child_train, "learner": child_learner, "rllib": child_rllib}[kind]
         print(json.dumps(fn(*rest)), flush=True)
         return
+    if "rllib" in args.parts and not os.path.exists(args.rllib_python):
+        parser.error(f"--rllib_python {args.rllib_python} does not exist; give a Python with "
+                     "ray[rllib] 2.x and torch, or leave out --parts rllib.")
+    run_timeout = args.max_wall_s + 300  # start-up of Ray and the actors on a busy machine
+    results = []
+
+    def record(result):
+        results.append(result)
+        print(json.dumps(result), flush=True)
+
     for algo in args.algos:
         if "learner" in args.parts:
-            for devices, learn_input in ((1, "in_graph"), (2, "in_graph"), (2, "tf_data")):
-                print(json.dumps(run_child(["learner", algo, devices, args.learner_steps,
-                                            learn_input])), flush=True)
+            variants = [(1, "in_graph")] + [(2, i) for i in args.learn_inputs]
+            for devices, learn_input in variants:
+                record(run_child(["learner", algo, devices, args.learner_steps, learn_input],
+                                 sys.executable, run_timeout))
         for seed in args.seeds:
             if "train" in args.parts:
-                print(json.dumps(run_child(["train", algo, seed, args.max_steps])), flush=True)
+                record(run_child(["train", algo, seed, args.max_steps, args.max_wall_s],
+                                 sys.executable, run_timeout))
             if "rllib" in args.parts:
-                print(json.dumps(run_child(["rllib", algo, seed, args.max_steps])), flush=True)
+                record(run_child(["rllib", algo, seed, args.max_steps, args.max_wall_s,
+                                  args.rllib_stack], args.rllib_python, run_timeout,
+                                 tfrl=False))
+    print("SUMMARY " + json.dumps(summarize(results, args.algos)), flush=True)
 
 
 if __name__ == "__main__":

@@ -182,6 +182,26 @@ def test_async_plan_learns_in_a_thread_broadcasts_and_stops_it():
 
 
 @pytest.mark.slow
+def test_every_learner_output_waiting_is_recorded_by_the_next_train():
+    """Outputs that piled up (e.g. while the learner traced its first call) are all
+    counted by the next `train()`, not one per iteration for the rest of the run."""
+    algo = _impala(timesteps_per_iteration=0)  # a result after each learner output
+    try:
+        first = algo.train()
+        learner = algo.learner_thread
+        info = first["info"]["learner"]
+        for _ in range(3):  # three outputs of 40 rows, waiting before the next pull
+            learner.outqueue.put((40, info))
+        before = first["counters"]
+        after = algo.train()["counters"]
+        assert after["num_env_steps_trained"] - before["num_env_steps_trained"] >= 4 * 40
+        assert after["num_learner_passes"] - before["num_learner_passes"] >= 4
+    finally:
+        algo.stop()
+    assert not _learner_threads()
+
+
+@pytest.mark.slow
 def test_learner_queue_bound_holds_and_no_batch_is_lost(monkeypatch):
     learned = []
     real_learn = LearnerThread._learn

@@ -8,6 +8,7 @@ Plan with remote workers (Ray actors, or threads with `remote_backend="thread"`)
       -> BroadcastUpdateLearnerWeights                                 (the driver)
     LearnerThread (or MultiGPULearnerThread with several devices) learns on the queue
     Dequeue(learner.outqueue) -> counters, learner info              (the driver)
+      (each pull records every learner output waiting, so none lags behind)
 
 The two driver flows run `Concurrently(mode="async")`; the driver never waits for the
 learner: new weights go to the worker whose batch was just queued, as a call the
@@ -37,6 +38,7 @@ Example:
 """
 
 import logging
+import queue
 from typing import Any, Callable, ClassVar, Dict, List, Literal, Optional, Tuple, Type
 
 from tfrl.algorithms.algorithm import Algorithm, ReportingIterator, metrics_reporting
@@ -237,9 +239,25 @@ def execution_plan(workers: types.WorkerSet, config: Dict[str, Any],
         learner.raise_if_failed()
         return learner.is_alive()
 
-    dequeue_op = Dequeue(learner.outqueue, check=learner_alive).for_each(record_steps_trained)
-    for op in after_train:
-        dequeue_op = dequeue_op.for_each(op)
+    def record(item: Tuple[int, Dict[str, Any]]) -> Tuple[int, Dict[str, Any]]:
+        item = record_steps_trained(item)
+        for op in after_train:
+            item = op(item)
+        return item
+
+    def record_all_ready(item: Tuple[int, Dict[str, Any]]) -> Tuple[int, Dict[str, Any]]:
+        """Records `item` and every learner output already waiting behind it. One output
+        per pull would leave a backlog that never shrinks (the union pulls sampling and
+        learner outputs in turn), e.g. the batches queued while the learner traces its
+        first call: the trained counters and learner info would lag by it for good."""
+        item = record(item)
+        while True:
+            try:
+                item = record(learner.outqueue.get_nowait())
+            except queue.Empty:
+                return item
+
+    dequeue_op = Dequeue(learner.outqueue, check=learner_alive).for_each(record_all_ready)
     merged = Concurrently([enqueue_op, dequeue_op], mode="async", output_indexes=[1])
     reporting = metrics_reporting(merged, workers, config)
     with_learner = reporting.for_each(learner.add_learner_metrics)
