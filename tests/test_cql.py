@@ -94,6 +94,7 @@ def test_cql_loss_lagrangian_hand_computed():
     assert float(loss) == pytest.approx(0.125 + 2 * gap - gap, rel=1e-6)
     assert float(stats["alpha_prime"]) == pytest.approx(2.0)
     assert float(stats["alpha_prime_loss"]) == pytest.approx(-gap, rel=1e-6)
+    assert float(stats["cql_loss"]) == pytest.approx(2 * gap, rel=1e-6)
     # d/d log_alpha' of -0.5 e^x gap = -0.5 * 2 * gap: alpha' grows while penalty > thresh.
     assert float(tape.gradient(loss, log_alpha_prime)) == pytest.approx(-gap, rel=1e-5)
 

@@ -3,7 +3,7 @@
 The data (tfrl.examples.offline_data.make_pendulum_dataset, once per module, in a
 temporary directory): SAC with examples/tuned/sac_pendulum.yaml trains for 3,000 env
 steps (seed 0), then its stochastic policy writes 10k steps (mean return about -820).
-CQL (examples/tuned/cql_pendulum.yaml, 1,300 gradient steps) reaches a greedy mean
+CQL (examples/tuned/cql_pendulum.yaml, 2,550 gradient steps) reaches a greedy mean
 return >= -400 over 10 real episodes, for each of three learner seeds.
 """
 
@@ -41,6 +41,9 @@ def test_cql_from_partly_trained_sac_data_reaches_minus_400(pendulum_data, seed)
     finally:
         algo.stop()
     stats = result["info"]["learner"]["default_policy"]["learner_stats"]
-    assert math.isfinite(stats["total_loss"]) and stats["num_grad_updates"] == 1300, stats
+    assert math.isfinite(stats["total_loss"]) and stats["num_grad_updates"] == 2550, stats
+    mean_return = result["evaluation"]["episode_reward_mean"]
+    print(f"CQL seed {seed}: greedy mean return {mean_return:.1f} "
+          f"(data {info['mean_return']:.1f})")
     # Measured (by hand): seeds 0 / 1 / 2: SEEDS.
-    assert result["evaluation"]["episode_reward_mean"] >= -400
+    assert mean_return >= -400

@@ -36,7 +36,7 @@ Example (one row, one critic, one sampled action per proposal, all densities 1):
     0.0986
 """
 
-from typing import Any, Dict, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -87,7 +87,7 @@ def _check_sampled(fn_name: str, rows: int, tensors: Dict[str, tf.Tensor]
 
 def cql_penalty(q_t: tf.Tensor, q_sampled: Sequence[tf.Tensor], logp_curr: tf.Tensor,
                 logp_next: tf.Tensor, *, random_log_density: float, temperature: float,
-                min_q_weight: float) -> Tuple[tf.Tensor, tf.Tensor]:
+                min_q_weight: float) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
     """One critic's conservative penalty `penalty_i` (see the module docstring).
 
     Args:
@@ -99,8 +99,9 @@ def cql_penalty(q_t: tf.Tensor, q_sampled: Sequence[tf.Tensor], logp_curr: tf.Te
         temperature, min_q_weight: `T` and the penalty's weight.
 
     Returns:
-        `(penalty, lse_t)`: `penalty` this replica's share of the global-batch value
-        (summed over replicas: the penalty of the whole batch), `lse_t` `[B]`.
+        `(penalty, local_penalty, lse_t)`: `penalty` this replica's share of the
+        global-batch value (summed over replicas: the penalty of the whole batch),
+        `local_penalty` the value over this replica's rows (for stats), `lse_t` `[B]`.
     """
     (q_t,) = check_rows("cql_penalty", {"q_t": q_t})
     q_rand, q_curr, q_next, logp_curr, logp_next = _check_sampled(
@@ -112,8 +113,9 @@ def cql_penalty(q_t: tf.Tensor, q_sampled: Sequence[tf.Tensor], logp_curr: tf.Te
                      q_curr - tf.stop_gradient(logp_curr),
                      q_next - tf.stop_gradient(logp_next)], axis=1)  # [B, 3N]
     lse_t = temperature * tf.reduce_logsumexp(cat / temperature, axis=1)  # [B]
-    penalty = float(min_q_weight) * (global_mean(lse_t) - global_mean(q_t))
-    return penalty, lse_t
+    weight = float(min_q_weight)
+    penalty = weight * (global_mean(lse_t) - global_mean(q_t))
+    return penalty, weight * (local_mean(lse_t) - local_mean(q_t)), lse_t
 
 
 def cql_loss(q_t: tf.Tensor, twin_q_t: Optional[tf.Tensor], targets_t: tf.Tensor,
@@ -157,22 +159,25 @@ def cql_loss(q_t: tf.Tensor, twin_q_t: Optional[tf.Tensor], targets_t: tf.Tensor
     targets_t = tf.stop_gradient(targets_t)
     kwargs = dict(random_log_density=random_log_density, temperature=temperature,
                   min_q_weight=min_q_weight)
-    critics = [(q_t, q_sampled)] + ([] if twin_q_t is None else [(twin_q_t, twin_q_sampled)])
+    critics: List[Tuple[tf.Tensor, Sequence[tf.Tensor]]] = [(q_t, q_sampled)]
+    if twin_q_t is not None and twin_q_sampled is not None:
+        critics.append((twin_q_t, twin_q_sampled))
     td_t = tf.zeros_like(q_t)
-    penalties, lse_first = [], None
+    penalties, local_penalties, lse_first = [], [], None
     for q, sampled in critics:
         td_t += tf.square(q - targets_t)
-        penalty, lse_t = cql_penalty(q, sampled, logp_curr, logp_next, **kwargs)
+        penalty, local_penalty, lse_t = cql_penalty(q, sampled, logp_curr, logp_next,
+                                                    **kwargs)
         penalties.append(penalty)
+        local_penalties.append(local_penalty)
         lse_first = lse_t if lse_first is None else lse_first
     td_loss = global_mean(td_t)
     stats: Dict[str, tf.Tensor] = {
         "critic_loss": local_mean(td_t), "mean_q": local_mean(q_t),
         "mean_td_error": local_mean(tf.abs(q_t - targets_t)), "cql_lse": local_mean(lse_first)}
     if log_alpha_prime is None:
-        conservative = tf.add_n(penalties)
-        stats["cql_loss"] = conservative
-        return td_loss + conservative, stats
+        stats["cql_loss"] = tf.add_n(local_penalties)
+        return td_loss + tf.add_n(penalties), stats
     log_alpha_prime = tf.cast(log_alpha_prime, q_t.dtype)
     alpha_prime = tf.clip_by_value(tf.exp(log_alpha_prime), 0.0, ALPHA_PRIME_MAX)
     # The threshold as a share of the global batch too: the replicas' shares sum to it.
@@ -180,8 +185,11 @@ def cql_loss(q_t: tf.Tensor, twin_q_t: Optional[tf.Tensor], targets_t: tf.Tensor
     gaps = [p - thresh for p in penalties]
     conservative = tf.stop_gradient(alpha_prime) * tf.add_n(gaps)
     alpha_prime_loss = -0.5 * alpha_prime * tf.stop_gradient(tf.add_n(gaps))
-    stats.update({"cql_loss": conservative, "alpha_prime": tf.stop_gradient(alpha_prime),
-                  "alpha_prime_loss": alpha_prime_loss})
+    local_gaps = tf.stop_gradient(tf.add_n([p - float(lagrangian_thresh)
+                                            for p in local_penalties]))
+    alpha_prime_value = tf.stop_gradient(alpha_prime)
+    stats.update({"cql_loss": alpha_prime_value * local_gaps, "alpha_prime": alpha_prime_value,
+                  "alpha_prime_loss": -0.5 * alpha_prime_value * local_gaps})
     return td_loss + conservative + alpha_prime_loss, stats
 
 

@@ -32,7 +32,8 @@ import tensorflow as tf
 from tfrl.algorithms.cql.cql_config import CQLConfig
 from tfrl.algorithms.cql.cql_loss import cql_actor_loss, cql_loss, uniform_log_density
 from tfrl.algorithms.sac.sac_loss import sac_alpha_loss
-from tfrl.algorithms.sac.sac_tf_policy import NOISE, SACTFPolicy, critic_values
+from tfrl.algorithms.sac.sac_tf_policy import (NOISE, SACTFPolicy, check_no_recurrent_model,
+                                               critic_values)
 from tfrl.core.columns import Columns
 from tfrl.execution.replay_buffer_rows import N_STEP
 from tfrl.policy.optimizers import FusedAdam, MultiOptimizer
@@ -64,6 +65,7 @@ class CQLTFPolicy(SACTFPolicy):
     def __init__(self, observation_space: gym.Space, action_space: gym.Space,
                  config: Optional[dict] = None, *,
                  strategy: Optional[tf.distribute.Strategy] = None):
+        check_no_recurrent_model(config or {}, type(self).__name__)
         if not isinstance(action_space, gym.spaces.Box):
             raise ValueError(
                 f"{type(self).__name__} (CQL on SAC) needs a Box action space; received "
