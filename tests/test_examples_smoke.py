@@ -31,6 +31,7 @@ QUICK = {
     "test_external_env_http": ("external_env_http.py", ["--smoke"]),
     "test_ppo_cartpole": ("ppo_cartpole.py", ["--steps", "512"]),
     "test_cartpole_offline": ("offline/cartpole_offline.py", ["--smoke"]),
+    "test_pendulum_offline": ("offline/pendulum_offline.py", ["--smoke"]),
 }
 # Examples that need an optional extra run only where it is installed.
 if importlib.util.find_spec("pettingzoo") and importlib.util.find_spec("mpe2"):
@@ -111,6 +112,14 @@ def test_cartpole_offline(quick_runs):
     for algo, data in (("BC", "expert"), ("BC", "mixed"), ("MARWIL", "mixed")):
         line(out, rf"^{algo} +on {data} *: rollouts +{NUMBER}; estimated discounted value "
                   rf"from the mixed data: is {NUMBER}, wis {NUMBER}, dr {NUMBER}$")
+    line(out, r"^done: data in ")
+
+
+def test_pendulum_offline(quick_runs):
+    out = output_of(quick_runs, "test_pendulum_offline")
+    line(out, rf"^data +5 episodes +1000 steps mean return {NUMBER}$")
+    line(out, rf"^CQL: rollouts {NUMBER} after 50 gradient steps$")
+    line(out, rf"^BC : rollouts {NUMBER}$")
     line(out, r"^done: data in ")
 
 

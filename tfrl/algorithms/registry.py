@@ -24,6 +24,7 @@ ALGORITHMS = {
     "APPO": ("tfrl.algorithms.appo.appo", "APPO", "APPOConfig"),
     "MARWIL": ("tfrl.algorithms.marwil.marwil", "MARWIL", "MARWILConfig"),
     "BC": ("tfrl.algorithms.bc.bc", "BC", "BCConfig"),
+    "CQL": ("tfrl.algorithms.cql.cql", "CQL", "CQLConfig"),
 }
 
 

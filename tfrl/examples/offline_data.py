@@ -1,4 +1,5 @@
-"""Offline datasets made by tfrl itself: a trained PPO policy writes CartPole episodes.
+"""Offline datasets made by tfrl itself: a trained PPO policy writes CartPole episodes, a
+partly trained SAC policy Pendulum episodes.
 
 - `train_expert(seed)`: PPO with the tuned `examples/tuned/ppo_cartpole.yaml` settings,
   trained until its mean return reaches `target` (or `max_steps` env steps);
@@ -15,6 +16,14 @@ fail after about 9 steps: 60 % of the steps are the expert's, but 39 of 40 episo
 with wrong actions) under `root`; examples/offline/ and the BC / MARWIL learning tests
 use it. BC on `mixed` imitates the majority at the start states and fails; MARWIL
 weights the expert's actions by their higher returns.
+
+`make_pendulum_dataset(out_dir)`: SAC with the tuned `examples/tuned/sac_pendulum.yaml`
+settings trains for `sac_steps` env steps (3,000: short of solving Pendulum; the data
+hold a mean return of about -820, from solved episodes to -1,500), then its
+stochastic policy writes `num_steps` steps of whole Pendulum-v1 episodes (one line per
+episode: `obs`, `new_obs`, `actions`, `rewards`, `terminateds`, `truncateds`, `eps_id`,
+`t`, `action_logp`); CQL and BC learn from it (examples/offline/pendulum_offline.py,
+tests/test_cql_learning.py).
 """
 
 import os
@@ -25,13 +34,16 @@ import numpy as np
 
 
 from tfrl.algorithms.ppo import PPO, PPOConfig
+from tfrl.algorithms.sac import SAC, SACConfig
 from tfrl.core.columns import Columns
 from tfrl.data.sample_batch import SampleBatch
 from tfrl.offline.json_writer import JsonWriter
 from tfrl.utils import yaml_io
 
-TUNED_PPO = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "examples", "tuned", "ppo_cartpole.yaml")
+TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), "examples", "tuned")
+TUNED_PPO = os.path.join(TUNED, "ppo_cartpole.yaml")
+TUNED_SAC = os.path.join(TUNED, "sac_pendulum.yaml")
 
 
 def train_expert(seed: int = 0, target: float = 450.0, max_steps: int = 100_000) -> Any:
@@ -124,3 +136,73 @@ def make_cartpole_datasets(root: str, seed: int = 0, expert_steps: int = 20_000,
                                      seed=seed),
             "mixed": write_episodes(policy, os.path.join(root, "mixed"), mixed_steps,
                                     good_every=40, seed=seed + 1)}
+
+
+def train_sac(seed: int = 0, steps: int = 3000) -> Any:
+    """A SAC policy trained on Pendulum-v1 with the tuned settings for `steps` env steps
+    (at least; whole sampling rounds)."""
+    with open(TUNED_SAC, encoding="utf-8") as f:
+        tuned = yaml_io.load(f)
+    algo = SAC(config=SACConfig.from_dict({**tuned["config"], "env": tuned["env"],
+                                           "seed": seed, "timesteps_per_iteration": 500}))
+    try:
+        while algo.train()["timesteps_total"] < steps:
+            pass
+        return algo.get_policy()
+    finally:
+        algo.stop()
+
+
+def write_pendulum_episodes(policy: Any, out_dir: str, num_steps: int, *, seed: int = 0,
+                            explore: bool = True) -> Dict[str, float]:
+    """Writes whole Pendulum-v1 episodes acted by `policy` (sampled with `explore`) until
+    `num_steps` steps, one line per episode.
+
+    Returns:
+        `{"episodes", "steps", "mean_return", "min_return", "max_return"}`.
+    """
+    env = gym.make("Pendulum-v1")
+    writer = JsonWriter(out_dir, compress_columns=[])
+    steps, returns, eps_id = 0, [], 0
+    while steps < num_steps:
+        obs, _ = env.reset(seed=seed * 1_000_003 + eps_id)
+        rows: Dict[str, list] = {k: [] for k in (
+            Columns.OBS, Columns.NEXT_OBS, Columns.ACTIONS, Columns.REWARDS,
+            Columns.TERMINATEDS, Columns.TRUNCATEDS, Columns.ACTION_LOGP)}
+        done = False
+        while not done:
+            actions, _, extras = policy.compute_actions(obs[None].astype(np.float32),
+                                                        explore=explore)
+            action = np.asarray(actions[0], np.float32)
+            new_obs, reward, terminated, truncated, _ = env.step(action)
+            logp = extras.get(Columns.ACTION_LOGP)
+            for key, value in ((Columns.OBS, obs), (Columns.NEXT_OBS, new_obs),
+                               (Columns.ACTIONS, action), (Columns.REWARDS, reward),
+                               (Columns.TERMINATEDS, terminated),
+                               (Columns.TRUNCATEDS, truncated),
+                               (Columns.ACTION_LOGP, 0.0 if logp is None else logp[0])):
+                rows[key].append(value)
+            obs, done = new_obs, terminated or truncated
+        n = len(rows[Columns.REWARDS])
+        batch = SampleBatch({k: np.asarray(v) for k, v in rows.items()})
+        for key in (Columns.OBS, Columns.NEXT_OBS, Columns.ACTIONS, Columns.REWARDS,
+                    Columns.ACTION_LOGP):
+            batch[key] = batch[key].astype(np.float32)
+        batch[Columns.EPS_ID] = np.full(n, eps_id, np.int64)
+        batch[Columns.T] = np.arange(n, dtype=np.int64)
+        writer.write(batch)
+        steps += n
+        returns.append(float(np.sum(rows[Columns.REWARDS])))
+        eps_id += 1
+    writer.close()
+    return {"episodes": len(returns), "steps": steps, "mean_return": float(np.mean(returns)),
+            "min_return": float(np.min(returns)), "max_return": float(np.max(returns))}
+
+
+def make_pendulum_dataset(out_dir: str, seed: int = 0, sac_steps: int = 3000,
+                          num_steps: int = 10_000, policy: Optional[Any] = None
+                          ) -> Dict[str, float]:
+    """Writes `out_dir` (see the module docstring); returns what it holds (see
+    `write_pendulum_episodes`)."""
+    policy = policy or train_sac(seed, sac_steps)
+    return write_pendulum_episodes(policy, out_dir, num_steps, seed=seed)

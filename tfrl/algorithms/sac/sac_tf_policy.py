@@ -83,6 +83,17 @@ def check_sac_spaces(observation_space: gym.Space, action_space: gym.Space,
             "FlattenObservation).")
 
 
+def check_no_recurrent_model(config: Dict[str, Any], owner: str) -> None:
+    """Raises a `ValueError` if the config's `model` asks for an LSTM or attention."""
+    model = dict(config.get("model") or {})
+    recurrent = [key for key in ("use_lstm", "use_attention") if model.get(key)]
+    if recurrent:
+        raise ValueError(
+            f"{owner} does not support recurrent models; received model config "
+            f"{', '.join(f'{k}=True' for k in recurrent)}. Set them to False or stack "
+            "frames into the observation.")
+
+
 class SACModel(keras.Model):
     """SAC's networks: `actor` (the catalog model acting: `call(obs) -> (dist_inputs,
     value)`), `twin_q` (`q1`, `q2`; without twin critics `q2` is None) and `log_alpha`.
@@ -138,13 +149,7 @@ class SACTFPolicy(TFPolicy):
         name = type(self).__name__
         check_sac_spaces(observation_space, action_space, name)
         given = config or {}
-        model = dict(given.get("model") or {})
-        recurrent = [key for key in ("use_lstm", "use_attention") if model.get(key)]
-        if recurrent:
-            raise ValueError(
-                f"{name} does not support recurrent models; received model config "
-                f"{', '.join(f'{k}=True' for k in recurrent)}. Set them to False or stack "
-                "frames into the observation.")
+        check_no_recurrent_model(given, name)
         custom_q = (given.get("q_model_config") or {}).get("custom_model")
         if custom_q:
             raise ValueError(
@@ -383,4 +388,5 @@ class SACTFPolicy(TFPolicy):
         assign_weights(variables, target, f"set_state(): '{TARGET_WEIGHTS}'")
 
 
-__all__ = ["SACModel", "SACTFPolicy", "check_sac_spaces", "critic_values"]
+__all__ = ["SACModel", "SACTFPolicy", "check_no_recurrent_model", "check_sac_spaces",
+           "critic_values"]
