@@ -333,21 +333,3 @@ def test_output_creator_from_config(tmp_path):
     with pytest.raises(ValueError, match="output_format"):
         output_creator_from_config({"output": "x", "output_format": "csv"})
 
-
-def test_rllib_reads_tfrl_files_and_tfrl_reads_rllib_files(tmp_path):
-    if not lz4_available():
-        pytest.skip("RLlib's compressed columns need lz4")
-    try:
-        import ray.rllib.offline as rllib_offline
-    except ImportError as e:  # not installed, or installed without its dependencies
-        pytest.skip(f"ray.rllib does not import: {e}")
-    batch = sampler_like_batch()
-    JsonWriter(str(tmp_path / "tfrl")).write(batch)
-    theirs = rllib_offline.JsonReader(str(tmp_path / "tfrl")).next()
-    np.testing.assert_allclose(np.asarray(theirs["obs"]), batch["obs"])
-    from ray.rllib.policy.sample_batch import SampleBatch as RSampleBatch
-
-    rllib_offline.JsonWriter(str(tmp_path / "rllib")).write(
-        RSampleBatch({k: v for k, v in batch.items() if k != "infos"}))
-    ours = JsonReader(str(tmp_path / "rllib")).next()
-    np.testing.assert_array_equal(ours["obs"], batch["obs"])
