@@ -33,8 +33,9 @@ def batch(n=10, start=0):
     })
 
 
-def test_round_trip_is_exact_and_shards_roll(tmp_path):
-    writer = TFRecordWriter(str(tmp_path), max_file_size=1500)
+@pytest.mark.parametrize("rows_per_record", [1, 3, 64])
+def test_round_trip_is_exact_and_shards_roll(tmp_path, rows_per_record):
+    writer = TFRecordWriter(str(tmp_path), max_file_size=600, rows_per_record=rows_per_record)
     batches = [batch(10, 10 * i) for i in range(5)]
     for b in batches:
         writer.write(b)
@@ -54,17 +55,38 @@ def test_round_trip_is_exact_and_shards_roll(tmp_path):
         np.testing.assert_array_equal(value, want[k], err_msg=k)
 
 
-def test_pipeline_shuffles_rows_and_cycles(tmp_path):
-    writer = TFRecordWriter(str(tmp_path), max_file_size=800)
+@pytest.mark.parametrize("rows_per_record,buffer", [(64, 40), (3, 13), (1, 5)])
+def test_pipeline_shuffles_rows_and_cycles(tmp_path, rows_per_record, buffer):
+    writer = TFRecordWriter(str(tmp_path), max_file_size=800, rows_per_record=rows_per_record)
     for i in range(4):
         writer.write(batch(10, 10 * i))
     writer.close()
-    reader = TFRecordReader(str(tmp_path), IOContext(config={"seed": 1, "shuffle_buffer_size": 40}))
-    one_pass = np.concatenate([b["t"].numpy() for b in reader.dataset(8, repeat=False)])
+    config = {"seed": 1, "shuffle_buffer_size": buffer}
+    reader = TFRecordReader(str(tmp_path), IOContext(config=config))
+    batches = list(reader.dataset(8, repeat=False))
+    assert [len(b["t"]) for b in batches] == [8] * 5  # rows carried over between blocks
+    one_pass = np.concatenate([b["t"].numpy() for b in batches])
     assert sorted(one_pass) == list(range(40))  # every row once
     assert not np.array_equal(one_pass, np.arange(40))  # shuffled
+    again = TFRecordReader(str(tmp_path), IOContext(config=config)).dataset(8, repeat=False)
+    np.testing.assert_array_equal(np.concatenate([b["t"].numpy() for b in again]), one_pass)
     ts = np.concatenate([b["t"].numpy() for b in reader.dataset(batch_size=8).take(20)])
     assert len(ts) == 160 and set(ts) <= set(range(40))  # cycles over the shards
+
+
+def test_shards_of_other_rows_per_record_read_together(tmp_path):
+    for i, rows in enumerate([1, 4, 64]):
+        w = TFRecordWriter(str(tmp_path / f"d{i}"), rows_per_record=rows)
+        w.write(batch(10, 10 * i))
+        w.close()
+    reader = TFRecordReader(str(tmp_path / "d*" / "*.tfrecord"), shuffle=False)
+    assert reader.rows_per_record == 64
+    got = list(reader.dataset(batch_size=6, repeat=False))
+    t = np.concatenate([b["t"].numpy() for b in got])
+    assert len(got) == 5 and sorted(t) == list(range(30))
+    obs = np.concatenate([b["obs"].numpy() for b in got])
+    written = np.concatenate([batch(10, 10 * i)["obs"] for i in range(3)])
+    np.testing.assert_array_equal(obs, written[t])  # each row whole, from its own shard
 
 
 def test_learn_on_batch_takes_pipeline_tensors(tmp_path):
