@@ -147,3 +147,21 @@ def test_bad_inputs(tmp_path):
     w2.close()
     with pytest.raises(ValueError, match="Read them separately"):
         TFRecordReader([str(tmp_path / "w"), str(tmp_path / "w2")])
+
+
+def test_pipeline_tensors_stay_tensors_through_the_learners_checks():
+    from tfrl.policy import space_specs
+
+    obs = tf.constant(np.ones((3, 4), np.float64))
+    out = space_specs.to_batch(OBS, obs, "obs", keep_tensors=True)
+    assert isinstance(out, tf.Tensor) and out.dtype == tf.float32  # cast in TF, not numpy
+    same = tf.constant(np.ones((3, 4), np.float32))
+    assert space_specs.to_batch(OBS, same, "obs", keep_tensors=True) is same
+    assert isinstance(space_specs.to_batch(OBS, same, "obs"), np.ndarray)  # the default
+    with pytest.raises(ValueError, match=r"must have shape \[B, 4\].*received shape \(3, 5\)"):
+        space_specs.to_batch(OBS, tf.zeros((3, 5)), "obs", keep_tensors=True)
+    with pytest.raises(TypeError, match="must be numeric"):
+        space_specs.to_batch(OBS, tf.fill((3, 4), "a"), "obs", keep_tensors=True)
+    ints = gym.spaces.Box(0, 9, (2,), np.int64)
+    with pytest.raises(TypeError, match="dtype float32, which does not convert"):
+        space_specs.to_batch(ints, tf.zeros((3, 2)), "obs", keep_tensors=True)
