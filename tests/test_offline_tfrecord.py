@@ -131,6 +131,8 @@ def test_input_config_reads_tfrecord_and_output_format_writes_it(tmp_path):
 
 
 def test_bad_inputs(tmp_path):
+    with pytest.raises(ValueError, match="rows_per_record must be an int >= 1; received 0"):
+        TFRecordWriter(str(tmp_path / "w"), rows_per_record=0)
     with pytest.raises(TypeError, match="MultiAgentBatch"):
         TFRecordWriter(str(tmp_path / "w")).write(MultiAgentBatch({"p": batch(2)}, 2))
     w = TFRecordWriter(str(tmp_path / "w"))
@@ -145,6 +147,8 @@ def test_bad_inputs(tmp_path):
     w2 = TFRecordWriter(str(tmp_path / "w2"))
     w2.write(SampleBatch(obs=np.zeros((2, 5), np.float32)))
     w2.close()
+    with pytest.raises(ValueError, match="batch_size must be >= 1; received 0"):
+        TFRecordReader(str(tmp_path / "w")).dataset(0)
     with pytest.raises(ValueError, match="Read them separately"):
         TFRecordReader([str(tmp_path / "w"), str(tmp_path / "w2")])
 

@@ -56,6 +56,9 @@ SCHEMA_KEY = "__tfrl_schema__"
 ROWS_PER_RECORD_KEY = "__tfrl_rows_per_record__"
 DEFAULT_ROWS_PER_RECORD = 64
 DEFAULT_SHUFFLE_BUFFER_SIZE = 10_000
+# Blocks larger than this are decoded one at a time (decoding holds a few copies of a
+# block: image rows times a 10 000-row block are gigabytes).
+_PARALLEL_BLOCK_BYTES = 64 * 1024 * 1024
 Schema = Dict[str, Tuple[str, Tuple[int, ...]]]
 
 
@@ -283,14 +286,16 @@ class TFRecordReader(InputReader):
             block_rows = 4 * batch_size
         block = max(1, -(-max(block_rows, batch_size) // self.rows_per_record))  # records
         blocks = records.batch(block)
+        row_bytes = sum(np.dtype(d).itemsize * int(np.prod(s)) for d, s in self.schema.values())
+        parallel = (tf.data.AUTOTUNE if block * self.rows_per_record * row_bytes
+                    <= _PARALLEL_BLOCK_BYTES else 1)
         if self.shuffle:
             base = np.random.default_rng(seed).integers(2**31)
             ds = blocks.enumerate().map(
                 lambda i, r: self._decode(r, tf.stack([tf.constant(base, tf.int64), i])),
-                num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+                num_parallel_calls=parallel, deterministic=True)
         else:
-            ds = blocks.map(self._decode, num_parallel_calls=tf.data.AUTOTUNE,
-                            deterministic=True)
+            ds = blocks.map(self._decode, num_parallel_calls=parallel, deterministic=True)
         ds = ds.rebatch(batch_size, drop_remainder=True)
         return ds.prefetch(tf.data.AUTOTUNE)
 
