@@ -38,6 +38,12 @@ MINATAR_REQUIRES = ["minatar>=1.0.15"]
 # ppo_hopper.yaml) through gymnasium's own extra (mujoco's wheels; no OpenGL needed).
 MUJOCO_REQUIRES = ["gymnasium[mujoco]==1.4.*"]
 
+# lz4: offline files' compressed columns in RLlib's encoding (base64 of LZ4 of a pickle),
+# so that RLlib reads what tfrl writes (without it: tfrl's zlib encoding, which RLlib
+# cannot read). ray[rllib] itself is in no extra: ray[rllib] 2.60 pins gymnasium==1.2.2
+# against tfrl's 1.4 (tests/test_offline_rllib_interop.py runs in a venv of its own).
+OFFLINE_REQUIRES = ["lz4>=4"]
+
 EXTRAS_REQUIRE = {
     # Ray is in the test extra so that CI exercises the Ray backends too; TFP is the
     # action distributions' test oracle. import-linter (and grimp, its graph library)
@@ -49,7 +55,8 @@ EXTRAS_REQUIRE = {
     # that CI runs their tests (which skip without them).
     "test": ["pytest>=8", "pytest-xdist>=3.5", "hypothesis>=6.100", "ray>=2.60,<3",
              "import-linter>=2.1", "grimp>=3.5", "mypy>=1.10"] + TFP_REQUIRES + PETTINGZOO_REQUIRES
-            + ATARI_REQUIRES + MINATAR_REQUIRES + MUJOCO_REQUIRES,
+            + ATARI_REQUIRES + MINATAR_REQUIRES + MUJOCO_REQUIRES + OFFLINE_REQUIRES,
+    "offline": OFFLINE_REQUIRES,
     "tfp": TFP_REQUIRES,
     "atari": ATARI_REQUIRES,
     "minatar": MINATAR_REQUIRES,

@@ -3,22 +3,31 @@
 
 Writes `--rows` CartPole-like rows (obs, new_obs, actions, rewards, flags, action_prob,
 advantages, value_targets, vf_preds, action_logp, action_dist_inputs) with `JsonWriter`
-(obs columns compressed, as by default) and `TFRecordWriter`, then times:
+(obs/new_obs compressed as RLlib does by default when lz4 is installed, else plain JSON
+lists, which RLlib reads too) and `TFRecordWriter`, then times:
 
 1. read only: JSON (`JsonReader.next` + concat to `train_batch_size` rows) and TFRecord
-   (`TFRecordReader.dataset(train_batch_size)`, parallel interleave + prefetch);
+   (`TFRecordReader.dataset(train_batch_size)`: parallel interleave, block shuffle,
+   prefetch);
 2. learn only: `PPOTFPolicy.learn_on_batch` on one prepared batch
    (examples/tuned/ppo_cartpole.yaml: 256 rows, 20 epochs of 2 minibatches);
-3. read + learn for each input.
+3. read + learn for each input (rows/s into `learn_on_batch`);
+4. RLlib's `JsonReader` on the same JSON files (train_batch_size 256 per `next()`): in
+   this process where `ray.rllib` imports, else in a child process of `--rllib_python`
+   (a venv with `ray[rllib]`, whose gymnasium pin differs from tfrl's); else skipped.
+
+Each row gives wall rows/s and the process CPU time per row (all threads; on a shared
+machine the CPU time is the steadier number). The load average is printed first.
 
 Target (issue 17): the TFRecord path reads >= 5x faster than the learner consumes.
-Where `ray.rllib` imports, RLlib's `JsonReader` reads the same JSON files (it needs
-lz4 for the compressed columns); otherwise that row is skipped.
 
-    python bench/bench_offline.py [--rows=50000] [--seconds=5]
+    python bench/bench_offline.py [--rows=50000] [--seconds=5] [--rllib_python=...]
 """
 
+import json
 import os
+import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -33,7 +42,23 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 _ROWS = flags.DEFINE_integer("rows", 50_000, "Rows written to each format.")
 _SECONDS = flags.DEFINE_float("seconds", 5.0, "Time per measurement.")
+_RLLIB_PYTHON = flags.DEFINE_string(
+    "rllib_python", os.environ.get("TFRL_RLLIB_PYTHON", ""),
+    "Python of a venv with ray[rllib], for RLlib's JsonReader when this one has none.")
 _BATCH = 256  # PPO's tuned CartPole train batch
+
+# Run by --rllib_python: RLlib's JsonReader on argv[1] for argv[2] seconds.
+_RLLIB_CHILD = """
+import json, resource, sys, time
+from ray.rllib.offline import IOContext, JsonReader
+reader = JsonReader(sys.argv[1], IOContext(config={"train_batch_size": int(sys.argv[3])}))
+reader.next()
+cpu = lambda: sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
+rows, start, c0 = 0, time.perf_counter(), cpu()
+while time.perf_counter() - start < float(sys.argv[2]):
+    rows += reader.next().count
+print(json.dumps([rows / (time.perf_counter() - start), (cpu() - c0) / rows]))
+"""
 
 
 def _rows(n, rng):
@@ -51,13 +76,39 @@ def _rows(n, rng):
     }
 
 
+def _cpu():
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
 def _rate(fn, seconds):
-    """Rows per second of `fn() -> rows`, after one warm-up call."""
-    fn()
-    rows, start = 0, time.perf_counter()
+    """`(rows per second, CPU seconds per row)` of `fn() -> rows`, after warm-up calls."""
+    for _ in range(3):
+        fn()
+    rows, start, cpu = 0, time.perf_counter(), _cpu()
     while time.perf_counter() - start < seconds:
         rows += fn()
-    return rows / (time.perf_counter() - start)
+    return rows / (time.perf_counter() - start), (_cpu() - cpu) / rows
+
+
+def _rllib_rate(path, seconds):
+    """RLlib's JsonReader on `path`: in process, or through --rllib_python."""
+    try:
+        from ray.rllib.offline import IOContext as RLlibIOContext
+        from ray.rllib.offline import JsonReader as RLlibJsonReader
+    except Exception as e:  # not installed, or without its dependencies
+        python = _RLLIB_PYTHON.value
+        if not python or not os.path.exists(python):
+            print(f"RLlib JsonReader: skipped (here: {type(e).__name__}; no --rllib_python)")
+            return None
+        proc = subprocess.run([python, "-c", _RLLIB_CHILD, path, str(seconds), str(_BATCH)],
+                              capture_output=True, text=True, timeout=600 + 10 * seconds)
+        if proc.returncode:
+            print(f"RLlib JsonReader ({python}): failed: {proc.stderr.strip()[-300:]}")
+            return None
+        return tuple(json.loads(proc.stdout.strip().splitlines()[-1]))
+    reader = RLlibJsonReader(path, RLlibIOContext(config={"train_batch_size": _BATCH}))
+    return _rate(lambda: reader.next().count, seconds)
 
 
 def main(argv):
@@ -66,22 +117,27 @@ def main(argv):
     from tfrl.cli.experiment import build_config, resolve_experiment
     from tfrl.data.sample_batch import SampleBatch, concat_samples
     from tfrl.offline.io_context import IOContext
+    from tfrl.offline.json_format import lz4_available
     from tfrl.offline.json_reader import JsonReader
     from tfrl.offline.json_writer import JsonWriter
     from tfrl.offline.tfrecord import TFRecordReader, TFRecordWriter
     import gymnasium as gym
 
+    print(f"load average (1, 5, 15 min): {os.getloadavg()} on {os.cpu_count()} cores")
     root = tempfile.mkdtemp(prefix="bench_offline_")
     rng = np.random.default_rng(0)
-    json_w, tfr_w = JsonWriter(os.path.join(root, "json")), TFRecordWriter(
-        os.path.join(root, "tfrecord"), max_file_size=2 * 1024 * 1024)
+    # RLlib reads only its own (LZ4) compressed columns: without lz4, plain JSON lists.
+    compress = ["obs", "new_obs"] if lz4_available() else []
+    json_w = JsonWriter(os.path.join(root, "json"), compress_columns=compress)
+    tfr_w = TFRecordWriter(os.path.join(root, "tfrecord"), max_file_size=512 * 1024)
     for start in range(0, _ROWS.value, 200):  # fragments of 200 rows, as a worker writes
         batch = SampleBatch(_rows(min(200, _ROWS.value - start), rng))
         json_w.write(batch)
         tfr_w.write(batch)
     json_w.close()
     tfr_w.close()
-    print(f"{_ROWS.value} rows: JSON {os.path.getsize(json_w.files[0]) / 1e6:.1f} MB, "
+    print(f"{_ROWS.value} rows: JSON {os.path.getsize(json_w.files[0]) / 1e6:.1f} MB "
+          f"(compressed columns: {compress or 'none'}), "
           f"TFRecord {sum(os.path.getsize(f) for f in tfr_w.files) / 1e6:.1f} MB in "
           f"{len(tfr_w.files)} shards")
 
@@ -118,21 +174,22 @@ def main(argv):
         "read JSON + learn": _rate(lambda: learn(json_batch()), seconds),
         "read TFRecord + learn": _rate(lambda: learn(next(tfr_iter)), seconds),
     }
-    try:
-        from ray.rllib.offline import JsonReader as RLlibJsonReader
-
-        rllib_reader = RLlibJsonReader(os.path.join(root, "json"))
-        results["read JSON (RLlib JsonReader)"] = _rate(lambda: len(rllib_reader.next()),
-                                                        seconds)
-    except Exception as e:  # not installed, or without TF/lz4 support here
-        print(f"RLlib JsonReader: skipped ({type(e).__name__}: {str(e)[:100]})")
-    for name, rate in results.items():
-        print(f"{name:32s} {rate:12,.0f} rows/s")
-    ratio = results["read TFRecord"] / results["learn only"]
-    print(f"TFRecord read / learner consumption: {ratio:.1f}x (target >= 5x): "
-          f"{'met' if ratio >= 5 else 'NOT met'}")
-    print(f"JSON read / learner consumption: "
-          f"{results['read JSON'] / results['learn only']:.1f}x")
+    rllib = _rllib_rate(os.path.join(root, "json"), seconds)
+    if rllib is not None:
+        results["read JSON (RLlib JsonReader)"] = rllib
+    print(f"{'':32s} {'rows/s':>12s} {'CPU us/row':>11s}")
+    for name, (rate, cpu) in results.items():
+        print(f"{name:32s} {rate:12,.0f} {cpu * 1e6:11.1f}")
+    learn_rate, learn_cpu = results["learn only"]
+    for name in ("TFRecord", "JSON"):
+        rate, cpu = results[f"read {name}"]
+        verdict = f" (target >= 5x): {'met' if rate >= 5 * learn_rate else 'NOT met'}" \
+            if name == "TFRecord" else ""
+        print(f"{name} read / learner consumption: {rate / learn_rate:.1f}x wall, "
+              f"{learn_cpu / cpu:.1f}x CPU per row{verdict}")
+    if rllib is not None:
+        print(f"tfrl JsonReader / RLlib JsonReader: {results['read JSON'][0] / rllib[0]:.2f}x; "
+              f"TFRecord / RLlib JsonReader: {results['read TFRecord'][0] / rllib[0]:.1f}x")
 
 
 if __name__ == "__main__":

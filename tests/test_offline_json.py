@@ -251,14 +251,25 @@ def test_pack_column_round_trip_and_encoding():
 
 
 @pytest.mark.skipif(not lz4_available(), reason="lz4 not installed")
-def test_lz4_columns_refuse_pickled_classes():
+def test_lz4_columns_refuse_pickled_classes(tmp_path):
     import pickle
 
     import lz4.frame
 
-    evil = base64.b64encode(lz4.frame.compress(pickle.dumps(os.getcwd.__class__))).decode()
-    with pytest.raises(ValueError):
+    class Calls:  # unpickling it would call os.getcwd (harmless here; os.system elsewhere)
+        def __reduce__(self):
+            return os.getcwd, ()
+
+    evil = base64.b64encode(lz4.frame.compress(pickle.dumps(Calls()))).decode()
+    with pytest.raises(ValueError, match=r"refers to \w+\.getcwd; only numpy arrays"):
         unpack_column(evil)
+    # Through a file: the reader names the file and the line.
+    record = json.loads(encode_batch(sampler_like_batch(3)))
+    record["obs"] = evil
+    path = tmp_path / "evil.json"
+    path.write_text(json.dumps(record) + "\n")
+    with pytest.raises(JsonRecordError, match=r"evil\.json, line 1: .*refers to \w+\.getcwd"):
+        JsonReader(str(path)).next()
 
 
 # ------------------------------------------------------------------ config keys
@@ -333,21 +344,3 @@ def test_output_creator_from_config(tmp_path):
     with pytest.raises(ValueError, match="output_format"):
         output_creator_from_config({"output": "x", "output_format": "csv"})
 
-
-def test_rllib_reads_tfrl_files_and_tfrl_reads_rllib_files(tmp_path):
-    if not lz4_available():
-        pytest.skip("RLlib's compressed columns need lz4")
-    try:
-        import ray.rllib.offline as rllib_offline
-    except ImportError as e:  # not installed, or installed without its dependencies
-        pytest.skip(f"ray.rllib does not import: {e}")
-    batch = sampler_like_batch()
-    JsonWriter(str(tmp_path / "tfrl")).write(batch)
-    theirs = rllib_offline.JsonReader(str(tmp_path / "tfrl")).next()
-    np.testing.assert_allclose(np.asarray(theirs["obs"]), batch["obs"])
-    from ray.rllib.policy.sample_batch import SampleBatch as RSampleBatch
-
-    rllib_offline.JsonWriter(str(tmp_path / "rllib")).write(
-        RSampleBatch({k: v for k, v in batch.items() if k != "infos"}))
-    ours = JsonReader(str(tmp_path / "rllib")).next()
-    np.testing.assert_array_equal(ours["obs"], batch["obs"])

@@ -33,8 +33,9 @@ def batch(n=10, start=0):
     })
 
 
-def test_round_trip_is_exact_and_shards_roll(tmp_path):
-    writer = TFRecordWriter(str(tmp_path), max_file_size=1500)
+@pytest.mark.parametrize("rows_per_record", [1, 3, 64])
+def test_round_trip_is_exact_and_shards_roll(tmp_path, rows_per_record):
+    writer = TFRecordWriter(str(tmp_path), max_file_size=600, rows_per_record=rows_per_record)
     batches = [batch(10, 10 * i) for i in range(5)]
     for b in batches:
         writer.write(b)
@@ -54,17 +55,38 @@ def test_round_trip_is_exact_and_shards_roll(tmp_path):
         np.testing.assert_array_equal(value, want[k], err_msg=k)
 
 
-def test_pipeline_shuffles_rows_and_cycles(tmp_path):
-    writer = TFRecordWriter(str(tmp_path), max_file_size=800)
+@pytest.mark.parametrize("rows_per_record,buffer", [(64, 40), (3, 13), (1, 5)])
+def test_pipeline_shuffles_rows_and_cycles(tmp_path, rows_per_record, buffer):
+    writer = TFRecordWriter(str(tmp_path), max_file_size=800, rows_per_record=rows_per_record)
     for i in range(4):
         writer.write(batch(10, 10 * i))
     writer.close()
-    reader = TFRecordReader(str(tmp_path), IOContext(config={"seed": 1, "shuffle_buffer_size": 40}))
-    one_pass = np.concatenate([b["t"].numpy() for b in reader.dataset(8, repeat=False)])
+    config = {"seed": 1, "shuffle_buffer_size": buffer}
+    reader = TFRecordReader(str(tmp_path), IOContext(config=config))
+    batches = list(reader.dataset(8, repeat=False))
+    assert [len(b["t"]) for b in batches] == [8] * 5  # rows carried over between blocks
+    one_pass = np.concatenate([b["t"].numpy() for b in batches])
     assert sorted(one_pass) == list(range(40))  # every row once
     assert not np.array_equal(one_pass, np.arange(40))  # shuffled
+    again = TFRecordReader(str(tmp_path), IOContext(config=config)).dataset(8, repeat=False)
+    np.testing.assert_array_equal(np.concatenate([b["t"].numpy() for b in again]), one_pass)
     ts = np.concatenate([b["t"].numpy() for b in reader.dataset(batch_size=8).take(20)])
     assert len(ts) == 160 and set(ts) <= set(range(40))  # cycles over the shards
+
+
+def test_shards_of_other_rows_per_record_read_together(tmp_path):
+    for i, rows in enumerate([1, 4, 64]):
+        w = TFRecordWriter(str(tmp_path / f"d{i}"), rows_per_record=rows)
+        w.write(batch(10, 10 * i))
+        w.close()
+    reader = TFRecordReader(str(tmp_path / "d*" / "*.tfrecord"), shuffle=False)
+    assert reader.rows_per_record == 64
+    got = list(reader.dataset(batch_size=6, repeat=False))
+    t = np.concatenate([b["t"].numpy() for b in got])
+    assert len(got) == 5 and sorted(t) == list(range(30))
+    obs = np.concatenate([b["obs"].numpy() for b in got])
+    written = np.concatenate([batch(10, 10 * i)["obs"] for i in range(3)])
+    np.testing.assert_array_equal(obs, written[t])  # each row whole, from its own shard
 
 
 def test_learn_on_batch_takes_pipeline_tensors(tmp_path):
@@ -109,6 +131,8 @@ def test_input_config_reads_tfrecord_and_output_format_writes_it(tmp_path):
 
 
 def test_bad_inputs(tmp_path):
+    with pytest.raises(ValueError, match="rows_per_record must be an int >= 1; received 0"):
+        TFRecordWriter(str(tmp_path / "w"), rows_per_record=0)
     with pytest.raises(TypeError, match="MultiAgentBatch"):
         TFRecordWriter(str(tmp_path / "w")).write(MultiAgentBatch({"p": batch(2)}, 2))
     w = TFRecordWriter(str(tmp_path / "w"))
@@ -123,5 +147,25 @@ def test_bad_inputs(tmp_path):
     w2 = TFRecordWriter(str(tmp_path / "w2"))
     w2.write(SampleBatch(obs=np.zeros((2, 5), np.float32)))
     w2.close()
+    with pytest.raises(ValueError, match="batch_size must be >= 1; received 0"):
+        TFRecordReader(str(tmp_path / "w")).dataset(0)
     with pytest.raises(ValueError, match="Read them separately"):
         TFRecordReader([str(tmp_path / "w"), str(tmp_path / "w2")])
+
+
+def test_pipeline_tensors_stay_tensors_through_the_learners_checks():
+    from tfrl.policy import space_specs
+
+    obs = tf.constant(np.ones((3, 4), np.float64))
+    out = space_specs.to_batch(OBS, obs, "obs", keep_tensors=True)
+    assert isinstance(out, tf.Tensor) and out.dtype == tf.float32  # cast in TF, not numpy
+    same = tf.constant(np.ones((3, 4), np.float32))
+    assert space_specs.to_batch(OBS, same, "obs", keep_tensors=True) is same
+    assert isinstance(space_specs.to_batch(OBS, same, "obs"), np.ndarray)  # the default
+    with pytest.raises(ValueError, match=r"must have shape \[B, 4\].*received shape \(3, 5\)"):
+        space_specs.to_batch(OBS, tf.zeros((3, 5)), "obs", keep_tensors=True)
+    with pytest.raises(TypeError, match="must be numeric"):
+        space_specs.to_batch(OBS, tf.fill((3, 4), "a"), "obs", keep_tensors=True)
+    ints = gym.spaces.Box(0, 9, (2,), np.int64)
+    with pytest.raises(TypeError, match="dtype float32, which does not convert"):
+        space_specs.to_batch(ints, tf.zeros((3, 2)), "obs", keep_tensors=True)

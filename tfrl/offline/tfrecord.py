@@ -2,17 +2,25 @@
 
 Format: shards named `output-<date>_worker-<index>_<n>.tfrecord`, rolled by size like
 `JsonWriter`'s files. The first record of a shard is its schema (a `tf.train.Example`
-with one bytes feature `__tfrl_schema__`: JSON `{column: [dtype, row shape]}`); every
-other record is one row: per column a bytes feature with the row's raw bytes. Numeric
-columns only (`infos` and other object columns are left out, with a warning; nested
-columns are not supported): dtypes and shapes round-trip exactly.
+with the bytes feature `__tfrl_schema__`: JSON `{column: [dtype, row shape]}`, and
+`__tfrl_rows_per_record__`); every other record is a `tf.train.Example` of up to
+`rows_per_record` consecutive rows (default 64): per column one bytes feature holding
+those rows' raw bytes (C order). Numeric columns only (`infos` and other object columns
+are left out, with a warning; nested columns are not supported): dtypes and shapes
+round-trip exactly. Shards of one row per record (`rows_per_record=1`, the first
+version of this format) read the same way.
 
-`TFRecordReader.dataset(batch_size)` is the pipeline: the shards interleaved in
-parallel (`cycle_length` shards at once), rows shuffled in a buffer, batched, parsed
-and decoded in vectorized TF ops (`tf.io.parse_example`, `tf.io.decode_raw`) and
-prefetched; it yields dicts of tensors `[batch_size, ...]` that `learn_on_batch` takes
-as they are (no Python per row). As an InputReader (`next()`), it returns the next
-batch of `config["train_batch_size"]` rows as a SampleBatch.
+`TFRecordReader.dataset(batch_size)` is the pipeline, all in tf.data and TF ops (no
+Python per row or per batch): the shards interleaved in parallel (`cycle_length` at
+once), their records grouped into blocks of about `shuffle_buffer_size` rows, each block
+parsed and decoded at once (`tf.io.parse_example`, `tf.strings.reduce_join`,
+`tf.io.decode_raw`) and its rows permuted by a seeded random permutation (when
+shuffling), then cut into batches of exactly `batch_size` rows (`Dataset.rebatch`, rows
+carried over between blocks) and prefetched. Batching rows per record and shuffling
+whole blocks in one op keep tf.data's per-element cost off the rows. It yields dicts of
+tensors `[batch_size, ...]` that `learn_on_batch` takes as they are. As an InputReader
+(`next()`), it returns the next batch of `config["train_batch_size"]` rows as a
+SampleBatch.
 
 Example:
     >>> import tempfile, numpy as np
@@ -45,6 +53,12 @@ from tfrl.offline.output_writer import OutputWriter
 logger = logging.getLogger(__name__)
 
 SCHEMA_KEY = "__tfrl_schema__"
+ROWS_PER_RECORD_KEY = "__tfrl_rows_per_record__"
+DEFAULT_ROWS_PER_RECORD = 64
+DEFAULT_SHUFFLE_BUFFER_SIZE = 10_000
+# Blocks larger than this are decoded one at a time (decoding holds a few copies of a
+# block: image rows times a 10 000-row block are gigabytes).
+_PARALLEL_BLOCK_BYTES = 64 * 1024 * 1024
 Schema = Dict[str, Tuple[str, Tuple[int, ...]]]
 
 
@@ -59,14 +73,19 @@ class TFRecordWriter(OutputWriter):
         path: The output directory.
         ioctx: The worker's IOContext (its `worker_index` goes into the shard names).
         max_file_size: Bytes after which a new shard is started.
+        rows_per_record: Consecutive rows per record (the reader's per-record cost is
+            shared by that many rows; a shard rolls over between records).
     """
 
     def __init__(self, path: str, ioctx: Optional[IOContext] = None,
-                 max_file_size: int = DEFAULT_MAX_FILE_SIZE):
-        if isinstance(max_file_size, bool) or not isinstance(max_file_size, int) \
-                or max_file_size < 1:
-            raise ValueError(f"TFRecordWriter: max_file_size must be an int >= 1 (bytes); "
-                             f"received {max_file_size!r}.")
+                 max_file_size: int = DEFAULT_MAX_FILE_SIZE,
+                 rows_per_record: int = DEFAULT_ROWS_PER_RECORD):
+        for name, value in (("max_file_size", max_file_size),
+                            ("rows_per_record", rows_per_record)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"TFRecordWriter: {name} must be an int >= 1; received "
+                                 f"{value!r}.")
+        self.rows_per_record = rows_per_record
         self.ioctx = ioctx or IOContext()
         self.path = os.path.abspath(os.path.expanduser(path))
         os.makedirs(self.path, exist_ok=True)
@@ -109,15 +128,17 @@ class TFRecordWriter(OutputWriter):
             raise ValueError(f"TFRecordWriter: this batch's columns {schema} differ from the "
                              f"ones written before {self.schema}; every batch of one writer "
                              "needs the same columns, dtypes and row shapes.")
-        writer = self._get_writer()
         n = len(sample_batch)
-        for i in range(n):
+        for i in range(0, n, self.rows_per_record):
+            writer = self._get_writer()
             example = tf.train.Example(features=tf.train.Features(feature={
-                k: _bytes_feature(v[i].tobytes()) for k, v in columns.items()}))
+                k: _bytes_feature(v[i:i + self.rows_per_record].tobytes())
+                for k, v in columns.items()}))
             record = example.SerializeToString()
             writer.write(record)
             self.bytes_written += len(record) + 16
-        writer.flush()
+        if self._writer is not None:
+            self._writer.flush()
 
     def _get_writer(self) -> tf.io.TFRecordWriter:
         if self._writer is None or self.bytes_written > self.max_file_size:
@@ -131,7 +152,9 @@ class TFRecordWriter(OutputWriter):
             self._writer = tf.io.TFRecordWriter(name)
             schema = json.dumps({k: [d, list(s)] for k, (d, s) in (self.schema or {}).items()})
             self._writer.write(tf.train.Example(features=tf.train.Features(feature={
-                SCHEMA_KEY: _bytes_feature(schema.encode())})).SerializeToString())
+                SCHEMA_KEY: _bytes_feature(schema.encode()),
+                ROWS_PER_RECORD_KEY: tf.train.Feature(int64_list=tf.train.Int64List(
+                    value=[self.rows_per_record]))})).SerializeToString())
             self.files.append(name)
             self.bytes_written = 0
         return self._writer
@@ -145,7 +168,12 @@ class TFRecordWriter(OutputWriter):
 
 
 def read_schema(path: str) -> Schema:
-    """The schema record of one shard.
+    """The schema of one shard (see `read_header`)."""
+    return read_header(path)[0]
+
+
+def read_header(path: str) -> Tuple[Schema, int]:
+    """`(schema, rows_per_record)` from the first record of one shard.
 
     Raises:
         ValueError: If the shard is empty or its first record is not a schema.
@@ -166,7 +194,9 @@ def read_schema(path: str) -> Schema:
     if feature is None:
         raise ValueError(f"TFRecordReader: the first record of {path} is not a tfrl schema "
                          "record; the file was not written by TFRecordWriter.")
-    return {k: (d, tuple(s)) for k, (d, s) in json.loads(feature.bytes_list.value[0]).items()}
+    schema = {k: (d, tuple(s)) for k, (d, s) in json.loads(feature.bytes_list.value[0]).items()}
+    rows = example.features.feature.get(ROWS_PER_RECORD_KEY)
+    return schema, (int(rows.int64_list.value[0]) if rows is not None else 1)
 
 
 class TFRecordReader(InputReader):
@@ -191,36 +221,53 @@ class TFRecordReader(InputReader):
                       if f.endswith(".tfrecord")]
         if not self.files:
             raise ValueError(f"TFRecordReader: no .tfrecord files in {inputs!r}.")
-        self.schema = read_schema(self.files[0])
+        self.schema, self.rows_per_record = read_header(self.files[0])
         for f in self.files[1:]:
-            other = read_schema(f)
+            other, rows = read_header(f)
+            self.rows_per_record = max(self.rows_per_record, rows)
             if other != self.schema:
                 raise ValueError(f"TFRecordReader: {f} has the columns {other}; "
                                  f"{self.files[0]} has {self.schema}. Read them separately.")
         self.shuffle, self.cycle_length = shuffle, int(cycle_length)
         self._iterator: Any = None
 
-    def _parse(self, records: tf.Tensor) -> Dict[str, tf.Tensor]:
+    def _decode(self, records: tf.Tensor, seed: Optional[tf.Tensor] = None
+                ) -> Dict[str, tf.Tensor]:
+        """The rows of a block of serialized records, `[rows, ...]` per column; permuted
+        by `seed` (a `[2]` int64 stateless seed) if given."""
         spec = {k: tf.io.FixedLenFeature([], tf.string) for k in self.schema}
-        parsed = tf.io.parse_example(records, spec)
+        parsed = tf.io.parse_example(records, spec)  # column -> [records] bytes
         out = {}
         for key, (dtype, shape) in self.schema.items():
+            raw_bytes = tf.strings.reduce_join(parsed[key])  # the block's rows, in order
             np_dtype = np.dtype(dtype)
             if np_dtype.kind == "b":
-                raw = tf.io.decode_raw(parsed[key], tf.uint8) > 0
+                raw = tf.io.decode_raw(raw_bytes, tf.uint8) > 0
             else:
-                raw = tf.io.decode_raw(parsed[key], tf.as_dtype(np_dtype.newbyteorder("=")),
+                raw = tf.io.decode_raw(raw_bytes, tf.as_dtype(np_dtype.newbyteorder("=")),
                                        little_endian=np_dtype.byteorder != ">")
-            out[key] = tf.reshape(raw, [-1, *shape])  # [B, ...]
+            out[key] = tf.reshape(raw, [-1, *shape])  # [rows, ...]
+        if seed is not None:
+            rows = tf.shape(next(iter(out.values())))[0]
+            order = tf.argsort(tf.random.stateless_uniform([rows], seed=seed))
+            out = {k: tf.gather(v, order) for k, v in out.items()}
         return out
 
     def dataset(self, batch_size: int, repeat: bool = True) -> tf.data.Dataset:
         """Batches of `batch_size` rows (dicts of tensors), read in parallel, prefetched.
 
+        With `shuffle`, rows are permuted within blocks of about
+        `config["shuffle_buffer_size"]` rows (default 10 000) of interleaved shards, and
+        the shard order is shuffled on every pass.
+
         Args:
             batch_size: Rows per batch (the last partial batch is dropped).
             repeat: Cycle over the shards forever (else one pass).
         """
+        batch_size = int(batch_size)
+        if batch_size < 1:
+            raise ValueError(f"TFRecordReader.dataset(): batch_size must be >= 1; received "
+                             f"{batch_size}.")
         seed = self.ioctx.config.get("seed")
         seed = None if seed is None else int(seed) + self.ioctx.worker_index
         files = tf.data.Dataset.from_tensor_slices(self.files)
@@ -228,15 +275,28 @@ class TFRecordReader(InputReader):
             files = files.shuffle(len(self.files), seed=seed)
         if repeat:
             files = files.repeat()
-        ds = files.interleave(
+        records = files.interleave(
             lambda f: tf.data.TFRecordDataset(f).skip(1),  # the schema record
             cycle_length=min(self.cycle_length, len(self.files)),
             num_parallel_calls=tf.data.AUTOTUNE, deterministic=seed is not None)
         if self.shuffle:
-            ds = ds.shuffle(int(self.ioctx.config.get("shuffle_buffer_size") or 10_000),
-                            seed=seed)
-        ds = ds.batch(int(batch_size), drop_remainder=True)
-        ds = ds.map(self._parse, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+            block_rows = int(self.ioctx.config.get("shuffle_buffer_size")
+                             or DEFAULT_SHUFFLE_BUFFER_SIZE)
+        else:
+            block_rows = 4 * batch_size
+        block = max(1, -(-max(block_rows, batch_size) // self.rows_per_record))  # records
+        blocks = records.batch(block)
+        row_bytes = sum(np.dtype(d).itemsize * int(np.prod(s)) for d, s in self.schema.values())
+        parallel = (tf.data.AUTOTUNE if block * self.rows_per_record * row_bytes
+                    <= _PARALLEL_BLOCK_BYTES else 1)
+        if self.shuffle:
+            base = np.random.default_rng(seed).integers(2**31)
+            ds = blocks.enumerate().map(
+                lambda i, r: self._decode(r, tf.stack([tf.constant(base, tf.int64), i])),
+                num_parallel_calls=parallel, deterministic=True)
+        else:
+            ds = blocks.map(self._decode, num_parallel_calls=parallel, deterministic=True)
+        ds = ds.rebatch(batch_size, drop_remainder=True)
         return ds.prefetch(tf.data.AUTOTUNE)
 
     def next(self) -> SampleBatch:

@@ -58,36 +58,44 @@ def batch_shape_str(shape: tuple) -> str:
     return "[" + ", ".join(["B"] + [str(d) for d in shape]) + "]"
 
 
-def _leaf_to_batch(space: gym.Space, value: Any, what: str, path: str) -> np.ndarray:
+def _leaf_to_batch(space: gym.Space, value: Any, what: str, path: str,
+                   keep_tensors: bool = False) -> Any:
     dtype, shape = _leaf_dtype_shape(space)
-    array = np.asarray(value)
+    tensor = keep_tensors and isinstance(value, tf.Tensor)
+    array = value if tensor else np.asarray(value)
+    array_dtype = np.dtype(value.dtype.as_numpy_dtype) if tensor else array.dtype
+    array_shape = tuple(array.shape)
     name = f"{what}{path}"
-    if array.dtype == object or array.dtype.kind not in "biuf":
+    if array_dtype == object or array_dtype.kind not in "biuf":
         raise TypeError(
-            f"{name} must be numeric (a batch of {space} items); received dtype {array.dtype}."
+            f"{name} must be numeric (a batch of {space} items); received dtype {array_dtype}."
         )
-    if array.shape[1:] != shape or array.ndim != len(shape) + 1:
+    if array_shape[1:] != shape or len(array_shape) != len(shape) + 1:
         hint = (" It looks like one unbatched item; add a batch axis (or use "
-                "compute_single_action)." if array.shape == shape else "")
+                "compute_single_action)." if array_shape == shape else "")
         raise ValueError(
             f"{name} must have shape {batch_shape_str(shape)} for items of {space}; received "
-            f"shape {array.shape}.{hint}"
+            f"shape {array_shape}.{hint}"
         )
-    if not np.can_cast(array.dtype, dtype, "same_kind"):
+    if not np.can_cast(array_dtype, dtype, "same_kind"):
         raise TypeError(
-            f"{name} has dtype {array.dtype}, which does not convert to {space}'s dtype "
+            f"{name} has dtype {array_dtype}, which does not convert to {space}'s dtype "
             f"{dtype} without changing its kind; cast it first."
         )
+    if tensor:
+        return value if array_dtype == dtype else tf.cast(value, dtype)
     return array.astype(dtype, copy=False)
 
 
-def to_batch(space: gym.Space, value: Any, what: str) -> Any:
+def to_batch(space: gym.Space, value: Any, what: str, keep_tensors: bool = False) -> Any:
     """`value` as a (nested) numpy batch matching `batch_spec(space)`.
 
     Args:
         space: The space of one item.
         value: A batch of items (nested like the space for Dict and Tuple spaces).
         what: Name of the argument, for error messages.
+        keep_tensors: Check `tf.Tensor` leaves and return them as tensors (cast if
+            needed) instead of numpy: a tf.data pipeline's batches stay in TF.
 
     Raises:
         TypeError: Non-numeric data or a dtype of another kind (float for int).
@@ -105,7 +113,7 @@ def to_batch(space: gym.Space, value: Any, what: str) -> Any:
     paths = tree.flatten_with_path(structure)
     leaves = tree.flatten_up_to(structure, value) if paths[0][0] else [value]
     converted = [
-        _leaf_to_batch(s, v, what, "".join(f"[{p!r}]" for p in path))
+        _leaf_to_batch(s, v, what, "".join(f"[{p!r}]" for p in path), keep_tensors)
         for (path, s), v in zip(paths, leaves)
     ]
     return tree.unflatten_as(structure, converted)

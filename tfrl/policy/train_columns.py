@@ -148,7 +148,7 @@ class TrainColumns:
             value = samples[column]
             if column == Columns.OBS:
                 value = space_specs.to_batch(self._policy.observation_space, value,
-                                             "samples['obs']")
+                                             "samples['obs']", keep_tensors=not self.sequences)
             columns[column] = tree.map_structure(
                 lambda v, s: self._cast(column, v, s), value, spec)
         if self.sequences:
@@ -182,14 +182,27 @@ class TrainColumns:
                 "recurrent model."
             )
 
-    def _cast(self, column: str, value: Any, spec: tf.TensorSpec) -> np.ndarray:
-        value = np.asarray(value)
+    def _cast(self, column: str, value: Any, spec: tf.TensorSpec) -> Any:
+        """`value` checked against `spec` and cast to its dtype: numpy, or, for a
+        feed-forward policy given a `tf.Tensor` (a tf.data pipeline's batch), a tensor
+        (no round trip through numpy)."""
         dtype = spec.dtype.as_numpy_dtype
-        if value.dtype == object or not np.can_cast(value.dtype, dtype, "same_kind"):
+        tensor = isinstance(value, tf.Tensor) and not self.sequences
+        if not tensor:
+            value = np.asarray(value)
+        value_dtype = np.dtype(value.dtype.as_numpy_dtype) if tensor else value.dtype
+        if value_dtype == object or not np.can_cast(value_dtype, dtype, "same_kind"):
             raise TypeError(
-                f"learn_on_batch(): column {column!r} has dtype {value.dtype}; the compiled "
+                f"learn_on_batch(): column {column!r} has dtype {value_dtype}; the compiled "
                 f"train step takes {np.dtype(dtype)} (fixed by the first batch)."
             )
+        if tensor:
+            if tuple(value.shape[1:]) != tuple(spec.shape[1:]):
+                raise ValueError(
+                    f"learn_on_batch(): column {column!r} must have shape "
+                    f"{space_specs.batch_shape_str(tuple(spec.shape[1:]))} (fixed by the first "
+                    f"batch); received {tuple(value.shape)}.")
+            return value if value_dtype == dtype else tf.cast(value, dtype)
         if tuple(value.shape[1:]) != tuple(spec.shape[1:]):
             raise ValueError(
                 f"learn_on_batch(): column {column!r} must have shape "
