@@ -10,7 +10,7 @@ Sections (issue 15), each with RL Baselines3 Zoo's tuned settings on both sides:
   zoo's settings in tfrl's keys; the file says how each one is translated and what still
   differs from SB3; `tests/test_dqn_sb3_parity.py` checks that one learning phase ends at
   SB3's weights). Target 400. DQN with these settings is unstable late in training: the
-  final greedy evaluation swings between ~10 and 500 from seed to seed on both sides, so
+  final greedy evaluation swings between ~20 and 500 from seed to seed on both sides, so
   compare several seeds.
 - SAC, Pendulum-v1, 20,000 steps: the zoo's `learning_rate 1e-3` on SB3's SAC defaults
   (batch 256, buffer 1M uniform, 100 steps before learning, one gradient step per env
