@@ -35,6 +35,11 @@ def test_ppo_lstm_learns_stateless_cartpole(seed):
     # RecurrentPPO's MlpLstmPolicy order: the LSTM reads the observations, then 64 units.
     assert model["use_lstm"] and model["fcnet_hiddens"] == []
     assert model["post_fcnet_hiddens"] == [64] and model["max_seq_len"] == 32
+    # RecurrentPPO's LSTMs keep PyTorch's init: uniform within +-1/sqrt(cells).
+    k = model["lstm_cell_size"] ** -0.5
+    for part in ("weights", "bias"):
+        assert model[f"lstm_{part}_initializer"] == "random_uniform"
+        assert model[f"lstm_{part}_initializer_config"] == {"minval": -k, "maxval": k}
     result = train_to_reward(PPO(config=config), 150.0, 100_000)
     # episode_reward_mean: the mean over the last 100 episodes.
     assert result["episode_reward_mean"] >= 150.0, result["episode_reward_mean"]
