@@ -16,12 +16,13 @@ a 64-cell LSTM on the observations followed by one 64-unit tanh dense layer per 
 `post_fcnet_hiddens: [64]`), orthogonal gain-sqrt(2) dense layers (SB3's `ortho_init`),
 separate actor and critic LSTMs (both frameworks' default), sequences of up to a whole
 fragment (`max_seq_len` 32; SB3-contrib cuts them only at episode starts and its
-minibatch edges). Known differences that stay: the LSTM's own initialization (Keras':
-Glorot input, orthogonal recurrent, forget-gate bias 1; PyTorch's: uniform), the
-minibatches (tfrl: whole sequences, about 128 real steps each, shuffled; SB3-contrib:
-two runs of 128 consecutive steps from a random split point, sequences cut at the
-edges), advantages standardized per batch (SB3: per minibatch). One intra/inter-op
-thread for TF and one torch thread.
+minibatch edges), both LSTMs at PyTorch's `nn.LSTM` init (every weight and bias uniform
+within +-1/sqrt(64); tfrl's `lstm_weights_initializer` / `lstm_bias_initializer`).
+Known differences that stay: the minibatches (tfrl: whole sequences, about 128 real steps
+each, shuffled; SB3-contrib: two runs of 128 consecutive steps from a random split point,
+sequences cut at the edges), advantages standardized per batch (SB3: per minibatch), and
+Adam's epsilon (Keras adds it to sqrt(v) before the bias correction, PyTorch after). One
+intra/inter-op thread for TF and one torch thread.
 
 Every run is its own subprocess (so peak RSS is the run's own), runs alternate between the
 frameworks, and each trains the whole budget. Reported per run: wall seconds, env steps/s,
@@ -80,7 +81,12 @@ TFRL_CONFIG = {
     "model": {"fcnet_hiddens": [], "post_fcnet_hiddens": [64], "post_fcnet_activation": "tanh",
               "fcnet_weights_initializer": "orthogonal",
               "fcnet_weights_initializer_config": {"gain": 2 ** 0.5},
-              "use_lstm": True, "lstm_cell_size": 64, "max_seq_len": 32},
+              "use_lstm": True, "lstm_cell_size": 64, "max_seq_len": 32,
+              # PyTorch's nn.LSTM init (RecurrentPPO keeps it): uniform +-1/sqrt(64).
+              "lstm_weights_initializer": "random_uniform",
+              "lstm_weights_initializer_config": {"minval": -0.125, "maxval": 0.125},
+              "lstm_bias_initializer": "random_uniform",
+              "lstm_bias_initializer_config": {"minval": -0.125, "maxval": 0.125}},
 }
 
 

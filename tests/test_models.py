@@ -502,6 +502,50 @@ def test_fcnet_weights_initializer_errors():
             {"fcnet_weights_initializer": 3}))
 
 
+def _lstm_kernels(model_config):
+    """{name: (kernel, recurrent_kernel, bias)} of a built 8-cell LSTM wrapper's LSTMs."""
+    space, actions = gym.spaces.Box(-1.0, 1.0, (3,)), gym.spaces.Discrete(2)
+    config = merge_model_config({"use_lstm": True, "lstm_cell_size": 8, "fcnet_hiddens": [],
+                                 **model_config})
+    keras.utils.set_random_seed(0)
+    model = ModelCatalog.get_model(space, actions, 2, config)
+    model((np.zeros((1, 2, 3), np.float32), model.get_initial_state(1), np.array([2], np.int32)))
+    return {lstm.name: [np.asarray(w) for w in (lstm.cell.kernel, lstm.cell.recurrent_kernel,
+                                                 lstm.cell.bias)]
+            for lstm in (model.lstm, model.vf_lstm)}
+
+
+def test_lstm_initializers_set_the_lstm_kernels_and_bias():
+    # Default: Keras' (Glorot input kernel, orthogonal recurrent kernel, forget bias 1).
+    for kernel, recurrent, bias in _lstm_kernels({}).values():
+        np.testing.assert_allclose(recurrent @ recurrent.T, np.eye(8), atol=1e-5)
+        np.testing.assert_array_equal(bias, np.repeat([0.0, 1.0, 0.0, 0.0], 8))
+    # PyTorch's nn.LSTM init (SB3-contrib's RecurrentPPO leaves its LSTMs at it):
+    # every weight and bias uniform within +-1/sqrt(cells), no forget-gate offset.
+    k = 1 / 8 ** 0.5
+    uniform = {"minval": -k, "maxval": k}
+    got = _lstm_kernels({"lstm_weights_initializer": "random_uniform",
+                         "lstm_weights_initializer_config": uniform,
+                         "lstm_bias_initializer": "random_uniform",
+                         "lstm_bias_initializer_config": uniform})
+    assert sorted(got) == ["lstm", "vf_lstm"]
+    for kernel, recurrent, bias in got.values():
+        for w in (kernel, recurrent, bias):
+            assert np.abs(w).max() <= k and np.abs(w).max() > 0.8 * k, np.abs(w).max()
+            assert abs(w.mean()) < 0.3 * k  # not the forget-gate ones
+        assert not np.allclose(kernel[:, :8], recurrent[:3, :8])  # drawn apart
+    assert not np.allclose(got["lstm"][1], got["vf_lstm"][1])
+    # Weights alone: the bias keeps Keras' default.
+    only = _lstm_kernels({"lstm_weights_initializer": "orthogonal",
+                          "lstm_weights_initializer_config": {"gain": 2.0}})["lstm"]
+    np.testing.assert_allclose(only[1] @ only[1].T, 4.0 * np.eye(8), atol=1e-4)
+    np.testing.assert_array_equal(only[2], np.repeat([0.0, 1.0, 0.0, 0.0], 8))
+    with pytest.raises(ValueError, match="lstm_bias_initializer=None.*Set lstm_bias_initializer"):
+        _lstm_kernels({"lstm_bias_initializer_config": uniform})
+    with pytest.raises(ValueError, match="Unknown or misconfigured weights initializer 'nope'"):
+        _lstm_kernels({"lstm_weights_initializer": "nope"})
+
+
 def test_custom_model_classes_get_the_preprocessed_obs_space():
     seen = {}
 

@@ -3,12 +3,13 @@ hidden) reaches a mean return of 150 within 100k env steps, with issue 18's sett
 (those bench/bench_recurrent.py gives tfrl and SB3-contrib's RecurrentPPO alike).
 
 Seed 0 runs in CI; seeds 1 and 2 are marked slow (the three: issue 18's "3 of 3").
-Measured with the tuned file (2026-11-27, 2-core VM under heavy load, load ~15-20):
-seeds 0, 1, 2 reached 150 after 36,352, 42,496 and 56,576 env steps (SB3-contrib's
-RecurrentPPO with the same settings: 39,680, 65,280, 32,512 in bench/RESULTS.md); there
-20-25 min each. The CI case (seed 0) took 119 s at load 4-7 on the 2-core VM; on a quiet
-core tfrl samples and learns ~1,100-1,300 env steps/s here (bench/RESULTS.md), so it
-should take ~35-45 s. bench/bench_recurrent.py's tfrl config reproduces seed 0 exactly.
+Measured with the tuned file's config (bench/bench_recurrent.py's tfrl side; 2026-11-27,
+2-core VM under heavy load, load ~15-20): seeds 0-4 reached 150 after 31,744, 34,560,
+45,824, 46,592 and 38,656 env steps with both LSTMs at PyTorch's init (Keras' init:
+36,352, 42,496, 56,576 for seeds 0-2); SB3-contrib's RecurrentPPO with the same settings:
+39,680, 65,280, 32,512 (bench/RESULTS.md). The CI case (seed 0) took 496 s at load ~16
+(119 s with Keras' init at load 4-7); on a quiet core tfrl samples and learns
+~1,100-1,300 env steps/s here (bench/RESULTS.md), so it should take ~30-40 s.
 """
 
 import os
@@ -35,6 +36,11 @@ def test_ppo_lstm_learns_stateless_cartpole(seed):
     # RecurrentPPO's MlpLstmPolicy order: the LSTM reads the observations, then 64 units.
     assert model["use_lstm"] and model["fcnet_hiddens"] == []
     assert model["post_fcnet_hiddens"] == [64] and model["max_seq_len"] == 32
+    # RecurrentPPO's LSTMs keep PyTorch's init: uniform within +-1/sqrt(cells).
+    k = model["lstm_cell_size"] ** -0.5
+    for part in ("weights", "bias"):
+        assert model[f"lstm_{part}_initializer"] == "random_uniform"
+        assert model[f"lstm_{part}_initializer_config"] == {"minval": -k, "maxval": k}
     result = train_to_reward(PPO(config=config), 150.0, 100_000)
     # episode_reward_mean: the mean over the last 100 episodes.
     assert result["episode_reward_mean"] >= 150.0, result["episode_reward_mean"]

@@ -56,8 +56,9 @@ SMALL = {
 STRATEGIES = ("default", "one_device", "mirrored")
 
 # Statistics that are not means over rows: each replica computes its own over its half of
-# the minibatch and `learner_stats` averages the replicas' values, which differs from the
-# value over the whole minibatch (explained variance divides by the rows' variance).
+# the minibatch and `learner_stats` averages the replicas' values (weighted by their real
+# steps for sequences), which differs from the value over the whole minibatch (explained
+# variance divides by the rows' variance).
 PER_REPLICA_STATS = {"vf_explained_var"}
 
 

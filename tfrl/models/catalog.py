@@ -92,8 +92,12 @@ MODEL_DEFAULTS.update({key: None for key in _INITIALIZER_KEYS})
 
 # Implemented: the hidden layers of the fully connected net take any Keras initializer
 # (name or identifier dict), e.g. "orthogonal" with {"gain": 1.41} as in SB3/cleanrl.
+# The LSTM wrapper's input and recurrent kernels and its bias take them too (e.g.
+# PyTorch's LSTM init: "random_uniform" within +-1/sqrt(lstm_cell_size) for both).
 _IMPLEMENTED_INITIALIZER_KEYS = ("fcnet_weights_initializer",
-                                 "fcnet_weights_initializer_config")
+                                 "fcnet_weights_initializer_config",
+                                 "lstm_weights_initializer", "lstm_weights_initializer_config",
+                                 "lstm_bias_initializer", "lstm_bias_initializer_config")
 
 # Keys tfrl accepts but does not implement yet: only their default value is allowed.
 _NOT_IMPLEMENTED = (

@@ -70,6 +70,9 @@ _GRAD_NORM = "_guard/grad_norm"  # a step's: the global gradient norm
 _NUM_FINITE = "_guard/num_finite"  # the loop's: finite (applied) steps
 _NUM_BAD = "_guard/num_nonfinite"  # the loop's: non-finite (skipped) steps
 _LAST = "_guard/last/"  # + stat: its value at the loop's last step ("raise" mode)
+# A replica's real (unpadded) timesteps in its share of a batch of sequences: the weight of
+# its stats in the mean over replicas (see `TrainStep._reduce_stats`).
+_WEIGHT = "_guard/real_steps"
 
 
 def _sum_loop(num_steps: tf.Tensor, step_fn, totals: Dict[str, tf.Tensor],
@@ -467,12 +470,44 @@ class TrainStep:
         self._policy.num_grad_updates.assign_add(tf.cast(stats[_FINITE] > 0.5, tf.int64))
         return stats
 
+    def _weighted_stats(self, batch, stats: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+        """In a replica, for sequences under several replicas: the stats (means over this
+        replica's real timesteps) times this replica's real timesteps, and that count
+        under `_WEIGHT`, so that `_reduce_stats` can take the mean over every replica's
+        real timesteps. Otherwise (rows, whose replicas all hold as many; one replica)
+        the stats unchanged."""
+        if self._num_replicas == 1 or not self._train_columns.sequences:
+            return stats
+        weight = tf.cast(tf.reduce_sum(batch[Columns.SEQ_LENS]), tf.float32)
+        weighted = {}
+        for key, value in stats.items():
+            if key == "total_loss" or key.startswith("_guard/"):
+                weighted[key] = value
+            else:
+                value = tf.convert_to_tensor(value)
+                weighted[key] = tf.cast(value, tf.float32) * weight
+        weighted[_WEIGHT] = weight
+        return weighted
+
     def _reduce_stats(self, per_replica: Dict[str, Any]) -> Dict[str, tf.Tensor]:
+        """The stats over replicas: `total_loss` (each replica's share of the global
+        mean) summed; the guard's entries averaged; the other stats averaged, weighted
+        by each replica's real timesteps when `_weighted_stats` weighted them (padded
+        sequences: replicas hold unequal numbers of real steps)."""
+        SUM, MEAN = tf.distribute.ReduceOp.SUM, tf.distribute.ReduceOp.MEAN
+        per_replica = dict(per_replica)
+        weight = per_replica.pop(_WEIGHT, None)
+        total_weight = (None if weight is None else
+                        tf.maximum(self._strategy.reduce(SUM, weight, axis=None), 1.0))
         reduced = {}
         for key, value in per_replica.items():
-            # total_loss is each replica's share of the global mean; stats are means.
-            op = tf.distribute.ReduceOp.SUM if key == "total_loss" else tf.distribute.ReduceOp.MEAN
-            reduced[key] = tf.cast(self._strategy.reduce(op, value, axis=None), tf.float32)
+            if key == "total_loss":
+                reduced[key] = self._strategy.reduce(SUM, value, axis=None)
+            elif total_weight is not None and not key.startswith("_guard/"):
+                reduced[key] = self._strategy.reduce(SUM, value, axis=None) / total_weight
+            else:
+                reduced[key] = self._strategy.reduce(MEAN, value, axis=None)
+            reduced[key] = tf.cast(reduced[key], tf.float32)
         return reduced
 
     def _loss_and_grads(self, batch):
@@ -502,6 +537,7 @@ class TrainStep:
             `_GRAD_NORM` (the norm before clipping) entries.
         """
         grads, variables, stats = self._loss_and_grads(batch)
+        stats = self._weighted_stats(batch, stats)
         clip = self._policy.config["grad_clip"]
         present = [g for g in grads if g is not None]
         context = tf.distribute.get_replica_context()
@@ -552,10 +588,11 @@ class TrainStep:
         self._policy.num_traces["compute_gradients"] += 1
 
         def replica_fn(batch):
-            grads, variables, stats = self._loss_and_grads(self._local_rows(batch))
+            local = self._local_rows(batch)
+            grads, variables, stats = self._loss_and_grads(local)
             grads = [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
                      for g, v in zip(grads, variables)]
-            return grads, stats
+            return grads, self._weighted_stats(local, stats)
 
         grads, stats = self._strategy.run(replica_fn, args=(columns,))
         grads = [self._strategy.reduce(tf.distribute.ReduceOp.SUM, g, axis=None) for g in grads]

@@ -13,7 +13,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfrl.models.tf.tf_model import PolicyHead, TFModel, apply, dense_stack, to_float, value_head
+from tfrl.models.tf.tf_model import (PolicyHead, TFModel, apply, dense_stack, make_initializer,
+                                     to_float, value_head)
 from tfrl.models.tf.tf_modelv2 import TFModelV2
 from tfrl.models.tf.visionnet import conv_stack
 
@@ -120,19 +121,35 @@ class LSTMWrapper(TFModel):
         self.cell_size = int(model_config["lstm_cell_size"])
         self.vf_share_layers = bool(model_config["vf_share_layers"])
         self.encoder = self._encoder("enc")
-        self.lstm = keras.layers.LSTM(
-            self.cell_size, return_sequences=True, return_state=True, name="lstm"
-        )
+        self.lstm = self._lstm("lstm")
         self.post = self._post_stack("post")
         if not self.vf_share_layers:
             self.vf_encoder = self._encoder("vf_enc")
-            self.vf_lstm = keras.layers.LSTM(
-                self.cell_size, return_sequences=True, return_state=True, name="vf_lstm"
-            )
+            self.vf_lstm = self._lstm("vf_lstm")
             self.vf_post = self._post_stack("vf_post")
         self.policy_head = PolicyHead(
             self.num_outputs, bool(model_config["free_log_std"]), name="pi")
         self.value_out = value_head()
+
+    def _lstm(self, name: str) -> keras.layers.LSTM:
+        """An LSTM layer; `lstm_weights_initializer` (None: Keras' Glorot-uniform input
+        and orthogonal recurrent kernels) sets both kernels, `lstm_bias_initializer`
+        (None: zeros with forget-gate bias 1, Keras' `unit_forget_bias`) the bias."""
+        config = self.model_config
+        weights, bias = config.get("lstm_weights_initializer"), config.get("lstm_bias_initializer")
+        kwargs: Dict[str, Any] = {}
+        if weights is not None or config.get("lstm_weights_initializer_config"):
+            # One initializer object per kernel: a seeded one would draw both alike.
+            for arg in ("kernel_initializer", "recurrent_initializer"):
+                kwargs[arg] = make_initializer(
+                    weights, config.get("lstm_weights_initializer_config"),
+                    key="lstm_weights_initializer")
+        if bias is not None or config.get("lstm_bias_initializer_config"):
+            kwargs["bias_initializer"] = make_initializer(
+                bias, config.get("lstm_bias_initializer_config"), key="lstm_bias_initializer")
+            kwargs["unit_forget_bias"] = False
+        return keras.layers.LSTM(self.cell_size, return_sequences=True, return_state=True,
+                                 name=name, **kwargs)
 
     def _encoder(self, prefix: str) -> List[keras.layers.Layer]:
         model_config = self.model_config

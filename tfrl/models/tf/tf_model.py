@@ -78,18 +78,20 @@ def dense_stack(hiddens: Sequence[int], activation: Any, prefix: str,
     ]
 
 
-def make_initializer(initializer: Any = None, config: Optional[dict] = None) -> Any:
-    """normc(1.0) for None, else `keras.initializers.get` of the name with `config`."""
+def make_initializer(initializer: Any = None, config: Optional[dict] = None,
+                     key: str = "fcnet_weights_initializer", default: Any = None) -> Any:
+    """`default` (None: normc(1.0)) for None, else `keras.initializers.get` of the name
+    with `config`; `key` names the model config key in error messages."""
     if initializer is None:
         if config:
             raise ValueError(
                 "A weights initializer config needs an initializer. Received: "
-                f"initializer=None, config={config!r}. Set fcnet_weights_initializer too "
+                f"{key}=None, {key}_config={config!r}. Set {key} too "
                 "(e.g. 'orthogonal').")
-        return normc_initializer(1.0)
+        return normc_initializer(1.0) if default is None else default
     if not isinstance(initializer, str):
         raise TypeError(
-            "fcnet_weights_initializer must be a Keras initializer name such as "
+            f"{key} must be a Keras initializer name such as "
             f"'orthogonal' or 'glorot_uniform'. Received: {initializer!r}.")
     try:
         return keras.initializers.get({"class_name": initializer, "config": dict(config or {})})
