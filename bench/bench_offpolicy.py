@@ -15,7 +15,13 @@ Sections (issue 15), each with RL Baselines3 Zoo's tuned settings on both sides:
 - SAC, Pendulum-v1, 20,000 steps: the zoo's `learning_rate 1e-3` on SB3's SAC defaults
   (batch 256, buffer 1M uniform, 100 steps before learning, one gradient step per env
   step, tau 0.005, gamma 0.99, automatic entropy tuning from alpha 1 with target entropy
-  -dim(A), twin critics, [256, 256] ReLU networks). Target -250.
+  -dim(A), twin critics, [256, 256] ReLU networks). Target -250. SB3 runs the zoo's
+  `train_freq=1, gradient_steps=1`; tfrl samples `SAC_ROUND_STEPS` (16, `--sac-round`)
+  env steps per round and then runs as many gradient steps in one compiled call: the
+  same replay ratio (one 256-row gradient step per env step), SB3's `train_freq=16,
+  gradient_steps=16`. The bench prints the setting. (Short runs, 6000 steps, 3 seeds:
+  the mean return of the last 10 episodes was no worse than with one step per round;
+  see bench/RESULTS.md. `--sac-round 1` runs the zoo's schedule exactly.)
 - TD3, Pendulum-v1, 20,000 steps: the zoo's gamma 0.98, buffer 200,000, 10,000 random
   steps before learning, N(0, 0.1) action noise, lr 1e-3, [400, 300] networks, one
   learning phase per 200-step episode with as many gradient steps as steps sampled, on
@@ -56,6 +62,9 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DQN_ZOO = os.path.join(REPO, "examples", "tuned", "dqn_cartpole_zoo.yaml")
 SMOOTHING = 100  # episodes in the mean return (SB3's episode buffer)
 EVAL_EPISODES = 10  # greedy episodes after training
+# tfrl's SAC: env steps per sampling round, each followed by as many gradient steps in
+# one compiled call (the zoo's 1:1 replay ratio; see the module docstring).
+SAC_ROUND_STEPS = 16
 
 #: name -> env, budget (env steps), target mean return.
 SECTIONS = {
@@ -74,8 +83,9 @@ def learning_starts(algo: str, steps: int) -> int:
     return min(section["learning_starts"], max(1, steps // 4))
 
 
-def tfrl_config(algo: str, seed: int, steps: int) -> dict:
-    """tfrl's config dict of a section (the zoo's settings in tfrl's keys)."""
+def tfrl_config(algo: str, seed: int, steps: int, sac_round: int = SAC_ROUND_STEPS) -> dict:
+    """tfrl's config dict of a section (the zoo's settings in tfrl's keys); `sac_round`:
+    SAC's env steps per sampling round (and gradient steps per learning call)."""
     starts = learning_starts(algo, steps)
     common = {"env": SECTIONS[algo]["env"], "seed": seed, "num_workers": 0,
               "num_envs_per_worker": 1, "metrics_smoothing_episodes": SMOOTHING,
@@ -90,8 +100,10 @@ def tfrl_config(algo: str, seed: int, steps: int) -> dict:
                      f"exploration_config.epsilon_timesteps={max(1, int(0.16 * steps))}"]
         return build_config(resolve_experiment(DQN_ZOO, overrides=overrides)).to_dict()
     if algo == "SAC":
+        # training_intensity 256 = train_batch_size: one gradient step per sampled step,
+        # `sac_round` of them after each round of `sac_round` env steps.
         return {**common, "gamma": 0.99, "tau": 0.005, "train_batch_size": 256,
-                "rollout_fragment_length": 1, "training_intensity": 256,
+                "rollout_fragment_length": sac_round, "training_intensity": 256,
                 "twin_q": True, "initial_alpha": 1.0, "target_entropy": "auto",
                 "optimization": {"actor_learning_rate": 1e-3, "critic_learning_rate": 1e-3,
                                  "entropy_learning_rate": 1e-3},
@@ -111,6 +123,9 @@ def tfrl_config(algo: str, seed: int, steps: int) -> dict:
                 "actor_hiddens": [400, 300], "critic_hiddens": [400, 300],
                 "replay_buffer_config": {"type": "MultiAgentReplayBuffer",
                                          "capacity": 200_000},
+                # SB3 learns once more than `learning_starts` steps were taken (its first
+                # phase ends the episode after step 10,000); tfrl once that many are stored.
+                "num_steps_sampled_before_learning_starts": starts + 1,
                 "exploration_config": {"type": "GaussianNoise", "random_timesteps": starts,
                                        "stddev": 0.1, "initial_scale": 1.0,
                                        "final_scale": 1.0, "scale_timesteps": 1}}
@@ -151,7 +166,7 @@ def _result(steps, grad_steps, wall, cpu, solved_steps, final_reward) -> dict:
             "final_reward": final_reward, "peak_rss_mb": _rss_mb()}
 
 
-def run_tfrl(algo_name: str, seed: int, steps: int) -> dict:
+def run_tfrl(algo_name: str, seed: int, steps: int, sac_round: int = SAC_ROUND_STEPS) -> dict:
     from tfrl.utils.progress import quiet_tensorflow
 
     quiet_tensorflow()
@@ -162,7 +177,7 @@ def run_tfrl(algo_name: str, seed: int, steps: int) -> dict:
     from tfrl.algorithms.registry import get_algorithm_class
 
     _, config_class = get_algorithm_class(algo_name, return_config=True)
-    algo = config_class.from_dict(tfrl_config(algo_name, seed, steps)).build()
+    algo = config_class.from_dict(tfrl_config(algo_name, seed, steps, sac_round)).build()
     target = SECTIONS[algo_name]["target"]
     start, cpu = time.time(), time.process_time()
     solved = None
@@ -261,10 +276,14 @@ def main() -> int:
     parser.add_argument("--algo", choices=sorted(SECTIONS))
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--t0", type=float, default=None)
+    parser.add_argument("--sac-round", type=int, default=SAC_ROUND_STEPS,
+                        help="tfrl SAC: env steps per sampling round, each followed by as many "
+                             "gradient steps in one compiled call (1: the zoo's schedule)")
     args = parser.parse_args()
     if args.child:
-        run = run_tfrl if args.child == "tfrl" else run_sb3
-        print("RESULT " + json.dumps(run(args.algo, args.seed, args.steps)), flush=True)
+        result = (run_tfrl(args.algo, args.seed, args.steps, args.sac_round)
+                  if args.child == "tfrl" else run_sb3(args.algo, args.seed, args.steps))
+        print("RESULT " + json.dumps(result), flush=True)
         return 0
 
     sb3 = bool(importlib.util.find_spec("stable_baselines3")
@@ -281,6 +300,16 @@ def main() -> int:
             continue
         print(f"\n== {algo} on {section['env']}, {steps} steps, target "
               f"{section['target']:g} (mean of the last {SMOOTHING} episodes)")
+        extra = ("--algo", algo)
+        if algo == "SAC":
+            extra += ("--sac-round", str(args.sac_round))
+            print(f"SB3: train_freq=1, gradient_steps=1 (the zoo's); tfrl: "
+                  f"{args.sac_round} env steps per sampling round, then {args.sac_round} "
+                  "gradient steps of 256 rows in one compiled call (the same 1:1 replay "
+                  "ratio; --sac-round 1 for the zoo's schedule)")
+        if algo == "TD3":
+            print("both: one learning phase per 200-step episode, one gradient step of 256 "
+                  "rows per sampled step (tfrl: one compiled call per phase)")
         print(f"{'run':10s} {'wall s':>8s} {'cpu s':>8s} {'env st/s':>9s} {'grad st/s':>9s} "
               f"{'steps@tgt':>9s} {'final R':>8s} {'eval R':>8s} {'RSS MB':>7s}")
         frameworks = ["tfrl", "sb3"] if sb3 else ["tfrl"]
@@ -288,7 +317,7 @@ def main() -> int:
         # Interleaved: a change in the machine's load hits both frameworks alike.
         for seed in args.seeds:
             for fw in frameworks:
-                r = launch(fw, seed, steps, script=__file__, extra_args=("--algo", algo))
+                r = launch(fw, seed, steps, script=__file__, extra_args=extra)
                 rows[fw].append(r)
                 print(f"{fw + ' s' + str(seed):10s} {r['wall_s']:8.1f} {r['cpu_s']:8.1f} "
                       f"{r['env_steps_per_s']:9.0f} {r['grad_steps_per_s']:9.0f} "

@@ -278,10 +278,11 @@ class SACTFPolicy(TFPolicy):
         n_step = train_batch.get(N_STEP)
         n_step = 1 if n_step is None else n_step
         weights = train_batch.get(WEIGHTS)
-        rows = tf.shape(rewards)[0]
-        # One pass of the actor over s_t and s_{t+k}.
-        both, _ = model.actor(tf.concat([obs, next_obs], axis=0), training=True)
-        actor_t, actor_tp1 = both[:rows], both[rows:]
+        # The actor at s_{t+k} only feeds the (gradient-stopped) targets: a pass of its
+        # own on frozen weights, so that the backward pass runs over the B rows at s_t
+        # alone (one pass over both would back-propagate 2B rows, half of them zeros).
+        actor_t, _ = model.actor(obs, training=True)
+        actor_tp1, _ = call_frozen(model.actor, next_obs)
         log_alpha = model.log_alpha
         alpha = tf.exp(log_alpha)
         noise = None if self.discrete else train_batch[NOISE]  # [B, 2, A]
