@@ -23,7 +23,7 @@ Example:
 
 import logging
 import time
-from typing import Any, Collection, List, Literal, Optional, Tuple, Union, overload
+from typing import Any, Collection, List, Literal, Optional, Tuple, Union, overload, cast
 
 import numpy as np
 
@@ -225,7 +225,8 @@ class ConcatBatches:
             logger.info("ConcatBatches collected %d steps for min_batch_size=%d; consider a "
                         "smaller rollout_fragment_length.", self.count, self.min_batch_size)
         # One batch passes as it is (no copy: a pixel batch is tens of MB).
-        out = self.buffer[0] if len(self.buffer) == 1 else concat_samples(self.buffer)
+        out = (cast(SampleBatchType, self.buffer[0]) if len(self.buffer) == 1
+               else concat_samples(self.buffer))
         now = time.perf_counter()
         timer = get_shared_metrics().timers[SAMPLE_TIMER]
         timer.push(now - self.last_batch_time)
