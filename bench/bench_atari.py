@@ -3,6 +3,7 @@
     python bench/bench_atari.py                           # 200k agent steps, seed 0, both
     python bench/bench_atari.py --steps 2048              # smoke check (a minute or two)
     python bench/bench_atari.py --threads 1 --seeds 0 1
+    python bench/bench_atari.py --conv-dtype bfloat16     # tfrl's opt-in bf16 conv encoder
 
 Settings (RL Baselines3 Zoo's Atari PPO), for both frameworks: 8 envs x 128 steps (batch
 1024), 4 epochs of minibatches of 256, lr 2.5e-4 decayed linearly to 0 over the budget
@@ -66,7 +67,8 @@ def _result(steps, wall, cpu, final_reward, episodes):
             "final_reward": final_reward, "episodes": episodes, "peak_rss_mb": _rss_mb()}
 
 
-def run_tfrl(seed: int, steps: int, threads: int, sticky: float) -> dict:
+def run_tfrl(seed: int, steps: int, threads: int, sticky: float,
+             conv_dtype: str = "float32") -> dict:
     from tfrl.utils.progress import quiet_tensorflow
 
     quiet_tensorflow()
@@ -77,7 +79,8 @@ def run_tfrl(seed: int, steps: int, threads: int, sticky: float) -> dict:
     from tfrl.cli.experiment import build_config, resolve_experiment
 
     overrides = [f"seed={seed}", f"lr_schedule=[[0, 2.5e-4], [{steps}, 0.0]]",
-                 f"env_config.repeat_action_probability={sticky}"]
+                 f"env_config.repeat_action_probability={sticky}",
+                 f"model.conv_compute_dtype={conv_dtype}"]
     config = build_config(resolve_experiment(TUNED_BREAKOUT, overrides=overrides))
     algo = config.build()
     start, cpu = time.time(), _cpu_s()
@@ -91,7 +94,8 @@ def run_tfrl(seed: int, steps: int, threads: int, sticky: float) -> dict:
                    result["episodes_total"])
 
 
-def run_sb3(seed: int, steps: int, threads: int, sticky: float) -> dict:
+def run_sb3(seed: int, steps: int, threads: int, sticky: float,
+            conv_dtype: str = "float32") -> dict:
     hide_tensorflow()
     import gymnasium as gym
     import numpy as np
@@ -135,13 +139,17 @@ def main() -> int:
                         help="TF intra/inter-op threads = torch threads")
     parser.add_argument("--repeat-action-probability", type=float, default=0.25,
                         help="ALE sticky actions (v5's default 0.25; the zoo's v4 ids: 0)")
+    parser.add_argument("--conv-dtype", choices=["float32", "bfloat16"], default="float32",
+                        help="tfrl's model.conv_compute_dtype (opt-in bf16 encoder; SB3 "
+                             "stays float32)")
     parser.add_argument("--child", choices=["tfrl", "sb3"])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--t0", type=float, default=None)
     args = parser.parse_args()
     if args.child:
         run = run_tfrl if args.child == "tfrl" else run_sb3
-        out = run(args.seed, args.steps, args.threads, args.repeat_action_probability)
+        out = run(args.seed, args.steps, args.threads, args.repeat_action_probability,
+                  args.conv_dtype)
         print("RESULT " + json.dumps(out), flush=True)
         return 0
 
@@ -152,12 +160,13 @@ def main() -> int:
         print("Stable-Baselines3 is not installed: skipping the SB3 runs (install "
               "stable-baselines3 and CPU torch to compare).")
     print(f"machine: {_machine()}; {ENV_ID}, {args.steps} agent steps, {NUM_ENVS} envs, "
-          f"{args.threads} TF/torch threads, sticky actions {args.repeat_action_probability}",
+          f"{args.threads} TF/torch threads, sticky actions {args.repeat_action_probability}, "
+          f"tfrl conv dtype {args.conv_dtype}",
           flush=True)
     rows = {fw: [] for fw in frameworks}
     print(f"{'run':10s} {'wall s':>8s} {'steps/s':>8s} {'CPU ms/step':>11s} {'R at end':>8s} "
           f"{'episodes':>8s} {'RSS MB':>7s}")
-    extra = ["--threads", str(args.threads),
+    extra = ["--threads", str(args.threads), "--conv-dtype", args.conv_dtype,
              "--repeat-action-probability", str(args.repeat_action_probability)]
     # Interleaved (tfrl s0, sb3 s0, tfrl s1, ...): a change in the machine's load hits
     # both frameworks alike.

@@ -243,3 +243,42 @@ def test_tuned_breakout_dqn_trains_one_iteration_from_frames():
         assert result["info"]["num_agent_steps_trained"] == 17 * 32
     finally:
         algo.stop()
+
+
+@pytest.mark.parametrize("game", ["pong", "breakout"])
+def test_tuned_atari_impala_files_build_rllib_settings(game):
+    config = build_config(resolve_experiment(os.path.join(TUNED, f"impala_{game}.yaml")))
+    assert config.env == f"ALE/{game.title()}-v5"
+    # RLlib's tuned IMPALA Atari file: fragments of 50 per env, 5 envs per worker,
+    # batches of 500, lr 5e-4 -> ~0 over 20M steps, clipped rewards.
+    assert (config.rollout_fragment_length, config.num_envs_per_worker,
+            config.train_batch_size) == (50, 5, 500)
+    assert config.lr == 5e-4 and config.lr_schedule == [[0, 5e-4], [20_000_000, 1e-12]]
+    assert config.clip_rewards is True and config.vtrace
+    assert (config.vf_loss_coeff, config.entropy_coeff, config.grad_clip) == (0.5, 0.01, 40.0)
+    assert config.model.get("conv_filters") is None  # the Nature DQN default for 84x84
+
+
+@pytest.mark.slow
+def test_tuned_breakout_impala_trains_one_iteration_from_frames():
+    from tfrl.algorithms.impala import Impala
+
+    config = build_config(resolve_experiment(
+        os.path.join(TUNED, "impala_breakout.yaml"),
+        overrides=["num_workers=0", "rollout_fragment_length=20", "train_batch_size=100",
+                   "min_iter_time_s=0"]))
+    algo = Impala(config=config)
+    try:
+        result = algo.train()
+        policy = algo.get_policy()
+        assert policy.observation_space == FRAMES
+        # The Nature network shared by the policy (4 Breakout actions) and value heads.
+        assert [tuple(w.shape) for w in policy.model.trainable_weights if "kernel" in w.path] \
+            == [(8, 8, 4, 32), (4, 4, 32, 64), (3, 3, 64, 64), (3136, 512), (512, 4), (512, 1)]
+        assert result["timesteps_total"] >= 100
+        stats = result["info"]["learner"]["default_policy"]["learner_stats"]
+        assert np.isfinite(stats["total_loss"]) and stats["cur_lr"] == pytest.approx(5e-4, rel=1e-3)
+        # V-trace bootstraps from new_obs: the IMPALA policy keeps it in its batches.
+        assert policy.view_requirements["new_obs"].used_for_training
+    finally:
+        algo.stop()

@@ -613,3 +613,28 @@ def test_lstm_prev_action_needs_a_simple_action_space():
     space = gym.spaces.Tuple([gym.spaces.Discrete(2)])
     with pytest.raises(ValueError, match="lstm_use_prev_action=True supports Discrete"):
         ModelCatalog.get_model(BOX, space, 2, {**LSTM_CONFIG, "lstm_use_prev_action": True})
+
+
+def test_bfloat16_conv_encoder_computes_in_bf16_and_hands_float32_to_the_heads():
+    space = gym.spaces.Box(0, 255, (84, 84, 4), np.uint8)
+    obs = np.random.default_rng(0).integers(0, 256, (16, 84, 84, 4), dtype=np.uint8)
+    models = {}
+    for dtype in ("float32", "bfloat16"):
+        keras.utils.set_random_seed(0)
+        models[dtype] = ModelCatalog.get_model(
+            space, gym.spaces.Discrete(4), 4, {"conv_compute_dtype": dtype, "vf_share_layers": True})
+        models[dtype](obs)
+    models["bfloat16"].set_weights(models["float32"].get_weights())  # same float32 weights
+    (logits32, value32), (logits16, value16) = models["float32"](obs), models["bfloat16"](obs)
+    assert logits16.dtype == value16.dtype == tf.float32
+    convs = [layer for layer in models["bfloat16"].conv_layers if "conv" in layer.name]
+    assert len(convs) == 4  # 3 convs + the Nature net's dense 512
+    assert all(layer.compute_dtype == "bfloat16" and layer.kernel.dtype == "float32"
+               for layer in convs)
+    # bf16 math: close to float32 (8-bit significands), not identical.
+    diff = np.abs(value16.numpy() - value32.numpy())
+    assert 0 < diff.max() < 0.05 * max(1.0, np.abs(value32.numpy()).max())
+    np.testing.assert_allclose(logits16, logits32, atol=1e-3)
+    with pytest.raises(ValueError, match=r"conv_compute_dtype'\] must be one of \['float32', "
+                                         r"'bfloat16'\]. Received: 'float16'"):
+        merge_model_config({"conv_compute_dtype": "float16"})

@@ -35,6 +35,8 @@ def _sampled(vf_share_layers=False):
         "train_batch_size": 36, "sgd_minibatch_size": 10, "num_sgd_iter": 1, "seed": 3,
         "model": {**MODEL, "vf_share_layers": vf_share_layers}})
     worker = algo.workers.local_worker()
+    # Keep new_obs (PPO's samplers drop it after postprocessing) to recompute bootstraps.
+    worker.get_policy().view_requirements["new_obs"].used_for_training = True
     batch = worker.sample()
     return algo, worker.get_policy(), batch
 
@@ -256,6 +258,7 @@ def test_a_truncated_episode_bootstraps_from_the_value_after_its_last_step():
         "train_batch_size": 40, "sgd_minibatch_size": 10, "num_sgd_iter": 1, "seed": 5,
         "model": MODEL})
     policy = algo.workers.local_worker().get_policy()
+    policy.view_requirements["new_obs"].used_for_training = True  # (see _sampled)
     batch = algo.workers.local_worker().sample()
     num_states = len(policy.get_initial_state())
     gamma, lambda_ = policy.config["gamma"], policy.config["lambda"]

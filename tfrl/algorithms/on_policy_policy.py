@@ -95,6 +95,18 @@ class OnPolicyTFPolicy(TFPolicy):
                                              trainable=False, name="entropy_coeff")
         self._set_schedules(0)
 
+    def loss_reads_next_obs(self) -> bool:
+        """Whether the loss reads `new_obs` (PG, A2C and PPO: no; postprocessing
+        bootstraps from its last row). If not, `view_requirements["new_obs"]` is marked
+        `used_for_training=False` and samplers drop the column after postprocessing, as
+        RLlib does after tracing the loss (a pixel batch is then half the size). A
+        subclass whose loss reads `new_obs` returns True."""
+        return False
+
+    def _set_view_requirements(self) -> None:
+        super()._set_view_requirements()
+        self.view_requirements[Columns.NEXT_OBS].used_for_training = self.loss_reads_next_obs()
+
     def make_optimizer(self) -> keras.optimizers.Optimizer:
         """Adam(`lr`) with the keyword arguments of config `optimizer` (e.g.
         `{"epsilon": 1e-5}`); `FusedAdam`, Keras' Adam with TensorFlow's fused update."""

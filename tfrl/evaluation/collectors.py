@@ -217,6 +217,8 @@ def postprocess_episode_chunks(batches: Dict[Any, tuple], episode: Any, policy_m
         callbacks.on_postprocess_trajectory(
             worker=worker, episode=episode, agent_id=agent_id, policy_id=pid,
             policies=policy_map, postprocessed_batch=post[agent_id], original_batches=pre)
+    for agent_id, (pid, _) in batches.items():
+        drop_untrained_columns(post[agent_id], policy_map[pid], worker)
         output.add(pid, post[agent_id])
 
 
@@ -236,7 +238,19 @@ def postprocess_single_chunk(agent_id: Any, policy_id: str, batch: SampleBatch, 
             worker=worker, episode=episode, agent_id=agent_id, policy_id=policy_id,
             policies=policy_map, postprocessed_batch=post,
             original_batches={agent_id: (policy, batch)})
+    drop_untrained_columns(post, policy, worker)
     output.batches.setdefault(policy_id, []).append(post)
+
+
+def drop_untrained_columns(batch: Any, policy: Any, worker: Any) -> None:
+    """Removes `new_obs` from a postprocessed batch if the policy's view requirement
+    marks it `used_for_training=False` (RLlib's rule: PG, A2C and PPO read it only to
+    bootstrap in postprocessing), unless the worker keeps every column
+    (`keeps_all_columns`: it writes offline data or estimates off-policy returns)."""
+    requirement = (getattr(policy, "view_requirements", None) or {}).get(Columns.NEXT_OBS)
+    if (requirement is not None and not requirement.used_for_training
+            and Columns.NEXT_OBS in batch and not getattr(worker, "keeps_all_columns", False)):
+        del batch[Columns.NEXT_OBS]
 
 
 class FragmentOutput:

@@ -94,8 +94,8 @@ class EnvRunner(RunnerCore):
                 self.base_env.try_render()
             perf.action_processing_time += now() - t3
             perf.iters += 1
-            ready, self.ready = self.ready, []
-            yield from ready
+            if self.ready:
+                yield from self.take_ready()
 
     # ------------------------------------------------------------ observations
     def _process_poll(self, obs, rewards, terms, truncs, infos, to_eval) -> None:

@@ -144,11 +144,20 @@ class RolloutWorker:
         self.io_context = IOContext(args.log_dir, pc, self.worker_index, self)
         self.reward_estimators: List[Any] = worker_setup.make_estimators(
             args.input_evaluation, self.policy_map, pc.get("gamma", 0.99))
+        self.output_writer = args.output_creator(self.io_context) or NoopOutput()
         self.sampler = None
         if self.async_env is not None:
             self.sampler = sampler_for_worker(self, args)
         self.input_reader = args.input_creator(self.io_context)
-        self.output_writer = args.output_creator(self.io_context) or NoopOutput()
+
+    @property
+    def keeps_all_columns(self) -> bool:
+        """Whether sampled batches keep the columns the policies' losses do not read
+        (view requirements with `used_for_training=False`, e.g. PPO's `new_obs`): True
+        when the worker writes its batches as offline data or estimates off-policy
+        returns from them."""
+        return (not isinstance(getattr(self, "output_writer", None), (NoopOutput, type(None)))
+                or bool(getattr(self, "reward_estimators", None)))
 
     def _make_env(self) -> Any:
         """Sub-env 0 from the env creator (prepared: validated, seeded, recorded), or None."""

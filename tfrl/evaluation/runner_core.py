@@ -8,7 +8,7 @@ policies added later are seen).
 """
 
 import math
-from typing import Any, Callable, Dict, List, Optional
+from typing import Any, Callable, Dict, Iterator, List, Optional
 
 import gymnasium as gym
 
@@ -153,6 +153,14 @@ class RunnerCore:
             self.ready.append(self.output.build())
         else:
             self.output.env_steps = self.output.agent_steps = 0
+
+    def take_ready(self) -> Iterator[Any]:
+        """Yields the ready fragments and metrics, each removed before it is yielded, so
+        the suspended loop holds none of them while the next fragment is sampled."""
+        ready, self.ready = self.ready, []
+        ready.reverse()
+        while ready:
+            yield ready.pop()
 
     @staticmethod
     def unroll_id() -> int:

@@ -207,6 +207,7 @@ class AsyncSampler(threading.Thread, SamplerInput):
                     self.metrics_queue.put(item)
                 elif not self.blackhole_outputs:
                     self._put(item)
+                item = None  # hold no batch while the next one is sampled
         except BaseException as e:  # noqa: B902 - re-raised in the consumer's thread
             self._put(e)
 

@@ -90,17 +90,24 @@ class ChunkBuffer:
 
     def _make_room(self) -> int:
         """Drops the slots no chunk needs any more (all before the earliest chunk start's
-        previous slot, keeping the last slot), or doubles the buffers; returns the new
-        index of the slot to write."""
+        previous slot, keeping the last slot), or grows the buffers by a quarter; returns
+        the new index of the slot to write.
+
+        A fragment of `T * N` steps takes a few more than `T` polls when sub-envs reset
+        (a reset poll is no step), so the buffers sized for `T` grow once, by a quarter
+        rather than doubling: pixel observations make each slot megabytes."""
         t = self.t
         low = min(int(self._seg_start.min()) - 1, t - 1)
-        if low >= len(self._buf[Columns.OBS]) // 4:
+        capacity = len(self._buf[Columns.OBS])
+        if low >= capacity // 4:
             for value in self._buf.values():
                 value[:t - low] = value[low:t]
             self._seg_start -= low
             self.t = t - low
         else:
-            self._buf = {key: np.concatenate([value, np.empty_like(value)])
+            extra = max(4, capacity // 4)
+            self._buf = {key: np.concatenate([value, np.empty((extra,) + value.shape[1:],
+                                                              value.dtype)])
                          for key, value in self._buf.items()}
         return self.t
 
@@ -179,9 +186,11 @@ class ChunkBuffer:
         ids = np.empty((5, n), np.int64)
         ids.T[:] = episode_id, next_unroll_id(), i, 0, t0
         ids[4] += self._steps[:n]
+        # `obs` and `new_obs` are two views of one copy of the n + 1 observations.
+        observations = obs[a - 1:end + 1, i].copy()
         data = {
-            Columns.OBS: obs[a - 1:end, i].copy(),
-            Columns.NEXT_OBS: obs[a:end + 1, i].copy(),
+            Columns.OBS: observations[:-1],
+            Columns.NEXT_OBS: observations[1:],
             Columns.ACTIONS: actions,
             Columns.REWARDS: rewards,
             Columns.TERMINATEDS: flags[0],

@@ -93,8 +93,7 @@ class VectorEnvRunner(RunnerCore):
             policy_map = self.policy_map
             if len(policy_map) != 1:  # policies were added: hand over (see _hand_over)
                 self._hand_over()
-                ready, self.ready = self.ready, []
-                yield from ready
+                yield from self.take_ready()
                 return
             policy = policy_map[pid]
             if policy is not tools_of:  # looked up once per policy object
@@ -175,8 +174,7 @@ class VectorEnvRunner(RunnerCore):
             perf.action_processing_time += now() - t3
             perf.iters += 1
             if self.ready:
-                ready, self.ready = self.ready, []
-                yield from ready
+                yield from self.take_ready()
 
     def _describe_row(self, i: int) -> tuple:
         return f"env {i}, agent 'agent0'", row(self._raw_obs, i)

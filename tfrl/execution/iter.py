@@ -9,6 +9,10 @@ the worker the current item came from) is reachable from inside any operator thr
 Sources that cannot block (a queue, in-flight remote requests) yield `NotReady()`
 when nothing is available. Operators pass it through untouched; `next()` skips it.
 
+A transform keeps no reference to an item once the consumer asks for the next one, so
+the previous batch of a pipeline (tens of MB for pixel batches) is freed before the next
+is sampled rather than held by every suspended stage.
+
 Example:
     >>> it = from_range(6).for_each(lambda x: x * 10).filter(lambda x: x != 20)
     >>> it.take(3)
@@ -213,7 +217,10 @@ class LocalIterator(Generic[T]):
                     item = next(it)
                 except StopIteration:
                     return
-                yield item if isinstance(item, NotReady) else fn(item)
+                if not isinstance(item, NotReady):
+                    item = fn(item)  # (the input is released here)
+                yield item
+                item = None  # hold no item while the next one is pulled
 
         return self._derive(apply_for_each, f"for_each({_name_of(fn)})")
 
@@ -223,6 +230,7 @@ class LocalIterator(Generic[T]):
             for item in it:
                 if isinstance(item, NotReady) or fn(item):
                     yield item
+                item = None  # hold no item while the next one is pulled
 
         return self._derive(apply_filter, f"filter({_name_of(fn)})")
 
@@ -234,6 +242,7 @@ class LocalIterator(Generic[T]):
                     yield item
                 else:
                     yield from item
+                item = None  # hold no item while the next one is pulled
 
         return self._derive(apply_flatten, "flatten()")
 
@@ -323,6 +332,7 @@ class LocalIterator(Generic[T]):
                                 break
                             pulled = True
                             yield item
+                            item = None  # hold no item while the next one is pulled
                     except StopIteration:
                         active.remove(entry)
                 if active and not pulled:

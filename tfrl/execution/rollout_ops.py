@@ -23,7 +23,7 @@ Example:
 
 import logging
 import time
-from typing import Any, Collection, List, Literal, Optional, Tuple, Union, overload
+from typing import Any, Collection, List, Literal, Optional, Tuple, Union, overload, cast
 
 import numpy as np
 
@@ -184,8 +184,9 @@ class ConcatBatches:
 
     Use with `.combine()`: returns `[]` while buffering and `[batch]` once the buffered
     step count reaches `min_batch_size` (the output holds at least that many steps,
-    exactly that many when the inputs divide it). Pushes the time between two outputs
-    and the output's steps to the `SAMPLE_TIMER` timer.
+    exactly that many when the inputs divide it; a single buffered batch is emitted
+    itself, not copied). Pushes the time between two outputs and the output's steps to
+    the `SAMPLE_TIMER` timer.
 
     Args:
         min_batch_size: Steps per output batch.
@@ -223,7 +224,9 @@ class ConcatBatches:
         if self.count > 2 * self.min_batch_size:
             logger.info("ConcatBatches collected %d steps for min_batch_size=%d; consider a "
                         "smaller rollout_fragment_length.", self.count, self.min_batch_size)
-        out = concat_samples(self.buffer)
+        # One batch passes as it is (no copy: a pixel batch is tens of MB).
+        out = (cast(SampleBatchType, self.buffer[0]) if len(self.buffer) == 1
+               else concat_samples(self.buffer))
         now = time.perf_counter()
         timer = get_shared_metrics().timers[SAMPLE_TIMER]
         timer.push(now - self.last_batch_time)

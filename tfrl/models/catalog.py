@@ -26,7 +26,7 @@ from tfrl.models.tf import tf_action_dist as dists
 from tfrl.models.tf.custom_model import adopt_custom_model
 from tfrl.models.tf.fcnet import FullyConnectedNetwork
 from tfrl.models.tf.recurrent_net import LSTMWrapper
-from tfrl.models.tf.visionnet import CONV_DATA_FORMATS, VisionNetwork
+from tfrl.models.tf.visionnet import CONV_COMPUTE_DTYPES, CONV_DATA_FORMATS, VisionNetwork
 from tfrl.utils.spaces.space_utils import space_structure
 
 # The model config keys and their defaults (RLlib's classic-stack MODEL_DEFAULTS).
@@ -44,6 +44,11 @@ MODEL_DEFAULTS: Dict[str, Any] = {
     # tfrl.models.tf.visionnet; SB3's `normalize_images`).
     "conv_data_format": None,
     "normalize_images": True,
+    # The image encoder's compute dtype: "float32", or "bfloat16" (Keras' mixed_bfloat16
+    # policy: bf16 math, float32 weights; the encoder's output, the heads and the loss
+    # stay float32). Opt-in: fewer CPU cycles per conv step where the CPU has bf16
+    # instructions; learning with it is not yet checked against float32 returns.
+    "conv_compute_dtype": "float32",
     "post_fcnet_hiddens": [],
     "post_fcnet_activation": "relu",
     "free_log_std": False,
@@ -133,6 +138,10 @@ def merge_model_config(model_config: Optional[dict] = None) -> dict:
         raise ValueError(
             f"model_config['conv_data_format'] must be one of {list(CONV_DATA_FORMATS)}. "
             f"Received: {config['conv_data_format']!r}.")
+    if config["conv_compute_dtype"] not in CONV_COMPUTE_DTYPES:
+        raise ValueError(
+            f"model_config['conv_compute_dtype'] must be one of {list(CONV_COMPUTE_DTYPES)}. "
+            f"Received: {config['conv_compute_dtype']!r}.")
     if not isinstance(config["normalize_images"], (bool, np.bool_)):
         raise ValueError(
             "model_config['normalize_images'] must be True or False. Received: "

@@ -136,7 +136,7 @@ class TrainColumns:
         if missing:
             raise MissingColumnError(
                 f"{self._name}.learn_on_batch(): the batch lacks columns {missing}, which the "
-                f"loss reads; it has {sorted(samples)}."
+                f"loss reads; it has {sorted(samples)}.{self._untrained_hint(missing)}"
             )
         if Columns.ACTIONS in self._row_specs:
             error = space_specs.action_error(self._policy.action_space, samples[Columns.ACTIONS])
@@ -158,6 +158,19 @@ class TrainColumns:
             raise ValueError(
                 f"{self._name}.learn_on_batch(): columns have different lengths: {lengths}.")
         return columns, next(iter(lengths.values()))
+
+    def _untrained_hint(self, missing: Any) -> str:
+        """How to keep columns that samplers drop (view requirements marked
+        `used_for_training=False`), if any of `missing` is one."""
+        requirements = getattr(self._policy, "view_requirements", None) or {}
+        dropped = [c for c in missing
+                   if c in requirements and not requirements[c].used_for_training]
+        if not dropped:
+            return ""
+        return (f" Samplers drop {dropped} after postprocessing because the policy's "
+                f"view_requirements mark them used_for_training=False; a loss that reads "
+                f"them sets that to True (for new_obs in an on-policy policy: override "
+                f"loss_reads_next_obs() to return True).")
 
     def _check_type(self, samples: Any) -> None:
         if isinstance(samples, MultiAgentBatch):
@@ -292,7 +305,8 @@ class TrainColumns:
         tf.function(probe, autograph=False).get_concrete_function(
             {c: self._unit_spec(c, s) for c, s in row_specs.items()})
         if missing:
-            raise MissingColumnError(str(missing[0]))
+            absent = [c for c in accessed if c not in samples]
+            raise MissingColumnError(str(missing[0]) + self._untrained_hint(absent))
         if self.sequences:
             accessed.add(Columns.SEQ_LENS)
         return {c: s for c, s in row_specs.items() if c in accessed}

@@ -141,6 +141,10 @@ class ImpalaTFPolicy(OnPolicyTFPolicy):
                 "optimizer trains policy and value. Set _separate_vf_optimizer=False.")
         super().__init__(observation_space, action_space, config, strategy=strategy)
 
+    def loss_reads_next_obs(self) -> bool:
+        """V-trace bootstraps from `V(new_obs)` unless `vtrace_drop_last_ts`."""
+        return bool(self.config["vtrace"]) and not self.config["vtrace_drop_last_ts"]
+
     def make_optimizer(self) -> keras.optimizers.Optimizer:
         """Adam (`opt_type="adam"`, with config `optimizer`'s keyword arguments) or
         RMSProp (`opt_type="rmsprop"`: `decay` as rho, `momentum`, `epsilon`)."""

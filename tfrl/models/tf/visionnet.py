@@ -20,6 +20,9 @@ from tfrl.models.tf.tf_model import PolicyHead, TFModel, apply, dense_stack, to_
 from tfrl.models.utils import get_activation_fn, get_default_encoder
 
 CONV_DATA_FORMATS = (None, "channels_last", "channels_first")
+# model_config["conv_compute_dtype"] -> the Keras dtype policy of the encoder's layers.
+_DTYPE_POLICIES = {"float32": None, "bfloat16": "mixed_bfloat16"}
+CONV_COMPUTE_DTYPES = tuple(_DTYPE_POLICIES)
 _PADDINGS = ("same", "valid")
 
 
@@ -59,7 +62,9 @@ def conv_stack(model_config: dict, obs_space: Union[gym.Space, Sequence[int]],
     without a padding all convs but the last use "same" padding, the last "valid" (as
     RLlib). With `conv_filters=None` the default encoder for the image size is used
     (`tfrl.models.utils.get_default_encoder`: Nature DQN for 84x84, MinAtar's for
-    10x10), including its dense layers.
+    10x10), including its dense layers. With `conv_compute_dtype="bfloat16"` the layers
+    compute in bfloat16 (Keras' `mixed_bfloat16` policy, float32 weights) and a last
+    layer casts the features to float32.
 
     Args:
         model_config: The merged model config.
@@ -79,12 +84,16 @@ def conv_stack(model_config: dict, obs_space: Union[gym.Space, Sequence[int]],
         (model_config["conv_filters"], []) if model_config["conv_filters"]
         else get_default_encoder(image_shape))
     act = get_activation_fn(model_config["conv_activation"])
+    # conv_compute_dtype "bfloat16": every encoder layer computes in bf16 (float32
+    # weights), and a last layer casts the features back to float32 for the heads.
+    policy = _DTYPE_POLICIES[model_config.get("conv_compute_dtype") or "float32"]
+    kw = {"dtype": policy} if policy else {}
     layers: List[keras.layers.Layer] = []
     if layout == "channels_first":
-        layers.append(keras.layers.Permute((2, 3, 1), name=f"{prefix}_to_channels_last"))
+        layers.append(keras.layers.Permute((2, 3, 1), name=f"{prefix}_to_channels_last", **kw))
     if (is_space and np.dtype(obs_space.dtype) == np.uint8
             and model_config.get("normalize_images", True)):
-        layers.append(keras.layers.Rescaling(1.0 / 255.0, name=f"{prefix}_scale"))
+        layers.append(keras.layers.Rescaling(1.0 / 255.0, name=f"{prefix}_scale", **kw))
     size = image_shape[:2]
     for i, spec in enumerate(filters):
         out_channels, kernel, stride, padding = _parse_filter(spec, i, len(filters))
@@ -98,15 +107,18 @@ def conv_stack(model_config: dict, obs_space: Union[gym.Space, Sequence[int]],
         layers.append(
             keras.layers.Conv2D(
                 out_channels, kernel, strides=stride, activation=act, padding=padding,
-                kernel_initializer=_relu_initializer(), name=f"{prefix}_conv{i + 1}",
+                kernel_initializer=_relu_initializer(), name=f"{prefix}_conv{i + 1}", **kw,
             )
         )
-    layers.append(keras.layers.Flatten(name=f"{prefix}_flatten"))
+    layers.append(keras.layers.Flatten(name=f"{prefix}_flatten", **kw))
     layers += [
         keras.layers.Dense(int(units), activation=act, kernel_initializer=_relu_initializer(),
-                           name=f"{prefix}_conv_fc{i + 1}")
+                           name=f"{prefix}_conv_fc{i + 1}", **kw)
         for i, units in enumerate(hiddens)
     ]
+    if policy:
+        layers.append(keras.layers.Activation("linear", dtype="float32",
+                                              name=f"{prefix}_to_float32"))
     return layers
 
 
@@ -145,7 +157,7 @@ class VisionNetwork(TFModel):
     """A conv policy for image observations with a separate or shared value branch.
 
     The image encoder (`conv_stack`: `conv_filters`, `conv_activation`,
-    `conv_data_format`, `normalize_images`; defaults by image size) is followed by
+    `conv_data_format`, `normalize_images`, `conv_compute_dtype`; defaults by image size) is followed by
     `post_fcnet_hiddens` (`post_fcnet_activation`). With `vf_share_layers=False` the
     value function has its own encoder. A fresh model is near a uniform policy (logits
     layer normc(0.01), as SB3's policy head gain 0.01) with small values.
