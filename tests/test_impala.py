@@ -194,8 +194,9 @@ def test_every_learner_output_waiting_is_recorded_by_the_next_train():
             learner.outqueue.put((40, info))
         before = first["counters"]
         after = algo.train()["counters"]
-        assert after["num_env_steps_trained"] - before["num_env_steps_trained"] >= 4 * 40
-        assert after["num_learner_passes"] - before["num_learner_passes"] >= 4
+        # All three (and any real output behind them; one pull per train() recorded 40).
+        assert after["num_env_steps_trained"] - before["num_env_steps_trained"] >= 3 * 40
+        assert after["num_learner_passes"] - before["num_learner_passes"] >= 3
     finally:
         algo.stop()
     assert not _learner_threads()

@@ -165,9 +165,12 @@ def test_uint8_frames_stay_uint8_from_env_to_wire_policy_input_and_export(tmp_pa
                            policy_config={"seed": 0, "sgd_minibatch_size": 16, "num_sgd_iter": 1,
                                           "model": {"vf_share_layers": True}})
     batch = worker.sample()
-    for column in (SampleBatch.OBS, SampleBatch.NEXT_OBS):
-        assert batch[column].dtype == np.uint8 and batch[column].shape == (32, 84, 84, 4)
-        assert batch[column].nbytes == 32 * 84 * 84 * 4  # one byte per pixel
+    assert batch[SampleBatch.OBS].dtype == np.uint8
+    assert batch[SampleBatch.OBS].shape == (32, 84, 84, 4)
+    assert batch[SampleBatch.OBS].nbytes == 32 * 84 * 84 * 4  # one byte per pixel
+    # PPO's loss never reads s_{t+1}: its batches drop it after postprocessing (RLlib's
+    # view-requirement rule), so no second frame copy travels to the learner.
+    assert SampleBatch.NEXT_OBS not in batch
     assert concat_samples([batch, batch])[SampleBatch.OBS].dtype == np.uint8
     back = wire_format.loads(wire_format.dumps(batch))
     assert back[SampleBatch.OBS].dtype == np.uint8

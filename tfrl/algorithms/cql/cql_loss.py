@@ -36,13 +36,13 @@ Example (one row, one critic, one sampled action per proposal, all densities 1):
     0.0986
 """
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, cast
 
 import numpy as np
 import tensorflow as tf
 
 from tfrl.algorithms.loss_math import global_mean, local_mean
-from tfrl.algorithms.sac.sac_loss import sac_actor_loss
+from tfrl.algorithms.sac.sac_loss import check_action_values, sac_actor_loss
 from tfrl.algorithms.td_math import Scalar, check_rows
 
 __all__ = ["ALPHA_PRIME_MAX", "cql_actor_loss", "cql_loss", "cql_penalty",
@@ -59,30 +59,6 @@ def uniform_log_density(low: Any, high: Any) -> float:
         raise ValueError(f"uniform_log_density(): needs finite bounds with low < high; "
                          f"received low={low!r}, high={high!r}.")
     return float(-np.sum(np.log(width)))
-
-
-def _check_sampled(fn_name: str, rows: int, tensors: Dict[str, tf.Tensor]
-                   ) -> Sequence[tf.Tensor]:
-    """`[B, N]` float tensors of one shape whose `B` is `rows`."""
-    out = []
-    first_name, first = None, None
-    for name, value in tensors.items():
-        value = tf.convert_to_tensor(value)
-        if value.shape.rank != 2 or not value.dtype.is_floating:
-            raise ValueError(f"{fn_name}(): {name} must be a float tensor [B, num_actions] "
-                             f"(one value per sampled action); received {value.dtype.name} "
-                             f"of shape {value.shape}.")
-        if first is None:
-            first_name, first = name, value
-        elif value.dtype != first.dtype or not value.shape.is_compatible_with(first.shape):
-            raise ValueError(f"{fn_name}(): {name} and {first_name} must have one dtype and "
-                             f"shape; received {value.dtype.name} {value.shape} and "
-                             f"{first.dtype.name} {first.shape}.")
-        if value.shape[0] is not None and rows is not None and value.shape[0] != rows:
-            raise ValueError(f"{fn_name}(): {name} has {value.shape[0]} rows; the replayed "
-                             f"Q-values have {rows}.")
-        out.append(value)
-    return out
 
 
 def cql_penalty(q_t: tf.Tensor, q_sampled: Sequence[tf.Tensor], logp_curr: tf.Tensor,
@@ -104,10 +80,11 @@ def cql_penalty(q_t: tf.Tensor, q_sampled: Sequence[tf.Tensor], logp_curr: tf.Te
         `local_penalty` the value over this replica's rows (for stats), `lse_t` `[B]`.
     """
     (q_t,) = check_rows("cql_penalty", {"q_t": q_t})
-    q_rand, q_curr, q_next, logp_curr, logp_next = _check_sampled(
-        "cql_penalty", q_t.shape[0], {"q_rand": q_sampled[0], "q_curr": q_sampled[1],
-                                      "q_next": q_sampled[2], "logp_curr": logp_curr,
-                                      "logp_next": logp_next})
+    q_rand, q_curr, q_next, logp_curr, logp_next = cast(List[tf.Tensor], check_action_values(
+        "cql_penalty", {"q_rand": q_sampled[0], "q_curr": q_sampled[1],
+                        "q_next": q_sampled[2], "logp_curr": logp_curr,
+                        "logp_next": logp_next},
+        rows=q_t.shape[0], what="one value per sampled action"))  # (no None given)
     temperature = float(temperature)
     cat = tf.concat([q_rand - tf.cast(random_log_density, q_rand.dtype),
                      q_curr - tf.stop_gradient(logp_curr),

@@ -76,8 +76,11 @@ def _min_q(q: tf.Tensor, twin_q: Optional[tf.Tensor]) -> tf.Tensor:
     return q if twin_q is None else tf.minimum(q, twin_q)
 
 
-def _check_action_values(fn_name: str, tensors: Dict[str, Optional[Any]]):
-    """`[B, n]` float tensors of one shape and dtype (None stays None)."""
+def check_action_values(fn_name: str, tensors: Dict[str, Optional[Any]], *,
+                        rows: Optional[int] = None, what: str = "one value per action"
+                        ) -> List[Optional[tf.Tensor]]:
+    """`[B, n]` float tensors of one shape and dtype (None stays None); with `rows`, `B`
+    must be `rows` (the replayed batch's). Shared with CQL's sampled-action Q-values."""
     out: List[Optional[tf.Tensor]] = []
     first_name, first = None, None
     for name, value in tensors.items():
@@ -87,7 +90,7 @@ def _check_action_values(fn_name: str, tensors: Dict[str, Optional[Any]]):
         value = tf.convert_to_tensor(value)
         if value.shape.rank != 2 or not value.dtype.is_floating:
             raise ValueError(f"{fn_name}(): {name} must be a float tensor [B, num_actions] "
-                             f"(one value per action); received {value.dtype.name} of shape "
+                             f"({what}); received {value.dtype.name} of shape "
                              f"{value.shape}.")
         if first is None:
             first_name, first = name, value
@@ -95,6 +98,9 @@ def _check_action_values(fn_name: str, tensors: Dict[str, Optional[Any]]):
             raise ValueError(f"{fn_name}(): {name} and {first_name} must have one dtype and "
                              f"shape; received {value.dtype.name} {value.shape} and "
                              f"{first.dtype.name} {first.shape}.")
+        if value.shape[0] is not None and rows is not None and value.shape[0] != rows:
+            raise ValueError(f"{fn_name}(): {name} has {value.shape[0]} rows; the replayed "
+                             f"Q-values have {rows}.")
         out.append(value)
     return out
 
@@ -142,7 +148,7 @@ def discrete_soft_q_target(rewards_t: tf.Tensor, terminateds_t: tf.Tensor,
         ValueError: For tensors that are not float `[B, n]` of one shape (and see
             `soft_q_target`).
     """
-    q_tp1, twin_q_tp1, log_probs_tp1 = _check_action_values("discrete_soft_q_target", {
+    q_tp1, twin_q_tp1, log_probs_tp1 = check_action_values("discrete_soft_q_target", {
         "q_tp1": q_tp1, "twin_q_tp1": twin_q_tp1, "log_probs_tp1": log_probs_tp1})
     alpha = tf.stop_gradient(tf.cast(alpha, log_probs_tp1.dtype))
     probs = tf.exp(log_probs_tp1)
@@ -197,7 +203,7 @@ def discrete_sac_actor_loss(log_probs_t: tf.Tensor, q_t: tf.Tensor,
     Raises:
         ValueError: For tensors that are not float `[B, n]` of one shape.
     """
-    log_probs_t, q_t, twin_q_t = _check_action_values("discrete_sac_actor_loss", {
+    log_probs_t, q_t, twin_q_t = check_action_values("discrete_sac_actor_loss", {
         "log_probs_t": log_probs_t, "q_t": q_t, "twin_q_t": twin_q_t})
     alpha = tf.stop_gradient(tf.cast(alpha, log_probs_t.dtype))
     probs = tf.exp(log_probs_t)
@@ -265,7 +271,7 @@ def discrete_sac_alpha_loss(log_alpha: Scalar, log_probs_t: tf.Tensor, *,
     Raises:
         ValueError: For `log_probs_t` not a float `[B, n]`, or a bad target entropy.
     """
-    (log_probs_t,) = _check_action_values("discrete_sac_alpha_loss",
+    (log_probs_t,) = check_action_values("discrete_sac_alpha_loss",
                                           {"log_probs_t": log_probs_t})
     expected_logp_t = tf.reduce_sum(tf.exp(log_probs_t) * log_probs_t, axis=-1)  # -H_t
     return _alpha_loss(log_alpha, expected_logp_t,
