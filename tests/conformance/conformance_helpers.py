@@ -6,7 +6,7 @@ An algorithm joins the suite by being registered in `tfrl.algorithms.registry.AL
 the suite reads its config class (the defaults) and `default_policy_class` from there.
 """
 
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 import gymnasium as gym
 import keras
@@ -113,6 +113,31 @@ def algorithm_config(name: str, **overrides: Any) -> Dict[str, Any]:
     # Through the config class, so that aliases of a key (min_time_s_per_iteration for
     # min_iter_time_s) agree in the dict.
     return config_class.from_dict({**small, **overrides}).to_dict()
+
+
+# What a subclass may define and still be its parent's policy (a docstring, the class
+# bookkeeping Python adds, and the config class its missing keys default from).
+_CONFIG_ONLY_MEMBERS = {"__module__", "__qualname__", "__doc__", "__firstlineno__",
+                        "__static_attributes__", "__annotations__", "__abstractmethods__",
+                        "_abc_impl", "config_class"}
+
+
+def policy_twin(name: str) -> Optional[str]:
+    """The registered algorithm whose policy-level conformance cases are exactly `name`'s,
+    or None: `name`'s policy class only re-declares `config_class` over that algorithm's
+    policy class, and with the suite's small sizes both configs are equal (A3C: A2C's
+    policy and config, differing only in sampling sizes and iteration time, which the
+    suite sets). The policy-level cases (the same compiled functions on the same config)
+    run once, for the twin; algorithm-level cases (checkpoints, plans) run for both."""
+    policy_class = get_algorithm_class(name).default_policy_class
+    if set(vars(policy_class)) - _CONFIG_ONLY_MEMBERS:
+        return None
+    for other in ALGORITHM_NAMES:
+        if (other != name
+                and get_algorithm_class(other).default_policy_class in policy_class.__bases__
+                and algorithm_config(other) == algorithm_config(name)):
+            return other
+    return None
 
 
 def strategy_named(name: str) -> tf.distribute.Strategy:
@@ -288,3 +313,9 @@ def learner_stats(result):
 def trace(result):
     return (result["timesteps_total"], result["episodes_total"], result["episode_reward_mean"],
             learner_stats(result))
+
+
+# The pairs the policy-level suites run: every supported pair but a `policy_twin`'s (whose
+# cases would repeat its twin's exactly).
+POLICY_SUPPORTED = [(a, s) for a, s in SUPPORTED if policy_twin(a) is None]
+RECURRENT_POLICY_SUPPORTED = [(a, s) for a, s in RECURRENT_SUPPORTED if policy_twin(a) is None]

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conformance_helpers import (PER_REPLICA_STATS, SPACES, STRATEGIES, SUPPORTED,
+from conformance_helpers import (PER_REPLICA_STATS, POLICY_SUPPORTED, SPACES, STRATEGIES,
                                  assert_same_state, make_policy, observations,
                                  sgd_policy_class, train_batch)
 
-pytestmark = pytest.mark.parametrize("algo,space", SUPPORTED)
+pytestmark = pytest.mark.parametrize("algo,space", POLICY_SUPPORTED)
 
 
 def test_each_compiled_function_traces_once(algo, space):

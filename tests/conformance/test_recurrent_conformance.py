@@ -8,14 +8,14 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conformance_helpers import (PER_REPLICA_STATS, RECURRENT_MODEL, RECURRENT_SUPPORTED,
-                                 STRATEGIES,
+from conformance_helpers import (PER_REPLICA_STATS, RECURRENT_MODEL,
+                                 RECURRENT_POLICY_SUPPORTED, STRATEGIES,
                                  assert_exported_states_follow_the_live_policy,
                                  assert_same_state, batched_initial_state,
                                  make_recurrent_policy, observations, recurrent_train_batch,
                                  sgd_policy_class)
 
-pytestmark = pytest.mark.parametrize("algo,space", RECURRENT_SUPPORTED)
+pytestmark = pytest.mark.parametrize("algo,space", RECURRENT_POLICY_SUPPORTED)
 
 
 def test_recurrent_policy_traces_each_compiled_function_once(algo, space):
