@@ -169,3 +169,33 @@ def test_pipeline_tensors_stay_tensors_through_the_learners_checks():
     ints = gym.spaces.Box(0, 9, (2,), np.int64)
     with pytest.raises(TypeError, match="dtype float32, which does not convert"):
         space_specs.to_batch(ints, tf.zeros((3, 2)), "obs", keep_tensors=True)
+
+
+def test_shards_that_do_not_fit_the_policy_fail_naming_the_file(tmp_path):
+    """A shard missing a column the policy's loss reads, or written for other observations,
+    fails when the pipeline is built (not in the first learning step), naming the file."""
+
+    class Worker:  # what the reader reads of its worker: the policy map
+        policy_map = {"default_policy": PGTFPolicy(OBS, ACT, {"seed": 0})}
+
+    no_actions = SampleBatch({k: v for k, v in batch(8).items() if k != "actions"})
+    wide_obs = SampleBatch({**batch(8), "obs": np.zeros((8, 5), np.float32)})
+    for name, data, message in [
+            ("no_actions", no_actions, r"no_actions.*lack the column\(s\) \['actions'\]"),
+            ("wide_obs", wide_obs, r"wide_obs.*have shape \(5,\) per row; the policy "
+                                   r"expects \(4,\)")]:
+        w = TFRecordWriter(str(tmp_path / name))
+        w.write(data)
+        w.close()
+        reader = TFRecordReader(str(tmp_path / name), IOContext(worker=Worker()))
+        with pytest.raises(ValueError, match=message):
+            reader.next()
+    # The same files read without a worker (nothing to check against), and a fitting one
+    # with it.
+    assert TFRecordReader(str(tmp_path / "wide_obs")).next()["obs"].shape[1:] == (5,)
+    w = TFRecordWriter(str(tmp_path / "fits"))
+    w.write(batch(8))
+    w.close()
+    reader = TFRecordReader(str(tmp_path / "fits"), IOContext(config={"train_batch_size": 4},
+                                                               worker=Worker()))
+    assert reader.next()["obs"].shape == (4, 4)

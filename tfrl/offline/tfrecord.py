@@ -46,7 +46,7 @@ import tensorflow as tf
 from tfrl.data.sample_batch import MultiAgentBatch, SampleBatch
 from tfrl.offline.input_reader import InputReader
 from tfrl.offline.io_context import IOContext
-from tfrl.offline.json_reader import resolve_files
+from tfrl.offline.json_reader import DEFAULT_REQUIRED_COLUMNS, resolve_files
 from tfrl.offline.json_writer import DEFAULT_MAX_FILE_SIZE, unused_name
 from tfrl.offline.output_writer import OutputWriter
 
@@ -268,6 +268,7 @@ class TFRecordReader(InputReader):
         if batch_size < 1:
             raise ValueError(f"TFRecordReader.dataset(): batch_size must be >= 1; received "
                              f"{batch_size}.")
+        self._check_schema()
         seed = self.ioctx.config.get("seed")
         seed = None if seed is None else int(seed) + self.ioctx.worker_index
         files = tf.data.Dataset.from_tensor_slices(self.files)
@@ -298,6 +299,34 @@ class TFRecordReader(InputReader):
             ds = blocks.map(self._decode, num_parallel_calls=parallel, deterministic=True)
         ds = ds.rebatch(batch_size, drop_remainder=True)
         return ds.prefetch(tf.data.AUTOTUNE)
+
+    def _check_schema(self) -> None:
+        """The shards' columns against the worker's policy (when the reader has one): the
+        columns its loss reads (`offline_input_columns`) and the observation shape, so that
+        a wrong file fails here, naming it, not inside the first learning step.
+
+        Raises:
+            ValueError: Naming the file, the missing columns or the shapes.
+        """
+        policy_map = getattr(self.ioctx.worker, "policy_map", None)
+        policies = dict(policy_map.items()) if policy_map is not None else {}
+        if len(policies) != 1:
+            return  # no worker (a bare reader), or several policies: nothing to check against
+        policy = next(iter(policies.values()))
+        need = getattr(policy, "offline_input_columns", DEFAULT_REQUIRED_COLUMNS)
+        missing = [c for c in need if c not in self.schema]
+        if missing:
+            raise ValueError(
+                f"TFRecordReader: the rows of {self.files[0]} (record 0, the schema) lack the "
+                f"column(s) {missing} that {type(policy).__name__} needs; they have "
+                f"{sorted(self.schema)}. Write the data with those columns.")
+        shape = getattr(policy.observation_space, "shape", None)
+        if shape is not None and "obs" in self.schema and self.schema["obs"][1] != tuple(shape):
+            raise ValueError(
+                f"TFRecordReader: observations in {self.files[0]} have shape "
+                f"{self.schema['obs'][1]} per row; the policy expects {tuple(shape)} "
+                f"({policy.observation_space}). The file was written for another env or "
+                "observation preprocessing.")
 
     def next(self) -> SampleBatch:
         """The next `config["train_batch_size"]` rows (default 200) as a SampleBatch."""
