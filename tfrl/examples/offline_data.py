@@ -27,7 +27,7 @@ tests/test_cql_learning.py).
 """
 
 import os
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 import gymnasium as gym
 import numpy as np
@@ -45,6 +45,19 @@ TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
 TUNED_PPO = os.path.join(TUNED, "ppo_cartpole.yaml")
 TUNED_SAC = os.path.join(TUNED, "sac_pendulum.yaml")
 
+
+def _write_episode(writer: Any, rows: Dict[str, list], eps_id: int,
+                   float_columns: Tuple[str, ...]) -> int:
+    """One episode's rows as a SampleBatch (`float_columns` as float32, `eps_id`, `t`)
+    written by `writer`; returns its length."""
+    n = len(rows[Columns.REWARDS])
+    batch = SampleBatch({k: np.asarray(v) for k, v in rows.items()})
+    for key in float_columns:
+        batch[key] = batch[key].astype(np.float32)
+    batch[Columns.EPS_ID] = np.full(n, eps_id, np.int64)
+    batch[Columns.T] = np.arange(n, dtype=np.int64)
+    writer.write(batch)
+    return n
 
 def train_expert(seed: int = 0, target: float = 450.0, max_steps: int = 100_000) -> Any:
     """A PPO policy trained on CartPole-v1 with the tuned settings until its mean return
@@ -106,14 +119,9 @@ def write_episodes(policy: Any, out_dir: str, num_steps: int, *, good_every: int
                                (Columns.ACTION_LOGP, np.log(prob))):
                 rows[key].append(value)
             obs, done = new_obs, terminated or truncated
-        n = len(rows[Columns.REWARDS])
-        batch = SampleBatch({k: np.asarray(v) for k, v in rows.items()})
-        for key in (Columns.OBS, Columns.NEXT_OBS, Columns.REWARDS, Columns.ACTION_PROB,
-                    Columns.ACTION_LOGP):
-            batch[key] = batch[key].astype(np.float32)
-        batch[Columns.EPS_ID] = np.full(n, eps_id, np.int64)
-        batch[Columns.T] = np.arange(n, dtype=np.int64)
-        writer.write(batch)
+        n = _write_episode(writer, rows, eps_id, (
+            Columns.OBS, Columns.NEXT_OBS, Columns.REWARDS, Columns.ACTION_PROB,
+            Columns.ACTION_LOGP))
         steps += n
         returns.append(float(np.sum(rows[Columns.REWARDS])))
         (bad_returns if anti else good_returns).append(returns[-1])
@@ -183,14 +191,9 @@ def write_pendulum_episodes(policy: Any, out_dir: str, num_steps: int, *, seed: 
                                (Columns.ACTION_LOGP, 0.0 if logp is None else logp[0])):
                 rows[key].append(value)
             obs, done = new_obs, terminated or truncated
-        n = len(rows[Columns.REWARDS])
-        batch = SampleBatch({k: np.asarray(v) for k, v in rows.items()})
-        for key in (Columns.OBS, Columns.NEXT_OBS, Columns.ACTIONS, Columns.REWARDS,
-                    Columns.ACTION_LOGP):
-            batch[key] = batch[key].astype(np.float32)
-        batch[Columns.EPS_ID] = np.full(n, eps_id, np.int64)
-        batch[Columns.T] = np.arange(n, dtype=np.int64)
-        writer.write(batch)
+        n = _write_episode(writer, rows, eps_id, (
+            Columns.OBS, Columns.NEXT_OBS, Columns.ACTIONS, Columns.REWARDS,
+            Columns.ACTION_LOGP))
         steps += n
         returns.append(float(np.sum(rows[Columns.REWARDS])))
         eps_id += 1
