@@ -133,8 +133,8 @@ def test_input_config_reads_tfrecord_and_output_format_writes_it(tmp_path):
 def test_bad_inputs(tmp_path):
     with pytest.raises(ValueError, match="rows_per_record must be an int >= 1; received 0"):
         TFRecordWriter(str(tmp_path / "w"), rows_per_record=0)
-    with pytest.raises(TypeError, match="MultiAgentBatch"):
-        TFRecordWriter(str(tmp_path / "w")).write(MultiAgentBatch({"p": batch(2)}, 2))
+    with pytest.raises(TypeError, match="SampleBatch or MultiAgentBatch; received list"):
+        TFRecordWriter(str(tmp_path / "w")).write([batch(2)])
     w = TFRecordWriter(str(tmp_path / "w"))
     w.write(batch(2))
     with pytest.raises(ValueError, match="differ from the ones written before"):
