@@ -9,7 +9,7 @@ import pytest
 import tensorflow as tf
 
 from tfrl.algorithms.pg import PGTFPolicy
-from tfrl.data.sample_batch import MultiAgentBatch, SampleBatch
+from tfrl.data.sample_batch import SampleBatch
 from tfrl.evaluation.rollout_worker import RolloutWorker
 from tfrl.offline.input_creators import input_creator_from_config
 from tfrl.offline.io_context import IOContext
