@@ -189,6 +189,22 @@ def test_shards_that_do_not_fit_the_policies_fail_naming_file_and_record(tmp_pat
         TFRecordReader([str(tmp_path / "single"), str(tmp_path / "ok")])
 
 
+def test_int_policy_ids_come_back_as_the_workers_ids(tmp_path):
+    a = PGTFPolicy(*SPACES["a"], {"seed": 0, "model": {"fcnet_hiddens": [8]}})
+    b = PGTFPolicy(*SPACES["b"], {"seed": 0, "model": {"fcnet_hiddens": [8]}})
+    writer = TFRecordWriter(str(tmp_path))
+    writer.write(MultiAgentBatch({0: policy_rows("a", 8, 0), 1: policy_rows("b", 8, 1)}, 8))
+    writer.close()
+    worker = PolicyMapWorker()
+    worker.policy_map = {0: a, 1: b}
+    reader = TFRecordReader(str(tmp_path), IOContext(config={"train_batch_size": 4},
+                                                      worker=worker))
+    assert sorted(reader.next().policy_batches) == [0, 1]
+    back = reader.read_all()
+    assert back.count == 8 and back.policy_batches[1]["obs"].shape == (8, 2, 3)
+    assert sorted(TFRecordReader(str(tmp_path)).read_all().policy_batches) == ["0", "1"]
+
+
 def test_writer_refuses_mixed_kinds_and_env_steps_without_rows(tmp_path):
     writer = TFRecordWriter(str(tmp_path / "ma"))
     writer.write(written_batches()[0])

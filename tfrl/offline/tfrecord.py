@@ -383,6 +383,7 @@ class TFRecordReader(InputReader):
         self.schema, self.rows_per_record = first.schema, first.rows_per_record
         self.shuffle, self.cycle_length = shuffle, int(cycle_length)
         self._iterator: Any = None
+        self._policy_ids: Dict[Optional[str], Any] = {}
 
     @staticmethod
     def _decode(schema: Schema, records: tf.Tensor, seed: Optional[tf.Tensor] = None
@@ -499,6 +500,8 @@ class TFRecordReader(InputReader):
                         f"({sorted(by_str)}). Map the data to the config's policies or "
                         "read only the shards of known policies.")
                 pairs.append((by_str[pid], group))
+            # The worker's own ids (the shards hold str ids; a config may use ints).
+            self._policy_ids = {str(pid): pid for pid in policies}
         for policy, group in pairs:
             who = "" if group.policy_id is None else f" of policy {group.policy_id!r}"
             need = getattr(policy, "offline_input_columns", DEFAULT_REQUIRED_COLUMNS)
@@ -527,7 +530,8 @@ class TFRecordReader(InputReader):
         batch = next(self._iterator)
         if not self.multi_agent:
             return SampleBatch({k: v.numpy() for k, v in batch.items()})
-        return _to_multi_agent({pid: {k: v.numpy() for k, v in cols.items()}
+        return _to_multi_agent({self._policy_ids.get(pid, pid):
+                                {k: v.numpy() for k, v in cols.items()}
                                 for pid, cols in batch.items()})
 
     def read_all(self) -> Any:
@@ -546,7 +550,8 @@ class TFRecordReader(InputReader):
                         for k, (dtype, shape) in group.schema.items()}
         if not self.multi_agent:
             return SampleBatch(out[None])
-        return _to_multi_agent(out)
+        return _to_multi_agent({self._policy_ids.get(pid, pid): cols
+                                for pid, cols in out.items()})
 
 
 def _natural_key(path: str) -> List[Any]:
