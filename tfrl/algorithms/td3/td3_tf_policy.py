@@ -392,16 +392,19 @@ class TD3TFPolicy(TFPolicy):
                        sgd_minibatch_size: Optional[int] = None,
                        shuffle_sequences: Optional[bool] = None) -> Dict[str, Any]:
         """TFPolicy's `learn_on_batch`; the actor's stats (`actor_loss`, `mean_q_pi`)
-        are means over the phase's actor update steps (every `policy_delay`-th; NaN for
-        a phase without one), `actor_steps` the fraction of steps that updated the
-        actor."""
+        are means over the phase's actor update steps (every `policy_delay`-th; left
+        out for a phase without one), `actor_steps` the fraction of steps that updated
+        the actor."""
         info = super().learn_on_batch(samples, num_sgd_iter=num_sgd_iter,
                                       sgd_minibatch_size=sgd_minibatch_size,
                                       shuffle_sequences=shuffle_sequences)
         stats = info["learner_stats"]
         fraction = float(stats[ACTOR_STEPS])
         for key in ACTOR_STATS:
-            stats[key] = float(stats[key]) / fraction if fraction > 0 else float("nan")
+            if fraction > 0:
+                stats[key] = float(stats[key]) / fraction
+            else:
+                del stats[key]
         return info
 
     def compute_gradients(self, postprocessed_batch: Any) -> Tuple[List[np.ndarray], Dict]:
