@@ -128,6 +128,29 @@ def test_gradients_are_the_critic_loss_and_the_deterministic_policy_gradient():
     assert stats["total_loss"] == pytest.approx(float(actor_loss + critic_loss), rel=1e-5)
 
 
+def test_actor_stats_are_means_over_the_actor_update_steps():
+    # policy_delay 2: step 0 of a fresh policy leaves the actor alone (and evaluates no
+    # actor loss), step 1 updates it. One-step phases show both cases.
+    policy = make(policy_delay=2, smooth_target_policy=False)
+    rows = batch(32)
+    first = policy.learn_on_batch(rows, sgd_minibatch_size=32)["learner_stats"]
+    assert first["actor_steps"] == 0.0
+    assert "actor_loss" not in first and "mean_q_pi" not in first
+    assert np.isfinite(first["critic_loss"])
+    # The next step's actor loss is -mean Q_1(s, mu(s)) under the weights it starts from.
+    obs = tf.constant(rows["obs"])
+    want = -float(tf.reduce_mean(policy.model.q1(obs, policy.model.actor(obs))))
+    second = policy.learn_on_batch(rows, sgd_minibatch_size=32)["learner_stats"]
+    assert second["actor_steps"] == 1.0
+    assert second["actor_loss"] == pytest.approx(want, rel=1e-5)
+    assert second["mean_q_pi"] == pytest.approx(-want, rel=1e-5)
+    # A four-step phase: two actor steps; the actor's stats average those two only.
+    both = policy.learn_on_batch(batch(128, seed=1), sgd_minibatch_size=32,
+                                 shuffle_sequences=False)["learner_stats"]
+    assert both["actor_steps"] == 0.5 and np.isfinite(both["actor_loss"])
+    assert both["actor_loss"] == pytest.approx(-both["mean_q_pi"], rel=1e-6)
+
+
 def test_target_smoothing_noise_changes_with_each_update_and_follows_the_state():
     policy = make(target_noise=0.5, target_noise_clip=10.0)
     rows = batch(32)

@@ -58,6 +58,11 @@ from tfrl.policy.optimizers import FusedAdam, MultiOptimizer
 from tfrl.policy.tf_policy import TFPolicy
 from tfrl.utils.schedules import LinearSchedule
 
+# Learner stat: the fraction of a phase's gradient steps that updated the actor.
+ACTOR_STEPS = "actor_steps"
+# The actor's stats, evaluated on actor update steps only (see `loss_and_stats`).
+ACTOR_STATS = ("actor_loss", "mean_q_pi")
+
 TARGET_WEIGHTS = "target_weights"
 EXPLORATION_STATE = "exploration_state"
 
@@ -354,22 +359,25 @@ class TD3TFPolicy(TFPolicy):
             q1_t, q2_t, targets, train_batch.get(WEIGHTS),
             huber_delta=config["huber_threshold"] if config["use_huber"] else None)
         # The actor: Q_1(s, mu(s)) with the critic's weights held constant. With
-        # `policy_delay` > 1 only every `policy_delay`-th step differentiates it (the
-        # other steps' actor gradients would be dropped by `apply_update`): a `tf.cond`
-        # whose other branch evaluates Q_1(s, mu(s)) on frozen actor weights, for the
-        # stats, and has no backward pass (~12 % of a step's compute at [400, 300]).
-        # The loss (a mean over every replica's rows: a synchronization point, not
-        # allowed inside a cond) is taken outside.
-        def q_pi(frozen: bool) -> tf.Tensor:
-            mu = (call_frozen(model.actor, obs) if frozen
-                  else model.actor(obs, training=True))
-            return call_frozen(model.q1, obs, mu)  # [B]
+        # `policy_delay` > 1 only every `policy_delay`-th step evaluates and
+        # differentiates it (the other steps' actor gradients would be dropped by
+        # `apply_update`): a `tf.cond` whose other branch gives zeros (no actor or
+        # Q_1(s, mu(s)) pass at all: ~6 % of a phase's compute at [400, 300]). Its
+        # stats are 0 on those steps; `ACTOR_STEPS` (1 on actor steps) lets
+        # `learn_on_batch` report them as means over the actor steps. The loss (a mean
+        # over every replica's rows: a synchronization point, not allowed inside a
+        # cond) is taken outside.
+        def q_pi() -> tf.Tensor:
+            return call_frozen(model.q1, obs, model.actor(obs, training=True))  # [B]
 
         if int(config["policy_delay"]) == 1 or not self._delay_actor_gradient:
-            q_t = q_pi(False)
+            q_t, actor_step = q_pi(), tf.constant(1.0)
         else:
-            q_t = tf.cond(self._actor_step(), lambda: q_pi(False), lambda: q_pi(True))
+            is_actor_step = self._actor_step()
+            q_t = tf.cond(is_actor_step, q_pi, lambda: tf.zeros_like(q1_t))
+            actor_step = tf.cast(is_actor_step, tf.float32)
         actor, actor_stats = td3_actor_loss(q_t)
+        actor_stats[ACTOR_STEPS] = actor_step
         if config["l2_reg"]:
             # Each replica adds its share: the optimizer sums the replicas' gradients.
             replicas = self.strategy.num_replicas_in_sync
@@ -379,6 +387,25 @@ class TD3TFPolicy(TFPolicy):
         stats = {k: v for k, v in stats.items() if k not in ("min_q", "max_q")}
         stats.update(actor_stats)
         return critic + actor, stats
+
+    def learn_on_batch(self, samples: Any, *, num_sgd_iter: Optional[int] = None,
+                       sgd_minibatch_size: Optional[int] = None,
+                       shuffle_sequences: Optional[bool] = None) -> Dict[str, Any]:
+        """TFPolicy's `learn_on_batch`; the actor's stats (`actor_loss`, `mean_q_pi`)
+        are means over the phase's actor update steps (every `policy_delay`-th; left
+        out for a phase without one), `actor_steps` the fraction of steps that updated
+        the actor."""
+        info = super().learn_on_batch(samples, num_sgd_iter=num_sgd_iter,
+                                      sgd_minibatch_size=sgd_minibatch_size,
+                                      shuffle_sequences=shuffle_sequences)
+        stats = info["learner_stats"]
+        fraction = float(stats[ACTOR_STEPS])
+        for key in ACTOR_STATS:
+            if fraction > 0:
+                stats[key] = float(stats[key]) / fraction
+            else:
+                del stats[key]
+        return info
 
     def compute_gradients(self, postprocessed_batch: Any) -> Tuple[List[np.ndarray], Dict]:
         """The gradients of the critics' and the actor's losses on the whole batch (the
