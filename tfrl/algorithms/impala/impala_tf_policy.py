@@ -12,7 +12,9 @@ out time-major in the graph, one column per contiguous piece of one episode
 (`vtrace.trajectory_starts` on `eps_id`, `terminateds`, `truncateds` and `t`), and
 bootstraps each column that does not end terminated from the value of its last
 `new_obs` (so no step is dropped; `vtrace_drop_last_ts=True` gives RLlib's legacy
-layout instead).
+layout instead). Only those rows' `new_obs` go through the model (`next_values(rows)`):
+one forward over `T` rows plus one row per bootstrapped column, not `2T` (inside a
+column `V(new_obs_t)` is `V(obs_{t+1})`, which the loss already has).
 
 Under a `MirroredStrategy` each replica holds a contiguous share of the rows, which may
 cut an episode's column in two. So that the targets equal one device's, each replica
