@@ -139,3 +139,14 @@ def test_without_the_bootstrap_new_obs_is_not_read(config):
         batch = policy.postprocess_trajectory(batch.slice(0, 4))
     del batch["new_obs"]
     assert np.isfinite(policy.learn_on_batch(batch)["learner_stats"]["total_loss"])
+
+
+def test_a_batch_whose_columns_all_terminate_runs_the_model_on_no_new_obs():
+    new, old = _make(ImpalaTFPolicy, "one_device"), _make(_old_path(ImpalaTFPolicy), "one_device")
+    batch = _batch(new).slice(0, 4)  # episode 1 alone, terminated at its last row
+    columns = {k: tf.constant(v) for k, v in batch.items()}
+    rows = tf.zeros([4], tf.bool)
+    np.testing.assert_array_equal(new.next_values(columns, rows).numpy(), np.zeros(4))
+    loss, _ = new.loss_and_stats(new.model, new.dist_class, columns)
+    want, _ = old.loss_and_stats(old.model, old.dist_class, columns)
+    np.testing.assert_allclose(float(loss), float(want), rtol=1e-6)
