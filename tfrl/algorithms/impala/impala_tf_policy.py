@@ -12,7 +12,9 @@ out time-major in the graph, one column per contiguous piece of one episode
 (`vtrace.trajectory_starts` on `eps_id`, `terminateds`, `truncateds` and `t`), and
 bootstraps each column that does not end terminated from the value of its last
 `new_obs` (so no step is dropped; `vtrace_drop_last_ts=True` gives RLlib's legacy
-layout instead).
+layout instead). Only those rows' `new_obs` go through the model (`next_values(rows)`):
+one forward over `T` rows plus one row per bootstrapped column, not `2T` (inside a
+column `V(new_obs_t)` is `V(obs_{t+1})`, which the loss already has).
 
 Under a `MirroredStrategy` each replica holds a contiguous share of the rows, which may
 cut an episode's column in two. So that the targets equal one device's, each replica
@@ -24,10 +26,11 @@ Rows stay in time order: `learn_on_batch` never shuffles (minibatches, if
 `sgd_minibatch_size` asks for them, are contiguous pieces of the batch).
 """
 
-from typing import Any, ClassVar, Dict, Optional, Tuple
+from typing import Any, Callable, ClassVar, Dict, Optional, Tuple, Union
 
 import keras
 import tensorflow as tf
+import tree
 
 from tfrl.algorithms.a2c.a2c_loss import a2c_loss
 from tfrl.algorithms.impala import vtrace as vt
@@ -60,7 +63,9 @@ def _own_rows(x: tf.Tensor, num_rows: tf.Tensor) -> tf.Tensor:
 
 
 def vtrace_row_targets(train_batch: Dict[str, tf.Tensor], log_rhos: tf.Tensor,
-                       values: tf.Tensor, next_values: tf.Tensor, *, gamma: float,
+                       values: tf.Tensor,
+                       next_values: Union[tf.Tensor, Callable[[tf.Tensor], tf.Tensor]], *,
+                       gamma: float,
                        clip_rho_threshold: float, clip_pg_rho_threshold: float,
                        drop_last_ts: bool = False
                        ) -> Tuple[tf.Tensor, tf.Tensor, Optional[tf.Tensor]]:
@@ -73,7 +78,10 @@ def vtrace_row_targets(train_batch: Dict[str, tf.Tensor], log_rhos: tf.Tensor,
             evaluates against the behaviour policy).
         values: `[n]` `V(x_t)`.
         next_values: `[n]` `V(x_{t+1})` (of `new_obs`; only the columns' last rows are
-            read). Ignored with `drop_last_ts`.
+            read), or a function of `rows` (`[n]` bool, this replica's rows that end a
+            column without terminating) returning `[n]` values, read at `rows` only (so
+            that only those rows' `new_obs` go through the model). Ignored with
+            `drop_last_ts`.
         gamma: The discount.
         clip_rho_threshold, clip_pg_rho_threshold: V-trace's clips.
         drop_last_ts: RLlib's `vtrace_drop_last_ts` (see `vtrace.drop_last_step`).
@@ -96,6 +104,14 @@ def vtrace_row_targets(train_batch: Dict[str, tf.Tensor], log_rhos: tf.Tensor,
         bootstrap, mask = vt.drop_last_step(values_tm, vt.to_time_major(terminateds, index),
                                             mask)
     else:
+        if callable(next_values):
+            # Only the rows that end a column without terminating bootstrap: V(new_obs)
+            # of those alone (B rows, not n).
+            num_all = tf.shape(terminateds)[0]
+            ends = tf.scatter_nd(index.last_rows[:, tf.newaxis],
+                                 tf.ones_like(index.last_rows), [num_all]) > 0
+            next_values = next_values(_own_rows(
+                tf.logical_and(ends, tf.logical_not(terminateds)), num_rows))
         bootstrap = vt.column_bootstrap_value(_all_rows(next_values), terminateds, index)
     vs_tm, pg_adv_tm = vt.vtrace(
         vt.to_time_major(_all_rows(log_rhos), index),
@@ -176,10 +192,23 @@ class ImpalaTFPolicy(OnPolicyTFPolicy):
                                       sgd_minibatch_size=sgd_minibatch_size,
                                       shuffle_sequences=False)
 
-    def next_values(self, train_batch: Dict[str, tf.Tensor]) -> tf.Tensor:
-        """`[n]` `V(new_obs)` under the current parameters (the bootstrap values)."""
-        _, values, _ = self.call_model(train_batch[Columns.NEXT_OBS], [], training=True)
-        return values
+    def next_values(self, train_batch: Dict[str, tf.Tensor],
+                    rows: Optional[tf.Tensor] = None) -> tf.Tensor:
+        """`[n]` `V(new_obs)` under the current parameters (the bootstrap values).
+
+        Args:
+            train_batch: This replica's rows.
+            rows: `[n]` bool, the rows whose value is needed (the model then runs on
+                their `new_obs` only; the other rows get 0); None: every row.
+        """
+        next_obs = train_batch[Columns.NEXT_OBS]
+        if rows is None:
+            _, values, _ = self.call_model(next_obs, [], training=True)
+            return values
+        where = tf.where(rows)  # [b, 1] int64
+        picked = tree.map_structure(lambda x: tf.gather_nd(x, where), next_obs)
+        _, values, _ = self.call_model(picked, [], training=True)
+        return tf.scatter_nd(where, values, tf.shape(rows, out_type=tf.int64))
 
     def targets(self, train_batch: Dict[str, tf.Tensor], log_rhos: tf.Tensor,
                 values: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor, Optional[tf.Tensor]]:
@@ -190,9 +219,13 @@ class ImpalaTFPolicy(OnPolicyTFPolicy):
             return (train_batch[Columns.VALUE_TARGETS], train_batch[Columns.ADVANTAGES],
                     None)
         drop = bool(config["vtrace_drop_last_ts"])
-        next_values = values if drop else self.next_values(train_batch)
+
+        def next_values(rows: tf.Tensor) -> tf.Tensor:
+            return self.next_values(train_batch, rows)
+
         return vtrace_row_targets(
-            train_batch, log_rhos, values, next_values, gamma=config["gamma"],
+            train_batch, log_rhos, values, values if drop else next_values,
+            gamma=config["gamma"],
             clip_rho_threshold=config["vtrace_clip_rho_threshold"],
             clip_pg_rho_threshold=config["vtrace_clip_pg_rho_threshold"], drop_last_ts=drop)
 
