@@ -44,15 +44,14 @@ timed) and peak RSS; then the means, the tfrl/SB3 ratios and the issue's target 
 19): wall <= 0.5x SB3's at an equal or better return.
 """
 
-import argparse
 import importlib.util
-import json
 import os
 import platform
 import time
 
 from bench_offpolicy import _grad_updates, _result
-from bench_ppo_cartpole import _fmt, hide_tensorflow, launch, summarize
+from bench_ppo_cartpole import (_fmt, bench_parser, frameworks_to_compare, hide_tensorflow,
+                                launch, print_result, run_interleaved, summarize)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TUNED = {"SAC": os.path.join(REPO, "examples", "tuned", "sac_halfcheetah.yaml"),
@@ -187,12 +186,9 @@ def _verdict(rows: dict) -> None:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__.splitlines()[0], steps=30_000, seeds=[0])
     parser.add_argument("--algos", nargs="+", choices=sorted(TUNED), default=["SAC"])
     parser.add_argument("--env", default="HalfCheetah-v5")
-    parser.add_argument("--steps", type=int, default=30_000,
-                        help="env steps per run (small values are for smoke checks)")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
     parser.add_argument("--threads", type=int, default=1,
                         help="TF intra/inter-op threads = torch threads")
     parser.add_argument("--eval-episodes", type=int, default=5,
@@ -204,21 +200,13 @@ def main() -> int:
                         help="SB3: train_freq = gradient_steps (default 1: the zoo's)")
     parser.add_argument("--tfrl-override", action="append", default=[], metavar="KEY=VALUE",
                         help="a tfrl config key over the tuned file's (repeatable)")
-    parser.add_argument("--child", choices=["tfrl", "sb3"])
     parser.add_argument("--algo", choices=sorted(TUNED), default="SAC")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--t0", type=float, default=None)  # set by launch(); unused
     args = parser.parse_args()
     if args.child:
-        run = run_tfrl if args.child == "tfrl" else run_sb3
-        print("RESULT " + json.dumps(run(args)), flush=True)
-        return 0
+        return print_result((run_tfrl if args.child == "tfrl" else run_sb3)(args))
 
-    sb3 = bool(importlib.util.find_spec("stable_baselines3")
-               and importlib.util.find_spec("torch"))
-    if not sb3:
-        print("Stable-Baselines3 is not installed: skipping the SB3 runs "
-              "(pip install -e '.[bench]').")
+    frameworks = frameworks_to_compare()
+    sb3 = "sb3" in frameworks
     if not importlib.util.find_spec("mujoco"):
         print("MuJoCo is not installed: pip install -e '.[mujoco]'.")
         return 1
@@ -237,18 +225,14 @@ def main() -> int:
               f"{args.sb3_train_freq}; {args.eval_episodes} eval episodes")
         print(f"{'run':10s} {'steps':>7s} {'wall s':>8s} {'cpu s':>8s} {'env st/s':>9s} "
               f"{'grad st/s':>9s} {'train R':>8s} {'eval R':>8s} {'RSS MB':>7s}")
-        frameworks = ["tfrl", "sb3"] if sb3 else ["tfrl"]
-        rows = {fw: [] for fw in frameworks}
-        # Interleaved: a change in the machine's load hits both frameworks alike.
-        for seed in args.seeds:
-            for fw in frameworks:
-                r = launch(fw, seed, args.steps, script=__file__,
-                           extra_args=("--algo", algo, *shared))
-                rows[fw].append(r)
-                print(f"{fw + ' s' + str(seed):10s} {r['steps']:7d} {r['wall_s']:8.1f} "
-                      f"{r['cpu_s']:8.1f} {r['env_steps_per_s']:9.0f} {r['grad_steps_per_s']:9.0f} "
-                      f"{_fmt(r['final_reward'], '8.1f')} {_fmt(r['eval_return'], '8.1f')} "
-                      f"{r['peak_rss_mb']:7.0f}", flush=True)
+        rows = run_interleaved(
+            frameworks, args.seeds,
+            lambda fw, seed: launch(fw, seed, args.steps, script=__file__,
+                                    extra_args=("--algo", algo, *shared)),
+            lambda r: (f"{r['steps']:7d} {r['wall_s']:8.1f} {r['cpu_s']:8.1f} "
+                       f"{r['env_steps_per_s']:9.0f} {r['grad_steps_per_s']:9.0f} "
+                       f"{_fmt(r['final_reward'], '8.1f')} {_fmt(r['eval_return'], '8.1f')} "
+                       f"{r['peak_rss_mb']:7.0f}"))
         summarize(rows, KEYS)
         if sb3:
             _verdict(rows)

@@ -50,13 +50,12 @@ One intra/inter-op thread for TF and one torch thread. The SB3 child does not im
 TensorFlow (`bench_ppo_cartpole.hide_tensorflow`: SB3's logger would import it).
 """
 
-import argparse
-import importlib.util
-import json
 import os
 import time
 
-from bench_ppo_cartpole import _fmt, _rss_mb, hide_tensorflow, launch, summarize
+from bench_ppo_cartpole import (_fmt, _rss_mb, bench_parser, frameworks_to_compare,
+                                hide_tensorflow, launch, print_result, run_interleaved,
+                                summarize)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DQN_ZOO = os.path.join(REPO, "examples", "tuned", "dqn_cartpole_zoo.yaml")
@@ -266,31 +265,21 @@ def registered(algo: str) -> bool:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    # --steps: env steps per run for every section (default: each section's budget);
+    # small values are for smoke checks.
+    parser = bench_parser(__doc__.splitlines()[0], steps=None)
     parser.add_argument("--algos", nargs="+", choices=sorted(SECTIONS), default=list(SECTIONS))
-    parser.add_argument("--steps", type=int, default=None,
-                        help="env steps per run for every section (default: each section's "
-                             "budget); small values are for smoke checks")
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    parser.add_argument("--child", choices=["tfrl", "sb3"])
     parser.add_argument("--algo", choices=sorted(SECTIONS))
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--t0", type=float, default=None)
     parser.add_argument("--sac-round", type=int, default=SAC_ROUND_STEPS,
                         help="tfrl SAC: env steps per sampling round, each followed by as many "
                              "gradient steps in one compiled call (1: the zoo's schedule)")
     args = parser.parse_args()
     if args.child:
-        result = (run_tfrl(args.algo, args.seed, args.steps, args.sac_round)
-                  if args.child == "tfrl" else run_sb3(args.algo, args.seed, args.steps))
-        print("RESULT " + json.dumps(result), flush=True)
-        return 0
+        return print_result(run_tfrl(args.algo, args.seed, args.steps, args.sac_round)
+                            if args.child == "tfrl" else
+                            run_sb3(args.algo, args.seed, args.steps))
 
-    sb3 = bool(importlib.util.find_spec("stable_baselines3")
-               and importlib.util.find_spec("torch"))
-    if not sb3:
-        print("Stable-Baselines3 is not installed: skipping the SB3 runs "
-              "(pip install -e '.[bench]').")
+    frameworks = frameworks_to_compare()
     for algo in args.algos:
         section = SECTIONS[algo]
         steps = args.steps or section["steps"]
@@ -312,18 +301,13 @@ def main() -> int:
                   "rows per sampled step (tfrl: one compiled call per phase)")
         print(f"{'run':10s} {'wall s':>8s} {'cpu s':>8s} {'env st/s':>9s} {'grad st/s':>9s} "
               f"{'steps@tgt':>9s} {'final R':>8s} {'eval R':>8s} {'RSS MB':>7s}")
-        frameworks = ["tfrl", "sb3"] if sb3 else ["tfrl"]
-        rows = {fw: [] for fw in frameworks}
-        # Interleaved: a change in the machine's load hits both frameworks alike.
-        for seed in args.seeds:
-            for fw in frameworks:
-                r = launch(fw, seed, steps, script=__file__, extra_args=extra)
-                rows[fw].append(r)
-                print(f"{fw + ' s' + str(seed):10s} {r['wall_s']:8.1f} {r['cpu_s']:8.1f} "
-                      f"{r['env_steps_per_s']:9.0f} {r['grad_steps_per_s']:9.0f} "
-                      f"{_fmt(r['solved_steps'], '9d')} {_fmt(r['final_reward'], '8.1f')} "
-                      f"{_fmt(r['eval_reward'], '8.1f')} "
-                      f"{r['peak_rss_mb']:7.0f}", flush=True)
+        rows = run_interleaved(
+            frameworks, args.seeds,
+            lambda fw, seed: launch(fw, seed, steps, script=__file__, extra_args=extra),
+            lambda r: (f"{r['wall_s']:8.1f} {r['cpu_s']:8.1f} {r['env_steps_per_s']:9.0f} "
+                       f"{r['grad_steps_per_s']:9.0f} {_fmt(r['solved_steps'], '9d')} "
+                       f"{_fmt(r['final_reward'], '8.1f')} {_fmt(r['eval_reward'], '8.1f')} "
+                       f"{r['peak_rss_mb']:7.0f}"))
         summarize(rows, ["wall_s", "cpu_s", "env_steps_per_s", "grad_steps_per_s",
                          "solved_steps", "final_reward", "eval_reward", "peak_rss_mb"])
     return 0

@@ -29,6 +29,7 @@ import statistics
 import subprocess
 import sys
 import time
+from typing import Callable, Dict, List, Optional, Sequence
 
 SOLVED = 475.0
 # tfrl's side of the comparison: the tuned example (also the learning test's config).
@@ -134,8 +135,7 @@ def run_sb3(seed: int, steps: int, t0: float) -> dict:
 
 
 def child(framework: str, seed: int, steps: int, t0: float) -> None:
-    out = (run_tfrl if framework == "tfrl" else run_sb3)(seed, steps, t0)
-    print("RESULT " + json.dumps(out), flush=True)
+    print_result((run_tfrl if framework == "tfrl" else run_sb3)(seed, steps, t0))
 
 
 def launch(framework: str, seed: int, steps: int, script: str = __file__,
@@ -166,38 +166,67 @@ def _mean(rows, key):
     return statistics.mean(values) if values else None
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--steps", type=int, default=100_000)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+def bench_parser(description: str, steps: Optional[int] = 100_000,
+                 seeds: Sequence[int] = (0, 1, 2)) -> argparse.ArgumentParser:
+    """The arguments every tfrl-vs-SB3 bench takes: `--steps` and `--seeds` of the
+    comparison, and `--child`, `--seed`, `--t0`, which `launch()` passes to a child run."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--steps", type=int, default=steps)
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(seeds))
     parser.add_argument("--child", choices=["tfrl", "sb3"])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--t0", type=float, default=None)
+    return parser
+
+
+def print_result(result: dict) -> int:
+    """A child run's last word: the `RESULT {json}` line `launch()` reads; returns 0."""
+    print("RESULT " + json.dumps(result), flush=True)
+    return 0
+
+
+def frameworks_to_compare(baseline: str = "stable_baselines3",
+                          name: str = "Stable-Baselines3") -> List[str]:
+    """`["tfrl", "sb3"]`, or `["tfrl"]` (saying so) if the `baseline` package or torch
+    is not installed."""
+    if importlib.util.find_spec(baseline) and importlib.util.find_spec("torch"):
+        return ["tfrl", "sb3"]
+    print(f"{name} is not installed: skipping the SB3 runs (pip install -e '.[bench]').")
+    return ["tfrl"]
+
+
+def run_interleaved(frameworks: List[str], seeds: Sequence[int],
+                    run: Callable[[str, int], dict],
+                    row: Callable[[dict], str]) -> Dict[str, List[dict]]:
+    """Runs `run(framework, seed)` for every seed and framework, interleaved (tfrl s0,
+    sb3 s0, tfrl s1, ...) so that a change in the machine's load hits both frameworks
+    alike; prints each result as `<framework> s<seed>` and `row(result)`; returns the
+    results by framework."""
+    rows: Dict[str, List[dict]] = {fw: [] for fw in frameworks}
+    for seed in seeds:
+        for fw in frameworks:
+            r = run(fw, seed)
+            rows[fw].append(r)
+            print(f"{fw + ' s' + str(seed):10s} {row(r)}", flush=True)
+    return rows
+
+
+def main() -> int:
+    parser = bench_parser(__doc__.splitlines()[0])
     args = parser.parse_args()
     if args.child:
         child(args.child, args.seed, args.steps, args.t0 or time.time())
         return 0
 
-    frameworks = ["tfrl"]
-    if importlib.util.find_spec("stable_baselines3") and importlib.util.find_spec("torch"):
-        frameworks.append("sb3")
-    else:
-        print("Stable-Baselines3 is not installed: skipping the SB3 runs (install "
-              "stable-baselines3 and CPU torch to compare).")
-    rows = {fw: [] for fw in frameworks}
-    header = (f"{'run':10s} {'wall s':>8s} {'steps/s':>8s} {'steps@475':>10s} {'s@475':>7s} "
-              f"{'RSS MB':>7s} {'1st learn s':>11s} {'final R':>8s}")
-    print(header)
-    # Interleaved (tfrl s0, sb3 s0, tfrl s1, ...) so that a change in the machine's load
-    # hits both frameworks alike.
-    for seed in args.seeds:
-        for fw in frameworks:
-            r = launch(fw, seed, args.steps)
-            rows[fw].append(r)
-            print(f"{fw + ' s' + str(seed):10s} {r['wall_s']:8.1f} {r['steps_per_s']:8.0f} "
-                  f"{_fmt(r['solved_steps'], '10d')} {_fmt(r['solved_s'], '7.1f')} "
-                  f"{r['peak_rss_mb']:7.0f} {_fmt(r['first_learn_s'], '11.1f')} "
-                  f"{_fmt(r['final_reward'], '8.1f')}", flush=True)
+    frameworks = frameworks_to_compare()
+    print(f"{'run':10s} {'wall s':>8s} {'steps/s':>8s} {'steps@475':>10s} {'s@475':>7s} "
+          f"{'RSS MB':>7s} {'1st learn s':>11s} {'final R':>8s}")
+    rows = run_interleaved(
+        frameworks, args.seeds, lambda fw, seed: launch(fw, seed, args.steps),
+        lambda r: (f"{r['wall_s']:8.1f} {r['steps_per_s']:8.0f} "
+                   f"{_fmt(r['solved_steps'], '10d')} {_fmt(r['solved_s'], '7.1f')} "
+                   f"{r['peak_rss_mb']:7.0f} {_fmt(r['first_learn_s'], '11.1f')} "
+                   f"{_fmt(r['final_reward'], '8.1f')}"))
     summarize(rows, ["wall_s", "steps_per_s", "solved_steps", "solved_s", "peak_rss_mb",
                      "first_learn_s"])
     return 0

@@ -4,9 +4,11 @@ import io
 import json
 import importlib.util
 import os
+import re
 
 import pytest
 
+from tfrl.algorithms.registry import ALGORITHMS
 from tfrl.cli.experiment import (CliError, Experiment, apply_overrides, build_config,
                                  load_experiment_file, parse_override, parse_stop,
                                  resolve_experiment, yaml_value)
@@ -211,7 +213,7 @@ def test_tuned_pg_a2c_pendulum_are_their_learning_test_configs():
 @pytest.mark.parametrize("exp,message", [
     (Experiment(algo="PPX", env="CartPole-v1"),
      r"^Unknown algorithm 'PPX'\. Did you mean 'PPO'\? Pass --algo with one of "
-     r"A2C, A3C, APPO, BC, CQL, DDPG, DQN, IMPALA, MARWIL, PG, PPO, SAC, TD3\.$"),
+     + re.escape(", ".join(sorted(ALGORITHMS))) + r"\.$"),
     (Experiment(env="CartPole-v1"), r"^No algorithm given; pass --algo=PPO"),
     (Experiment(algo="PPO"), r"^No env given; pass --env=CartPole-v1"),
     (Experiment(algo="PPO", env="CartPol-v1"),
@@ -230,6 +232,14 @@ def test_tuned_pg_a2c_pendulum_are_their_learning_test_configs():
 def test_build_config_errors(exp, message):
     with pytest.raises(CliError, match=message):
         build_config(exp)
+
+
+def test_unknown_algorithm_lists_every_registered_algorithm():
+    with pytest.raises(CliError) as error:
+        build_config(Experiment(algo="PPX", env="CartPole-v1"))
+    listed = str(error.value).split("Pass --algo with one of ")[1].rstrip(".").split(", ")
+    assert listed == sorted(ALGORITHMS)  # every registered name, sorted, nothing else
+    assert {"PG", "A2C", "PPO", "DQN", "SAC", "TD3", "DDPG", "IMPALA", "BC", "CQL"} <= set(listed)
 
 
 def test_build_config_imports_callbacks_by_name():

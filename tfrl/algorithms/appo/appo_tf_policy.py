@@ -20,13 +20,14 @@ import tensorflow as tf
 from tfrl.algorithms.appo.appo_config import APPOConfig
 from tfrl.algorithms.appo.appo_loss import appo_surrogate_loss
 from tfrl.algorithms.impala.impala_tf_policy import ImpalaTFPolicy
+from tfrl.algorithms.kl_coeff import KLCoeffPolicy
 from tfrl.algorithms.on_policy_policy import OnPolicyTFPolicy
 from tfrl.core.columns import Columns
 from tfrl.policy import space_specs
 from tfrl.policy.train_columns import autograph_converted
 
 
-class APPOTFPolicy(ImpalaTFPolicy):
+class APPOTFPolicy(KLCoeffPolicy, ImpalaTFPolicy):
     """APPO's policy (config: ImpalaTFPolicy's keys, plus `clip_param`, `use_kl_loss`,
     `kl_coeff`, `kl_target`, and `lambda`, `use_gae`, `use_critic` without V-trace)."""
 
@@ -34,11 +35,7 @@ class APPOTFPolicy(ImpalaTFPolicy):
 
     def __init__(self, observation_space, action_space, config=None, *, strategy=None):
         super().__init__(observation_space, action_space, config, strategy=strategy)
-        self.kl_coeff = float(self.config["kl_coeff"])
-        self.kl_target = float(self.config["kl_target"])
         with self.strategy.scope():
-            self.kl_coeff_var = tf.Variable(self.kl_coeff, dtype=tf.float32, trainable=False,
-                                            name="kl_coeff")
             self.target_model = self.make_model()
             self.target_model(space_specs.zeros_batch(self.observation_space, 1))
         self.update_target()
@@ -87,28 +84,10 @@ class APPOTFPolicy(ImpalaTFPolicy):
         """APPO's loss alone (RLlib's signature)."""
         return APPOTFPolicy.loss_and_stats(self, model, dist_class, train_batch)[0]
 
-    @tf.autograph.experimental.do_not_convert
-    def stats(self, train_batch: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
-        """The KL coefficient, learning rate and entropy coefficient."""
-        return {"cur_kl_coeff": tf.identity(self.kl_coeff_var),
-                "cur_lr": tf.cast(self.optimizer.learning_rate, tf.float32),
-                "entropy_coeff": tf.identity(self.entropy_coeff)}
-
-    def update_kl(self, sampled_kl: float) -> float:
-        """Adapts the KL coefficient to a mean KL (x1.5 above `2 * kl_target`, x0.5
-        below `kl_target / 2`); returns it."""
-        if sampled_kl > 2.0 * self.kl_target:
-            self.kl_coeff *= 1.5
-        elif sampled_kl < 0.5 * self.kl_target:
-            self.kl_coeff *= 0.5
-        self.kl_coeff_var.assign(self.kl_coeff)
-        return self.kl_coeff
-
     def get_state(self) -> Dict[str, Any]:
-        """ImpalaTFPolicy's state plus the target weights and the KL coefficient."""
+        """ImpalaTFPolicy's state plus the KL coefficient and the target weights."""
         state = super().get_state()
         state["target_weights"] = self.get_target_weights()
-        state["kl_coeff"] = self.kl_coeff
         return state
 
     def set_state(self, state: Dict[str, Any]) -> None:
@@ -126,6 +105,3 @@ class APPOTFPolicy(ImpalaTFPolicy):
                     f"{len(self.target_model.weights)}. Restore a state of the same model.")
             for variable, value in zip(self.target_model.weights, target_weights):
                 variable.assign(value)
-        if "kl_coeff" in state:
-            self.kl_coeff = float(state["kl_coeff"])
-            self.kl_coeff_var.assign(self.kl_coeff)

@@ -31,9 +31,9 @@ import tensorflow as tf
 
 from tfrl.algorithms.cql.cql_config import CQLConfig
 from tfrl.algorithms.cql.cql_loss import cql_actor_loss, cql_loss, uniform_log_density
+from tfrl.algorithms.policy_checks import check_no_recurrent_model
 from tfrl.algorithms.sac.sac_loss import sac_alpha_loss
-from tfrl.algorithms.sac.sac_tf_policy import (NOISE, SACTFPolicy, check_no_recurrent_model,
-                                               critic_values)
+from tfrl.algorithms.sac.sac_tf_policy import NOISE, SACTFPolicy, critic_values
 from tfrl.core.columns import Columns
 from tfrl.execution.replay_buffer_rows import N_STEP
 from tfrl.policy.optimizers import FusedAdam, MultiOptimizer

@@ -31,6 +31,7 @@ import tensorflow as tf
 
 from tfrl.algorithms.dqn.dqn_config import DQNConfig
 from tfrl.algorithms.dqn.dqn_loss import dqn_loss, dueling_q_values, q_target, td_error
+from tfrl.algorithms.policy_checks import check_discrete, check_no_recurrent_model
 from tfrl.core.columns import Columns
 from tfrl.execution.replay_buffer import WEIGHTS
 from tfrl.execution.replay_buffer_rows import N_STEP
@@ -42,14 +43,6 @@ from tfrl.policy.tf_policy import TFPolicy
 from tfrl.utils.schedules import LinearSchedule, make_schedule
 
 TARGET_WEIGHTS = "target_weights"
-
-
-def check_discrete(action_space: gym.Space, owner: str = "DQN") -> None:
-    """Raises a `ValueError` unless `action_space` is `Discrete`."""
-    if not isinstance(action_space, gym.spaces.Discrete):
-        raise ValueError(
-            f"{owner} needs a Discrete action space (one Q-value per action); received "
-            f"{action_space}. For continuous (Box) actions use SAC or TD3.")
 
 
 class DQNTFPolicy(TFPolicy):
@@ -73,14 +66,10 @@ class DQNTFPolicy(TFPolicy):
                  config: Optional[dict] = None, *,
                  strategy: Optional[tf.distribute.Strategy] = None):
         check_discrete(action_space, type(self).__name__)
-        model = dict((config or {}).get("model") or {})
-        recurrent = [key for key in ("use_lstm", "use_attention") if model.get(key)]
-        if recurrent:
-            raise ValueError(
-                f"{type(self).__name__} does not support recurrent models; received model "
-                f"config {', '.join(f'{k}=True' for k in recurrent)}. Replaying stored "
-                "sequences (R2D2) is not implemented: set them to False, or stack frames "
-                "into the observation, or use PPO with use_lstm.")
+        check_no_recurrent_model(
+            config or {}, type(self).__name__,
+            hint="Replaying stored sequences (R2D2) is not implemented: set them to False, "
+                 "or stack frames into the observation, or use PPO with use_lstm.")
         super().__init__(observation_space, action_space, config, strategy=strategy)
         exploration = self.config["exploration_config"]
         self.epsilon_schedule = LinearSchedule(

@@ -17,7 +17,7 @@ from typing import Dict, Optional, Tuple, Union
 import tensorflow as tf
 
 from tfrl.algorithms.impala.vtrace import Threshold, check_time_major, vtrace
-from tfrl.algorithms.loss_math import explained_variance, global_mean, local_mean
+from tfrl.algorithms.a2c.a2c_loss import a2c_loss
 
 Scalar = Union[float, tf.Tensor, tf.Variable]
 
@@ -76,14 +76,6 @@ def impala_loss(
         logp_t - behaviour_logp_t, discounts_t, rewards_t, values_t, bootstrap_value,
         clip_rho_threshold=clip_rho_threshold, clip_pg_rho_threshold=clip_pg_rho_threshold,
         mask=mask)
-    pg_t = logp_t * pg_advantages_t
-    vf_t = 0.5 * tf.square(values_t - vs_t)
-    stats = {
-        "policy_loss": -local_mean(pg_t, mask),
-        "vf_loss": local_mean(vf_t, mask),
-        "entropy": local_mean(entropy_t, mask),
-        "vf_explained_var": explained_variance(vs_t, values_t, mask),
-    }
-    loss = (-global_mean(pg_t, mask) + vf_loss_coeff * global_mean(vf_t, mask)
-            - entropy_coeff * global_mean(entropy_t, mask))
-    return loss, stats
+    # A2C's loss with V-trace's advantages and value targets.
+    return a2c_loss(logp_t, pg_advantages_t, values_t, vs_t, entropy_t,
+                    vf_loss_coeff=vf_loss_coeff, entropy_coeff=entropy_coeff, mask=mask)

@@ -36,6 +36,7 @@ from tfrl.algorithms.a2c.a2c_loss import a2c_loss
 from tfrl.algorithms.impala import vtrace as vt
 from tfrl.algorithms.impala.impala_config import ImpalaConfig
 from tfrl.algorithms.on_policy_policy import OnPolicyTFPolicy, bootstrap_value
+from tfrl.algorithms.policy_checks import check_no_recurrent_model
 from tfrl.core.columns import Columns
 from tfrl.evaluation.postprocessing import compute_advantages
 from tfrl.policy.train_columns import autograph_converted
@@ -143,14 +144,10 @@ class ImpalaTFPolicy(OnPolicyTFPolicy):
 
     def __init__(self, observation_space, action_space, config=None, *, strategy=None):
         config = {**self.default_config(), **(config or {})}
-        model_config = config.get("model") or {}
-        recurrent = [key for key in ("use_lstm", "use_attention") if model_config.get(key)]
-        if recurrent:
-            raise ValueError(
-                f"{type(self).__name__} does not support recurrent models; received model "
-                f"config {', '.join(f'{k}=True' for k in recurrent)}. V-trace over padded "
-                "sequences is not implemented yet: set them to False, or stack frames into "
-                "the observation, or use PPO with use_lstm.")
+        check_no_recurrent_model(
+            config, type(self).__name__,
+            hint="V-trace over padded sequences is not implemented yet: set them to False, "
+                 "or stack frames into the observation, or use PPO with use_lstm.")
         if config.get("_separate_vf_optimizer"):
             raise ValueError(
                 f"{type(self).__name__}: _separate_vf_optimizer=True is not supported; one "

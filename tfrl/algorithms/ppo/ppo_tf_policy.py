@@ -15,26 +15,18 @@ from typing import Dict, Tuple
 import keras
 import tensorflow as tf
 
-from tfrl.algorithms.on_policy_policy import OnPolicyTFPolicy
+from tfrl.algorithms.kl_coeff import KLCoeffPolicy
 from tfrl.algorithms.ppo.ppo_config import PPOConfig
 from tfrl.algorithms.ppo.ppo_loss import ppo_loss
 from tfrl.core.columns import Columns
 from tfrl.policy.train_columns import autograph_converted
 
-class PPOTFPolicy(OnPolicyTFPolicy):
+class PPOTFPolicy(KLCoeffPolicy):
     """PPO policy (config: `clip_param`, `vf_clip_param`, `vf_loss_coeff`, `kl_coeff`,
     `kl_target`, `entropy_coeff(_schedule)`, `lr(_schedule)`, `gamma`, `lambda`,
     `use_gae`, `use_critic`, `num_sgd_iter`, `sgd_minibatch_size`, `grad_clip`)."""
 
     config_class = PPOConfig
-
-    def __init__(self, observation_space, action_space, config=None, *, strategy=None):
-        super().__init__(observation_space, action_space, config, strategy=strategy)
-        self.kl_coeff = float(self.config["kl_coeff"])
-        self.kl_target = float(self.config["kl_target"])
-        with self.strategy.scope():
-            self.kl_coeff_var = tf.Variable(self.kl_coeff, dtype=tf.float32, trainable=False,
-                                            name="kl_coeff")
 
     @tf.autograph.experimental.do_not_convert  # plain TF ops; converting costs seconds
     def loss_and_stats(self, model: keras.Model, dist_class: type,
@@ -69,32 +61,3 @@ class PPOTFPolicy(OnPolicyTFPolicy):
              train_batch: Dict[str, tf.Tensor]) -> tf.Tensor:
         """PPO's loss alone (RLlib's signature)."""
         return PPOTFPolicy.loss_and_stats(self, model, dist_class, train_batch)[0]
-
-    @tf.autograph.experimental.do_not_convert
-    def stats(self, train_batch: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
-        """The current KL coefficient, learning rate and entropy coefficient."""
-        return {"cur_kl_coeff": tf.identity(self.kl_coeff_var),
-                "cur_lr": tf.cast(self.optimizer.learning_rate, tf.float32),
-                "entropy_coeff": tf.identity(self.entropy_coeff)}
-
-    def update_kl(self, sampled_kl: float) -> float:
-        """Adapts the KL coefficient to the mean KL of the last update; returns it."""
-        if sampled_kl > 2.0 * self.kl_target:
-            self.kl_coeff *= 1.5
-        elif sampled_kl < 0.5 * self.kl_target:
-            self.kl_coeff *= 0.5
-        self.kl_coeff_var.assign(self.kl_coeff)
-        return self.kl_coeff
-
-    def get_state(self):
-        """OnPolicyTFPolicy's state plus the current KL coefficient."""
-        state = super().get_state()
-        state["kl_coeff"] = self.kl_coeff
-        return state
-
-    def set_state(self, state):
-        """Restores a `get_state` result, including the KL coefficient."""
-        super().set_state(state)
-        if "kl_coeff" in state:
-            self.kl_coeff = float(state["kl_coeff"])
-            self.kl_coeff_var.assign(self.kl_coeff)

@@ -37,6 +37,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tfrl.algorithms.policy_checks import check_no_recurrent_model
 from tfrl.algorithms.sac.sac_config import SACConfig
 from tfrl.algorithms.sac.sac_loss import (
     discrete_sac_actor_loss, discrete_sac_alpha_loss, discrete_soft_q_target,
@@ -81,17 +82,6 @@ def check_sac_spaces(observation_space: gym.Space, action_space: gym.Space,
             f"{owner}'s networks take flat Box observations; received observation space "
             f"{observation_space!r}. Flatten the observations (gymnasium.wrappers."
             "FlattenObservation).")
-
-
-def check_no_recurrent_model(config: Dict[str, Any], owner: str) -> None:
-    """Raises a `ValueError` if the config's `model` asks for an LSTM or attention."""
-    model = dict(config.get("model") or {})
-    recurrent = [key for key in ("use_lstm", "use_attention") if model.get(key)]
-    if recurrent:
-        raise ValueError(
-            f"{owner} does not support recurrent models; received model config "
-            f"{', '.join(f'{k}=True' for k in recurrent)}. Set them to False or stack "
-            "frames into the observation.")
 
 
 class SACModel(keras.Model):

@@ -41,6 +41,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tfrl.algorithms.policy_checks import check_box_actions, check_no_recurrent_model
 from tfrl.algorithms.td3.td3_config import EXPLORATION_NOISES, TD3Config
 from tfrl.algorithms.td3.td3_loss import (l2_penalty, smoothed_target_action,
                                           td3_actor_loss, td3_critic_loss, td3_q_target)
@@ -65,20 +66,6 @@ ACTOR_STATS = ("actor_loss", "mean_q_pi")
 
 TARGET_WEIGHTS = "target_weights"
 EXPLORATION_STATE = "exploration_state"
-
-
-def check_box_actions(action_space: gym.Space, owner: str = "TD3") -> None:
-    """Raises a `ValueError` unless `action_space` is a Box with finite bounds."""
-    if isinstance(action_space, gym.spaces.Discrete):
-        raise ValueError(
-            f"{owner} needs a Box action space (a deterministic actor over continuous "
-            f"actions); received {action_space}. For Discrete actions use SAC's discrete "
-            "variant (SAC on a Discrete action space) or DQN.")
-    if not isinstance(action_space, gym.spaces.Box):
-        raise ValueError(f"{owner} needs a Box action space; received {action_space!r}.")
-    if not (np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
-        raise ValueError(f"{owner} squashes its actions into the action space's bounds, which "
-                         f"must be finite; received {action_space}.")
 
 
 class ActorCriticModel(keras.Model):
@@ -220,13 +207,7 @@ class TD3TFPolicy(TFPolicy):
                  strategy: Optional[tf.distribute.Strategy] = None):
         owner = type(self).__name__
         given = dict(config or {})
-        model = given.get("model") or {}
-        recurrent = [k for k in ("use_lstm", "use_attention") if model.get(k)]
-        if recurrent:
-            raise ValueError(
-                f"{owner} does not support recurrent models; received model config "
-                f"{', '.join(f'{k}=True' for k in recurrent)}. Set them to False, or stack "
-                "frames into the observation.")
+        check_no_recurrent_model(given, owner)
         check_box_actions(action_space, owner)
         if given.get("use_state_preprocessor"):
             raise ValueError(f"{owner}: use_state_preprocessor=True is not supported; the "

@@ -54,6 +54,13 @@ def _mul_exp(x: tf.Tensor, logp: tf.Tensor) -> tf.Tensor:
     return tf.where(tf.equal(p, 0.0), tf.zeros_like(x), x) * p
 
 
+def _standard_normal_like(mean: tf.Tensor, seed: Any = None) -> tf.Tensor:
+    """N(0, 1) noise of `mean`'s shape and dtype `[..., A]` (stateless with a `seed`)."""
+    if seed is None:
+        return tf.random.normal(tf.shape(mean), dtype=mean.dtype)
+    return tf.random.stateless_normal(tf.shape(mean), seed, dtype=mean.dtype)
+
+
 def _normal_logp(z: tf.Tensor, log_std: tf.Tensor) -> tf.Tensor:
     """Log-density of a diagonal Gaussian at standardized values `z = (x - mean) / std`."""
     return tf.reduce_sum(-0.5 * tf.square(z) - log_std - HALF_LOG_2PI, axis=-1)
@@ -182,9 +189,7 @@ class DiagGaussian(TFActionDistribution):
         self.std = tf.exp(self.log_std)
 
     def _noise(self, seed=None):
-        if seed is None:
-            return tf.random.normal(tf.shape(self.mean), dtype=self.mean.dtype)  # [..., A]
-        return tf.random.stateless_normal(tf.shape(self.mean), seed, dtype=self.mean.dtype)
+        return _standard_normal_like(self.mean, seed)
 
     def _sample_with_logp(self, seed=None):
         eps = self._noise(seed)
@@ -270,9 +275,7 @@ class SquashedGaussian(TFActionDistribution):
         return tf.reduce_sum(log_dtanh + log_scale * tf.ones_like(u), axis=-1)
 
     def _noise(self, seed=None):
-        if seed is None:
-            return tf.random.normal(tf.shape(self.mean), dtype=self.mean.dtype)  # [..., A]
-        return tf.random.stateless_normal(tf.shape(self.mean), seed, dtype=self.mean.dtype)
+        return _standard_normal_like(self.mean, seed)
 
     def _sample_with_logp(self, seed=None):
         eps = self._noise(seed)
