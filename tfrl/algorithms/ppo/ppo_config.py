@@ -14,6 +14,8 @@ from typing import Any, ClassVar, Dict
 from tfrl.algorithms.algorithm_config import OnPolicyConfig
 from tfrl.utils.config_values import NON_NEGATIVE, POSITIVE
 
+NORMALIZE_ADVANTAGES = ("batch", "minibatch", "none")
+
 
 @dataclasses.dataclass(frozen=True)
 class PPOConfig(OnPolicyConfig):
@@ -24,6 +26,10 @@ class PPOConfig(OnPolicyConfig):
         sgd_minibatch_size, num_sgd_iter: Minibatch SGD per batch.
         vf_loss_coeff: Weight of the value loss.
         clip_param, vf_clip_param: Surrogate and value clipping ranges.
+        normalize_advantages: "batch" (RLlib's: the execution plan standardizes the
+            advantages of each train batch, `(A - mean) / max(1e-4, std)`), "minibatch"
+            (SB3's: the loss standardizes each minibatch's, `(A - mean) / (std + 1e-8)`
+            with the Bessel-corrected std, over every replica's rows) or "none".
         (`lambda_`, `use_gae`, `use_critic`, `entropy_coeff(_schedule)`: see
         `OnPolicyConfig`; `shuffle_sequences`, `grad_clip`: see `PolicyConfig`.)
     """
@@ -37,6 +43,7 @@ class PPOConfig(OnPolicyConfig):
     vf_loss_coeff: float = 1.0
     clip_param: float = 0.3
     vf_clip_param: float = 10.0
+    normalize_advantages: str = "batch"
 
     _RANGES: ClassVar[Dict[str, Any]] = {
         "kl_coeff": NON_NEGATIVE, "kl_target": NON_NEGATIVE, "vf_loss_coeff": NON_NEGATIVE,
@@ -44,6 +51,11 @@ class PPOConfig(OnPolicyConfig):
 
     def validate(self) -> None:
         super().validate()
+        if self.normalize_advantages not in NORMALIZE_ADVANTAGES:
+            raise ValueError(
+                f"PPOConfig: normalize_advantages must be one of {list(NORMALIZE_ADVANTAGES)}; "
+                f"received {self.normalize_advantages!r}. 'batch' is RLlib's (per train "
+                "batch), 'minibatch' SB3's.")
         if self.sgd_minibatch_size > self.train_batch_size:
             raise ValueError(
                 f"PPOConfig: sgd_minibatch_size ({self.sgd_minibatch_size}) must be <= "
