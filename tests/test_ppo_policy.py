@@ -239,5 +239,7 @@ def test_minibatch_advantage_normalization_matches_numpy():
 def test_normalize_advantages_rejects_unknown_values():
     from tfrl.algorithms.ppo import PPOConfig
 
-    with pytest.raises(ValueError, match="normalize_advantages must be one of.*'per_minibatch'"):
-        PPOConfig().training(normalize_advantages="per_minibatch").validate()
+    with pytest.raises(ValueError, match="PPOConfig: normalize_advantages must be one of "
+                                         "'batch', 'minibatch', 'none'; received "
+                                         "'per_minibatch'"):
+        PPOConfig.from_dict({"normalize_advantages": "per_minibatch"})

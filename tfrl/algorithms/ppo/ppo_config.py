@@ -12,7 +12,7 @@ import dataclasses
 from typing import Any, ClassVar, Dict
 
 from tfrl.algorithms.algorithm_config import OnPolicyConfig
-from tfrl.utils.config_values import NON_NEGATIVE, POSITIVE
+from tfrl.utils.config_values import NON_NEGATIVE, POSITIVE, OneOf
 
 NORMALIZE_ADVANTAGES = ("batch", "minibatch", "none")
 
@@ -47,15 +47,11 @@ class PPOConfig(OnPolicyConfig):
 
     _RANGES: ClassVar[Dict[str, Any]] = {
         "kl_coeff": NON_NEGATIVE, "kl_target": NON_NEGATIVE, "vf_loss_coeff": NON_NEGATIVE,
-        "clip_param": POSITIVE, "vf_clip_param": POSITIVE}
+        "clip_param": POSITIVE, "vf_clip_param": POSITIVE,
+        "normalize_advantages": OneOf(NORMALIZE_ADVANTAGES)}
 
     def validate(self) -> None:
         super().validate()
-        if self.normalize_advantages not in NORMALIZE_ADVANTAGES:
-            raise ValueError(
-                f"PPOConfig: normalize_advantages must be one of {list(NORMALIZE_ADVANTAGES)}; "
-                f"received {self.normalize_advantages!r}. 'batch' is RLlib's (per train "
-                "batch), 'minibatch' SB3's.")
         if self.sgd_minibatch_size > self.train_batch_size:
             raise ValueError(
                 f"PPOConfig: sgd_minibatch_size ({self.sgd_minibatch_size}) must be <= "
