@@ -206,3 +206,53 @@ def test_one_learning_phase_matches_sb3s_train(monkeypatch):
         assert move.max() > 1e-3 or before.ndim == 1  # every kernel learned
         assert np.abs(after - want).max() <= 0.15 * move.max()
         assert np.abs(after - want).mean() <= 0.01 * move.mean()
+
+
+def test_gae_matches_sb3s_rollout_buffer():
+    """The rollout side: tfrl's per-trajectory GAE (`compute_advantages` with
+    `bootstrap_value`'s rule: 0 after a termination, else V of the next observation)
+    equals SB3's `compute_returns_and_advantage` on 8 envs x 128 steps with episodes
+    ending (terminations; a lost life is one with the episodic-life pipeline) inside and
+    a bootstrap at the fragment end. SB3 folds a truncation into the reward
+    (`r + gamma * V(final obs)`, then treats it as an end); tfrl bootstraps that
+    trajectory with `last_r = V(final obs)`: the same advantages."""
+    from tfrl.evaluation.postprocessing import compute_advantages
+
+    config, _, model = make_pair()
+    gamma, lam = config["gamma"], config["lambda"]
+    rng = np.random.default_rng(3)
+    rewards = rng.choice([0.0, 0.0, 1.0, -1.0], size=(N_STEPS, N_ENVS)).astype(np.float32)
+    values = rng.normal(size=(N_STEPS, N_ENVS)).astype(np.float32)
+    ends = rng.random((N_STEPS, N_ENVS)) < 0.03  # episode ended after step t
+    truncated = ends & (rng.random((N_STEPS, N_ENVS)) < 0.3)
+    final_values = rng.normal(size=(N_STEPS, N_ENVS)).astype(np.float32)  # V(final obs)
+    last_values = rng.normal(size=N_ENVS).astype(np.float32)  # V(obs after the fragment)
+
+    buf = model.rollout_buffer
+    buf.reset()
+    buf.rewards[:] = rewards + np.where(truncated, gamma * final_values, 0.0)
+    buf.values[:] = values
+    buf.episode_starts[0] = 0.0
+    buf.episode_starts[1:] = ends[:-1]
+    buf.compute_returns_and_advantage(th.as_tensor(last_values[:, None]), ends[-1])
+
+    for env in range(N_ENVS):
+        start = 0
+        for t in range(N_STEPS):
+            if not (ends[t, env] or t == N_STEPS - 1):
+                continue
+            rows = slice(start, t + 1)
+            if ends[t, env]:
+                last_r = float(final_values[t, env]) if truncated[t, env] else 0.0
+            else:
+                last_r = float(last_values[env])
+            traj = compute_advantages(
+                SampleBatch({Columns.REWARDS: rewards[rows, env],
+                             Columns.VF_PREDS: values[rows, env]}),
+                last_r, gamma, lam, use_gae=True, use_critic=True)
+            np.testing.assert_allclose(traj[Columns.ADVANTAGES], buf.advantages[rows, env],
+                                       rtol=1e-5, atol=1e-5)
+            np.testing.assert_allclose(traj[Columns.VALUE_TARGETS], buf.returns[rows, env],
+                                       rtol=1e-5, atol=1e-5)
+            start = t + 1
+    assert ends.sum() > 10 and truncated.sum() > 2  # the cases above all occurred
