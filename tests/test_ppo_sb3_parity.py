@@ -208,6 +208,7 @@ def test_one_learning_phase_matches_sb3s_train(monkeypatch):
         assert np.abs(after - want).mean() <= 0.01 * move.mean()
 
 
+@pytest.mark.slow
 def test_gae_matches_sb3s_rollout_buffer():
     """The rollout side: tfrl's per-trajectory GAE (`compute_advantages` with
     `bootstrap_value`'s rule: 0 after a termination, else V of the next observation)
