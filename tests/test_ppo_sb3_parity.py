@@ -8,7 +8,7 @@ from the same initial weights, one tfrl `learn_on_batch` and one SB3 `train()` o
 rollout batch of uint8 frames, with the same minibatches in the same order, end at the
 same weights.
 
-What had to be bridged (issue 19's findings; see the report in the commit log):
+What had to be bridged (issue 19's findings):
 - layout: SB3's convs are NCHW with torch kernels `[out, in, kh, kw]` and flatten
   `(c, h, w)`; tfrl's are NHWC (Keras `[kh, kw, in, out]`) and flatten `(h, w, c)`: the
   first dense kernel's rows are permuted when copying (`sb3_to_tfrl`). Both pad "valid".
@@ -21,6 +21,11 @@ What had to be bridged (issue 19's findings; see the report in the commit log):
 - Adam: torch adds epsilon to the bias-corrected `sqrt(v_hat)`, Keras to `sqrt(v)` before
   the correction. `optimizer: {epsilon_form: torch}` makes tfrl's Adam use torch's
   (the tuned file's).
+The same in both (no bridge): Rescaling by 1/255, "valid" convs, the unclipped value loss
+(tfrl's vf_clip_param 1e6), the loss's terms and weights, global-norm gradient clipping.
+Not bridged: initializers (only the start; the test copies SB3's weights): tfrl's logits
+and value layers are normc(0.01) / normc(1.0), SB3's orthogonal with the same gains.
+`test_gae_matches_sb3s_rollout_buffer` checks the rollout side (GAE, bootstraps).
 """
 
 import os
