@@ -182,6 +182,9 @@ def test_tuned_atari_ppo_files_build_sb3_zoo_settings(game):
             config.sgd_minibatch_size, config.num_sgd_iter) == (8, 128, 256, 4)
     assert (config.lr, config.clip_param, config.entropy_coeff) == (2.5e-4, 0.1, 0.01)
     assert config.model.get("conv_filters") is None  # the Nature DQN default for 84x84
+    # SB3's PPO update (tests/test_ppo_sb3_parity.py): per-minibatch advantages, torch's Adam.
+    assert config.normalize_advantages == "minibatch"
+    assert config.optimizer == {"epsilon": 1e-5, "epsilon_form": "torch"}
 
 
 def test_tuned_breakout_ppo_trains_one_iteration_from_frames():

@@ -214,3 +214,32 @@ def test_tf_sampling_generator_state_is_the_same_created_late_or_early():
     fresh.set_state(advanced)
     np.testing.assert_array_equal(fresh.get_state()["_rng_states"]["tf_sampling"],
                                   advanced["_rng_states"]["tf_sampling"])
+
+
+def test_minibatch_advantage_normalization_matches_numpy():
+    # SB3's per-minibatch rule: (A - mean) / (Bessel std + 1e-8), inside the loss.
+    config = {"clip_param": 0.2, "vf_clip_param": 0.1, "kl_coeff": 0.3,
+              "entropy_coeff": 0.01, "vf_loss_coeff": 0.5}
+    policy = make_policy(**config, normalize_advantages="minibatch")
+    batch = fixed_batch(np.random.default_rng(0))
+    _, info = policy.compute_gradients(batch)
+    adv = batch["advantages"].astype(np.float64)  # mean 0.45, Bessel std 1.7886
+    normalized = SampleBatch({**batch, "advantages": (adv - adv.mean()) / (adv.std(ddof=1) + 1e-8)})
+    total, terms = numpy_ppo_loss(policy, normalized, 0.2, 0.1, 0.3, 0.01, 0.5)
+    assert info["learner_stats"]["total_loss"] == pytest.approx(total, rel=1e-5, abs=1e-6)
+    assert info["learner_stats"]["policy_loss"] == pytest.approx(terms["policy_loss"],
+                                                                 rel=1e-5, abs=1e-6)
+    # Under a 2-replica MirroredStrategy the statistics are the whole minibatch's.
+    two = make_policy(**config, normalize_advantages="minibatch", num_gpus=2, _fake_gpus=True)
+    two.set_weights(policy.get_weights())
+    _, info_two = two.compute_gradients(batch)
+    assert info_two["learner_stats"]["total_loss"] == pytest.approx(total, rel=1e-5, abs=1e-6)
+
+
+def test_normalize_advantages_rejects_unknown_values():
+    from tfrl.algorithms.ppo import PPOConfig
+
+    with pytest.raises(ValueError, match="PPOConfig: normalize_advantages must be one of "
+                                         "'batch', 'minibatch', 'none'; received "
+                                         "'per_minibatch'"):
+        PPOConfig.from_dict({"normalize_advantages": "per_minibatch"})

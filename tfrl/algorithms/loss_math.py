@@ -99,3 +99,29 @@ def explained_variance(y: tf.Tensor, pred: tf.Tensor,
 def _masked_variance(x: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
     mean = local_mean(x, mask)
     return local_mean(tf.square(x - mean), mask)
+
+
+def minibatch_standardized(values: tf.Tensor, mask: Optional[tf.Tensor] = None,
+                           epsilon: float = 1e-8) -> tf.Tensor:
+    """`(x - mean) / (std + epsilon)` over the global minibatch (every replica's rows,
+    where `mask`), with the Bessel-corrected std: SB3's per-minibatch advantage
+    normalization (`(A - A.mean()) / (A.std() + 1e-8)`). Inside a replica step the sums
+    are all-reduced over replicas; on one device they are this batch's. A minibatch of
+    one row is returned as it is (SB3 skips it too).
+
+    Example:
+        >>> float(minibatch_standardized(tf.constant([1.0, 3.0]))[1])
+        0.7071067...
+    """
+    weights = tf.ones_like(values) if mask is None else tf.cast(mask, values.dtype)
+    sums = tf.stack([tf.reduce_sum(weights), tf.reduce_sum(values * weights)])
+    ctx = tf.distribute.get_replica_context()
+    if ctx is not None:
+        sums = ctx.all_reduce(tf.distribute.ReduceOp.SUM, sums)
+    count, total = sums[0], sums[1]
+    mean = total / tf.maximum(count, 1.0)
+    squares = tf.reduce_sum(tf.square(values - mean) * weights)
+    if ctx is not None:
+        squares = ctx.all_reduce(tf.distribute.ReduceOp.SUM, squares)
+    std = tf.sqrt(squares / tf.maximum(count - 1.0, 1.0))
+    return tf.where(count > 1.0, (values - mean) / (std + epsilon), values)

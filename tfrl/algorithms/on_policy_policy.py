@@ -109,13 +109,15 @@ class OnPolicyTFPolicy(TFPolicy):
 
     def make_optimizer(self) -> keras.optimizers.Optimizer:
         """Adam(`lr`) with the keyword arguments of config `optimizer` (e.g.
-        `{"epsilon": 1e-5}`); `FusedAdam`, Keras' Adam with TensorFlow's fused update."""
+        `{"epsilon": 1e-5}`, or `{"epsilon": 1e-5, "epsilon_form": "torch"}` for torch's and
+        SB3's Adam); `FusedAdam`, Keras' Adam with TensorFlow's fused update."""
         kwargs = dict(self.config.get("optimizer") or {})
         try:
             return FusedAdam(learning_rate=self.config["lr"], **kwargs)
         except (TypeError, ValueError) as e:
             raise ValueError(
-                f"config['optimizer'] holds keyword arguments for keras.optimizers.Adam; "
+                f"config['optimizer'] holds keyword arguments for keras.optimizers.Adam (plus "
+                f"epsilon_form: 'keras' or 'torch'); "
                 f"received {kwargs!r}, which Adam rejects: {e}") from None
 
     def _set_schedules(self, timestep: int) -> None:

@@ -22,14 +22,38 @@ import keras
 import tensorflow as tf
 
 _FUSED_DTYPES = (tf.float32, tf.float64)
+_EPSILON_FORMS = ("keras", "torch")
 
 
 @keras.saving.register_keras_serializable(package="tfrl")
 class FusedAdam(keras.optimizers.Adam):
     """`keras.optimizers.Adam` with one fused TensorFlow op per dense variable update.
 
-    Takes exactly `keras.optimizers.Adam`'s arguments; see the module docstring.
+    Takes `keras.optimizers.Adam`'s arguments (see the module docstring) and
+    `epsilon_form`: "keras" (the default: `epsilon` added to `sqrt(v)` before the bias
+    correction, Keras' and TensorFlow's formula) or "torch" (`epsilon` added to the
+    bias-corrected `sqrt(v / (1 - beta_2^t))`, as `torch.optim.Adam` and so SB3 do; the
+    fused kernel then gets `epsilon * sqrt(1 - beta_2^t)`, the same update). The two
+    differ while `1 - beta_2^t` is small (the first few thousand steps) for gradients
+    not much larger than `epsilon`, e.g. a conv net's with SB3's `epsilon=1e-5`.
+
+    Raises:
+        ValueError: For an unknown `epsilon_form`, or "torch" with `amsgrad`.
     """
+
+    def __init__(self, *args, epsilon_form: str = "keras", **kwargs):
+        super().__init__(*args, **kwargs)
+        if epsilon_form not in _EPSILON_FORMS:
+            raise ValueError(f"FusedAdam: epsilon_form must be one of {list(_EPSILON_FORMS)}; "
+                             f"received {epsilon_form!r}.")
+        if epsilon_form == "torch" and self.amsgrad:
+            raise ValueError("FusedAdam: epsilon_form='torch' is not implemented with "
+                             "amsgrad=True; use epsilon_form='keras' or amsgrad=False.")
+        self.epsilon_form = epsilon_form
+
+    def get_config(self):
+        """Keras' Adam config plus `epsilon_form`."""
+        return {**super().get_config(), "epsilon_form": self.epsilon_form}
 
     def apply(self, grads, trainable_variables=None):
         """Applies one step (see `keras.optimizers.Optimizer.apply`); the bias
@@ -43,6 +67,9 @@ class FusedAdam(keras.optimizers.Adam):
     def update_step(self, gradient, variable, learning_rate):
         """Applies one Adam step to `variable` (see `keras.optimizers.Adam`)."""
         dtype = tf.as_dtype(variable.dtype)
+        torch_form = getattr(self, "epsilon_form", "keras") == "torch"
+        if torch_form and isinstance(gradient, tf.IndexedSlices):
+            gradient = tf.convert_to_tensor(gradient)  # the fused (dense) update below
         if (self.amsgrad or dtype not in _FUSED_DTYPES
                 or isinstance(gradient, tf.IndexedSlices)):
             return super().update_step(gradient, variable, learning_rate)
@@ -59,11 +86,14 @@ class FusedAdam(keras.optimizers.Adam):
             if powers is not None:  # inside `apply`: the other variables reuse them
                 powers[dtype] = step_powers
         beta1_power, beta2_power = powers[dtype] if powers else step_powers
+        epsilon = tf.constant(self.epsilon, dtype)
+        if torch_form:
+            epsilon = epsilon * tf.sqrt(1.0 - beta2_power)
         return tf.raw_ops.ResourceApplyAdam(
             var=_handle(variable), m=_handle(m), v=_handle(v),
             beta1_power=beta1_power, beta2_power=beta2_power,
             lr=tf.cast(learning_rate, dtype), beta1=beta_1, beta2=beta_2,
-            epsilon=tf.constant(self.epsilon, dtype), grad=tf.cast(gradient, dtype))
+            epsilon=epsilon, grad=tf.cast(gradient, dtype))
 
 
 def _handle(variable) -> tf.Tensor:

@@ -1,7 +1,8 @@
 """PPO: config, the KL update operator and the execution plan.
 
 Plan: sample with every worker (`ParallelRollouts`, bulk sync) → keep the trained
-policies' experiences → concatenate to `train_batch_size` → standardize advantages →
+policies' experiences → concatenate to `train_batch_size` → standardize advantages (`normalize_advantages=
+"batch"`; "minibatch": the loss does, per minibatch) →
 `TrainOneStep` (the policy runs its `num_sgd_iter` epochs of `sgd_minibatch_size`
 minibatches in one compiled call) → `UpdateKL` → metrics.
 
@@ -76,7 +77,8 @@ def execution_plan(workers: types.WorkerSet, config: Dict[str, Any]
     rollouts = rollouts.combine(ConcatBatches(
         min_batch_size=config["train_batch_size"],
         count_steps_by=config["multiagent"].get("count_steps_by", "env_steps")))
-    rollouts = rollouts.for_each(StandardizeFields(["advantages"]))
+    if config.get("normalize_advantages", "batch") == "batch":
+        rollouts = rollouts.for_each(StandardizeFields(["advantages"]))
     train_op = rollouts.for_each(TrainOneStep(
         workers, num_sgd_iter=config["num_sgd_iter"],
         sgd_minibatch_size=config["sgd_minibatch_size"])).for_each(UpdateKL(workers))

@@ -12,7 +12,9 @@ import dataclasses
 from typing import Any, ClassVar, Dict
 
 from tfrl.algorithms.algorithm_config import OnPolicyConfig
-from tfrl.utils.config_values import NON_NEGATIVE, POSITIVE
+from tfrl.utils.config_values import NON_NEGATIVE, POSITIVE, OneOf
+
+NORMALIZE_ADVANTAGES = ("batch", "minibatch", "none")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -24,6 +26,10 @@ class PPOConfig(OnPolicyConfig):
         sgd_minibatch_size, num_sgd_iter: Minibatch SGD per batch.
         vf_loss_coeff: Weight of the value loss.
         clip_param, vf_clip_param: Surrogate and value clipping ranges.
+        normalize_advantages: "batch" (RLlib's: the execution plan standardizes the
+            advantages of each train batch, `(A - mean) / max(1e-4, std)`), "minibatch"
+            (SB3's: the loss standardizes each minibatch's, `(A - mean) / (std + 1e-8)`
+            with the Bessel-corrected std, over every replica's rows) or "none".
         (`lambda_`, `use_gae`, `use_critic`, `entropy_coeff(_schedule)`: see
         `OnPolicyConfig`; `shuffle_sequences`, `grad_clip`: see `PolicyConfig`.)
     """
@@ -37,10 +43,12 @@ class PPOConfig(OnPolicyConfig):
     vf_loss_coeff: float = 1.0
     clip_param: float = 0.3
     vf_clip_param: float = 10.0
+    normalize_advantages: str = "batch"
 
     _RANGES: ClassVar[Dict[str, Any]] = {
         "kl_coeff": NON_NEGATIVE, "kl_target": NON_NEGATIVE, "vf_loss_coeff": NON_NEGATIVE,
-        "clip_param": POSITIVE, "vf_clip_param": POSITIVE}
+        "clip_param": POSITIVE, "vf_clip_param": POSITIVE,
+        "normalize_advantages": OneOf(NORMALIZE_ADVANTAGES)}
 
     def validate(self) -> None:
         super().validate()

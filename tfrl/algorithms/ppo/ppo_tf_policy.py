@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from tfrl.algorithms.kl_coeff import KLCoeffPolicy
 from tfrl.algorithms.ppo.ppo_config import PPOConfig
+from tfrl.algorithms.loss_math import minibatch_standardized
 from tfrl.algorithms.ppo.ppo_loss import ppo_loss
 from tfrl.core.columns import Columns
 from tfrl.policy.train_columns import autograph_converted
@@ -38,10 +39,14 @@ class PPOTFPolicy(KLCoeffPolicy):
         curr = dist_class(dist_inputs, model)
         prev = dist_class(train_batch[Columns.ACTION_DIST_INPUTS], model)
         use_critic = config["use_critic"]
+        mask = self.valid_mask(train_batch)  # [B, T] for sequences, else None
+        advantages = train_batch[Columns.ADVANTAGES]  # [B]
+        if config.get("normalize_advantages") == "minibatch":
+            advantages = minibatch_standardized(advantages, mask)
         loss, stats = ppo_loss(
             curr.logp(train_batch[Columns.ACTIONS]),  # [B]
             train_batch[Columns.ACTION_LOGP],  # [B]
-            train_batch[Columns.ADVANTAGES],  # [B]
+            advantages,  # [B]
             prev.kl(curr),  # [B]
             curr.entropy(),  # [B]
             values if use_critic else None,  # [B]
@@ -53,7 +58,7 @@ class PPOTFPolicy(KLCoeffPolicy):
             kl_coeff=self.kl_coeff_var,
             entropy_coeff=self.entropy_coeff,
             use_kl_loss=config["kl_coeff"] > 0.0,
-            mask=self.valid_mask(train_batch),  # [B, T] for sequences, else None
+            mask=mask,
         )
         return loss, {**stats, **autograph_converted(self.stats)(train_batch)}
 
