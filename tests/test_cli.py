@@ -238,7 +238,7 @@ def test_export_policy_checkpoint_format(trained):
 @pytest.mark.parametrize("args,message", [
     (["train", "--algo=PPX", "--env=CartPole-v1"],
      "tfrl train: error: Unknown algorithm 'PPX'. Did you mean 'PPO'? Pass --algo with one of "
-     "A2C, A3C, APPO, BC, CQL, DDPG, DQN, IMPALA, MARWIL, PG, PPO, SAC, TD3."),
+     "A2C, A3C, APPO, BC, CQL, CQL_DQN, DDPG, DQN, IMPALA, MARWIL, PG, PPO, SAC, TD3."),
     (["train", "--algo=PPO", "--env=CartPol-v1"],
      "tfrl train: error: Unknown env 'CartPol-v1': it is neither registered with "
      "tfrl.env.registry.register_env nor a gymnasium id. Did you mean 'CartPole-v1'"),

@@ -211,7 +211,7 @@ def test_tuned_pg_a2c_pendulum_are_their_learning_test_configs():
 @pytest.mark.parametrize("exp,message", [
     (Experiment(algo="PPX", env="CartPole-v1"),
      r"^Unknown algorithm 'PPX'\. Did you mean 'PPO'\? Pass --algo with one of "
-     r"A2C, A3C, APPO, BC, CQL, DDPG, DQN, IMPALA, MARWIL, PG, PPO, SAC, TD3\.$"),
+     r"A2C, A3C, APPO, BC, CQL, CQL_DQN, DDPG, DQN, IMPALA, MARWIL, PG, PPO, SAC, TD3\.$"),
     (Experiment(env="CartPole-v1"), r"^No algorithm given; pass --algo=PPO"),
     (Experiment(algo="PPO"), r"^No env given; pass --env=CartPole-v1"),
     (Experiment(algo="PPO", env="CartPol-v1"),
