@@ -73,8 +73,9 @@ def test_marwil_beats_bc_on_mixed_data(cartpole_data, bc_on_mixed):
 def test_discrete_cql_beats_bc_on_mixed_data(cartpole_data, bc_on_mixed):
     # Three learner seeds in one test: single evaluations are noisy (10 greedy episodes
     # after 11,216 gradient steps), so the bar is on their mean, with each seed well
-    # above BC. Measured (2026-11-27, seed 0's data, a loaded machine, about 100 s per
-    # seed): 254 / 156 / 107 for learner seeds 0 / 1 / 2 (mean 172); BC 12 / 10 / 10.
+    # above BC. Measured (2026-11-27, seed 0's data, a loaded machine, 147 s for the
+    # three): 500 / 466 / 500 for learner seeds 0 / 1 / 2, BC 9.4. Runs evaluating after
+    # every iteration showed 254 / 156 / 107 at iteration 7 (and 60-250 on the way).
     root, _ = cartpole_data
     returns = [train_and_evaluate("CQL_DQN", os.path.join(root, "mixed"), seed=seed,
                                   tuned="cql_cartpole.yaml") for seed in (0, 1, 2)]
