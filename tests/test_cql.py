@@ -198,10 +198,13 @@ def test_lagrangian_learns_alpha_prime_and_keeps_it_in_the_state():
 
 
 def test_discrete_action_space_is_refused_naming_it():
+    # The policy refuses it, pointing to discrete CQL; the algorithm builds discrete CQL
+    # (tests/test_cql_dqn.py), refusing the SAC-based CQL's network keys.
     with pytest.raises(ValueError, match=r"CQLTFPolicy .*needs a Box action space; "
-                                         r"received Discrete\(2\).*BC, MARWIL"):
+                                         r"received Discrete\(2\).*CQLDQNTFPolicy"):
         CQLTFPolicy(OBS_SPACE, gym.spaces.Discrete(2), SMALL)
-    with pytest.raises(ValueError, match=r"needs a Box action space; received Discrete"):
+    with pytest.raises(ValueError, match=r"Discrete action space Discrete\(2\).*no key\(s\) "
+                                         r"\['policy_model_config', 'q_model_config'\]"):
         CQL(config={**SMALL, "env": "CartPole-v1"})
 
 

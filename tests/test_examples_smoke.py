@@ -112,6 +112,8 @@ def test_cartpole_offline(quick_runs):
     for algo, data in (("BC", "expert"), ("BC", "mixed"), ("MARWIL", "mixed")):
         line(out, rf"^{algo} +on {data} *: rollouts +{NUMBER}; estimated discounted value "
                   rf"from the mixed data: is {NUMBER}, wis {NUMBER}, dr {NUMBER}$")
+    line(out, rf"^CQL +on mixed : rollouts +{NUMBER} after \d+ gradient steps \(discrete CQL "
+              r"on DQN\)$")
     line(out, r"^done: data in ")
 
 

@@ -6,7 +6,9 @@
 3. BC learns from the expert data, BC and MARWIL from the mixed data
    (examples/tuned/bc_cartpole.yaml, marwil_cartpole.yaml);
 4. each learnt policy is evaluated by real rollouts (`evaluate()`) and, from the mixed
-   data, by the off-policy estimators (IS, WIS, DR).
+   data, by the off-policy estimators (IS, WIS, DR);
+5. discrete CQL (CQL on a Discrete action space: CQLDQN) learns from the mixed data
+   (examples/tuned/cql_cartpole.yaml), evaluated by real rollouts.
 
     python examples/offline/cartpole_offline.py --out=/tmp/tfrl-offline/cartpole
 
@@ -41,11 +43,15 @@ from tfrl.offline.json_reader import JsonReader  # noqa: E402
 TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tuned")
 
 
-def train(algo_name: str, data: str, iterations, seed: int, smoke: bool):
-    """The algorithm trained on `data`; returns it and its evaluation return."""
-    yaml = os.path.join(TUNED, f"{algo_name.lower()}_cartpole.yaml")
+def train(algo_name: str, data: str, iterations, seed: int, smoke: bool, tuned=None):
+    """The algorithm trained on `data` (`tuned`: the tuned file's name, default
+    `<algo>_cartpole.yaml`); returns it and its evaluation return."""
+    yaml = os.path.join(TUNED, tuned or f"{algo_name.lower()}_cartpole.yaml")
     overrides = [f"input={data}", f"seed={seed}"]
-    if smoke:
+    if smoke and algo_name == "CQL_DQN":
+        overrides += ["num_steps_sampled_before_learning_starts=500",
+                      "timesteps_per_iteration=1000", "evaluation_duration=2"]
+    elif smoke:
         overrides += ["train_batch_size=200", "sgd_minibatch_size=100", "evaluation_duration=2"]
     exp = resolve_experiment(yaml, overrides=overrides)
     algo = get_algorithm_class(algo_name)(config=build_config(exp))
@@ -85,6 +91,13 @@ def main() -> int:
         print(f"{algo_name:6s} on {data:6s}: rollouts {rollout_return:6.1f}; estimated "
               "discounted value from the mixed data: "
               + ", ".join(f"{k} {v:.1f}" for k, v in estimates.items()), flush=True)
+    algo, rollout_return = train("CQL_DQN", os.path.join(out, "mixed"),
+                                 1 if smoke else ARGS.iterations, seed, smoke,
+                                 tuned="cql_cartpole.yaml")
+    steps = int(algo.get_policy().num_grad_updates.numpy())
+    algo.stop()
+    print(f"CQL    on mixed : rollouts {rollout_return:6.1f} after {steps} gradient steps "
+          "(discrete CQL on DQN)", flush=True)
     print(f"done: data in {out}")
     return 0
 

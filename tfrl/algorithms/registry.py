@@ -25,6 +25,7 @@ ALGORITHMS = {
     "MARWIL": ("tfrl.algorithms.marwil.marwil", "MARWIL", "MARWILConfig"),
     "BC": ("tfrl.algorithms.bc.bc", "BC", "BCConfig"),
     "CQL": ("tfrl.algorithms.cql.cql", "CQL", "CQLConfig"),
+    "CQL_DQN": ("tfrl.algorithms.cql_dqn.cql_dqn", "CQLDQN", "CQLDQNConfig"),
 }
 
 

@@ -53,7 +53,7 @@ class CQLTFPolicy(SACTFPolicy):
 
     Raises:
         ValueError: For an action space other than a bounded 1-D Box (discrete CQL is
-            not implemented), and as `SACTFPolicy`.
+            `CQLDQNTFPolicy`), and as `SACTFPolicy`.
     """
 
     config_class = CQLConfig
@@ -69,8 +69,9 @@ class CQLTFPolicy(SACTFPolicy):
         if not isinstance(action_space, gym.spaces.Box):
             raise ValueError(
                 f"{type(self).__name__} (CQL on SAC) needs a Box action space; received "
-                f"{action_space!r}. tfrl has no discrete CQL: for Discrete actions learn "
-                "from the data with BC, MARWIL or DQN/SAC (input=<files>).")
+                f"{action_space!r}. For Discrete actions use discrete CQL on DQN: "
+                "tfrl.algorithms.cql_dqn.CQLDQNTFPolicy (the CQL algorithm builds it for "
+                "a Discrete action space).")
         super().__init__(observation_space, action_space, config, strategy=strategy)
         self.random_log_density = uniform_log_density(action_space.low, action_space.high)
         self._low = np.asarray(action_space.low, np.float32)
