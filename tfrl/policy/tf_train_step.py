@@ -224,6 +224,26 @@ def _means(totals: Dict[str, tf.Tensor], num_steps: tf.Tensor) -> Dict[str, tf.T
     return {k: (v if k.startswith("_guard/") else v / count) for k, v in totals.items()}
 
 
+# With `jit_compile`, a minibatch of sequences is padded up to a multiple of this many
+# sequences (each padding sequence has length 0: masked out of the loss and the stats):
+# XLA compiles the replica step once per input shape, and the number of sequences per
+# minibatch follows the batch's episode ends (`sequence_minibatch`).
+XLA_SEQUENCE_BUCKET = 4
+
+
+def _padded_sequences(columns: Dict[str, Any], rows: tf.Tensor) -> Dict[str, Any]:
+    """The sequences `rows` of `columns`, then copies of the first with `seq_lens` 0 up to
+    a multiple of `XLA_SEQUENCE_BUCKET` sequences."""
+    count = tf.shape(rows)[0]
+    extra = (-count) % XLA_SEQUENCE_BUCKET
+    padded = tf.concat([rows, tf.fill([extra], rows[0])], axis=0)
+    batch = tree.map_structure(lambda c: tf.gather(c, padded), columns)
+    real = tf.sequence_mask(count, count + extra)
+    seq_lens = batch[Columns.SEQ_LENS]
+    batch[Columns.SEQ_LENS] = tf.where(real, seq_lens, tf.zeros_like(seq_lens))
+    return batch
+
+
 def sequence_minibatch(seq_lens: Any, sgd_minibatch_size: int, num_replicas: int = 1) -> int:
     """The number of whole sequences per minibatch for `sgd_minibatch_size` timesteps.
 
@@ -336,9 +356,11 @@ class TrainStep:
         max_seq_len = int(policy.config["model"].get("max_seq_len", 20))
         sequences = self._train_columns.sequences
         tf_data = policy.config["learn_input"] == "tf_data"
-        # A tf.data pipeline has static shapes: pad sequences to a fixed length.
+        # A tf.data pipeline has static shapes, and XLA compiles once per shape: pad
+        # sequences to a fixed length.
+        fixed = tf_data or self._xla_loss_and_grads is not None
         columns, num_rows = self._train_columns.prepare(
-            samples, pad_to=max_seq_len if tf_data and sequences else 0)
+            samples, pad_to=max_seq_len if fixed and sequences else 0)
         minibatch = sgd_minibatch_size or None
         if sequences and minibatch:
             # sgd_minibatch_size counts timesteps; minibatches hold whole sequences.
@@ -494,9 +516,13 @@ class TrainStep:
         keys = tf.random.stateless_uniform(tf.stack([num_epochs, num_rows]), seed)
         orders = tf.argsort(keys * tf.cast(shuffle, keys.dtype), axis=1, stable=True)
 
+        pad = self._xla_loss_and_grads is not None and self._train_columns.sequences
+
         def gather(step):
             start = (step % per_epoch) * minibatch
             rows = orders[step // per_epoch, start:start + minibatch]  # [minibatch]
+            if pad:
+                return _padded_sequences(columns, rows)
             return tree.map_structure(lambda c: tf.gather(c, rows), columns)
 
         def replica_step(batch):
