@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conformance_helpers import (make_policy, make_recurrent_policy, recurrent_train_batch,
+from conformance_helpers import (PER_REPLICA_STATS, make_policy, make_recurrent_policy, recurrent_train_batch,
                                  train_batch)
 from tfrl.policy.strategy import make_strategy
 from tfrl.policy.tf_policy import TFPolicy
@@ -24,8 +24,12 @@ CASES = [("PPO", "discrete", False, "one_device"), ("PPO", "discrete", False, "m
 
 def _policies(algo, space, recurrent, strategy):
     build = make_recurrent_policy if recurrent else make_policy
-    off = build(algo, space, "one_device", seed=0, jit_compile=False)
-    on = build(algo, space, strategy, seed=0, jit_compile=True)
+    # XLA draws stateless random numbers with another algorithm than TensorFlow's CPU
+    # kernels (same seed, other numbers): TD3's target smoothing noise is switched off
+    # so that both learn from the same targets.
+    extra = {"target_noise": 0.0} if algo == "TD3" else {}
+    off = build(algo, space, "one_device", seed=0, jit_compile=False, **extra)
+    on = build(algo, space, strategy, seed=0, jit_compile=True, **extra)
     return off, on
 
 
@@ -50,6 +54,8 @@ def test_jit_compile_learns_what_the_graph_executor_does(algo, space, recurrent,
         # XLA fuses and reorders float32 arithmetic; Adam turns those rounding
         # differences into small weight differences that the later steps' stats show.
         for key, value in stats_off.items():
+            if strategy == "mirrored" and key in PER_REPLICA_STATS:
+                continue  # each replica's own value over its half, averaged
             np.testing.assert_allclose(stats_on[key], value, rtol=1e-2, atol=5e-3,
                                        err_msg=key)
     moved = max(np.abs(a - b).max() for a, b in zip(off.get_weights(), initial))
