@@ -58,6 +58,13 @@ class PolicyConfig:
             optimizer state as before that step); "skip" skips such steps, applies the
             finite ones and counts the skipped ones in the learner stat
             `num_nonfinite_updates_skipped`.
+        jit_compile: tfrl extension (not in RLlib). True compiles each replica's loss
+            and gradient computation with XLA (`tf.function(jit_compile=True)`) inside
+            the compiled learning phase, which stays one call per phase; False (the
+            default) leaves it to TensorFlow's graph executor. Numerics differ from
+            False at float32 rounding level; ops XLA cannot compile on the device
+            (e.g. string ops) make the first `learn_on_batch` raise an error naming
+            them (see `tfrl.policy.tf_train_step`).
         model: The model config for the catalog.
 
     Every field's value is checked on construction against its annotation and the
@@ -87,6 +94,7 @@ class PolicyConfig:
     learner_workers: int = 1
     inference: str = "auto"
     nonfinite_updates: str = "raise"
+    jit_compile: bool = False
     model: dict = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -31,9 +31,20 @@ Three compiled functions, each traced once:
 - `apply`: an optimizer update from given gradients.
 
 The batch reaches them through `TrainColumns` (checked numpy columns of fixed specs).
+
+XLA (`config["jit_compile"]`, a tfrl extension; default False): each replica's loss and
+gradients (the model's forward and backward pass, the bulk of a step's work) run as one
+`tf.function(jit_compile=True)` called from the replica step, so `learn` stays one call
+per learning phase and the guard, the all-reduces of the optimizer update and the
+update itself stay in the outer graph (XLA on CPU does not compile the cross-replica
+`tf.cond` around them). An op XLA cannot compile (string ops, some tfp samplers) fails
+the first `learn_on_batch` with an `XlaCompileError` naming the op and the fix
+(`jit_compile=False`); nothing falls back silently.
 """
 
 import logging
+import re
+import threading
 from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
@@ -47,9 +58,53 @@ from tfrl.policy.train_columns import TrainBatch, TrainColumns, autograph_conver
 
 logger = logging.getLogger(__name__)
 
+# The allowed values of `config["jit_compile"]` (see `PolicyConfig`).
+JIT_COMPILE_VALUES = (False, True)
+
+
+class XlaCompileError(ValueError):
+    """`jit_compile=True` and XLA could not compile a policy's loss and gradients.
+
+    Attributes:
+        ops: The TensorFlow ops XLA named as not compilable (may be empty).
+    """
+
+    def __init__(self, policy_name: str, error: Any, replicas: bool = False):
+        message = str(getattr(error, "message", error))
+        ops = sorted(set(re.findall(r"No registered '(\w+)' OpKernel", message)))
+        if replicas:
+            what = message
+        else:
+            what = ("ops XLA cannot compile: " + ", ".join(ops)) if ops else (
+                "XLA error: " + (message.splitlines()[0] if message else type(error).__name__))
+        super().__init__(
+            f"{policy_name}: config['jit_compile']=True, but the loss and gradients cannot "
+            f"be compiled with XLA ({what}). Set jit_compile=False for this policy"
+            + (", or learn on one replica." if replicas else ", or replace those ops in the loss."))
+        self.ops = ops
+
+
+def _is_xla_compile_error(error: Exception) -> bool:
+    message = str(getattr(error, "message", error))
+    return ("XLA" in message or "xla" in message) and (
+        "unsupported operations" in message or "OpKernel" in message
+        or "compil" in message)
+
+
+# Set (per tracing thread: MirroredStrategy traces each replica in its own thread) while
+# the XLA-compiled loss of a policy with several replicas is traced: a cross-replica
+# all-reduce cannot run there (see `global_mean`).
+_XLA_REPLICA_TRACE = threading.local()
+
 
 def global_mean(values: tf.Tensor, mask: Optional[tf.Tensor] = None) -> tf.Tensor:
-    """This replica's share of the mean of `values` (where `mask`) over all replicas' rows."""
+    """This replica's share of the mean of `values` (where `mask`) over all replicas' rows.
+
+    In a replica's XLA-compiled loss (`jit_compile=True` with several replicas) the
+    unmasked mean counts `size * replicas` rows (every replica holds as many rows), as
+    the all-reduce of the counts would; a masked mean there raises a `ValueError` (its
+    count needs an all-reduce, which XLA cannot run inside a replica on CPU).
+    """
     values = tf.convert_to_tensor(values)
     if mask is None:
         count = tf.cast(tf.size(values), values.dtype)
@@ -60,7 +115,17 @@ def global_mean(values: tf.Tensor, mask: Optional[tf.Tensor] = None) -> tf.Tenso
         total = tf.reduce_sum(values * mask)
     context = tf.distribute.get_replica_context()
     if context is not None and context.num_replicas_in_sync > 1:
-        count = context.all_reduce(tf.distribute.ReduceOp.SUM, tf.stop_gradient(count))
+        if getattr(_XLA_REPLICA_TRACE, "policy", None) is not None:
+            if mask is not None:
+                raise XlaCompileError(
+                    _XLA_REPLICA_TRACE.policy,
+                    f"a masked global_mean (sequences or padding) under "
+                    f"{context.num_replicas_in_sync} replicas needs a cross-replica "
+                    "all-reduce of its count, which cannot run inside the XLA-compiled "
+                    "replica step on CPU", replicas=True)
+            count = count * context.num_replicas_in_sync
+        else:
+            count = context.all_reduce(tf.distribute.ReduceOp.SUM, tf.stop_gradient(count))
     return total / tf.maximum(count, 1.0)
 
 
@@ -159,6 +224,26 @@ def _means(totals: Dict[str, tf.Tensor], num_steps: tf.Tensor) -> Dict[str, tf.T
     return {k: (v if k.startswith("_guard/") else v / count) for k, v in totals.items()}
 
 
+# With `jit_compile`, a minibatch of sequences is padded up to a multiple of this many
+# sequences (each padding sequence has length 0: masked out of the loss and the stats):
+# XLA compiles the replica step once per input shape, and the number of sequences per
+# minibatch follows the batch's episode ends (`sequence_minibatch`).
+XLA_SEQUENCE_BUCKET = 4
+
+
+def _padded_sequences(columns: Dict[str, Any], rows: tf.Tensor) -> Dict[str, Any]:
+    """The sequences `rows` of `columns`, then copies of the first with `seq_lens` 0 up to
+    a multiple of `XLA_SEQUENCE_BUCKET` sequences."""
+    count = tf.shape(rows)[0]
+    extra = (-count) % XLA_SEQUENCE_BUCKET
+    padded = tf.concat([rows, tf.fill([extra], rows[0])], axis=0)
+    batch = tree.map_structure(lambda c: tf.gather(c, padded), columns)
+    real = tf.sequence_mask(count, count + extra)
+    seq_lens = batch[Columns.SEQ_LENS]
+    batch[Columns.SEQ_LENS] = tf.where(real, seq_lens, tf.zeros_like(seq_lens))
+    return batch
+
+
 def sequence_minibatch(seq_lens: Any, sgd_minibatch_size: int, num_replicas: int = 1) -> int:
     """The number of whole sequences per minibatch for `sgd_minibatch_size` timesteps.
 
@@ -210,6 +295,16 @@ class TrainStep:
         self._strategy = policy.strategy
         self._num_replicas = policy.strategy.num_replicas_in_sync
         self._train_columns = TrainColumns(policy)
+        jit = policy.config.get("jit_compile", False)
+        if not any(jit is value for value in JIT_COMPILE_VALUES):
+            raise ValueError(
+                f"{type(policy).__name__}: config['jit_compile'] must be True or False "
+                f"(True: compile each replica's loss and gradients with XLA); received "
+                f"{jit!r} ({type(jit).__name__}).")
+        # The replica's loss and gradients, compiled with XLA (see the module docstring).
+        self._xla_loss_and_grads = (
+            tf.function(self._loss_grads_stats, jit_compile=True, autograph=False)
+            if jit else None)
         for name in ("learn_on_batch", "compute_gradients", "apply_gradients"):
             policy.num_traces[name] = 0
         if policy.config["nonfinite_updates"] not in NONFINITE_UPDATES:
@@ -261,9 +356,11 @@ class TrainStep:
         max_seq_len = int(policy.config["model"].get("max_seq_len", 20))
         sequences = self._train_columns.sequences
         tf_data = policy.config["learn_input"] == "tf_data"
-        # A tf.data pipeline has static shapes: pad sequences to a fixed length.
+        # A tf.data pipeline has static shapes, and XLA compiles once per shape: pad
+        # sequences to a fixed length.
+        fixed = tf_data or self._xla_loss_and_grads is not None
         columns, num_rows = self._train_columns.prepare(
-            samples, pad_to=max_seq_len if tf_data and sequences else 0)
+            samples, pad_to=max_seq_len if fixed and sequences else 0)
         minibatch = sgd_minibatch_size or None
         if sequences and minibatch:
             # sgd_minibatch_size counts timesteps; minibatches hold whole sequences.
@@ -280,6 +377,37 @@ class TrainStep:
         self._check_divisible(minibatch, "sgd_minibatch_size")
         seed = int(policy._np_random.integers(2**31))
         updates_before = int(policy.num_grad_updates.numpy())
+        try:
+            stats = self._learn_compiled(columns, num_rows, minibatch, num_epochs, seed,
+                                         shuffle, tf_data)
+        except (tf.errors.InvalidArgumentError, tf.errors.UnimplementedError,
+                tf.errors.InternalError) as error:
+            if self._xla_loss_and_grads is not None and _is_xla_compile_error(error):
+                raise XlaCompileError(type(policy).__name__, error) from error
+            raise
+        num_bad = int(stats.pop(_NUM_BAD))
+        stats.pop(_NUM_FINITE, None)
+        at_bad = {k[len(_LAST):]: stats.pop(k) for k in list(stats) if k.startswith(_LAST)}
+        num_grad_updates = int(policy.num_grad_updates.numpy())
+        if num_bad and policy.config["nonfinite_updates"] == "raise":
+            first_bad = num_grad_updates - updates_before  # the steps before it were applied
+            # total_loss, the other stats by name, grad_norm last.
+            order = sorted(at_bad, key=lambda k: (k != "total_loss", k == "grad_norm", k))
+            named = {k: (float(at_bad[k]) if np.ndim(at_bad[k]) == 0
+                         else np.asarray(at_bad[k]).tolist())
+                     for k in order if not np.all(np.isfinite(at_bad[k]))}
+            num_steps = num_epochs * (num_rows // minibatch)
+            raise NonFiniteUpdateError(type(policy).__name__, named, first_bad, num_steps,
+                                       num_grad_updates)
+        stats = {k: float(v) for k, v in stats.items()}
+        stats["num_nonfinite_updates_skipped"] = num_bad
+        stats["num_grad_updates"] = num_grad_updates
+        stats["num_traces"] = policy.num_traces["learn_on_batch"]
+        return stats
+
+    def _learn_compiled(self, columns, num_rows: int, minibatch: int, num_epochs: int,
+                        seed: int, shuffle: bool, tf_data: bool) -> Dict[str, np.ndarray]:
+        """The one compiled call of `learn` (tracing it the first time); its stats as numpy."""
         if tf_data:
             dataset = self._dataset(columns, minibatch, num_epochs, seed, shuffle)
             iterator = iter(self._strategy.experimental_distribute_dataset(dataset))
@@ -300,26 +428,7 @@ class TrainStep:
             stats = self._learn_graph_fn(columns, tf.constant([seed, 0], tf.int64),
                                          tf.constant(num_epochs, tf.int32),
                                          tf.constant(minibatch, tf.int32), tf.constant(shuffle))
-        stats = {k: v.numpy() for k, v in stats.items()}
-        num_bad = int(stats.pop(_NUM_BAD))
-        stats.pop(_NUM_FINITE, None)
-        at_bad = {k[len(_LAST):]: stats.pop(k) for k in list(stats) if k.startswith(_LAST)}
-        num_grad_updates = int(policy.num_grad_updates.numpy())
-        if num_bad and policy.config["nonfinite_updates"] == "raise":
-            first_bad = num_grad_updates - updates_before  # the steps before it were applied
-            # total_loss, the other stats by name, grad_norm last.
-            order = sorted(at_bad, key=lambda k: (k != "total_loss", k == "grad_norm", k))
-            named = {k: (float(at_bad[k]) if np.ndim(at_bad[k]) == 0
-                         else np.asarray(at_bad[k]).tolist())
-                     for k in order if not np.all(np.isfinite(at_bad[k]))}
-            num_steps = num_epochs * (num_rows // minibatch)
-            raise NonFiniteUpdateError(type(policy).__name__, named, first_bad, num_steps,
-                                       num_grad_updates)
-        stats = {k: float(v) for k, v in stats.items()}
-        stats["num_nonfinite_updates_skipped"] = num_bad
-        stats["num_grad_updates"] = num_grad_updates
-        stats["num_traces"] = policy.num_traces["learn_on_batch"]
-        return stats
+        return {k: v.numpy() for k, v in stats.items()}
 
     def _dataset(self, columns: Dict[str, Any], minibatch: int, num_epochs: int, seed: int,
                  shuffle: bool) -> tf.data.Dataset:
@@ -407,9 +516,13 @@ class TrainStep:
         keys = tf.random.stateless_uniform(tf.stack([num_epochs, num_rows]), seed)
         orders = tf.argsort(keys * tf.cast(shuffle, keys.dtype), axis=1, stable=True)
 
+        pad = self._xla_loss_and_grads is not None and self._train_columns.sequences
+
         def gather(step):
             start = (step % per_epoch) * minibatch
             rows = orders[step // per_epoch, start:start + minibatch]  # [minibatch]
+            if pad:
+                return _padded_sequences(columns, rows)
             return tree.map_structure(lambda c: tf.gather(c, rows), columns)
 
         def replica_step(batch):
@@ -525,6 +638,26 @@ class TrainStep:
         grads = tape.gradient(loss, variables)
         return grads, variables, {"total_loss": loss, **stats}
 
+    def _loss_grads_stats(self, batch):
+        """`_loss_and_grads` without the variables: the body `jit_compile` compiles."""
+        several = self._num_replicas > 1
+        if several:
+            _XLA_REPLICA_TRACE.policy = type(self._policy).__name__
+        try:
+            grads, _, stats = self._loss_and_grads(batch)
+        except RuntimeError as error:  # a merge_call (all-reduce) in the user's loss
+            if several and "merge_call" in str(error):
+                raise XlaCompileError(
+                    type(self._policy).__name__,
+                    f"the loss makes a cross-replica call (merge_call/all_reduce) under "
+                    f"{self._num_replicas} replicas, which cannot run inside the "
+                    "XLA-compiled replica step", replicas=True) from error
+            raise
+        finally:
+            if several:
+                _XLA_REPLICA_TRACE.policy = None
+        return grads, stats
+
     def _replica_step(self, batch):
         """One replica's loss and (clipped) gradients, and the guard's check of them.
 
@@ -541,7 +674,10 @@ class TrainStep:
             does not depend on it), and the stats with the guard's `_FINITE` and
             `_GRAD_NORM` (the norm before clipping) entries.
         """
-        grads, variables, stats = self._loss_and_grads(batch)
+        if self._xla_loss_and_grads is not None:
+            grads, stats = self._xla_loss_and_grads(batch)
+        else:
+            grads, _, stats = self._loss_and_grads(batch)
         stats = self._weighted_stats(batch, stats)
         clip = self._policy.config["grad_clip"]
         present = [g for g in grads if g is not None]
