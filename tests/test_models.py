@@ -642,9 +642,10 @@ def test_bfloat16_conv_encoder_computes_in_bf16_and_hands_float32_to_the_heads()
 
 @pytest.mark.slow
 def test_lstm_unrolled_equals_the_loop():
-    # Sequences up to max_seq_len (4 here) run unrolled (a T unknown at tracing is padded
-    # to 4 under a tf.cond); longer ones, or unroll_len 0, in Keras' symbolic loop. Both
-    # give the same outputs, states and gradients at every valid step.
+    # Sequences up to max_seq_len (4 here) run unrolled; a T unknown at tracing runs its
+    # first 4 steps unrolled (padded with masked steps) and any more in Keras' symbolic
+    # loop (under a tf.cond), as does a known T over 4 or unroll_len 0. All give the
+    # same outputs, states and gradients at every valid step.
     model = ModelCatalog.get_model(BOX, gym.spaces.Discrete(3), 3, {
         **LSTM_CONFIG, "max_seq_len": 4, "vf_share_layers": False})
     assert model.unroll_len == 4
@@ -692,7 +693,7 @@ def test_lstm_unrolled_equals_the_loop():
             unrolled = run(fn, args, 4)
             if fn is forward_and_grads:
                 assert seen == [(max_time, max_time <= 4)] * 2
-            elif max_time == 3:  # traced once: both branches of the tf.cond
+            elif max_time == 3:  # traced once: 4 steps unrolled, a loop for any more
                 assert seen == [(4, True), (None, False)] * 2
             assert not model.lstm.unroll and not model.vf_lstm.unroll  # restored
             np.testing.assert_allclose(unrolled[0][valid], loop[0][valid], atol=1e-6)

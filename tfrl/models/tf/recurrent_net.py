@@ -256,11 +256,15 @@ def run_lstm(lstm: keras.layers.LSTM, features: tf.Tensor, state: List[tf.Tensor
     """`lstm(features [B, T, F], initial_state=state, mask=mask [B, T])`, unrolled when
     `T <= unroll_len`: `(outputs [B, T, cell], h, c)`, the same numbers either way.
 
-    Keras' symbolic loop (`tf.while_loop`) costs ~1.7x the unrolled graph on CPU in
-    training (two 64-cell LSTMs, 32 steps, forward and backward). Unrolling needs a
-    static T: a T unknown when tracing (the learner's batches) is padded to
-    `unroll_len` with masked steps (which change no state) under a `tf.cond`, and the
-    outputs cut back to T; a T over `unroll_len` (or `unroll_len` 0) takes the loop.
+    Keras' symbolic loop (`tf.while_loop`) costs ~1.5x the unrolled graph on CPU in
+    training (two 64-cell LSTMs, 32 steps, forward and backward; tracing the unrolled
+    one takes a few seconds more, once). Unrolling needs a static T: when T is unknown
+    at tracing (the learner's batches), the first `unroll_len` steps run unrolled,
+    padded with masked steps (which change no state) and cut back to T, and the steps
+    after them, if any, in the loop from the state there (under a `tf.cond`: only that
+    rarely taken tail, since a whole unrolled body under a `tf.cond` inside the
+    learner's loop runs as a function call, no faster than the loop). A known T over
+    `unroll_len` (or `unroll_len` 0) takes the loop.
     """
 
     def call(x, m, unroll):
@@ -273,17 +277,26 @@ def run_lstm(lstm: keras.layers.LSTM, features: tf.Tensor, state: List[tf.Tensor
     max_time = features.shape[1]
     if max_time is not None or not unroll_len:
         return call(features, mask, bool(max_time is not None and max_time <= unroll_len))
+    # T unknown: the first unroll_len steps unrolled (padded with masked steps), the
+    # rest, if any, in Keras' loop from the state there.
     dynamic_time = tf.shape(features)[1]
+    head_time = tf.minimum(dynamic_time, unroll_len)
+    pad = unroll_len - head_time
+    x = tf.pad(features[:, :unroll_len], [[0, 0], [0, pad], [0, 0]])
+    m = tf.pad(mask[:, :unroll_len], [[0, 0], [0, pad]])
+    out, h, c = call(tf.ensure_shape(x, [None, unroll_len, features.shape[-1]]),
+                     tf.ensure_shape(m, [None, unroll_len]), True)
 
-    def unrolled():
-        pad = unroll_len - dynamic_time
-        x = tf.pad(features, [[0, 0], [0, pad], [0, 0]])
-        x = tf.ensure_shape(x, [None, unroll_len, features.shape[-1]])
-        m = tf.ensure_shape(tf.pad(mask, [[0, 0], [0, pad]]), [None, unroll_len])
-        out, h, c = call(x, m, True)
-        return out[:, :dynamic_time], h, c
+    def tail():
+        nonlocal state
+        state = [h, c]
+        return call(features[:, unroll_len:], mask[:, unroll_len:], False)
 
-    return tf.cond(dynamic_time <= unroll_len, unrolled, lambda: call(features, mask, False))
+    def no_tail():
+        return out[:, :0], h, c
+
+    tail_out, h, c = tf.cond(dynamic_time > unroll_len, tail, no_tail)
+    return tf.concat([out[:, :head_time], tail_out], axis=1), h, c
 
 
 def _required(value, name: str):
