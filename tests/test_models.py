@@ -638,3 +638,65 @@ def test_bfloat16_conv_encoder_computes_in_bf16_and_hands_float32_to_the_heads()
     with pytest.raises(ValueError, match=r"conv_compute_dtype'\] must be one of \['float32', "
                                          r"'bfloat16'\]. Received: 'float16'"):
         merge_model_config({"conv_compute_dtype": "float16"})
+
+
+@pytest.mark.slow
+def test_lstm_unrolled_equals_the_loop():
+    # Sequences up to max_seq_len (4 here) run unrolled; a T unknown at tracing runs its
+    # first 4 steps unrolled (padded with masked steps) and any more in Keras' symbolic
+    # loop (under a tf.cond), as does a known T over 4 or unroll_len 0. All give the
+    # same outputs, states and gradients at every valid step.
+    model = ModelCatalog.get_model(BOX, gym.spaces.Discrete(3), 3, {
+        **LSTM_CONFIG, "max_seq_len": 4, "vf_share_layers": False})
+    assert model.unroll_len == 4
+    rng = np.random.default_rng(3)
+    seen = []  # (T as Keras' LSTM sees it, whether it unrolls): its loop, spied on
+
+    def spy(lstm):
+        inner_loop = lstm.inner_loop
+
+        def spied(sequences, *args, **kwargs):
+            seen.append((sequences.shape[1], lstm.unroll))
+            return inner_loop(sequences, *args, **kwargs)
+        return spied
+
+    for lstm in (model.lstm, model.vf_lstm):
+        lstm.inner_loop = spy(lstm)
+
+    def forward_and_grads(obs, lens, *state):
+        with tf.GradientTape() as tape:
+            dist_inputs, value, state_out = model((obs, list(state), lens))
+            mask = tf.cast(tf.sequence_mask(lens, tf.shape(obs)[1]), tf.float32)
+            loss = tf.reduce_sum((tf.reduce_sum(dist_inputs ** 2, -1) + value) * mask)
+        return dist_inputs, value, state_out, tape.gradient(loss, model.trainable_weights)
+
+    traced = tf.function(forward_and_grads, autograph=False, input_signature=[
+        tf.TensorSpec((None, None, 4), tf.float32), tf.TensorSpec((None,), tf.int32)] + [
+        tf.TensorSpec((None, 6), tf.float32)] * 4)  # T unknown: padded, under tf.cond
+
+    def run(fn, args, unroll_len):
+        model.unroll_len = unroll_len
+        del seen[:]
+        try:
+            return tf.nest.map_structure(lambda t: t.numpy(), fn(*args))
+        finally:
+            model.unroll_len = 4
+
+    for max_time, seq_lens in ((3, [3, 1, 0]), (4, [4, 2, 3]), (6, [6, 5, 1])):
+        obs = rng.normal(size=(3, max_time, 4)).astype(np.float32)
+        lens = np.array(seq_lens, np.int32)
+        args = [obs, lens] + [rng.normal(size=(3, 6)).astype(np.float32) for _ in range(4)]
+        valid = np.arange(max_time)[None, :] < lens[:, None]
+        loop = run(forward_and_grads, args, 0)  # eager, Keras' loop
+        assert seen == [(max_time, False)] * 2
+        for fn in (forward_and_grads, traced):  # eager (static T), traced (T unknown)
+            unrolled = run(fn, args, 4)
+            if fn is forward_and_grads:
+                assert seen == [(max_time, max_time <= 4)] * 2
+            elif max_time == 3:  # traced once: 4 steps unrolled, a loop for any more
+                assert seen == [(4, True), (None, False)] * 2
+            assert not model.lstm.unroll and not model.vf_lstm.unroll  # restored
+            np.testing.assert_allclose(unrolled[0][valid], loop[0][valid], atol=1e-6)
+            np.testing.assert_allclose(unrolled[1][valid], loop[1][valid], atol=1e-6)
+            for a, b in zip(unrolled[2] + unrolled[3], loop[2] + loop[3]):
+                np.testing.assert_allclose(a, b, atol=1e-5)

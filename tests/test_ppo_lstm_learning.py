@@ -9,7 +9,11 @@ Measured with the tuned file's config (bench/bench_recurrent.py's tfrl side; 202
 36,352, 42,496, 56,576 for seeds 0-2); SB3-contrib's RecurrentPPO with the same settings:
 39,680, 65,280, 32,512 (bench/RESULTS.md). The CI case (seed 0) took 496 s at load ~16
 (119 s with Keras' init at load 4-7); on a quiet core tfrl samples and learns
-~1,100-1,300 env steps/s here (bench/RESULTS.md), so it should take ~30-40 s.
+~1,100-1,300 env steps/s here (bench/RESULTS.md), so it should take ~30-40 s. With the
+LSTMs unrolled in training (`recurrent_net.run_lstm`: same math, float rounding differs
+from Keras' loop, so runs diverge over training) seeds 0-2 reached 150 after 37,632,
+40,704 and 37,120 env steps (62-89 s each at load ~3-15); the CI case took 230 s at
+load ~15.
 """
 
 import os

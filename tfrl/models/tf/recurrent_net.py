@@ -120,6 +120,10 @@ class LSTMWrapper(TFModel):
         self.obs_shape = tuple(obs_space.shape)
         self.cell_size = int(model_config["lstm_cell_size"])
         self.vf_share_layers = bool(model_config["vf_share_layers"])
+        # Sequences up to this long run unrolled (see run_lstm); longer ones in a loop.
+        self.unroll_len = int(model_config["max_seq_len"])
+        if self.unroll_len > UNROLL_MAX_LEN:
+            self.unroll_len = 0
         self.encoder = self._encoder("enc")
         self.lstm = self._lstm("lstm")
         self.post = self._post_stack("post")
@@ -211,8 +215,8 @@ class LSTMWrapper(TFModel):
             features = apply(encoder, flat_obs)  # [B*T, F]
             features = tf.reshape(features, [batch_size, max_time, features.shape[-1]])
             features = tf.concat([features] + extras, axis=-1)  # [B, T, F (+ A) (+ 1)]
-            out, h_out, c_out = lstm(features, initial_state=state, mask=mask,
-                                     training=training)  # out: [B, T, cell]
+            out, h_out, c_out = run_lstm(lstm, features, state, mask, training,
+                                         self.unroll_len)  # out: [B, T, cell]
             return out, [h_out, c_out]
 
         out, state_out = run(self.encoder, self.lstm, state_in[:2])
@@ -240,6 +244,59 @@ class LSTMWrapper(TFModel):
             return tf.concat(parts, axis=-1)
         lead = tf.shape(actions)[:2]
         return tf.reshape(tf.cast(actions, tf.float32), tf.concat([lead, [-1]], 0))
+
+
+#: The longest `max_seq_len` LSTMWrapper unrolls (graph size grows with the length).
+UNROLL_MAX_LEN = 64
+
+
+def run_lstm(lstm: keras.layers.LSTM, features: tf.Tensor, state: List[tf.Tensor],
+             mask: tf.Tensor, training: bool, unroll_len: int
+             ) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+    """`lstm(features [B, T, F], initial_state=state, mask=mask [B, T])`, unrolled when
+    `T <= unroll_len`: `(outputs [B, T, cell], h, c)`, the same numbers either way.
+
+    Keras' symbolic loop (`tf.while_loop`) costs ~1.5x the unrolled graph on CPU in
+    training (two 64-cell LSTMs, 32 steps, forward and backward; tracing the unrolled
+    one takes a few seconds more, once). Unrolling needs a static T: when T is unknown
+    at tracing (the learner's batches), the first `unroll_len` steps run unrolled,
+    padded with masked steps (which change no state) and cut back to T, and the steps
+    after them, if any, in the loop from the state there (under a `tf.cond`: only that
+    rarely taken tail, since a whole unrolled body under a `tf.cond` inside the
+    learner's loop runs as a function call, no faster than the loop). A known T over
+    `unroll_len` (or `unroll_len` 0) takes the loop.
+    """
+
+    def call(x, m, unroll):
+        previous, lstm.unroll = lstm.unroll, unroll  # Keras reads it when called
+        try:
+            return tuple(lstm(x, initial_state=state, mask=m, training=training))
+        finally:
+            lstm.unroll = previous
+
+    max_time = features.shape[1]
+    if max_time is not None or not unroll_len:
+        return call(features, mask, bool(max_time is not None and max_time <= unroll_len))
+    # T unknown: the first unroll_len steps unrolled (padded with masked steps), the
+    # rest, if any, in Keras' loop from the state there.
+    dynamic_time = tf.shape(features)[1]
+    head_time = tf.minimum(dynamic_time, unroll_len)
+    pad = unroll_len - head_time
+    x = tf.pad(features[:, :unroll_len], [[0, 0], [0, pad], [0, 0]])
+    m = tf.pad(mask[:, :unroll_len], [[0, 0], [0, pad]])
+    out, h, c = call(tf.ensure_shape(x, [None, unroll_len, features.shape[-1]]),
+                     tf.ensure_shape(m, [None, unroll_len]), True)
+
+    def tail():
+        nonlocal state
+        state = [h, c]
+        return call(features[:, unroll_len:], mask[:, unroll_len:], False)
+
+    def no_tail():
+        return out[:, :0], h, c
+
+    tail_out, h, c = tf.cond(dynamic_time > unroll_len, tail, no_tail)
+    return tf.concat([out[:, :head_time], tail_out], axis=1), h, c
 
 
 def _required(value, name: str):
