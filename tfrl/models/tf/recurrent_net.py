@@ -12,6 +12,7 @@ import gymnasium as gym
 import keras
 import numpy as np
 import tensorflow as tf
+from tensorflow.python.ops import control_flow_util  # no public API says "inside XLA"
 
 from tfrl.models.tf.tf_model import (PolicyHead, TFModel, apply, dense_stack, make_initializer,
                                      to_float, value_head)
@@ -275,6 +276,10 @@ def run_lstm(lstm: keras.layers.LSTM, features: tf.Tensor, state: List[tf.Tensor
             lstm.unroll = previous
 
     max_time = features.shape[1]
+    if max_time is None and _in_xla_cluster():
+        # A policy's `jit_compile`: XLA compiles Keras' loop itself (and cannot take the
+        # loop nested in the tail's tf.cond below).
+        return call(features, mask, False)
     if max_time is not None or not unroll_len:
         return call(features, mask, bool(max_time is not None and max_time <= unroll_len))
     # T unknown: the first unroll_len steps unrolled (padded with masked steps), the
@@ -297,6 +302,11 @@ def run_lstm(lstm: keras.layers.LSTM, features: tf.Tensor, state: List[tf.Tensor
 
     tail_out, h, c = tf.cond(dynamic_time > unroll_len, tail, no_tail)
     return tf.concat([out[:, :head_time], tail_out], axis=1), h, c
+
+
+def _in_xla_cluster() -> bool:
+    """Whether the graph being traced is (inside) a `tf.function(jit_compile=True)`."""
+    return bool(control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()))
 
 
 def _required(value, name: str):
