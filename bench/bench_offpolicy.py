@@ -104,6 +104,8 @@ def tfrl_config(algo: str, seed: int, steps: int, sac_round: int = SAC_ROUND_STE
         return {**common, "gamma": 0.99, "tau": 0.005, "train_batch_size": 256,
                 "rollout_fragment_length": sac_round, "training_intensity": 256,
                 "twin_q": True, "initial_alpha": 1.0, "target_entropy": "auto",
+                # XLA-compiled loss and gradients, as examples/tuned/sac_pendulum.yaml.
+                "jit_compile": True,
                 "optimization": {"actor_learning_rate": 1e-3, "critic_learning_rate": 1e-3,
                                  "entropy_learning_rate": 1e-3},
                 "replay_buffer_config": {"type": "MultiAgentReplayBuffer",
