@@ -12,7 +12,7 @@ import tensorflow as tf
 from tfrl.algorithms.cql import CQL, CQLConfig
 from tfrl.algorithms.cql_dqn import CQLDQN, CQLDQNConfig, CQLDQNTFPolicy
 from tfrl.algorithms.cql_dqn.cql_dqn_loss import cql_dqn_loss, discrete_cql_penalty
-from tfrl.algorithms.dqn import DQNConfig, DQNTFPolicy
+from tfrl.algorithms.dqn import DQNConfig
 from tfrl.algorithms.dqn.dqn_loss import dqn_loss
 from tfrl.algorithms.registry import get_algorithm_class
 
@@ -91,12 +91,14 @@ def batch(n=8, seed=0):
             "rewards": c(rng.normal(size=n)), "terminateds": c(np.arange(n) % 3 == 2)}
 
 
-def test_policy_loss_is_dqns_on_the_same_q_values_plus_the_penalty():
+def test_policy_loss_is_dqns_on_the_same_q_values_plus_the_penalty(monkeypatch):
     config = CQLDQNConfig.from_dict({**SMALL, "min_q_weight": 2.0, "temperature": 0.5})
     policy = CQLDQNTFPolicy(OBS_SPACE, gym.spaces.Discrete(3), config.to_dict())
     train = batch()
     loss, stats = policy.loss_and_stats(policy.model, None, train)
-    dqn_part, _ = DQNTFPolicy.loss_and_stats(policy, policy.model, None, train)
+    with monkeypatch.context() as patch:  # DQN's own TD loss on the same policy
+        patch.setattr(policy, "td_loss_function", lambda: (dqn_loss, {}))
+        dqn_part, _ = policy.loss_and_stats(policy.model, None, train)
     q = policy.q_values(policy.model, train["obs"]).numpy().astype(np.float64)
     chosen = q[np.arange(8), train["actions"].numpy()]
     lse = 0.5 * np.log(np.sum(np.exp(q / 0.5), axis=1))

@@ -151,20 +151,28 @@ class DQNTFPolicy(TFPolicy):
             q_tp1_online = tf.stop_gradient(self.q_values(model, next_obs, training=True))
         return q_t, self.q_values(self.target_model, next_obs), q_tp1_online
 
+    def td_loss_function(self) -> Tuple[Callable[..., Any], Dict[str, Any]]:
+        """`(loss function, its keyword arguments beyond dqn_loss's)`: `dqn_loss` here; a
+        subclass with a penalised TD loss (discrete CQL) returns its own."""
+        return dqn_loss, {}
+
     @tf.autograph.experimental.do_not_convert  # plain TF ops; converting costs seconds
     def loss_and_stats(self, model: keras.Model, dist_class: type,
                        train_batch: Dict[str, tf.Tensor]
                        ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
-        """`dqn_loss` on the online and target Q-values of the minibatch."""
+        """`td_loss_function()` (`dqn_loss`) on the online and target Q-values of the
+        minibatch."""
         config = self.config
         q_t, q_tp1_target, q_tp1_online = self.loss_q_values(model, train_batch)
         n_step = train_batch.get(N_STEP)
-        loss, stats = dqn_loss(
+        loss_fn, extra_kwargs = self.td_loss_function()
+        loss, stats = loss_fn(
             q_t, train_batch[Columns.ACTIONS], train_batch[Columns.REWARDS],
             train_batch[Columns.TERMINATEDS], q_tp1_target, q_tp1_online,
             train_batch.get(WEIGHTS), gamma=config["gamma"],
             n_step=1 if n_step is None else n_step,
-            huber_delta=1.0 if config["td_error_loss_fn"] == "huber" else None)
+            huber_delta=1.0 if config["td_error_loss_fn"] == "huber" else None,
+            **extra_kwargs)
         # min_q / max_q are extremes of one replica's rows, which averaged over replicas
         # are not the batch's: report the means only.
         stats = {k: v for k, v in stats.items() if k not in ("min_q", "max_q")}
