@@ -46,8 +46,9 @@ on), the mean return of 10 greedy (deterministic) evaluation episodes after trai
 the means and the tfrl/SB3 ratios (for Pendulum's negative returns a ratio below 1 is the
 better one). More seeds: `--seeds 0 1 2 3 4 5` (a seed pair of the DQN section takes
 ~80 s on a quiet core).
-One intra/inter-op thread for TF and one torch thread. The SB3 child does not import
-TensorFlow (`bench_ppo_cartpole.hide_tensorflow`: SB3's logger would import it).
+One intra/inter-op thread for TF and one torch thread (`--threads N`: N of each). The
+SB3 child does not import TensorFlow (`bench_ppo_cartpole.hide_tensorflow`: SB3's
+logger would import it).
 """
 
 import os
@@ -167,14 +168,15 @@ def _result(steps, grad_steps, wall, cpu, solved_steps, final_reward) -> dict:
             "final_reward": final_reward, "peak_rss_mb": _rss_mb()}
 
 
-def run_tfrl(algo_name: str, seed: int, steps: int, sac_round: int = SAC_ROUND_STEPS) -> dict:
+def run_tfrl(algo_name: str, seed: int, steps: int, sac_round: int = SAC_ROUND_STEPS,
+             threads: int = 1) -> dict:
     from tfrl.utils.progress import quiet_tensorflow
 
     quiet_tensorflow()
     import tensorflow as tf
 
-    tf.config.threading.set_intra_op_parallelism_threads(1)
-    tf.config.threading.set_inter_op_parallelism_threads(1)
+    tf.config.threading.set_intra_op_parallelism_threads(threads)
+    tf.config.threading.set_inter_op_parallelism_threads(threads)
     from tfrl.algorithms.registry import get_algorithm_class
 
     _, config_class = get_algorithm_class(algo_name, return_config=True)
@@ -224,13 +226,13 @@ def sb3_model(algo: str, seed: int, steps: int):
                policy_kwargs={"net_arch": [400, 300]}, **common)
 
 
-def run_sb3(algo: str, seed: int, steps: int) -> dict:
+def run_sb3(algo: str, seed: int, steps: int, threads: int = 1) -> dict:
     hide_tensorflow()
     import numpy as np
     import torch
     from stable_baselines3.common.callbacks import BaseCallback
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     target = SECTIONS[algo]["target"]
 
     class Watch(BaseCallback):
@@ -275,11 +277,13 @@ def main() -> int:
     parser.add_argument("--sac-round", type=int, default=SAC_ROUND_STEPS,
                         help="tfrl SAC: env steps per sampling round, each followed by as many "
                              "gradient steps in one compiled call (1: the zoo's schedule)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help="TF intra/inter-op threads = torch threads (default 1)")
     args = parser.parse_args()
     if args.child:
-        return print_result(run_tfrl(args.algo, args.seed, args.steps, args.sac_round)
-                            if args.child == "tfrl" else
-                            run_sb3(args.algo, args.seed, args.steps))
+        return print_result(
+            run_tfrl(args.algo, args.seed, args.steps, args.sac_round, args.threads)
+            if args.child == "tfrl" else run_sb3(args.algo, args.seed, args.steps, args.threads))
 
     frameworks = frameworks_to_compare()
     for algo in args.algos:
@@ -291,7 +295,8 @@ def main() -> int:
             continue
         print(f"\n== {algo} on {section['env']}, {steps} steps, target "
               f"{section['target']:g} (mean of the last {SMOOTHING} episodes)")
-        extra = ("--algo", algo)
+        extra = ("--algo", algo, "--threads", str(args.threads))
+        print(f"{args.threads} thread(s) per framework (TF intra/inter-op, torch)")
         if algo == "SAC":
             extra += ("--sac-round", str(args.sac_round))
             print(f"SB3: train_freq=1, gradient_steps=1 (the zoo's); tfrl: "
