@@ -21,7 +21,9 @@ Sections (issue 15), each with RL Baselines3 Zoo's tuned settings on both sides:
   same replay ratio (one 256-row gradient step per env step), SB3's `train_freq=16,
   gradient_steps=16`. The bench prints the setting. (Short runs, 6000 steps, 3 seeds:
   the mean return of the last 10 episodes was no worse than with one step per round;
-  see bench/RESULTS.md. `--sac-round 1` runs the zoo's schedule exactly.)
+  see bench/RESULTS.md. `--sac-round 1` runs the zoo's schedule exactly.) tfrl's SAC
+  and TD3 run without XLA (`JIT_COMPILE`; `--jit-compile 1` to compare): their nets are
+  matmul-bound, where XLA's CPU kernels are slower.
 - TD3, Pendulum-v1, 20,000 steps: the zoo's gamma 0.98, buffer 200,000, 10,000 random
   steps before learning, N(0, 0.1) action noise, lr 1e-3, [400, 300] networks, one
   learning phase per 200-step episode with as many gradient steps as steps sampled, on
@@ -53,6 +55,7 @@ logger would import it).
 
 import os
 import time
+from typing import Optional
 
 from bench_ppo_cartpole import (_fmt, _rss_mb, bench_parser, frameworks_to_compare,
                                 hide_tensorflow, launch, print_result, run_interleaved,
@@ -65,6 +68,13 @@ EVAL_EPISODES = 10  # greedy episodes after training
 # tfrl's SAC: env steps per sampling round, each followed by as many gradient steps in
 # one compiled call (the zoo's 1:1 replay ratio; see the module docstring).
 SAC_ROUND_STEPS = 16
+# tfrl's `jit_compile` (XLA learner) per section. Off for SAC's and TD3's [256, 256] /
+# [400, 300] nets: XLA removes the executor's per-op overhead (~0.3 ms per gradient
+# step) but its CPU dot kernels are slower on the backward pass's transposed and
+# matrix-vector shapes, and those nets are matmul-bound (bench/bench_sac_learner.py:
+# SAC 6.9 vs 7.4 ms CPU per gradient step on Pendulum, 7.6 vs 8.2 on HalfCheetah's
+# shapes; bench/RESULTS.md). `--jit-compile 0|1` overrides it. DQN: its tuned file's.
+JIT_COMPILE = {"SAC": False, "TD3": False}
 
 #: name -> env, budget (env steps), target mean return.
 SECTIONS = {
@@ -83,9 +93,18 @@ def learning_starts(algo: str, steps: int) -> int:
     return min(section["learning_starts"], max(1, steps // 4))
 
 
-def tfrl_config(algo: str, seed: int, steps: int, sac_round: int = SAC_ROUND_STEPS) -> dict:
+def tfrl_config(algo: str, seed: int, steps: int, sac_round: int = SAC_ROUND_STEPS,
+                jit_compile: Optional[bool] = None) -> dict:
     """tfrl's config dict of a section (the zoo's settings in tfrl's keys); `sac_round`:
-    SAC's env steps per sampling round (and gradient steps per learning call)."""
+    SAC's env steps per sampling round (and gradient steps per learning call);
+    `jit_compile`: None for the section's setting (`JIT_COMPILE`, DQN's tuned file)."""
+    config = _section_config(algo, seed, steps, sac_round)
+    if jit_compile is not None:
+        config["jit_compile"] = bool(jit_compile)
+    return config
+
+
+def _section_config(algo: str, seed: int, steps: int, sac_round: int) -> dict:
     starts = learning_starts(algo, steps)
     common = {"env": SECTIONS[algo]["env"], "seed": seed, "num_workers": 0,
               "num_envs_per_worker": 1, "metrics_smoothing_episodes": SMOOTHING,
@@ -105,8 +124,7 @@ def tfrl_config(algo: str, seed: int, steps: int, sac_round: int = SAC_ROUND_STE
         return {**common, "gamma": 0.99, "tau": 0.005, "train_batch_size": 256,
                 "rollout_fragment_length": sac_round, "training_intensity": 256,
                 "twin_q": True, "initial_alpha": 1.0, "target_entropy": "auto",
-                # XLA-compiled loss and gradients, as examples/tuned/sac_pendulum.yaml.
-                "jit_compile": True,
+                "jit_compile": JIT_COMPILE["SAC"],
                 "optimization": {"actor_learning_rate": 1e-3, "critic_learning_rate": 1e-3,
                                  "entropy_learning_rate": 1e-3},
                 "replay_buffer_config": {"type": "MultiAgentReplayBuffer",
@@ -122,6 +140,7 @@ def tfrl_config(algo: str, seed: int, steps: int, sac_round: int = SAC_ROUND_STE
                 "twin_q": True, "policy_delay": 2, "smooth_target_policy": True,
                 "target_noise": 0.2, "target_noise_clip": 0.5, "l2_reg": 0.0,
                 "use_huber": False, "actor_lr": 1e-3, "critic_lr": 1e-3,
+                "jit_compile": JIT_COMPILE["TD3"],
                 "actor_hiddens": [400, 300], "critic_hiddens": [400, 300],
                 "replay_buffer_config": {"type": "MultiAgentReplayBuffer",
                                          "capacity": 200_000},
@@ -169,7 +188,7 @@ def _result(steps, grad_steps, wall, cpu, solved_steps, final_reward) -> dict:
 
 
 def run_tfrl(algo_name: str, seed: int, steps: int, sac_round: int = SAC_ROUND_STEPS,
-             threads: int = 1) -> dict:
+             threads: int = 1, jit_compile: Optional[bool] = None) -> dict:
     from tfrl.utils.progress import quiet_tensorflow
 
     quiet_tensorflow()
@@ -180,7 +199,8 @@ def run_tfrl(algo_name: str, seed: int, steps: int, sac_round: int = SAC_ROUND_S
     from tfrl.algorithms.registry import get_algorithm_class
 
     _, config_class = get_algorithm_class(algo_name, return_config=True)
-    algo = config_class.from_dict(tfrl_config(algo_name, seed, steps, sac_round)).build()
+    algo = config_class.from_dict(
+        tfrl_config(algo_name, seed, steps, sac_round, jit_compile)).build()
     target = SECTIONS[algo_name]["target"]
     start, cpu = time.time(), time.process_time()
     solved = None
@@ -279,10 +299,14 @@ def main() -> int:
                              "gradient steps in one compiled call (1: the zoo's schedule)")
     parser.add_argument("--threads", type=int, default=1,
                         help="TF intra/inter-op threads = torch threads (default 1)")
+    parser.add_argument("--jit-compile", choices=["auto", "0", "1"], default="auto",
+                        help="tfrl's jit_compile (XLA learner); auto: each section's "
+                             "(JIT_COMPILE; DQN: its tuned file's)")
     args = parser.parse_args()
+    jit = None if args.jit_compile == "auto" else args.jit_compile == "1"
     if args.child:
         return print_result(
-            run_tfrl(args.algo, args.seed, args.steps, args.sac_round, args.threads)
+            run_tfrl(args.algo, args.seed, args.steps, args.sac_round, args.threads, jit)
             if args.child == "tfrl" else run_sb3(args.algo, args.seed, args.steps, args.threads))
 
     frameworks = frameworks_to_compare()
@@ -295,8 +319,11 @@ def main() -> int:
             continue
         print(f"\n== {algo} on {section['env']}, {steps} steps, target "
               f"{section['target']:g} (mean of the last {SMOOTHING} episodes)")
-        extra = ("--algo", algo, "--threads", str(args.threads))
-        print(f"{args.threads} thread(s) per framework (TF intra/inter-op, torch)")
+        extra = ("--algo", algo, "--threads", str(args.threads),
+                 "--jit-compile", args.jit_compile)
+        tfrl_jit = JIT_COMPILE.get(algo, "as the tuned file") if jit is None else jit
+        print(f"{args.threads} thread(s) per framework (TF intra/inter-op, torch); tfrl "
+              f"jit_compile={tfrl_jit}")
         if algo == "SAC":
             extra += ("--sac-round", str(args.sac_round))
             print(f"SB3: train_freq=1, gradient_steps=1 (the zoo's); tfrl: "
