@@ -366,6 +366,11 @@ def _tensors(logdir):
             for tag in acc.Tags()["tensors"]}
 
 
+def _as_float32(values):
+    """Python floats of `values` rounded to float32 (as TensorBoard stores scalars)."""
+    return [float(v) for v in np.asarray(values, np.float32)]
+
+
 def _value(proto):
     import tensorflow as tf
 
@@ -378,8 +383,9 @@ def test_tfrl_tensorboard_events_have_grouped_tags_and_values(run):
     tensors = _tensors(run["out"] / "tb")
     history = run["history"].history
     steps = [64, 128, 192]
-    assert tensors["sampler/episode_reward_mean"] == list(zip(steps,
-                                                              history["episode_reward_mean"]))
+    # (TensorBoard keeps float32 scalars: the history's values rounded to float32.)
+    assert tensors["sampler/episode_reward_mean"] == list(zip(
+        steps, _as_float32(history["episode_reward_mean"])))
     assert [v for _, v in tensors["learner/default_policy/total_loss"]] == pytest.approx(
         history[LOSS_KEY])
     assert [v for _, v in tensors["learner/default_policy/num_traces/learn_on_batch"]] == [
@@ -411,7 +417,8 @@ def test_tfrl_tensorboard_writes_the_policy_graph(run):
 def test_stock_keras_tensorboard_works_with_the_adapter(run):
     tensors = _tensors(run["out"] / "keras_tb" / "train")
     history = run["history"].history
-    assert tensors["epoch_episode_reward_mean"] == list(enumerate(history["episode_reward_mean"]))
+    assert tensors["epoch_episode_reward_mean"] == list(enumerate(
+        _as_float32(history["episode_reward_mean"])))
     loss = tensors["epoch_" + LOSS_KEY]
     assert [step for step, _ in loss] == [0, 1, 2]
     assert [v for _, v in loss] == pytest.approx(history[LOSS_KEY], rel=1e-6)

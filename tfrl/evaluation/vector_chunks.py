@@ -280,8 +280,9 @@ def _empty_infos(n: int) -> np.ndarray:
     return infos
 
 
-def row(obs: Any, i: int) -> Any:
-    """Row `i` of a batched observation (dicts and tuples of arrays included)."""
+def row(obs: Any, i: Any) -> Any:
+    """Row `i` of a batched observation (dicts and tuples of arrays included); rows
+    `i` for an index array."""
     if isinstance(obs, dict):
         return {k: row(v, i) for k, v in obs.items()}
     if isinstance(obs, tuple):

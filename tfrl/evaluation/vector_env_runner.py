@@ -5,7 +5,10 @@ Per step, a constant number of numpy calls regardless of the number of sub-envs:
 `compute_actions` -> `send_action_array()`, writing each poll into time-major buffers
 `[T, N, ...]` (slot `s` holds the poll's observations, rewards and infos, and the
 actions computed on those observations; the done flags come from the current poll, as
-only an episode's last row carries one). A sub-env's transition completed at slot `s`
+only an episode's last row carries one). A sub-env whose episode ended in this poll gets
+no action (the env resets it in its next step and ignores the row): `compute_actions`
+sees the other rows only, as in the generic loop, so the policy's `global_timestep`
+counts the env steps taken. A sub-env's transition completed at slot `s`
 is `(obs[s-1], actions[s-1], rewards[s], obs[s], ...)`; the buffers, and the chunks
 built from them, are the loop's `vector_chunks.ChunkBuffer`. Python work per sub-env
 happens only when an episode starts or ends, at a fragment cut, or when the callbacks
@@ -75,6 +78,9 @@ class VectorEnvRunner(RunnerCore):
         self._episodes: List[Any] = [None] * n
         chunks = self.chunks = ChunkBuffer(n, self.rollout_fragment_length, self.clip_rewards)
         self._vp = None  # the current poll
+        # The actions and extras written for the previous poll (rows of ended episodes
+        # take theirs: no action is computed for them).
+        self._last_acted: Any = None
         self._raw_obs = None  # its observations as the env gave them
         self._prev_flags = self.prev_columns(pid)
         perf = self.perf_stats
@@ -161,9 +167,14 @@ class VectorEnvRunner(RunnerCore):
                 if prev_r:
                     kwargs["prev_reward_batch"] = np.where(
                         reset, np.float32(0.0), clip_rewards_array(rewards, self.clip_rewards))
-            actions, _, extras = policy.compute_actions(
-                obs, None, episodes=self._episodes, explore=self.explore,
-                timestep=policy.global_timestep, **kwargs)
+            ended = (vp.terminateds | vp.truncateds) if events is not None else None
+            if ended is None or not ended.any() or self._last_acted is None:
+                actions, _, extras = policy.compute_actions(
+                    obs, None, episodes=self._episodes, explore=self.explore,
+                    timestep=policy.global_timestep, **kwargs)
+            else:  # no action for an ended episode's last observation (the env resets it)
+                actions, extras = self._act_on(policy, ~ended, obs, kwargs)
+            self._last_acted = actions, extras
             t3 = now()
             perf.inference_time += t3 - t2
             chunks.write_actions(t, actions, extras)
@@ -175,6 +186,24 @@ class VectorEnvRunner(RunnerCore):
             perf.iters += 1
             if self.ready:
                 yield from self.take_ready()
+
+    def _act_on(self, policy: Any, acting: np.ndarray, obs: Any, kwargs: dict) -> tuple:
+        """Actions and extras `[N, ...]` from one `compute_actions` call on the `acting`
+        rows only (none if no row acts); the other rows repeat the previous poll's (the
+        env ignores them: their sub-envs reset in the next step)."""
+        last_actions, last_extras = self._last_acted
+        actions = last_actions.copy()
+        extras = {key: np.array(value) for key, value in last_extras.items()}
+        idx = np.flatnonzero(acting)
+        if len(idx):
+            acted, _, acted_extras = policy.compute_actions(
+                row(obs, idx), None, episodes=[self._episodes[i] for i in idx.tolist()],
+                explore=self.explore, timestep=policy.global_timestep,
+                **{key: value[idx] for key, value in kwargs.items()})
+            actions[idx] = acted
+            for key, value in acted_extras.items():
+                extras[key][idx] = value
+        return actions, extras
 
     def _describe_row(self, i: int) -> tuple:
         return f"env {i}, agent 'agent0'", row(self._raw_obs, i)
@@ -300,3 +329,4 @@ class VectorEnvRunner(RunnerCore):
                 chunk = self._chunk(i, t)
                 if chunk is not None:
                     self._postprocess(chunk, self._episodes[i])
+

@@ -19,10 +19,11 @@ weights the expert's actions by their higher returns.
 
 `make_pendulum_dataset(out_dir)`: SAC with the tuned `examples/tuned/sac_pendulum.yaml`
 settings trains for `sac_steps` env steps (3,000: short of solving Pendulum; the data
-hold a mean return of about -820, from solved episodes to -1,500), then its
+hold a mean return of about -555, from solved episodes to -1,500), then its
 stochastic policy writes `num_steps` steps of whole Pendulum-v1 episodes (one line per
 episode: `obs`, `new_obs`, `actions`, `rewards`, `terminateds`, `truncateds`, `eps_id`,
-`t`, `action_logp`); CQL and BC learn from it (examples/offline/pendulum_offline.py,
+`t`, `action_logp`; the env gets the actions unsquashed as the samplers send them,
+see `write_pendulum_episodes`); CQL and BC learn from it (examples/offline/pendulum_offline.py,
 tests/test_cql_learning.py).
 """
 
@@ -33,6 +34,7 @@ import gymnasium as gym
 import numpy as np
 
 
+from tfrl.algorithms.algorithm_state import unsquash_and_clip
 from tfrl.algorithms.ppo import PPO, PPOConfig
 from tfrl.algorithms.sac import SAC, SACConfig
 from tfrl.core.columns import Columns
@@ -162,9 +164,15 @@ def train_sac(seed: int = 0, steps: int = 3000) -> Any:
 
 
 def write_pendulum_episodes(policy: Any, out_dir: str, num_steps: int, *, seed: int = 0,
-                            explore: bool = True) -> Dict[str, float]:
+                            explore: bool = True, normalize_actions: bool = True
+                            ) -> Dict[str, float]:
     """Writes whole Pendulum-v1 episodes acted by `policy` (sampled with `explore`) until
     `num_steps` steps, one line per episode.
+
+    The env gets what the samplers would send it: with `normalize_actions` (the
+    algorithms' default, under which `policy` was trained and a learner on the data is
+    evaluated) the policy's actions unsquashed from [-1, 1] into the bounds; the rows
+    keep the policy's own actions, as sampled batches do.
 
     Returns:
         `{"episodes", "steps", "mean_return", "min_return", "max_return"}`.
@@ -182,7 +190,8 @@ def write_pendulum_episodes(policy: Any, out_dir: str, num_steps: int, *, seed: 
             actions, _, extras = policy.compute_actions(obs[None].astype(np.float32),
                                                         explore=explore)
             action = np.asarray(actions[0], np.float32)
-            new_obs, reward, terminated, truncated, _ = env.step(action)
+            new_obs, reward, terminated, truncated, _ = env.step(unsquash_and_clip(
+                action, env.action_space, normalize_actions, False))
             logp = extras.get(Columns.ACTION_LOGP)
             for key, value in ((Columns.OBS, obs), (Columns.NEXT_OBS, new_obs),
                                (Columns.ACTIONS, action), (Columns.REWARDS, reward),
