@@ -9,7 +9,8 @@ import pytest
 import tensorflow as tf
 
 from conformance_helpers import (PER_REPLICA_STATS, RECURRENT_MODEL,
-                                 RECURRENT_POLICY_SUPPORTED, STRATEGIES,
+                                 RECURRENT_POLICY_SUPPORTED, SHARED_RECURRENT_MODEL,
+                                 STRATEGIES,
                                  assert_exported_states_follow_the_live_policy,
                                  assert_same_state, batched_initial_state,
                                  make_recurrent_policy, observations, recurrent_train_batch,
@@ -19,7 +20,8 @@ pytestmark = pytest.mark.parametrize("algo,space", RECURRENT_POLICY_SUPPORTED)
 
 
 def test_recurrent_policy_traces_each_compiled_function_once(algo, space):
-    policy = make_recurrent_policy(algo, space, "mirrored", inference="tf")
+    policy = make_recurrent_policy(algo, space, "mirrored", inference="tf",
+                                   model=SHARED_RECURRENT_MODEL)
     assert policy.is_recurrent() and policy.inference == "tf"
     for i in range(4):
         rows = 1 + 3 * i  # 1, 4, 7, 10 agents
@@ -41,7 +43,8 @@ def test_recurrent_update_and_learner_stats_are_the_same_under_every_strategy(al
     # Each strategy's SGD policy learns on one 48-row batch of sequences (one case builds
     # and traces the three policies for both checks).
     policy_class = sgd_policy_class(algo)
-    policies = {name: make_recurrent_policy(algo, space, name, policy_class=policy_class)
+    policies = {name: make_recurrent_policy(algo, space, name, policy_class=policy_class,
+                                            model=SHARED_RECURRENT_MODEL)
                 for name in STRATEGIES}
     assert [p.strategy.num_replicas_in_sync for p in policies.values()] == [1, 1, 2]
     initial = policies["default"].get_weights()
