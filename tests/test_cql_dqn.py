@@ -72,7 +72,8 @@ def test_penalty_bad_input_is_refused_naming_it():
     with pytest.raises(ValueError, match=r"actions_t must be int actions \[B\]; received "
                                          r"float32"):
         discrete_cql_penalty(Q_T, c([0.0, 1.0]), min_q_weight=1.0)
-    with pytest.raises(ValueError, match=r"q_t has 2 rows, actions_t 3"):
+    with pytest.raises(ValueError, match=r"discrete_cql_penalty\(\): q_t has 2 rows; the "
+                                         r"per-row tensors have 3"):
         discrete_cql_penalty(Q_T, c([0, 1, 1], tf.int32), min_q_weight=1.0)
     with pytest.raises(ValueError, match=r"temperature must be > 0; received 0.0"):
         discrete_cql_penalty(Q_T, ACTIONS, temperature=0.0, min_q_weight=1.0)

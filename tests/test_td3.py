@@ -239,6 +239,18 @@ def test_ornstein_uhlenbeck_noise_follows_its_recursion():
     np.testing.assert_allclose(policy.get_state()["exploration_state"]["ou_state"], x)
 
 
+
+@pytest.mark.parametrize("policy_class,kind", [(DDPGTFPolicy, "OrnsteinUhlenbeckNoise"),
+                                               (TD3TFPolicy, "GaussianNoise")])
+def test_exploration_config_without_a_type_takes_the_algorithms_type(policy_class, kind):
+    # A partial exploration_config keeps its algorithm's noise type (DDPG's OU, TD3's
+    # Gaussian) and takes that type's other settings.
+    policy = make(policy_class, exploration_config={"random_timesteps": 0})
+    assert policy._exploration.config["type"] == kind
+    assert policy._exploration.config["random_timesteps"] == 0
+    assert ("ou_theta" in policy._exploration.config) == (kind == "OrnsteinUhlenbeckNoise")
+
+
 # ------------------------------------------------------------------ errors
 
 @pytest.mark.parametrize("name", ["TD3", "DDPG"])

@@ -213,6 +213,14 @@ def assert_same_state(got: Any, want: Any, where: str = "state") -> None:
 RECURRENT_MODEL = {"fcnet_hiddens": [16], "use_lstm": True, "lstm_cell_size": 8,
                    "max_seq_len": 4}
 
+#: `RECURRENT_MODEL` with the value head on the policy's LSTM (`vf_share_layers`): one
+#: LSTM instead of two, about half the tracing time of a learning step, for the checks
+#: whose property does not depend on the value network having its own LSTM (tracing
+#: once, the same update under every strategy). State round trips and exports keep
+#: `RECURRENT_MODEL` (four state tensors: the value LSTM's too); the value LSTM's
+#: training path has its own tests (tests/test_recurrent_training_path.py).
+SHARED_RECURRENT_MODEL = {**RECURRENT_MODEL, "vf_share_layers": True}
+
 #: Episode lengths of a recurrent train batch of 32 / 48 rows: most are not a multiple
 #: of max_seq_len, so sequences are cut short at episode ends and padded for learning;
 #: both give an even number of sequences (10, 14), which 2 replicas can split.
@@ -220,10 +228,11 @@ RECURRENT_EPISODES = {32: (9, 10, 13), 48: (10, 21, 17)}
 
 
 def make_recurrent_policy(name: str, space: str, strategy: str = "one_device",
-                          policy_class: Any = None, **overrides: Any) -> Any:
-    """`make_policy` with the suite's LSTM (`RECURRENT_MODEL`)."""
+                          policy_class: Any = None, model: Optional[Dict[str, Any]] = None,
+                          **overrides: Any) -> Any:
+    """`make_policy` with the suite's LSTM (`model`, default `RECURRENT_MODEL`)."""
     return make_policy(name, space, strategy, policy_class=policy_class,
-                       model=RECURRENT_MODEL, **overrides)
+                       model=model or RECURRENT_MODEL, **overrides)
 
 
 def batched_initial_state(policy: Any, rows: int) -> List[np.ndarray]:

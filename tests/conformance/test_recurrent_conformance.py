@@ -9,7 +9,8 @@ import pytest
 import tensorflow as tf
 
 from conformance_helpers import (PER_REPLICA_STATS, RECURRENT_MODEL,
-                                 RECURRENT_POLICY_SUPPORTED, STRATEGIES,
+                                 RECURRENT_POLICY_SUPPORTED, SHARED_RECURRENT_MODEL,
+                                 STRATEGIES,
                                  assert_exported_states_follow_the_live_policy,
                                  assert_same_state, batched_initial_state,
                                  make_recurrent_policy, observations, recurrent_train_batch,
@@ -19,7 +20,8 @@ pytestmark = pytest.mark.parametrize("algo,space", RECURRENT_POLICY_SUPPORTED)
 
 
 def test_recurrent_policy_traces_each_compiled_function_once(algo, space):
-    policy = make_recurrent_policy(algo, space, "mirrored", inference="tf")
+    policy = make_recurrent_policy(algo, space, "mirrored", inference="tf",
+                                   model=SHARED_RECURRENT_MODEL)
     assert policy.is_recurrent() and policy.inference == "tf"
     for i in range(4):
         rows = 1 + 3 * i  # 1, 4, 7, 10 agents
@@ -37,11 +39,12 @@ def test_recurrent_policy_traces_each_compiled_function_once(algo, space):
     assert info["learner_stats"]["num_traces"] == 1
 
 
-def _learn_under_every_strategy(algo, space):
-    """Each strategy's SGD policy learns on one 48-row batch of sequences; returns the
-    initial weights, the policies and their learner stats."""
+def test_recurrent_update_and_learner_stats_are_the_same_under_every_strategy(algo, space):
+    # Each strategy's SGD policy learns on one 48-row batch of sequences (one case builds
+    # and traces the three policies for both checks).
     policy_class = sgd_policy_class(algo)
-    policies = {name: make_recurrent_policy(algo, space, name, policy_class=policy_class)
+    policies = {name: make_recurrent_policy(algo, space, name, policy_class=policy_class,
+                                            model=SHARED_RECURRENT_MODEL)
                 for name in STRATEGIES}
     assert [p.strategy.num_replicas_in_sync for p in policies.values()] == [1, 1, 2]
     initial = policies["default"].get_weights()
@@ -51,7 +54,20 @@ def _learn_under_every_strategy(algo, space):
     assert seq_lens.sum() == 48 and seq_lens.max() == RECURRENT_MODEL["max_seq_len"]
     assert seq_lens.min() < RECURRENT_MODEL["max_seq_len"]
     infos = {name: p.learn_on_batch(batch)["learner_stats"] for name, p in policies.items()}
-    return initial, policies, infos
+    want = policies["default"].get_weights()
+    # 10x the atol below (BC's gradient on the policy's own actions is zero in
+    # expectation, so its update on this batch is small).
+    assert max(np.abs(a - b).max() for a, b in zip(want, initial)) > 1e-5
+    for name in ("one_device", "mirrored"):
+        for got, ref in zip(policies[name].get_weights(), want):
+            np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6, err_msg=name)
+    _assert_same_stats(infos["one_device"], infos["default"], "one_device")
+    # Each replica holds whole sequences with unequal numbers of real steps: the stats
+    # are the means over every replica's real timesteps (padding counts for nothing),
+    # as on one device. (BC's only stat on a fresh 2-action policy, -log pi(a|s), is
+    # about log 2 at every step: replica weighting cannot show in it; it is compared
+    # all the same.)
+    _assert_same_stats(infos["mirrored"], infos["default"], "mirrored")
 
 
 def _assert_same_stats(got, want, name):
@@ -63,31 +79,8 @@ def _assert_same_stats(got, want, name):
                                    err_msg=f"{name}: {key}")
 
 
-def test_recurrent_update_is_the_same_under_every_strategy(algo, space):
-    initial, policies, infos = _learn_under_every_strategy(algo, space)
-    want = policies["default"].get_weights()
-    # 10x the atol below (BC's gradient on the policy's own actions is zero in
-    # expectation, so its update on this batch is small).
-    assert max(np.abs(a - b).max() for a, b in zip(want, initial)) > 1e-5
-    for name in ("one_device", "mirrored"):
-        for got, ref in zip(policies[name].get_weights(), want):
-            np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6, err_msg=name)
-    _assert_same_stats(infos["one_device"], infos["default"], "one_device")
-
-
-def test_recurrent_learner_stats_are_the_same_with_two_replicas(algo, space):
-    # Each replica holds whole sequences with unequal numbers of real steps: the stats
-    # are the means over every replica's real timesteps (padding counts for nothing),
-    # as on one device.
-    if algo == "BC" and space == "discrete":
-        pytest.skip("BC's only stat on a fresh 2-action policy, -log pi(a|s), is about "
-                    "log 2 at every step: replica weighting cannot show in it.")
-    _, _, infos = _learn_under_every_strategy(algo, space)
-    _assert_same_stats(infos["mirrored"], infos["default"], "mirrored")
-
-
-def _restored_copy(algo, space):
-    """A recurrent policy that learned once, and another one (other seed) set to its state."""
+def test_recurrent_state_round_trips_bit_for_bit_and_training_continues(algo, space):
+    # A recurrent policy that learned once, and another one (other seed) set to its state.
     source = make_recurrent_policy(algo, space)
     source.learn_on_batch(recurrent_train_batch(source, space, 32, seed=1))
     state = source.get_state()
@@ -95,11 +88,12 @@ def _restored_copy(algo, space):
     target = make_recurrent_policy(algo, space, seed=123)
     target.set_state(state)
     assert_same_state(target.get_state(), state)
-    return source, target
-
-
-def test_recurrent_state_round_trips_bit_for_bit_and_training_continues(algo, space):
-    source, target = _restored_copy(algo, space)
+    # Recurrent models act on the TF inference path: its sampling generator is restored,
+    # so the restored policy samples the same actions.
+    obs = observations(space, 5, 2)
+    states = batched_initial_state(source, 5)
+    assert_same_state(target.compute_actions(obs, states, explore=True),
+                      source.compute_actions(obs, states, explore=True), "sampled actions")
     actor = make_recurrent_policy(algo, space, seed=7)  # acts for both: their clocks agree
     for seed in (2, 3):
         obs = observations(space, 5, seed)
@@ -111,15 +105,6 @@ def test_recurrent_state_round_trips_bit_for_bit_and_training_continues(algo, sp
         assert_same_state(target.learn_on_batch(batch)["learner_stats"],
                           source.learn_on_batch(batch)["learner_stats"], "learner_stats")
     assert_same_state(target.get_state(), source.get_state())
-
-
-def test_recurrent_restored_policy_samples_the_same_actions(algo, space):
-    # Recurrent models act on the TF inference path: its sampling generator is restored.
-    source, target = _restored_copy(algo, space)
-    obs = observations(space, 5, 2)
-    states = batched_initial_state(source, 5)
-    assert_same_state(target.compute_actions(obs, states, explore=True),
-                      source.compute_actions(obs, states, explore=True), "compute_actions")
 
 
 def test_recurrent_saved_model_acts_like_the_live_policy_step_by_step(algo, space, tmp_path):

@@ -34,8 +34,9 @@ from typing import Any, ClassVar, Dict, Mapping, Optional
 
 from tfrl.algorithms.registry import all_config_classes
 from tfrl.evaluation.callbacks import DefaultCallbacks
-from tfrl.offline.input_creators import check_input_config
-from tfrl.offline.output_creators import check_output_config
+from tfrl.offline.input_creators import DEFAULT_INPUT, check_input_config
+from tfrl.offline.json_writer import DEFAULT_MAX_FILE_SIZE
+from tfrl.offline.output_creators import DEFAULT_OUTPUT_FORMAT, check_output_config
 from tfrl.policy.policy_config import PolicyConfig
 from tfrl.utils.config_keys import check_keys
 from tfrl.utils.config_values import (
@@ -128,7 +129,7 @@ class AlgorithmConfig(PolicyConfig):
     # "sampler", a callable `IOContext -> InputReader` (e.g. a PolicyServerInput), a name
     # given to `register_input`, experience files (a path, directory, glob or list of them)
     # or a dict {source: probability}; `output` None, "logdir", a directory or a callable.
-    input: Any = "sampler"
+    input: Any = DEFAULT_INPUT
     # Off-policy estimators run on every sampled batch: "is", "wis", "dm", "dr" (or
     # OffPolicyEstimator classes), and "simulation"; results under `off_policy_estimator`.
     input_evaluation: list = _field([])
@@ -137,9 +138,9 @@ class AlgorithmConfig(PolicyConfig):
     # Run each input episode through `policy.postprocess_trajectory` (e.g. MARWIL's returns).
     postprocess_inputs: bool = False
     output: Any = None
-    output_format: str = "json"
+    output_format: str = DEFAULT_OUTPUT_FORMAT
     output_compress_columns: list = _field(["obs", "new_obs"])
-    output_max_file_size: int = 64 * 1024 * 1024
+    output_max_file_size: int = DEFAULT_MAX_FILE_SIZE
     # Training.
     train_batch_size: int = 200
     gamma: float = 0.99

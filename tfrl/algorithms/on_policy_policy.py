@@ -26,6 +26,7 @@ from tfrl.algorithms.algorithm_config import OnPolicyConfig
 from tfrl.algorithms.sequencing import add_sequences
 from tfrl.core.columns import Columns
 from tfrl.evaluation.postprocessing import compute_advantages
+from tfrl.models.model_defaults import model_setting
 from tfrl.policy.optimizers import FusedAdam
 from tfrl.policy.tf_policy import TFPolicy
 from tfrl.utils.schedules import make_schedule
@@ -41,7 +42,7 @@ def bootstrap_value(policy: Any, batch: Any) -> float:
     if terminateds is None:  # legacy batches carry only `dones`
         terminateds = batch.get(Columns.DONES)
     terminated = terminateds is not None and len(terminateds) > 0 and bool(terminateds[-1])
-    if terminated and not policy.config.get("no_done_at_end", False):
+    if terminated and not policy.config["no_done_at_end"]:
         return 0.0
     next_obs = batch[Columns.NEXT_OBS][-1:]
     states = []
@@ -80,8 +81,8 @@ class OnPolicyTFPolicy(TFPolicy):
                  config: Optional[dict] = None, *,
                  strategy: Optional[tf.distribute.Strategy] = None):
         config = {**self.default_config(), **(config or {})}
-        # (IMPALA's policy has no GAE keys.)
-        if config.get("use_gae", False) and not config.get("use_critic", True):
+        # (IMPALA's policy has no GAE keys: absent means no GAE.)
+        if config.get("use_gae") and not config["use_critic"]:
             raise ValueError(
                 f"{type(self).__name__}: use_gae=True needs a value function; received "
                 "use_critic=False. Set use_gae=False or use_critic=True."
@@ -153,7 +154,7 @@ class OnPolicyTFPolicy(TFPolicy):
         them (`add_sequences`); other batches are returned as they are."""
         if (self.is_recurrent() and isinstance(samples, dict)
                 and Columns.SEQ_LENS not in samples):
-            return add_sequences(samples, int(self.config["model"].get("max_seq_len", 20)))
+            return add_sequences(samples, int(model_setting(self.config["model"], "max_seq_len")))
         return samples
 
     def get_state(self) -> Dict[str, Any]:

@@ -18,6 +18,7 @@ import tensorflow as tf
 
 from tfrl.data.sample_batch import DEFAULT_POLICY_ID
 from tfrl.env.multi_agent_env import MultiAgentEnv
+from tfrl.evaluation.worker_set_config import WORKER_SET_DEFAULTS
 from tfrl.models.catalog import ModelCatalog
 from tfrl.policy.policy import PolicySpec
 
@@ -142,7 +143,7 @@ def merged_policy_config(policy_config: dict, spec: PolicySpec, worker_index: in
     """
     config = {**policy_config, **(spec.config or {})}
     if worker_index > 0:
-        config["num_gpus"] = policy_config.get("num_gpus_per_worker", 0)
+        config["num_gpus"] = policy_config.get("num_gpus_per_worker", WORKER_SET_DEFAULTS["num_gpus_per_worker"])
         config["learner_workers"] = 1
     if seed is not None:
         config["seed"] = int(seed) + 1000 * int(worker_index)

@@ -53,7 +53,8 @@ from tfrl.env.registry import get_env_creator
 from tfrl.evaluation.callbacks import DefaultCallbacks
 from tfrl.evaluation.worker_policies import normalize_policy_specs
 from tfrl.offline.estimators import estimator_class
-from tfrl.offline.input_creators import checked_input_creator, input_creator_from_config
+from tfrl.offline.input_creators import (
+    DEFAULT_INPUT, checked_input_creator, input_creator_from_config)
 from tfrl.offline.output_creators import output_creator_from_config
 from tfrl.offline.output_writer import NoopOutput
 from tfrl.policy.policy import PolicySpec
@@ -271,7 +272,7 @@ def _check_input_evaluation(methods: Any) -> bool:
 
 def _input_creator(input_creator: Callable, config: dict) -> Callable:
     if input_creator is _default_input:
-        return input_creator_from_config(config.get("input", "sampler"))
+        return input_creator_from_config(config.get("input", DEFAULT_INPUT))
     return checked_input_creator(input_creator)
 
 

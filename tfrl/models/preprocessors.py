@@ -20,6 +20,7 @@ from typing import Any, List, Optional, Tuple, Type
 import gymnasium as gym
 import numpy as np
 
+from tfrl.models.model_defaults import model_setting
 from tfrl.utils.spaces import space_utils
 
 
@@ -188,9 +189,9 @@ class GenericPixelPreprocessor(Preprocessor):
     """
 
     def _init_shape(self, obs_space, options):
-        self._dim = int(options.get("dim", 84))
-        self._grayscale = bool(options.get("grayscale", False))
-        self._zero_mean = bool(options.get("zero_mean", True))
+        self._dim = int(model_setting(options, "dim"))
+        self._grayscale = bool(model_setting(options, "grayscale"))
+        self._zero_mean = bool(model_setting(options, "zero_mean"))
         self._rows = _area_weights(obs_space.shape[0] - 50, self._dim)  # [dim, 160]
         self._cols = _area_weights(obs_space.shape[1], self._dim)  # [dim, 160]
         return (self._dim, self._dim, 1 if self._grayscale else obs_space.shape[2])

@@ -46,6 +46,9 @@ __all__ = ["register_input", "registry_contains_input", "registry_get_input",
 
 InputCreator = Callable[[IOContext], Any]
 
+# `input`'s default: sample the worker's envs (AlgorithmConfig reads it here).
+DEFAULT_INPUT = "sampler"
+
 # name -> creator, for the whole process (like RLlib's tune registry).
 _INPUT_CREATORS: Dict[str, InputCreator] = {}
 
@@ -208,7 +211,7 @@ def is_tfrecord_input(inputs: Any) -> bool:
 
 
 def _is_sampler(value: Any) -> bool:
-    return isinstance(value, str) and value == "sampler"
+    return isinstance(value, str) and value == DEFAULT_INPUT
 
 
 def _name(fn: Any) -> str:

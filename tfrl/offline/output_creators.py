@@ -29,6 +29,7 @@ from tfrl.offline.json_writer import DEFAULT_COMPRESS_COLUMNS, DEFAULT_MAX_FILE_
 from tfrl.offline.output_writer import NoopOutput, OutputWriter
 
 OUTPUT_FORMATS = ("json", "tfrecord")
+DEFAULT_OUTPUT_FORMAT = "json"  # `output_format`'s default (AlgorithmConfig reads it here)
 
 
 def check_output_config(config: Mapping[str, Any]) -> None:
@@ -38,7 +39,7 @@ def check_output_config(config: Mapping[str, Any]) -> None:
         raise ValueError(f"Unsupported `output` config value: {value!r} "
                          f"({type(value).__name__}). Accepted: None (no output), 'logdir', a "
                          "directory path, or a callable `fn(ioctx: IOContext) -> OutputWriter`.")
-    fmt = config.get("output_format", "json")
+    fmt = config.get("output_format", DEFAULT_OUTPUT_FORMAT)
     if fmt not in OUTPUT_FORMATS:
         raise ValueError(f"`output_format` must be one of {OUTPUT_FORMATS}; received {fmt!r}.")
     size = config.get("output_max_file_size", DEFAULT_MAX_FILE_SIZE)
@@ -59,7 +60,7 @@ def output_creator_from_config(config: Mapping[str, Any]) -> Callable[[IOContext
         return _noop
     if callable(value):
         return value
-    return _FileOutput(value, config.get("output_format", "json"),
+    return _FileOutput(value, config.get("output_format", DEFAULT_OUTPUT_FORMAT),
                        config.get("output_compress_columns", DEFAULT_COMPRESS_COLUMNS),
                        config.get("output_max_file_size", DEFAULT_MAX_FILE_SIZE))
 

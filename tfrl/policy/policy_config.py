@@ -119,6 +119,24 @@ class PolicyConfig:
         return {f.name: copy.copy(getattr(self, f.name)) for f in dataclasses.fields(self)}
 
 
+
+def policy_default(key: str) -> Any:
+    """`PolicyConfig`'s default of `key`, for code that reads a config dict which may
+    lack it (e.g. `make_strategy(config)` before a policy has filled its defaults in).
+
+        >>> policy_default("num_gpus"), policy_default("jit_compile")
+        (0, False)
+
+    Raises:
+        KeyError: For a key that is not a `PolicyConfig` field (naming the key).
+    """
+    for field in dataclasses.fields(PolicyConfig):
+        if field.name == key:
+            if field.default is not dataclasses.MISSING:
+                return field.default
+            return field.default_factory()  # type: ignore[misc]
+    raise KeyError(f"{key!r} is not a PolicyConfig key; see PolicyConfig for the keys.")
+
 class FrozenConfig(dict):
     """A read-only config dict: reading works as on a dict; every change raises.
 

@@ -27,6 +27,8 @@ import os
 
 import tensorflow as tf
 
+from tfrl.policy.policy_config import policy_default
+
 # One strategy per device set and process: separate MirroredStrategy instances over the
 # same devices collide in their collective ops (shape mismatches between policies).
 _STRATEGIES: Dict[Tuple[str, ...], tf.distribute.Strategy] = {}
@@ -58,16 +60,16 @@ def make_strategy(config: Mapping[str, Any]) -> tf.distribute.Strategy:
             whole number >= 1, or is above 1 while `TF_CONFIG` is missing, malformed or
             lists another number of workers, or together with `num_gpus` above 1.
     """
-    learner_workers = config.get("learner_workers", 1)
+    learner_workers = config.get("learner_workers", policy_default("learner_workers"))
     learner_workers = 1 if learner_workers is None else learner_workers
     if (isinstance(learner_workers, bool) or not isinstance(learner_workers, int)
             or learner_workers < 1):
         raise ValueError(f"`learner_workers` must be a whole number >= 1; received "
                          f"learner_workers={learner_workers!r}.")
+    num_gpus = config.get("num_gpus", policy_default("num_gpus")) or 0
     if learner_workers > 1:
-        return _multi_worker(learner_workers, config.get("num_gpus", 0) or 0)
-    num_gpus = config.get("num_gpus", 0) or 0
-    fake = bool(config.get("_fake_gpus", False))
+        return _multi_worker(learner_workers, num_gpus)
+    fake = bool(config.get("_fake_gpus", policy_default("_fake_gpus")))
     if isinstance(num_gpus, bool) or not isinstance(num_gpus, (int, float)) or num_gpus < 0:
         raise ValueError(f"`num_gpus` must be a number >= 0; received num_gpus={num_gpus!r}.")
     if num_gpus > 1 and num_gpus != int(num_gpus):

@@ -54,6 +54,7 @@ import tree
 
 from tfrl.core.columns import Columns
 from tfrl.models.catalog import ModelCatalog
+from tfrl.models.model_defaults import model_setting
 from tfrl.policy import numpy_inference, space_specs, tf_policy_export, tf_policy_state
 from tfrl.policy.numpy_inference import NumpyInference
 from tfrl.policy.optimizers import FusedAdam
@@ -178,7 +179,7 @@ class TFPolicy(Policy):
     def _set_view_requirements(self) -> None:
         self.view_requirements.update(action_output_view_requirements())
         self.view_requirements.update(recurrent_view_requirements(
-            self._initial_state, int(self.config["model"].get("max_seq_len", 20))))
+            self._initial_state, int(model_setting(self.config["model"], "max_seq_len"))))
         # Samplers record prev_actions / prev_rewards only if the model consumes them.
         for column in PREV_COLUMNS:
             if column not in self._acting.prev_columns:

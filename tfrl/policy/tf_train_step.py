@@ -52,6 +52,7 @@ import tensorflow as tf
 import tree
 
 from tfrl.core.columns import Columns
+from tfrl.models.model_defaults import model_setting
 from tfrl.policy.dataset import to_dataset
 from tfrl.policy.nonfinite import NONFINITE_UPDATES, NonFiniteUpdateError
 from tfrl.policy.train_columns import TrainBatch, TrainColumns, autograph_converted
@@ -295,7 +296,7 @@ class TrainStep:
         self._strategy = policy.strategy
         self._num_replicas = policy.strategy.num_replicas_in_sync
         self._train_columns = TrainColumns(policy)
-        jit = policy.config.get("jit_compile", False)
+        jit = policy.config["jit_compile"]
         if not any(jit is value for value in JIT_COMPILE_VALUES):
             raise ValueError(
                 f"{type(policy).__name__}: config['jit_compile'] must be True or False "
@@ -353,7 +354,7 @@ class TrainStep:
                 gradient norm was NaN or inf (no later step of the call ran).
         """
         policy = self._policy
-        max_seq_len = int(policy.config["model"].get("max_seq_len", 20))
+        max_seq_len = int(model_setting(policy.config["model"], "max_seq_len"))
         sequences = self._train_columns.sequences
         tf_data = policy.config["learn_input"] == "tf_data"
         # A tf.data pipeline has static shapes, and XLA compiles once per shape: pad

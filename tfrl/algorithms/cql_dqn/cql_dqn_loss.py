@@ -28,7 +28,7 @@ from typing import Dict, Optional, Tuple, Union
 
 import tensorflow as tf
 
-from tfrl.algorithms.dqn.dqn_loss import dqn_loss
+from tfrl.algorithms.dqn.dqn_loss import check_q_values, dqn_loss
 from tfrl.algorithms.loss_math import global_mean, local_mean
 from tfrl.algorithms.td_math import Scalar
 
@@ -54,17 +54,11 @@ def discrete_cql_penalty(q_t: tf.Tensor, actions_t: tf.Tensor, *, temperature: f
         ValueError: For `q_t` not a float `[B, num_actions]`, `actions_t` not an int
             `[B]` of as many rows, or a temperature that is not positive.
     """
-    q_t = tf.convert_to_tensor(q_t)
     actions_t = tf.convert_to_tensor(actions_t)
-    if q_t.shape.rank != 2 or not q_t.dtype.is_floating:
-        raise ValueError(f"discrete_cql_penalty(): q_t must be float Q-values [B, "
-                         f"num_actions]; received {q_t.dtype.name} of shape {q_t.shape}.")
     if actions_t.shape.rank != 1 or not actions_t.dtype.is_integer:
         raise ValueError(f"discrete_cql_penalty(): actions_t must be int actions [B]; "
                          f"received {actions_t.dtype.name} of shape {actions_t.shape}.")
-    if not q_t.shape[:1].is_compatible_with(actions_t.shape[:1]):
-        raise ValueError(f"discrete_cql_penalty(): q_t has {q_t.shape[0]} rows, actions_t "
-                         f"{actions_t.shape[0]}; they must agree.")
+    q_t = check_q_values("discrete_cql_penalty", "q_t", q_t, actions_t)
     temperature = float(temperature)
     if not temperature > 0:
         raise ValueError(f"discrete_cql_penalty(): temperature must be > 0; received "

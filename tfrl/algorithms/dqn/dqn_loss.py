@@ -52,7 +52,9 @@ def dueling_q_values(state_value: tf.Tensor, advantages: tf.Tensor) -> tf.Tensor
     return state_value + advantages - tf.reduce_mean(advantages, axis=1, keepdims=True)
 
 
-def _check_q(fn_name: str, name: str, q: tf.Tensor, rows: tf.Tensor) -> tf.Tensor:
+def check_q_values(fn_name: str, name: str, q: tf.Tensor, rows: tf.Tensor) -> tf.Tensor:
+    """`q` as a tensor, checked to be float Q-values `[B, num_actions]` with as many rows
+    as `rows` (a per-row tensor); the ValueError names `fn_name`, `name` and what came."""
     q = tf.convert_to_tensor(q)
     if q.shape.rank != 2 or not q.dtype.is_floating:
         raise ValueError(f"{fn_name}(): {name} must be float Q-values [B, num_actions]; "
@@ -89,11 +91,11 @@ def q_target(rewards_t: tf.Tensor, terminateds_t: tf.Tensor, q_tp1_target: tf.Te
     (rewards_t,) = check_step_tensors("q_target", {"rewards_t": rewards_t})
     if rewards_t.shape.rank != 1:
         raise ValueError(f"q_target(): rewards_t must be [B]; received shape {rewards_t.shape}.")
-    q_tp1_target = _check_q("q_target", "q_tp1_target", q_tp1_target, rewards_t)
+    q_tp1_target = check_q_values("q_target", "q_tp1_target", q_tp1_target, rewards_t)
     if q_tp1_online is None:
         best = tf.reduce_max(q_tp1_target, axis=1)
     else:
-        q_tp1_online = _check_q("q_target", "q_tp1_online", q_tp1_online, rewards_t)
+        q_tp1_online = check_q_values("q_target", "q_tp1_online", q_tp1_online, rewards_t)
         chosen = tf.argmax(q_tp1_online, axis=1, output_type=tf.int32)
         best = tf.gather(q_tp1_target, chosen, axis=1, batch_dims=1)
     return bootstrapped_target(rewards_t, terminateds_t, tf.cast(best, rewards_t.dtype),
@@ -143,7 +145,7 @@ def dqn_loss(q_t: tf.Tensor, actions_t: tf.Tensor, rewards_t: tf.Tensor,
         "dqn_loss", {"rewards_t": rewards_t, "importance_weights_t": importance_weights_t})
     targets_t = q_target(rewards_t, terminateds_t, q_tp1_target, q_tp1_online, gamma=gamma,
                          n_step=n_step)
-    q_t = _check_q("dqn_loss", "q_t", q_t, targets_t)
+    q_t = check_q_values("dqn_loss", "q_t", q_t, targets_t)
     delta_t = td_error(q_t, actions_t, targets_t)
     if huber_delta is None:
         per_row = 0.5 * tf.square(delta_t)

@@ -36,6 +36,7 @@ from tfrl.core.columns import Columns
 from tfrl.execution.replay_buffer import WEIGHTS
 from tfrl.execution.replay_buffer_rows import N_STEP
 from tfrl.models.catalog import ModelCatalog
+from tfrl.models.model_defaults import model_setting
 from tfrl.models.tf.target_update import assign_weights
 from tfrl.policy import space_specs
 from tfrl.policy.optimizers import FusedAdam
@@ -88,7 +89,7 @@ class DQNTFPolicy(TFPolicy):
         """The catalog model with `hiddens` appended to its trunk and the value head on
         the shared trunk (the dueling stream `V`)."""
         model_config = dict(self.config["model"])
-        model_config["post_fcnet_hiddens"] = (list(model_config.get("post_fcnet_hiddens", []))
+        model_config["post_fcnet_hiddens"] = (list(model_setting(model_config, "post_fcnet_hiddens"))
                                               + list(self.config["hiddens"]))
         model_config["vf_share_layers"] = True
         return ModelCatalog.get_model(self.observation_space, self.action_space,

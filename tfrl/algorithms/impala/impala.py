@@ -170,7 +170,7 @@ def gather_train_batches(workers: types.WorkerSet, config: Dict[str, Any],
                                  replay_proportion=config["replay_proportion"]))
             .combine(ConcatBatches(
                 min_batch_size=config["train_batch_size"],
-                count_steps_by=config["multiagent"].get("count_steps_by", "env_steps"))))
+                count_steps_by=config["multiagent"]["count_steps_by"])))
 
 
 def throttled(source: LocalIterator[Any], full: Callable[[], bool]) -> LocalIterator[Any]:

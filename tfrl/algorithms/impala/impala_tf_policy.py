@@ -161,7 +161,7 @@ class ImpalaTFPolicy(OnPolicyTFPolicy):
     def make_optimizer(self) -> keras.optimizers.Optimizer:
         """Adam (`opt_type="adam"`, with config `optimizer`'s keyword arguments) or
         RMSProp (`opt_type="rmsprop"`: `decay` as rho, `momentum`, `epsilon`)."""
-        if self.config.get("opt_type", "adam") == "rmsprop":
+        if self.config["opt_type"] == "rmsprop":
             return keras.optimizers.RMSprop(
                 learning_rate=self.config["lr"], rho=self.config["decay"],
                 momentum=self.config["momentum"], epsilon=self.config["epsilon"])

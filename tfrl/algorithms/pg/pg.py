@@ -27,7 +27,7 @@ def concat_rollouts(workers: types.WorkerSet, config: Dict[str, Any],
     `min_batch_size` steps (counted as `config["multiagent"]["count_steps_by"]`)."""
     return ParallelRollouts(workers, mode="bulk_sync").combine(ConcatBatches(
         min_batch_size=min_batch_size,
-        count_steps_by=config["multiagent"].get("count_steps_by", "env_steps")))
+        count_steps_by=config["multiagent"]["count_steps_by"]))
 
 
 def execution_plan(workers: types.WorkerSet, config: Dict[str, Any]

@@ -76,8 +76,8 @@ def execution_plan(workers: types.WorkerSet, config: Dict[str, Any]
         rollouts = rollouts.for_each(SelectExperiences(list(policies)))
     rollouts = rollouts.combine(ConcatBatches(
         min_batch_size=config["train_batch_size"],
-        count_steps_by=config["multiagent"].get("count_steps_by", "env_steps")))
-    if config.get("normalize_advantages", "batch") == "batch":
+        count_steps_by=config["multiagent"]["count_steps_by"]))
+    if config["normalize_advantages"] == "batch":
         rollouts = rollouts.for_each(StandardizeFields(["advantages"]))
     train_op = rollouts.for_each(TrainOneStep(
         workers, num_sgd_iter=config["num_sgd_iter"],

@@ -217,8 +217,11 @@ class TD3TFPolicy(TFPolicy):
         # (`loss_and_stats`); `compute_gradients` on every call.
         self._delay_actor_gradient = True
         super().__init__(observation_space, action_space, config, strategy=strategy)
+        # A partial `exploration_config` without "type" takes this algorithm's (DDPG:
+        # Ornstein-Uhlenbeck, TD3: Gaussian).
+        default_type = self.default_config()["exploration_config"]["type"]
         self._exploration = _Exploration(self.config["exploration_config"], action_space,
-                                         owner)
+                                         owner, default_type)
         seed = self.config["seed"]
         noise_seed = int(np.random.SeedSequence(seed).spawn(3)[2].generate_state(1)[0]) \
             if seed is not None else int(np.random.default_rng().integers(2**31))
@@ -507,8 +510,9 @@ class _Exploration:
     """The exploration noise of `exploration_config` (see the module docstring), in
     numpy; `ou_state` is the Ornstein-Uhlenbeck process (zeros for Gaussian noise)."""
 
-    def __init__(self, config: Dict[str, Any], action_space: gym.spaces.Box, owner: str):
-        kind = config.get("type", "GaussianNoise")
+    def __init__(self, config: Dict[str, Any], action_space: gym.spaces.Box, owner: str,
+                 default_type: str):
+        kind = config.get("type", default_type)
         if kind not in EXPLORATION_NOISES:
             raise ValueError(f"{owner}: exploration_config['type'] must be one of "
                              f"{sorted(EXPLORATION_NOISES)}; received {kind!r}.")

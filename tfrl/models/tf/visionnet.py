@@ -16,6 +16,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from tfrl.models.model_defaults import model_setting
 from tfrl.models.tf.tf_model import PolicyHead, TFModel, apply, dense_stack, to_float, value_head
 from tfrl.models.utils import get_activation_fn, get_default_encoder
 
@@ -92,7 +93,7 @@ def conv_stack(model_config: dict, obs_space: Union[gym.Space, Sequence[int]],
     if layout == "channels_first":
         layers.append(keras.layers.Permute((2, 3, 1), name=f"{prefix}_to_channels_last", **kw))
     if (is_space and np.dtype(obs_space.dtype) == np.uint8
-            and model_config.get("normalize_images", True)):
+            and model_setting(model_config, "normalize_images")):
         layers.append(keras.layers.Rescaling(1.0 / 255.0, name=f"{prefix}_scale", **kw))
     size = image_shape[:2]
     for i, spec in enumerate(filters):
