@@ -184,3 +184,29 @@ def test_sac_and_cql_act_within_the_policy_bounds(normalize):
     np.testing.assert_array_equal(cql._low, [low, low])
     np.testing.assert_array_equal(cql._high, [high, high])
     np.testing.assert_allclose(cql.random_log_density, -2 * np.log(high - low), rtol=1e-6)
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+def test_td3_target_smoothing_clips_to_the_policy_bounds(monkeypatch, normalize):
+    from tfrl.algorithms.td3 import td3_tf_policy
+    from tfrl.policy.sample_batch import SampleBatch
+    seen = {}
+    original = td3_tf_policy.smoothed_target_action
+
+    def spy(actions, noise, **kwargs):
+        seen.update(low=np.asarray(kwargs["low"]), high=np.asarray(kwargs["high"]))
+        return original(actions, noise, **kwargs)
+
+    monkeypatch.setattr(td3_tf_policy, "smoothed_target_action", spy)
+    policy = TD3TFPolicy(OBS, ASYM, {"seed": 0, "actor_hiddens": [8], "critic_hiddens": [8],
+                                     "normalize_actions": normalize})
+    rng = np.random.default_rng(0)
+    low, high = (-1.0, 1.0) if normalize else (0.0, 3.0)
+    rows = SampleBatch(obs=rng.uniform(-1, 1, (8, 3)).astype(np.float32),
+                       new_obs=rng.uniform(-1, 1, (8, 3)).astype(np.float32),
+                       actions=rng.uniform(low, high, (8, 2)).astype(np.float32),
+                       rewards=rng.normal(size=8).astype(np.float32),
+                       terminateds=np.zeros(8, bool))
+    policy.compute_gradients(rows)
+    np.testing.assert_array_equal(seen["low"], [low, low])
+    np.testing.assert_array_equal(seen["high"], [high, high])
