@@ -180,8 +180,19 @@ def test_td_errors_are_the_twin_critics_mean_absolute_errors():
 
 # ------------------------------------------------------------------- acting
 
-def test_numpy_and_tf_inference_agree():
-    fast, graph = make(inference="numpy"), make(inference="tf")
+def policy_bounds(normalize):
+    """The policy's action bounds: [-1, 1] with normalize_actions (the sampler unsquashes
+    into ACT's bounds), ACT's own without."""
+    if normalize:
+        return -np.ones(2, np.float32), np.ones(2, np.float32)
+    return ACT.low, ACT.high
+
+
+@pytest.mark.parametrize("normalize", [True, False])
+def test_numpy_and_tf_inference_agree(normalize):
+    fast = make(inference="numpy", normalize_actions=normalize)
+    graph = make(inference="tf", normalize_actions=normalize)
+    low, high = policy_bounds(normalize)
     assert (fast.inference, graph.inference) == ("numpy", "tf")
     graph.set_weights(fast.get_weights())
     obs = np.random.default_rng(3).uniform(-1, 1, (5, 3)).astype(np.float32)
@@ -192,40 +203,46 @@ def test_numpy_and_tf_inference_agree():
                                atol=1e-6)
     want = fast.model(obs)
     np.testing.assert_allclose(a_np, want[0].numpy(), rtol=1e-5, atol=1e-6)
-    assert np.all(a_np >= ACT.low) and np.all(a_np <= ACT.high)
+    assert np.all(a_np >= low) and np.all(a_np <= high)
 
 
-def test_gaussian_noise_after_the_random_phase():
+@pytest.mark.parametrize("normalize", [True, False])
+def test_gaussian_noise_after_the_random_phase(normalize):
     exploration = {"type": "GaussianNoise", "random_timesteps": 100, "stddev": 0.1,
                    "initial_scale": 1.0, "final_scale": 0.5, "scale_timesteps": 1000}
-    policy = make(exploration_config=exploration)
+    policy = make(exploration_config=exploration, normalize_actions=normalize)
+    low, high = policy_bounds(normalize)
     obs = np.zeros((4000, 3), np.float32)
     mu = policy.compute_actions(obs, explore=False)[0]
     random = policy.compute_actions(obs, explore=True, timestep=99)[0]
-    assert np.all(random >= ACT.low) and np.all(random <= ACT.high)
-    np.testing.assert_allclose(random.mean(0), (ACT.low + ACT.high) / 2, atol=0.05)
-    np.testing.assert_allclose(random.std(0), (ACT.high - ACT.low) / np.sqrt(12), rtol=0.05)
+    assert np.all(random >= low) and np.all(random <= high)
+    np.testing.assert_allclose(random.mean(0), (low + high) / 2, atol=0.05)
+    np.testing.assert_allclose(random.std(0), (high - low) / np.sqrt(12), rtol=0.05)
     for step, scale in ((100, 1.0 - 0.5 * 0.1), (500, 0.75), (5000, 0.5)):
         noisy = policy.compute_actions(obs, explore=True, timestep=step)[0]
         # mu is inside the bounds by more than 4 std here: nothing is clipped.
-        assert np.all(np.abs(mu - (ACT.low + ACT.high) / 2) < (ACT.high - ACT.low) / 2 - 0.25)
+        assert np.all(np.abs(mu - (low + high) / 2) < (high - low) / 2 - 0.25)
         np.testing.assert_allclose((noisy - mu).std(0), 0.1 * scale, rtol=0.06)
         np.testing.assert_allclose((noisy - mu).mean(0), 0.0, atol=0.01)
 
 
-def test_gaussian_noise_is_clipped_to_the_bounds():
+@pytest.mark.parametrize("normalize", [True, False])
+def test_gaussian_noise_is_clipped_to_the_bounds(normalize):
     policy = make(exploration_config={"type": "GaussianNoise", "random_timesteps": 0,
-                                      "stddev": 100.0})
+                                      "stddev": 100.0}, normalize_actions=normalize)
+    low, high = policy_bounds(normalize)
     actions = policy.compute_actions(np.zeros((200, 3), np.float32), explore=True)[0]
-    assert np.all(actions >= ACT.low) and np.all(actions <= ACT.high)
-    assert np.any(actions == ACT.low) and np.any(actions == ACT.high)
+    assert np.all(actions >= low) and np.all(actions <= high)
+    assert np.any(actions == low) and np.any(actions == high)
 
 
-def test_ornstein_uhlenbeck_noise_follows_its_recursion():
+@pytest.mark.parametrize("normalize", [True, False])
+def test_ornstein_uhlenbeck_noise_follows_its_recursion(normalize):
     config = {"type": "OrnsteinUhlenbeckNoise", "random_timesteps": 0, "ou_base_scale": 0.1,
               "ou_theta": 0.15, "ou_sigma": 0.2, "initial_scale": 1.0, "final_scale": 1.0,
               "scale_timesteps": 1}
-    policy = make(DDPGTFPolicy, exploration_config=config)
+    policy = make(DDPGTFPolicy, exploration_config=config, normalize_actions=normalize)
+    low, high = policy_bounds(normalize)  # the OU noise scales with the policy's range
     obs = np.zeros((2, 3), np.float32)
     mu = policy.compute_actions(obs, explore=False)[0]
     rng = np.random.default_rng()
@@ -233,7 +250,7 @@ def test_ornstein_uhlenbeck_noise_follows_its_recursion():
     x = np.zeros(2, np.float32)
     for _ in range(3):
         x += -0.15 * x + 0.2 * rng.standard_normal(2, dtype=np.float32)
-        want = np.clip(mu + 0.1 * x * (ACT.high - ACT.low), ACT.low, ACT.high)
+        want = np.clip(mu + 0.1 * x * (high - low), low, high)
         got = policy.compute_actions(obs, explore=True)[0]
         np.testing.assert_allclose(got, want, rtol=1e-6)
     np.testing.assert_allclose(policy.get_state()["exploration_state"]["ou_state"], x)

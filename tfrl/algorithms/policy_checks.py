@@ -6,7 +6,9 @@ raise.
   policies that learn from single replayed or time-major rows, not sequences);
 - `check_box_actions`: a Box action space with finite bounds (a deterministic actor
   squashed into them: TD3, DDPG);
-- `check_discrete`: a Discrete action space (one Q-value per action: DQN).
+- `check_discrete`: a Discrete action space (one Q-value per action: DQN);
+- `policy_action_space`: the Box the actions of SAC, CQL, TD3 and DDPG live in
+  (`[-1, 1]` with `normalize_actions`, else the env's bounds).
 
 Each raises a `ValueError` naming the owner (the policy class), what it received and
 how to fix it.
@@ -18,7 +20,7 @@ import gymnasium as gym
 import numpy as np
 
 __all__ = ["RECURRENT_MODEL_KEYS", "check_box_actions", "check_discrete",
-           "check_no_recurrent_model"]
+           "check_no_recurrent_model", "policy_action_space"]
 
 # The `model` config keys that make a catalog model recurrent.
 RECURRENT_MODEL_KEYS = ("use_lstm", "use_attention")
@@ -62,3 +64,22 @@ def check_discrete(action_space: gym.Space, owner: str = "DQN") -> None:
         raise ValueError(
             f"{owner} needs a Discrete action space (one Q-value per action); received "
             f"{action_space}. For continuous (Box) actions use SAC or TD3.")
+
+
+def policy_action_space(action_space: gym.Space, config: Mapping[str, Any]) -> gym.Space:
+    """The space a squashing policy's actions live in: with `normalize_actions` (the
+    default) and a Box with finite bounds, `Box(-1, 1)` of its shape, and the sampler
+    (and `compute_single_action`) unsquash the actions into the env's bounds, as RLlib
+    and Stable-Baselines3 do; otherwise the space itself (the policy acts in env units).
+    The policy's `action_space` stays the env's; the batches hold the policy's actions.
+
+    Example:
+        >>> policy_action_space(gym.spaces.Box(0.0, 3.0, (2,)), {"normalize_actions": True})
+        Box(-1.0, 1.0, (2,), float32)
+        >>> policy_action_space(gym.spaces.Box(0.0, 3.0, (2,)), {"normalize_actions": False})
+        Box(0.0, 3.0, (2,), float32)
+    """
+    if (isinstance(action_space, gym.spaces.Box) and config["normalize_actions"]
+            and np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
+        return gym.spaces.Box(-1.0, 1.0, action_space.shape, np.float32)
+    return action_space

@@ -20,6 +20,9 @@ temperature are SAC's (`SACTFPolicy`). The learning step differs in three places
 
 File input must hold `obs`, `new_obs`, `actions`, `rewards` and `terminateds`
 (`offline_input_columns`; the JSON reader names the file and line of a record without).
+Its `actions` are the policy's (as the sampler records them): normalized into [-1, 1]
+with `normalize_actions` (the default; uniform actions are drawn there too), in the
+env's units without it.
 """
 
 from typing import Any, Dict, Optional, Tuple
@@ -31,7 +34,7 @@ import tensorflow as tf
 
 from tfrl.algorithms.cql.cql_config import CQLConfig
 from tfrl.algorithms.cql.cql_loss import cql_actor_loss, cql_loss, uniform_log_density
-from tfrl.algorithms.policy_checks import check_no_recurrent_model
+from tfrl.algorithms.policy_checks import check_no_recurrent_model, policy_action_space
 from tfrl.algorithms.sac.sac_loss import sac_alpha_loss
 from tfrl.algorithms.sac.sac_tf_policy import NOISE, SACTFPolicy, critic_values
 from tfrl.core.columns import Columns
@@ -73,9 +76,11 @@ class CQLTFPolicy(SACTFPolicy):
                 "tfrl.algorithms.cql_dqn.CQLDQNTFPolicy (the CQL algorithm builds it for "
                 "a Discrete action space).")
         super().__init__(observation_space, action_space, config, strategy=strategy)
-        self.random_log_density = uniform_log_density(action_space.low, action_space.high)
-        self._low = np.asarray(action_space.low, np.float32)
-        self._high = np.asarray(action_space.high, np.float32)
+        # Random actions are drawn in the policy's space ([-1, 1] with normalize_actions).
+        space = policy_action_space(action_space, self.config)
+        self.random_log_density = uniform_log_density(space.low, space.high)
+        self._low = np.asarray(space.low, np.float32)
+        self._high = np.asarray(space.high, np.float32)
 
     # ------------------------------------------------------------- building
 

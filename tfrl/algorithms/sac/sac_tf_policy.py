@@ -2,8 +2,10 @@
 
 Networks (`SACModel`, the policy's `model`): the actor is the catalog's fully connected
 network over `policy_model_config` (so acting takes the numpy inference path), giving
-`[mean, log_std]` of a `SquashedGaussian` within the action bounds for a Box, or the
-logits of a `Categorical` for a Discrete; twin critics (`TwinQNetwork` over
+`[mean, log_std]` of a `SquashedGaussian` for a Box (within [-1, 1] with
+`normalize_actions`, the default, and the sampler unsquashes into the env's bounds, as in
+RLlib; within the env's bounds without it: `policy_action_space`), or the logits of a
+`Categorical` for a Discrete; twin critics (`TwinQNetwork` over
 `q_model_config`: `Q(s, a)` for a Box, `Q(s, .)` for a Discrete; one critic without
 `twin_q`); and the temperature's `log_alpha`. The actor's value head is held at zero
 (SAC has no state-value estimate: `vf_preds` are 0). The target critics (`target_model`)
@@ -37,7 +39,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfrl.algorithms.policy_checks import check_no_recurrent_model
+from tfrl.algorithms.policy_checks import check_no_recurrent_model, policy_action_space
 from tfrl.algorithms.sac.sac_config import SACConfig
 from tfrl.algorithms.sac.sac_loss import (
     discrete_sac_actor_loss, discrete_sac_alpha_loss, discrete_soft_q_target,
@@ -172,9 +174,10 @@ class SACTFPolicy(TFPolicy):
                    name=f"{prefix}q1")
 
     def make_action_distribution(self) -> Tuple[type, int]:
-        """`Categorical` for Discrete actions, `SquashedGaussian` within the bounds for Box."""
+        """`Categorical` for Discrete actions, `SquashedGaussian` for Box: within [-1, 1]
+        with `normalize_actions` (the sampler unsquashes), else within the bounds."""
         dist_class, num_outputs = ModelCatalog.get_action_dist(
-            self.action_space, self.config["model"],
+            policy_action_space(self.action_space, self.config), self.config["model"],
             dist_type=None if self.discrete else SquashedGaussian)
         return dist_class, num_outputs  # type: ignore[return-value]  # a partial for Box
 

@@ -1,7 +1,7 @@
 """TD3TFPolicy: a deterministic actor, one or two critics and their target networks.
 
 The model (`ActorCriticModel`) holds the actor `mu` (`DeterministicActor`: tanh-squashed
-into the Box's bounds, `actor_hiddens`) and the critics (`TwinQNetwork` with `twin_q`,
+into the policy's action bounds, `actor_hiddens`) and the critics (`TwinQNetwork` with `twin_q`,
 else one `QNetwork`; `critic_hiddens`); called on observations it returns
 `(mu(s), Q_1(s, mu(s)))`, the distribution inputs of a `Deterministic` distribution and
 the value estimate (`vf_preds`), so acting, `value()` and the exported SavedModel take
@@ -17,7 +17,11 @@ from the policy's seeded `sampling_rng` (`exploration_config`, RLlib's two noise
   ou_base_scale * x * (high - low), low, high)`;
 
 with `scale_t` moving linearly from `initial_scale` to `final_scale` over
-`scale_timesteps` steps. `explore=False` gives `mu(s)`.
+`scale_timesteps` steps. `explore=False` gives `mu(s)`. `low`/`high` are the policy's
+action bounds (`policy_action_space`): `[-1, 1]` with `normalize_actions` (the default;
+the sampler unsquashes the actions into the env's bounds, and the noise, its clipping and
+the target smoothing act in that normalized space, as in RLlib and Stable-Baselines3),
+the env's bounds without it.
 
 Learning (`td3_loss`): each gradient step of a learning phase regresses the critics on
 `y = R + gamma^k (1 - terminated) min_i Q'_i(s', a')` with the target actor's smoothed
@@ -41,7 +45,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfrl.algorithms.policy_checks import check_box_actions, check_no_recurrent_model
+from tfrl.algorithms.policy_checks import (check_box_actions, check_no_recurrent_model,
+                                           policy_action_space)
 from tfrl.algorithms.td3.td3_config import EXPLORATION_NOISES, TD3Config
 from tfrl.algorithms.td3.td3_loss import (l2_penalty, smoothed_target_action,
                                           td3_actor_loss, td3_critic_loss, td3_q_target)
@@ -117,7 +122,7 @@ class _NumpyActorCritic:
         self._reader: Optional[WeightReader] = None
         self._actor: List[Tuple[np.ndarray, np.ndarray, Any]] = []
         self._critic: List[Tuple[np.ndarray, np.ndarray, Any]] = []
-        space = policy.action_space
+        space = policy_action_space(policy.action_space, policy.config)
         self._low = space.low.reshape(-1).astype(np.float32)
         self._half_range = ((space.high - space.low) / 2.0).reshape(-1).astype(np.float32)
 
@@ -218,9 +223,11 @@ class TD3TFPolicy(TFPolicy):
         self._delay_actor_gradient = True
         super().__init__(observation_space, action_space, config, strategy=strategy)
         # A partial `exploration_config` without "type" takes this algorithm's (DDPG:
-        # Ornstein-Uhlenbeck, TD3: Gaussian).
+        # Ornstein-Uhlenbeck, TD3: Gaussian). Noise and clipping act in the policy's space
+        # ([-1, 1] with normalize_actions).
         default_type = self.default_config()["exploration_config"]["type"]
-        self._exploration = _Exploration(self.config["exploration_config"], action_space,
+        self._exploration = _Exploration(self.config["exploration_config"],
+                                         policy_action_space(action_space, self.config),
                                          owner, default_type)
         seed = self.config["seed"]
         noise_seed = int(np.random.SeedSequence(seed).spawn(3)[2].generate_state(1)[0]) \
@@ -242,7 +249,8 @@ class TD3TFPolicy(TFPolicy):
 
     def make_model(self) -> keras.Model:
         """The `ActorCriticModel` of the config's networks."""
-        return ActorCriticModel(self.observation_space, self.action_space, self.config)
+        return ActorCriticModel(self.observation_space,
+                                policy_action_space(self.action_space, self.config), self.config)
 
     def make_action_distribution(self) -> Tuple[type, int]:
         """`Deterministic` over the flattened action."""
@@ -313,7 +321,7 @@ class TD3TFPolicy(TFPolicy):
         target = self.target_model
         a_tp1 = target.actor(next_obs)  # [B, A]
         if smooth:
-            space = self.action_space
+            space = policy_action_space(self.action_space, self.config)
             a_tp1 = smoothed_target_action(
                 a_tp1, self._smoothing_noise(tf.shape(a_tp1)),
                 target_noise=config["target_noise"],
