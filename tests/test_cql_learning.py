@@ -2,7 +2,7 @@
 
 The data (tfrl.examples.offline_data.make_pendulum_dataset, once per module, in a
 temporary directory): SAC with examples/tuned/sac_pendulum.yaml trains for 3,000 env
-steps (seed 0), then its stochastic policy writes 10k steps (mean return about -555; the
+steps (seed 0), then its stochastic policy writes 10k steps (mean return about -629; the
 env gets the policy's actions unsquashed, as the samplers send them).
 CQL (examples/tuned/cql_pendulum.yaml, 2,550 gradient steps) reaches a greedy mean
 return >= -400 over 10 real episodes, on the mean of three learner seeds (each above
@@ -52,9 +52,9 @@ def test_cql_from_partly_trained_sac_data_reaches_minus_400(pendulum_data):
     # so the bar is on their mean, with each seed above the data.
     returns = [cql_greedy_return(data, seed) for seed in (0, 1, 2)]
     print(f"CQL seeds 0-2: greedy mean returns {returns} (data {info['mean_return']:.1f})")
-    # Measured (2026-11-27, data mean -555): seeds 0 / 1 / 2: -451 / -197 / -327 (mean
-    # -325); with evaluations after iterations 2 and 4 (which change the runs):
-    # -330 / -382 / -330. (Before the data writer unsquashed the actions, its env got
+    # Measured (2026-11-27, data mean -629, SAC/CQL acting in [-1, 1] under
+    # normalize_actions): seeds 0 / 1 / 2: -297 / -382 / -224 (mean -301). Before that fix
+    # (the env got twice the policy's torque): data -555, -451 / -197 / -327. (Before the data writer unsquashed the actions, its env got
     # half the torque the sampler sends for the same policy action: data mean -820, and
     # -242 / -196 / -198 here.)
     assert sum(returns) / 3 >= -400, returns
