@@ -146,6 +146,8 @@ def main() -> int:
     parser.add_argument("--frameworks", choices=["tfrl", "sb3"], nargs="+",
                         default=["tfrl", "sb3"],
                         help="which frameworks to run (default both; e.g. --frameworks sb3)")
+    parser.add_argument("--timeout", type=float, default=3600.0,
+                        help="seconds before a run is killed (a loaded machine: raise it)")
     parser.add_argument("--child", choices=["tfrl", "sb3"])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--t0", type=float, default=None)
@@ -178,7 +180,8 @@ def main() -> int:
     # both frameworks alike.
     for seed in args.seeds:
         for fw in frameworks:
-            r = launch(fw, seed, args.steps, script=__file__, extra_args=extra)
+            r = launch(fw, seed, args.steps, script=__file__, extra_args=extra,
+                       timeout=args.timeout)
             rows[fw].append(r)
             print(f"{fw + ' s' + str(seed):10s} {r['wall_s']:8.1f} {r['steps_per_s']:8.0f} "
                   f"{r['cpu_ms_per_step']:11.2f} {_fmt(r['final_reward'], '8.2f')} {_fmt(r['episodes'], '8d')} "
