@@ -4,6 +4,7 @@
     python bench/bench_atari.py --steps 2048              # smoke check (a minute or two)
     python bench/bench_atari.py --threads 1 --seeds 0 1
     python bench/bench_atari.py --conv-dtype bfloat16     # tfrl's opt-in bf16 conv encoder
+    python bench/bench_atari.py --frameworks sb3 --seeds 1 2   # one side only
 
 Settings (RL Baselines3 Zoo's Atari PPO), for both frameworks: 8 envs x 128 steps (batch
 1024), 4 epochs of minibatches of 256, lr 2.5e-4 decayed linearly to 0 over the budget
@@ -142,6 +143,11 @@ def main() -> int:
     parser.add_argument("--conv-dtype", choices=["float32", "bfloat16"], default="float32",
                         help="tfrl's model.conv_compute_dtype (opt-in bf16 encoder; SB3 "
                              "stays float32)")
+    parser.add_argument("--frameworks", choices=["tfrl", "sb3"], nargs="+",
+                        default=["tfrl", "sb3"],
+                        help="which frameworks to run (default both; e.g. --frameworks sb3)")
+    parser.add_argument("--timeout", type=float, default=3600.0,
+                        help="seconds before a run is killed (a loaded machine: raise it)")
     parser.add_argument("--child", choices=["tfrl", "sb3"])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--t0", type=float, default=None)
@@ -153,8 +159,10 @@ def main() -> int:
         print("RESULT " + json.dumps(out), flush=True)
         return 0
 
-    frameworks = ["tfrl"]
-    if importlib.util.find_spec("stable_baselines3") and importlib.util.find_spec("torch"):
+    frameworks = [fw for fw in args.frameworks if fw == "tfrl"]
+    if "sb3" not in args.frameworks:
+        pass  # not asked for
+    elif importlib.util.find_spec("stable_baselines3") and importlib.util.find_spec("torch"):
         frameworks.append("sb3")
     else:
         print("Stable-Baselines3 is not installed: skipping the SB3 runs (install "
@@ -172,13 +180,14 @@ def main() -> int:
     # both frameworks alike.
     for seed in args.seeds:
         for fw in frameworks:
-            r = launch(fw, seed, args.steps, script=__file__, extra_args=extra)
+            r = launch(fw, seed, args.steps, script=__file__, extra_args=extra,
+                       timeout=args.timeout)
             rows[fw].append(r)
             print(f"{fw + ' s' + str(seed):10s} {r['wall_s']:8.1f} {r['steps_per_s']:8.0f} "
                   f"{r['cpu_ms_per_step']:11.2f} {_fmt(r['final_reward'], '8.2f')} {_fmt(r['episodes'], '8d')} "
                   f"{r['peak_rss_mb']:7.0f}", flush=True)
     summarize(rows, ["wall_s", "steps_per_s", "cpu_ms_per_step", "final_reward", "peak_rss_mb"])
-    if "sb3" in rows:
+    if "sb3" in rows and "tfrl" in rows:
         check_targets(rows)
     return 0
 

@@ -139,16 +139,17 @@ def child(framework: str, seed: int, steps: int, t0: float) -> None:
 
 
 def launch(framework: str, seed: int, steps: int, script: str = __file__,
-           extra_args: tuple = ()) -> dict:
+           extra_args: tuple = (), timeout: float = 3600.0) -> dict:
     """Runs `script --child framework --seed ... --steps ... --t0 ... *extra_args` in a
-    subprocess and returns the dict its `RESULT {json}` line holds."""
+    subprocess (killed after `timeout` seconds) and returns the dict its `RESULT {json}`
+    line holds."""
     # The child imports the tfrl of this bench's tree (not whatever is installed).
     repo = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     path = os.pathsep.join(p for p in (repo, os.environ.get("PYTHONPATH", "")) if p)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONPATH=path)
     cmd = [sys.executable, os.path.abspath(script), "--child", framework, "--seed", str(seed),
            "--steps", str(steps), "--t0", repr(time.time()), *extra_args]
-    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=3600)
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout)
     for line in proc.stdout.splitlines():
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT "):])

@@ -76,10 +76,40 @@ def test_fire_reset_starts_the_game_and_episodic_life_ends_episodes():
         _, _, terminated, _, info = vector.step(np.array([0]))
         if terminated[0]:
             break
-    assert terminated[0] and info["lives"][0] == 4 and abs(t - steps) <= 2, (t, steps)
-    _, _, _, _, info = vector.step(np.array([0]))  # the autoreset: a new game
-    assert info["lives"][0] == 5
+    assert terminated[0] and abs(t - steps) <= 2, (t, steps)
+    _, reward, terminated, _, info = vector.step(np.array([0]))  # the autoreset: a new game
+    assert info["lives"][0] == 5 and reward[0] == 0 and not terminated[0]
     vector.close()
+
+
+def test_vector_env_presses_fire_after_its_noops_as_the_wrappers_do():
+    # NOOP policy, no sticky actions: the ball is served by the reset's FIRE, which comes
+    # after the random no-ops, so the paddle loses it the same number of agent steps
+    # after every reset, as with the wrappers (ale-py's own fire reset pressed FIRE
+    # before its no-ops: the no-ops then ate into the agent's time, 18 to 24 steps).
+    options = dict(repeat_action_probability=0.0, clip_rewards=False)
+    single = atari.make_atari("ALE/Breakout-v5", **options)
+    wrapper_steps = {_steps_until_life_lost(single, 0, 300) for _ in range(3)}
+    vector = atari.make_atari_vector_env("ALE/Breakout-v5", 4, **options)
+    _, info = vector.reset(seed=0)
+    starts, lengths, t = [info["episode_frame_number"]], [], np.zeros(4, int)
+    ended = np.zeros(4, bool)
+    for _ in range(150):
+        obs, reward, terminated, truncated, info = vector.step(np.zeros(4, np.int64))
+        assert obs.shape == (4, 84, 84, 4) and not truncated.any()
+        starts.append(info["episode_frame_number"][ended])
+        assert (reward[ended] == 0).all() and not terminated[ended].any()
+        t[~ended] += 1
+        lengths += t[terminated].tolist()
+        t[ended | terminated] = 0
+        ended = terminated
+    vector.close()
+    # 0 to 29 no-op frames, then 4 of FIRE.
+    starts = np.concatenate(starts)
+    assert len(set(starts.tolist())) >= 5 and starts.min() >= 4 and starts.max() <= 33, starts
+    assert len(lengths) >= 16 and set(lengths) == {lengths[0]}, lengths
+    # The wrappers also step action 2 after FIRE: one agent step less.
+    assert wrapper_steps == {lengths[0] - 1}, (wrapper_steps, lengths[0])
 
 
 def test_rewards_are_clipped_unless_disabled():

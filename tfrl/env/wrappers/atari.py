@@ -18,7 +18,9 @@ and PPO papers and of SB3's `AtariWrapper`:
 `make_atari_vector_env(env_id, num_envs)` builds the same pipeline in ale-py's C++
 vector env (`gymnasium.make_vec(..., vectorization_mode="vector_entry_point")`, which
 steps the games in threads), with observations of the same dtype, shape and channel
-order: `[num_envs, dim, dim, framestack]` uint8.
+order: `[num_envs, dim, dim, framestack]` uint8, and the same reset order (no-ops, then
+an agent step of FIRE: `FireResetVector`; ale-py's own fire reset presses FIRE before
+its no-ops, which makes every Breakout start alike and halves a random policy's score).
 
 A rollout worker applies the pipeline to ALE envs with `preprocessor_pref="deepmind"`
 (RLlib's default): each sub-env through `wrap_deepmind`, or, when the worker steps
@@ -40,6 +42,7 @@ from typing import Any, Optional
 
 import gymnasium as gym
 import numpy as np
+from gymnasium.vector import AutoresetMode
 
 # ALE's raw screen: `[210, 160, 3]` (obs_type="rgb") or `[210, 160]` ("grayscale").
 _SCREEN_SHAPE = (210, 160)
@@ -209,31 +212,139 @@ def make_atari_vector_env(env_id: Any, num_envs: int, dim: int = 84, framestack:
                           clip_rewards: bool = True, **kwargs: Any) -> gym.vector.VectorEnv:
     """`wrap_deepmind`'s pipeline in ale-py's C++ vector env, observations channels-last.
 
+    Resets follow `wrap_deepmind`'s order: the no-ops first (ale-py draws 0 to
+    `noop_max - 1` of them; gymnasium's `AtariPreprocessing` 1 to `noop_max`), then, in
+    games with FIRE, one agent step of FIRE (`frame_skip` frames; `FireReset` then also
+    takes one step of action 2, which this env does not). ale-py's own fire reset is not
+    used: it presses FIRE for one frame *before* its no-ops, so the game starts at the
+    same frame after every reset (in Breakout the first ball always lands at the same
+    place, on the 97th frame) and the no-ops no longer vary the start. The env keeps
+    gymnasium's NEXT_STEP autoreset: the step after an episode ended returns the first
+    observation of the next one (reward 0); its action is ignored (FIRE is taken).
+
     Args:
         env_id: An ALE id or its `EnvSpec` (its kwargs, e.g. sticky actions, are kept;
             its frameskip is replaced by `frame_skip`).
         num_envs: Number of games stepped together.
         dim, framestack, noop_max, frame_skip, episodic_life, fire_reset, clip_rewards:
             As in `wrap_deepmind` (`fire_reset=None`: FIRE after resets where the game
-            has it, ale-py's rule).
+            has it as action 1).
         **kwargs: Further keywords of ale-py's `AtariVectorEnv` (e.g. `num_threads`).
 
     Returns:
         A gymnasium vector env with observations uint8 `[num_envs, dim, dim, n]`.
+
+    Raises:
+        ValueError: If `fire_reset=True` for a game whose action 1 is not FIRE, or
+            `autoreset_mode` is passed (the env's autoreset is NEXT_STEP).
     """
     stack = _stack_size(framestack)
     _ensure_ale_registered()
-    env = gym.make_vec(
-        env_id, num_envs=num_envs, vectorization_mode="vector_entry_point",
-        img_height=dim, img_width=dim, grayscale=True, stack_num=stack,
-        frameskip=frame_skip, maxpool=frame_skip > 1, noop_max=noop_max,
-        episodic_life=episodic_life, use_fire_reset=fire_reset is not False,
-        reward_clipping=clip_rewards, **kwargs)
+    if "autoreset_mode" in kwargs:
+        raise ValueError(
+            f"make_atari_vector_env's autoreset is NEXT_STEP (its fire reset needs it). "
+            f"Received: autoreset_mode={kwargs['autoreset_mode']!r}. Remove the argument.")
+
+    def make(mode: AutoresetMode) -> gym.vector.VectorEnv:
+        return gym.make_vec(
+            env_id, num_envs=num_envs, vectorization_mode="vector_entry_point",
+            img_height=dim, img_width=dim, grayscale=True, stack_num=stack,
+            frameskip=frame_skip, maxpool=frame_skip > 1, noop_max=noop_max,
+            episodic_life=episodic_life, use_fire_reset=False,
+            reward_clipping=clip_rewards, autoreset_mode=mode, **kwargs)
+
+    env = make(AutoresetMode.SAME_STEP)
+    actions = list(env.unwrapped.ale.get_action_set())
+    has_fire = len(actions) >= 3 and actions[1] == _ale_action("FIRE")
+    if fire_reset and not has_fire:
+        env.close()
+        raise ValueError(
+            f"fire_reset=True needs a game whose action 1 is FIRE. Received: actions "
+            f"{[str(a) for a in actions]}. Use fire_reset=None or False for this game.")
+    if has_fire and fire_reset is not False:
+        env = FireResetVector(env)
+    else:  # no FIRE: ale-py's own NEXT_STEP autoreset
+        env.close()
+        env = make(AutoresetMode.NEXT_STEP)
     single = _frames_space(dim, stack)
     return gym.wrappers.vector.TransformObservation(
         env, _batch_channels_last,
         observation_space=gym.vector.utils.batch_space(single, num_envs),
         single_observation_space=single)
+
+
+def _ale_action(name: str) -> Any:
+    # ale-py's `Action` member `name` (e.g. "FIRE").
+    import ale_py
+
+    return getattr(ale_py.Action, name)
+
+
+class FireResetVector(gym.vector.VectorWrapper):
+    """NEXT_STEP autoreset with an agent step of FIRE after each reset, over an ale-py
+    vector env that resets in SAME_STEP mode (no-ops only).
+
+    The step that ends a sub-env's episode returns its final observation (from
+    `info["final_obs"]`; ale-py has already reset the game and run its no-ops); the next
+    step presses FIRE there instead of the action given (as a NEXT_STEP env ignores the
+    action of a sub-env it resets) and returns the observation after it, reward 0, not
+    ended. `reset()` also presses FIRE once in every sub-env. The infos of the step that
+    ends a sub-env's episode describe its new game (e.g. `lives`): ale-py's SAME_STEP
+    mode returns no final infos.
+
+    Args:
+        env: ale-py's `AtariVectorEnv` (possibly wrapped) in SAME_STEP autoreset mode, of
+            a game whose action 1 is FIRE.
+
+    Raises:
+        ValueError: If `env` does not reset in SAME_STEP mode.
+    """
+
+    def __init__(self, env: gym.vector.VectorEnv):
+        super().__init__(env)
+        mode = AutoresetMode(env.metadata.get("autoreset_mode", AutoresetMode.NEXT_STEP))
+        if mode is not AutoresetMode.SAME_STEP:
+            raise ValueError(
+                f"FireResetVector needs an env in SAME_STEP autoreset mode. Received: "
+                f"{mode}. Make it with autoreset_mode=AutoresetMode.SAME_STEP.")
+        self.metadata = {**env.metadata, "autoreset_mode": AutoresetMode.NEXT_STEP}
+        self._ended = np.zeros(self.num_envs, bool)  # reset by ale-py, not reported yet
+
+    def reset(self, *, seed: Any = None, options: Optional[dict] = None):
+        if options and "reset_mask" in options:
+            raise ValueError(
+                "FireResetVector resets all sub-envs together (a sub-env whose episode "
+                "ended is reset by the next step). Received: options with 'reset_mask'.")
+        obs, info = self.env.reset(seed=seed, options=options)
+        fire = np.ones(self.num_envs, dtype=np.int64)
+        obs, _, terminated, truncated, info = self.env.step(fire)
+        info = self._drop_final(info)
+        self._ended[:] = False  # an episode ended by FIRE was reset again by ale-py
+        return obs, info
+
+    def step(self, actions: Any):
+        ended = self._ended
+        if ended.any():
+            actions = np.array(actions, copy=True)
+            actions[ended] = 1  # FIRE
+        obs, rewards, terminated, truncated, info = self.env.step(actions)
+        final_obs = info.get("final_obs")
+        info = self._drop_final(info)
+        if ended.any():
+            rewards = np.where(ended, 0.0, rewards).astype(rewards.dtype)
+            # A FIRE that ended the episode: ale-py reset it again; report that start.
+            terminated, truncated = terminated & ~ended, truncated & ~ended
+        done = terminated | truncated
+        if done.any():
+            obs = np.array(obs, copy=True)
+            obs[done] = final_obs[done]
+        self._ended = done
+        return obs, rewards, terminated, truncated, info
+
+    @staticmethod
+    def _drop_final(info: dict) -> dict:
+        return {k: v for k, v in info.items() if k not in ("final_obs", "_final_obs",
+                                                            "final_info", "_final_info")}
 
 
 def _batch_channels_last(obs: np.ndarray) -> np.ndarray:
