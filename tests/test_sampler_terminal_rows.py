@@ -91,18 +91,6 @@ def _dqn_sampler(path, num_envs, explore=True, **kwargs):
     return sampler, worker.policy_map["default_policy"]
 
 
-def test_dqn_timestep_counts_env_steps_and_epsilon_follows_it():
-    sampler, policy = _dqn_sampler("vector", 1, rollout_fragment_length=float("inf"),
-                                   multiple_episodes_in_batch=False)
-    steps = 0
-    for _ in range(6):
-        batch = sampler.next()
-        steps += batch.count
-        assert batch["terminateds"][-1]
-        assert policy.global_timestep == steps
-    assert policy.cur_epsilon == pytest.approx(max(0.0, 1.0 - steps / 300))
-
-
 @pytest.mark.parametrize("explore", [True, False])
 def test_dqn_batches_of_both_loops_are_equal(explore):
     """The array-based loop acts on the same rows as the generic one, so a seeded
