@@ -143,7 +143,8 @@ def merged_policy_config(policy_config: dict, spec: PolicySpec, worker_index: in
     """
     config = {**policy_config, **(spec.config or {})}
     if worker_index > 0:
-        config["num_gpus"] = policy_config.get("num_gpus_per_worker", WORKER_SET_DEFAULTS["num_gpus_per_worker"])
+        config["num_gpus"] = policy_config.get(
+            "num_gpus_per_worker", WORKER_SET_DEFAULTS["num_gpus_per_worker"])
         config["learner_workers"] = 1
     if seed is not None:
         config["seed"] = int(seed) + 1000 * int(worker_index)
