@@ -33,8 +33,9 @@ policy (RLlib's behaviour).
 
 Every run is its own subprocess (so peak RSS is the run's own); runs alternate between the
 frameworks (tfrl s0, SB3 s0, tfrl s1, ...), with `--threads` intra/inter-op threads for
-TF and as many torch threads. The SB3 child does not import TensorFlow
-(`bench_ppo_cartpole.hide_tensorflow`). Reported per run: env steps run (tfrl's
+TF and as many torch threads (default 2, the machine's cores, as `bench_atari.py` runs and
+as both libraries do by default here; `--threads 1` for one core each). The SB3 child does
+not import TensorFlow (`bench_ppo_cartpole.hide_tensorflow`). Reported per run: env steps run (tfrl's
 iterations end at whole rounds: up to an iteration more than the budget), wall seconds
 for them (after the algorithm is built), CPU seconds of the process over that span, env
 steps/s, gradient steps/s, the mean return of the last 10 training episodes at the end
@@ -189,8 +190,9 @@ def main() -> int:
     parser = bench_parser(__doc__.splitlines()[0], steps=30_000, seeds=[0])
     parser.add_argument("--algos", nargs="+", choices=sorted(TUNED), default=["SAC"])
     parser.add_argument("--env", default="HalfCheetah-v5")
-    parser.add_argument("--threads", type=int, default=1,
-                        help="TF intra/inter-op threads = torch threads")
+    parser.add_argument("--threads", type=int, default=2,
+                        help="TF intra/inter-op threads = torch threads (default 2: this "
+                             "machine's cores, as bench_atari.py)")
     parser.add_argument("--eval-episodes", type=int, default=5,
                         help="deterministic episodes after training (not timed)")
     parser.add_argument("--round", type=int, default=None,
