@@ -172,7 +172,8 @@ def test_soft_update_by_hand_eagerly_and_compiled():
     (lambda: DeterministicActor(OBS, DISCRETE), r"DeterministicActor needs a Box action "
      r"space; received Discrete\(4\)\. For Discrete actions use .*SAC's discrete variant"),
     (lambda: SquashedGaussianActor(OBS, gym.spaces.MultiBinary(2)),
-     r"SquashedGaussianActor needs a Box action space; received MultiBinary\(2\)"),
+     r"SquashedGaussianActor needs a Box action space; received MultiBinary\(2\)\. Give "
+     r"the env a Box action space .*For Discrete actions use"),
     (lambda: DeterministicActor(OBS, gym.spaces.Box(-np.inf, np.inf, (2,))),
      r"DeterministicActor squashes actions into the action space's bounds, which must be "
      r"finite"),

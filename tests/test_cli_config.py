@@ -210,6 +210,31 @@ def test_tuned_pg_a2c_pendulum_are_their_learning_test_configs():
         assert build_config(resolve_experiment(os.path.join(TUNED, name))) == config, name
 
 
+TUNED_FILES = sorted(f for f in os.listdir(TUNED) if f.endswith((".yaml", ".yml", ".json")))
+
+
+@pytest.mark.parametrize("name", TUNED_FILES)
+def test_every_tuned_file_builds_its_algorithms_config_and_is_listed(name, tmp_path):
+    # Each file's keys and values pass its algorithm's config checks (without making its
+    # env: the Atari, MuJoCo and MinAtar files need their extras for that), and
+    # examples/tuned/README.md has a row for it. The offline files read data made by
+    # their tests (`input` under /tmp): here an existing directory stands in for it.
+    from tfrl.algorithms.registry import get_algorithm_class
+    from tfrl.models.catalog import merge_model_config
+
+    exp = resolve_experiment(os.path.join(TUNED, name))
+    assert exp.algo in ALGORITHMS and exp.env, (exp.algo, exp.env)
+    config = dict(exp.config, env=exp.env)
+    if isinstance(config.get("input"), str) and config["input"] != "sampler":
+        (tmp_path / "data.json").write_text("")
+        config["input"] = str(tmp_path)
+    config_class = get_algorithm_class(exp.algo, return_config=True)[1]
+    config = config_class.from_dict(config)
+    merge_model_config(config.model)
+    with open(os.path.join(TUNED, "README.md"), encoding="utf-8") as f:
+        assert f"`{name}`" in f.read(), f"examples/tuned/README.md has no row for {name}"
+
+
 @pytest.mark.parametrize("exp,message", [
     (Experiment(algo="PPX", env="CartPole-v1"),
      r"^Unknown algorithm 'PPX'\. Did you mean 'PPO'\? Pass --algo with one of "

@@ -3,6 +3,7 @@ priority updates, and bad input (the loss itself: tests/test_dqn_loss.py)."""
 
 import contextlib
 import io
+import json
 import os
 import re
 
@@ -276,6 +277,39 @@ def test_priorities_are_the_td_errors_after_learning():
     np.testing.assert_array_equal(priorities[never], 1.0)  # max priority at insertion
 
 
+def test_multi_agent_dqn_replays_learns_and_prioritizes_per_policy():
+    # Two agents on two policies: each policy has its own prioritized buffer of its
+    # agent's rows, learns from it, gets its priorities from its own TD errors and its
+    # own target copy.
+    from tfrl.env.multi_agent_env import make_multi_agent
+    from tfrl.env.registry import register_env
+    from tfrl.policy.policy import PolicySpec
+
+    two_cartpoles = make_multi_agent("CartPole-v1")
+    register_env("dqn_two_cartpoles", lambda ctx: two_cartpoles({"num_agents": 2}))
+    algo = make_dqn(env="dqn_two_cartpoles", target_network_update_freq=8, multiagent={
+        "policies": {"p0": PolicySpec(), "p1": PolicySpec()},
+        "policy_mapping_fn": lambda aid, episode, worker=None, **kw: f"p{aid}"})
+    initial = algo.get_weights()
+    for _ in range(3):  # 4 env steps per round, one gradient step per policy and round
+        result = algo.train()
+    buffer = algo.local_replay_buffer
+    assert buffer.prioritized_replay and sorted(buffer.replay_buffers) == ["p0", "p1"]
+    assert sorted(result["info"]["learner"]) == ["p0", "p1"]
+    state = buffer.get_state()["buffers"]
+    for pid in ("p0", "p1"):
+        policy = algo.get_policy(pid)
+        assert policy.num_grad_updates.numpy() == 3
+        assert not all(np.array_equal(a, b)
+                       for a, b in zip(initial[pid], policy.get_weights()))
+        # Replayed rows carry |TD error| + eps (not the insertion priority 1.0).
+        assert np.any(state[pid]["priorities"] != 1.0), state[pid]["priorities"]
+        # The target was copied at step 8 (after the second round's update), not since.
+        target = [w.numpy() for w in policy.target_model.weights]
+        assert not same(target, initial[pid]) and not same(target, policy.get_weights())
+    algo.stop()
+
+
 def test_td_errors_match_the_loss_math():
     policy = make_policy(double_q=True, gamma=0.9, dueling=False)
     rng = np.random.default_rng(0)
@@ -319,6 +353,37 @@ def test_tfrl_train_runs_dqn_and_the_tuned_file_resolves(tmp_path):
                          "dqn_cartpole.yaml")
     out = run("train", "--algo=DQN", f"--config={tuned}", "--dry_run")
     assert "DQN" in out and "training_intensity" in out
+
+
+def test_tfrl_train_runs_dqn_from_the_tuned_file(tmp_path):
+    # `tfrl train --algo=DQN` with examples/tuned/dqn_cartpole.yaml as it is, shortened to
+    # one 256-step round (the file's rollout_fragment_length) learning from step 128 on,
+    # with small nets: training_intensity 32 makes that round one learning phase of
+    # 32 * 256 / 64 = 128 gradient steps of 64 rows, in one compiled call.
+    tuned = os.path.join(os.path.dirname(__file__), "..", "examples", "tuned",
+                         "dqn_cartpole.yaml")
+    logdir = str(tmp_path / "dqn")
+    out = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(out):
+            assert main(["tfrl", "train", "--algo=DQN", f"--config={tuned}",
+                         "--config_override=timesteps_per_iteration=256",
+                         "--config_override=learning_starts=128",
+                         "--config_override=model.fcnet_hiddens=[16]",
+                         "--stop=training_iteration=1", f"--logdir={logdir}"]) == 0
+    finally:
+        flags.FLAGS.unparse_flags()
+    lines = out.getvalue().splitlines()
+    assert re.match(r"iter +1  steps +256  reward", lines[0]), lines
+    assert lines[1].startswith("Finished (training_iteration=1 >= 1): 1 iterations, 256 env")
+    with open(os.path.join(logdir, "result.json")) as f:
+        (result,) = [json.loads(line) for line in f]
+    stats = result["info"]["learner"]["default_policy"]["learner_stats"]
+    assert stats["num_grad_updates"] == 128 and stats["num_traces"] == 1
+    assert np.isfinite(stats["total_loss"] if "total_loss" in stats else stats["loss"])
+    with open(os.path.join(logdir, "experiment.json")) as f:
+        experiment = json.load(f)
+    assert experiment["algo"] == "DQN" and experiment["config"]["n_step"] == 3
 
 
 def test_zoo_file_holds_rl_zoos_cartpole_settings():

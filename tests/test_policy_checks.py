@@ -34,8 +34,10 @@ def test_box_actions():
     with pytest.raises(ValueError, match=r"^TD3 needs a Box action space \(a deterministic "
                                          r"actor .*received Discrete\(3\).*SAC's discrete"):
         check_box_actions(gym.spaces.Discrete(3))
-    with pytest.raises(ValueError, match=r"^DDPG needs a Box action space; received "
-                                         r"MultiBinary\(2\)\.$"):
+    with pytest.raises(ValueError, match=r"^DDPG needs a Box action space of continuous "
+                                         r"actions; received MultiBinary\(2\)\. Give the env "
+                                         r"a Box action space .*use SAC's discrete variant "
+                                         r"or DQN for Discrete actions\.$"):
         check_box_actions(gym.spaces.MultiBinary(2), "DDPG")
     with pytest.raises(ValueError, match=r"bounds, which must be finite; received Box\(-inf"):
         check_box_actions(gym.spaces.Box(-np.inf, np.inf, (2,), np.float32))

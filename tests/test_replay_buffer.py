@@ -336,6 +336,43 @@ def test_save_and_restore_through_a_checkpoint_is_exact(tmp_path):
                           compress_observations=True).set_state(buffer.get_state())
 
 
+@pytest.mark.parametrize("compress, n_step", [(False, 1), (True, 1), (False, 3)])
+def test_uint8_frames_stay_uint8_through_replay_and_checkpoints(tmp_path, compress, n_step):
+    # Issue 19: image observations keep one byte per pixel in the buffer, in what it
+    # replays and in its checkpointed contents.
+    frames = np.random.default_rng(0).integers(0, 256, (13, 84, 84, 4), dtype=np.uint8)
+
+    def build():
+        return LocalReplayBuffer(capacity=16, replay_batch_size=6, seed=3,
+                                 prioritized_replay=True, compress_observations=compress,
+                                 n_step=n_step, gamma=0.9)
+
+    buffer = build()
+    batch = SampleBatch({"obs": frames[:-1], "new_obs": frames[1:],
+                         "actions": np.arange(12) % 4, "rewards": np.ones(12, np.float32),
+                         "terminateds": np.arange(12) == 5, "eps_id": np.arange(12) // 6})
+    buffer.add_batch(batch)
+    if not compress:  # stored as uint8 arrays: 84 * 84 * 4 bytes a frame, twice a row
+        storage = buffer.replay_buffers["default_policy"]._storage
+        assert storage.columns["obs"].dtype == np.uint8
+        assert storage.columns["new_obs"].nbytes == 16 * 84 * 84 * 4
+    out = buffer.replay()
+    for key in ("obs", "new_obs"):
+        assert out[key].dtype == np.uint8 and out[key].shape == (6, 84, 84, 4)
+    # The replayed frames are the stored ones (row i of the batch had obs frames[i]).
+    rows = out["batch_indexes"]
+    np.testing.assert_array_equal(out["obs"], frames[rows])
+    if n_step == 1:
+        np.testing.assert_array_equal(out["new_obs"], frames[rows + 1])
+    path = write_checkpoint(str(tmp_path / "ckpt"), {"replay": buffer.get_state()})
+    restored = build()
+    restored.set_state(read_checkpoint(path)["replay"])
+    x, y = buffer.replay(), restored.replay()
+    for key in ("obs", "new_obs"):
+        assert y[key].dtype == np.uint8
+        np.testing.assert_array_equal(x[key], y[key])
+
+
 def test_uniform_sequence_state_round_trip():
     buffer = ReplayBuffer(capacity=6, storage_unit="sequences", replay_sequence_length=2,
                           seed=2)

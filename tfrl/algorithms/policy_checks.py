@@ -52,7 +52,10 @@ def check_box_actions(action_space: gym.Space, owner: str = "TD3") -> None:
             f"actions); received {action_space}. For Discrete actions use SAC's discrete "
             "variant (SAC on a Discrete action space) or DQN.")
     if not isinstance(action_space, gym.spaces.Box):
-        raise ValueError(f"{owner} needs a Box action space; received {action_space!r}.")
+        raise ValueError(f"{owner} needs a Box action space of continuous actions; received "
+                         f"{action_space!r}. Give the env a Box action space (e.g. flatten "
+                         "the space with an action wrapper), or use SAC's discrete variant "
+                         "or DQN for Discrete actions.")
     if not (np.all(np.isfinite(action_space.low)) and np.all(np.isfinite(action_space.high))):
         raise ValueError(f"{owner} squashes its actions into the action space's bounds, which "
                          f"must be finite; received {action_space}.")

@@ -53,7 +53,9 @@ def _check_box(owner: str, action_space: Any, bounded: bool = False) -> gym.spac
         raise ValueError(f"{owner} needs a Box action space; received {action_space}. "
                          f"{_DISCRETE_HINT}")
     if not isinstance(action_space, gym.spaces.Box):
-        raise ValueError(f"{owner} needs a Box action space; received {action_space!r}.")
+        raise ValueError(f"{owner} needs a Box action space; received {action_space!r}. Give "
+                         "the env a Box action space (e.g. flatten the space with an action "
+                         f"wrapper). {_DISCRETE_HINT}")
     if bounded and not (np.all(np.isfinite(action_space.low))
                         and np.all(np.isfinite(action_space.high))):
         raise ValueError(f"{owner} squashes actions into the action space's bounds, which "
