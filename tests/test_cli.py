@@ -2,9 +2,7 @@
 test). Trains PPO a few tiny iterations, restores, evaluates, exports; every user mistake
 exits 2 with one line on stderr."""
 
-import contextlib
 import importlib.util
-import io
 import json
 import os
 import re
@@ -17,6 +15,7 @@ import pytest
 import tensorflow as tf
 from absl import flags
 
+from cli_helpers import run_tfrl
 from tfrl.algorithms.callbacks import DefaultCallbacks
 from tfrl.algorithms.registry import ALGORITHMS, get_algorithm_class
 from tfrl.cli import commands
@@ -36,19 +35,11 @@ def _reset_flags():
     flags.FLAGS.unparse_flags()
 
 
-def _main(*args):
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        assert main(["tfrl", *args]) == 0
-    flags.FLAGS.unparse_flags()
-    return out.getvalue()
-
-
 @pytest.fixture(scope="module")
 def trained(tmp_path_factory):
     """`tfrl train` of 2 tiny PPO iterations with a checkpoint after each."""
     logdir = str(tmp_path_factory.mktemp("cli") / "run")
-    out = _main("train", *TINY, "--stop=training_iteration=2", f"--logdir={logdir}",
+    out = run_tfrl("train", *TINY, "--stop=training_iteration=2", f"--logdir={logdir}",
                 "--checkpoint_every=1")
     return logdir, out
 
@@ -113,7 +104,7 @@ def test_train_prints_progress_and_writes_checkpoints_and_results(trained):
 @pytest.mark.slow  # trains (or reuses the module's 20 s training run)
 def test_restore_continues_from_the_checkpoint(trained, tmp_path):
     logdir, _ = trained
-    out = _main("train", *TINY, "--stop=training_iteration=3", f"--logdir={tmp_path}",
+    out = run_tfrl("train", *TINY, "--stop=training_iteration=3", f"--logdir={tmp_path}",
                 f"--restore={logdir}/checkpoint_000002", "--quiet")
     assert out.splitlines() == [
         out.splitlines()[0], f"Checkpoint: {tmp_path}/checkpoint_000003"]
@@ -125,7 +116,7 @@ def test_restore_continues_from_the_checkpoint(trained, tmp_path):
 
 @pytest.mark.slow  # trains (or reuses the module's 20 s training run)
 def test_ctrl_c_ends_training_with_a_checkpoint(tmp_path):
-    out = _main("train", *TINY, f"--logdir={tmp_path}", "--quiet",
+    out = run_tfrl("train", *TINY, f"--logdir={tmp_path}", "--quiet",
                 "--config_override=callbacks=test_cli:InterruptOnSecondResult")
     assert out.splitlines() == [
         "No stop criteria (--stop): training until interrupted; Ctrl-C writes a final "
@@ -147,7 +138,7 @@ class InterruptOnSecondResult(DefaultCallbacks):
 def test_dry_run_prints_the_learning_test_config():
     from test_ppo_learning import cartpole_config
 
-    out = _main("train", f"--config={REPO_ROOT}/examples/tuned/ppo_cartpole.yaml", "--dry_run")
+    out = run_tfrl("train", f"--config={REPO_ROOT}/examples/tuned/ppo_cartpole.yaml", "--dry_run")
     resolved = json.loads(out)
     # The CLI prints what JSON cannot hold (the callbacks class) as its repr.
     expected = json.loads(json.dumps(cartpole_config(0).to_dict(), default=repr))
@@ -164,15 +155,15 @@ def test_help_lists_the_flags_of_a_command(capsys):
 
 
 def test_resource_flags_and_seed_go_into_the_config():
-    out = _main("train", "--algo=A2C", "--env=CartPole-v1", "--num_workers=2",
+    out = run_tfrl("train", "--algo=A2C", "--env=CartPole-v1", "--num_workers=2",
                 "--num_gpus=0.5", "--seed=4", "--config_override=num_workers=3", "--dry_run")
     config = json.loads(out)["resolved_config"]
     assert (config["num_workers"], config["num_gpus"], config["seed"]) == (3, 0.5, 4)
 
 
 def test_each_call_starts_from_default_flags():
-    _main("train", "--algo=PG", "--env=CartPole-v1", "--seed=3", "--dry_run")
-    out = _main("train", "--algo=PG", "--env=CartPole-v1", "--dry_run")
+    run_tfrl("train", "--algo=PG", "--env=CartPole-v1", "--seed=3", "--dry_run")
+    out = run_tfrl("train", "--algo=PG", "--env=CartPole-v1", "--dry_run")
     assert json.loads(out)["resolved_config"]["seed"] is None
 
 
@@ -181,14 +172,14 @@ def test_each_call_starts_from_default_flags():
 @pytest.mark.slow  # trains (or reuses the module's 20 s training run)
 def test_evaluate_runs_deterministic_episodes(trained, capsys):
     logdir, _ = trained
-    out = _main("evaluate", f"--checkpoint={logdir}/checkpoint_000002", "--episodes=3")
+    out = run_tfrl("evaluate", f"--checkpoint={logdir}/checkpoint_000002", "--episodes=3")
     match = re.fullmatch(r"Evaluated 3 episodes of CartPole-v1 \(deterministic actions\): "
                          r"return mean (\S+), min (\S+), max (\S+); length mean (\S+)\n", out)
     assert match, out
     mean, low, high, length = map(float, match.groups())
     assert 8 <= low <= mean <= high <= 500
     assert length == pytest.approx(mean, abs=0.06)  # CartPole: reward 1 per step
-    out = _main("evaluate", f"--checkpoint={logdir}/checkpoint_000002", "--episodes=2",
+    out = run_tfrl("evaluate", f"--checkpoint={logdir}/checkpoint_000002", "--episodes=2",
                 "--explore")
     assert out.startswith("Evaluated 2 episodes of CartPole-v1 (stochastic actions): return")
 
@@ -197,7 +188,7 @@ def test_evaluate_runs_deterministic_episodes(trained, capsys):
 def test_export_writes_a_saved_model_that_serves_the_policy_actions(trained, tmp_path):
     logdir, _ = trained
     checkpoint = f"{logdir}/checkpoint_000002"
-    out = _main("export", f"--checkpoint={checkpoint}", f"--export_dir={tmp_path}/model",
+    out = run_tfrl("export", f"--checkpoint={checkpoint}", f"--export_dir={tmp_path}/model",
                 "--tf_threads=1")
     assert out == f"Exported default_policy (saved_model) to {tmp_path}/model\n"
     obs = np.random.RandomState(0).uniform(-0.2, 0.2, size=(6, 4)).astype(np.float32)
@@ -228,7 +219,7 @@ def test_export_writes_a_saved_model_that_serves_the_policy_actions(trained, tmp
 def test_export_policy_checkpoint_format(trained):
     logdir, _ = trained
     checkpoint = f"{logdir}/checkpoint_000001"
-    out = _main("export", f"--checkpoint={checkpoint}", "--format=checkpoint")
+    out = run_tfrl("export", f"--checkpoint={checkpoint}", "--format=checkpoint")
     assert out == f"Exported default_policy (checkpoint) to {checkpoint}_checkpoint\n"
     assert os.path.isfile(f"{checkpoint}_checkpoint/policy.index")
 
@@ -314,7 +305,7 @@ def test_checkpoint_errors(trained, tmp_path, capsys):
 @pytest.mark.slow  # trains TD3 for two short iterations (~15 s)
 def test_train_td3_with_its_tuned_file(tmp_path):
     logdir = str(tmp_path / "td3")
-    out = _main("train", "--algo=TD3", f"--config={REPO_ROOT}/examples/tuned/td3_pendulum.yaml",
+    out = run_tfrl("train", "--algo=TD3", f"--config={REPO_ROOT}/examples/tuned/td3_pendulum.yaml",
                 "--stop=training_iteration=2", "--config_override=timesteps_per_iteration=400",
                 "--config_override=num_steps_sampled_before_learning_starts=200",
                 f"--logdir={logdir}")

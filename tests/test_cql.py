@@ -2,23 +2,19 @@
 behaviour-cloning phase, Lagrangian multiplier), the config's RLlib defaults, bad input
 (missing columns in the data, Discrete actions), and `tfrl train --algo=CQL`."""
 
-import contextlib
-import io
 import math
-import os
 import re
 
 import gymnasium as gym
 import numpy as np
 import pytest
 import tensorflow as tf
-from absl import flags
 
+from cli_helpers import run_tfrl, tuned
 from tfrl.algorithms.cql import CQL, CQLConfig, CQLTFPolicy
 from tfrl.algorithms.cql.cql_loss import cql_actor_loss, cql_loss, uniform_log_density
 from tfrl.algorithms.cql.cql_tf_policy import CQL_NOISE
 from tfrl.algorithms.sac.sac_tf_policy import NOISE
-from tfrl.cli.main import main
 from tfrl.data.sample_batch import SampleBatch
 from tfrl.offline.json_writer import JsonWriter
 
@@ -241,25 +237,18 @@ def test_tfrl_train_runs_cql_from_files(tmp_path):
         batch["eps_id"] = np.full(50, episode, np.int64)
         writer.write(batch)
     writer.close()
-    path = os.path.join(os.path.dirname(__file__), "..", "examples", "tuned",
-                        "cql_pendulum.yaml")
-    out = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(out):
-            assert main(["tfrl", "train", "--algo=CQL", f"--config={path}",
-                         f"--config_override=input={data}",
-                         "--config_override=timesteps_per_iteration=100",
-                         "--config_override=rollout_fragment_length=50",
-                         "--config_override=learning_starts=100",
-                         "--config_override=train_batch_size=32",
-                         "--config_override=training_intensity=1.28",
-                         "--config_override=evaluation_interval=0",
-                         "--config_override=q_model_config.fcnet_hiddens=[8]",
-                         "--config_override=policy_model_config.fcnet_hiddens=[8]",
-                         "--stop=training_iteration=2", f"--logdir={tmp_path / 'logs'}"]) == 0
-    finally:
-        flags.FLAGS.unparse_flags()
-    lines = out.getvalue().splitlines()
+    lines = run_tfrl("train", "--algo=CQL", f"--config={tuned('cql_pendulum.yaml')}",
+                     f"--config_override=input={data}",
+                     "--config_override=timesteps_per_iteration=100",
+                     "--config_override=rollout_fragment_length=50",
+                     "--config_override=learning_starts=100",
+                     "--config_override=train_batch_size=32",
+                     "--config_override=training_intensity=1.28",
+                     "--config_override=evaluation_interval=0",
+                     "--config_override=q_model_config.fcnet_hiddens=[8]",
+                     "--config_override=policy_model_config.fcnet_hiddens=[8]",
+                     "--stop=training_iteration=2", f"--logdir={tmp_path / 'logs'}"
+                     ).splitlines()
     assert re.match(r"iter +1  steps +100", lines[0]), lines
     assert any(x.startswith("Finished (training_iteration=2 >= 2): 2 iterations, 200 env")
                for x in lines), lines

@@ -1,8 +1,6 @@
 """DQN: config checks, epsilon-greedy acting, target updates, training intensity,
 priority updates, and bad input (the loss itself: tests/test_dqn_loss.py)."""
 
-import contextlib
-import io
 import json
 import os
 import re
@@ -10,13 +8,12 @@ import re
 import gymnasium as gym
 import numpy as np
 import pytest
-from absl import flags
 
+from cli_helpers import run_tfrl, tuned
 from tfrl.algorithms.dqn import DQN, DQNConfig, DQNTFPolicy
 from tfrl.algorithms.off_policy_config import OffPolicyConfig
 from tfrl.algorithms.off_policy_plan import learning_schedule
 from tfrl.cli.experiment import build_config, resolve_experiment
-from tfrl.cli.main import main
 from tfrl.execution.replay_buffer import BATCH_INDEXES
 
 OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
@@ -330,17 +327,8 @@ def test_td_errors_match_the_loss_math():
 # ---------------------------------------------------------------------- CLI
 
 def test_tfrl_train_runs_dqn_and_the_tuned_file_resolves(tmp_path):
-    def run(*args):
-        out = io.StringIO()
-        try:
-            with contextlib.redirect_stdout(out):
-                assert main(["tfrl", *args]) == 0
-        finally:
-            flags.FLAGS.unparse_flags()
-        return out.getvalue()
-
     logdir = str(tmp_path / "run")
-    out = run("train", "--algo=DQN", "--env=CartPole-v1", "--seed=0",
+    out = run_tfrl("train", "--algo=DQN", "--env=CartPole-v1", "--seed=0",
               "--config_override=timesteps_per_iteration=64",
               "--config_override=learning_starts=32", "--config_override=hiddens=[8]",
               "--config_override=model.fcnet_hiddens=[16]", "--stop=training_iteration=2",
@@ -349,9 +337,8 @@ def test_tfrl_train_runs_dqn_and_the_tuned_file_resolves(tmp_path):
     assert re.match(r"iter +2  steps +128  reward", lines[1]), lines
     assert lines[2].startswith("Finished (training_iteration=2 >= 2): 2 iterations, 128 env")
     assert "checkpoint_000002" in os.listdir(logdir)
-    tuned = os.path.join(os.path.dirname(__file__), "..", "examples", "tuned",
-                         "dqn_cartpole.yaml")
-    out = run("train", "--algo=DQN", f"--config={tuned}", "--dry_run")
+    out = run_tfrl("train", "--algo=DQN", f"--config={tuned('dqn_cartpole.yaml')}",
+                   "--dry_run")
     assert "DQN" in out and "training_intensity" in out
 
 
@@ -360,20 +347,12 @@ def test_tfrl_train_runs_dqn_from_the_tuned_file(tmp_path):
     # one 256-step round (the file's rollout_fragment_length) learning from step 128 on,
     # with small nets: training_intensity 32 makes that round one learning phase of
     # 32 * 256 / 64 = 128 gradient steps of 64 rows, in one compiled call.
-    tuned = os.path.join(os.path.dirname(__file__), "..", "examples", "tuned",
-                         "dqn_cartpole.yaml")
     logdir = str(tmp_path / "dqn")
-    out = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(out):
-            assert main(["tfrl", "train", "--algo=DQN", f"--config={tuned}",
-                         "--config_override=timesteps_per_iteration=256",
-                         "--config_override=learning_starts=128",
-                         "--config_override=model.fcnet_hiddens=[16]",
-                         "--stop=training_iteration=1", f"--logdir={logdir}"]) == 0
-    finally:
-        flags.FLAGS.unparse_flags()
-    lines = out.getvalue().splitlines()
+    lines = run_tfrl("train", "--algo=DQN", f"--config={tuned('dqn_cartpole.yaml')}",
+                     "--config_override=timesteps_per_iteration=256",
+                     "--config_override=learning_starts=128",
+                     "--config_override=model.fcnet_hiddens=[16]",
+                     "--stop=training_iteration=1", f"--logdir={logdir}").splitlines()
     assert re.match(r"iter +1  steps +256  reward", lines[0]), lines
     assert lines[1].startswith("Finished (training_iteration=1 >= 1): 1 iterations, 256 env")
     with open(os.path.join(logdir, "result.json")) as f:

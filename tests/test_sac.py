@@ -2,22 +2,19 @@
 gradient step inside the learning call, the noise column, TD errors, the discrete
 variant, and bad input (the losses themselves: tests/test_actor_critic_losses.py)."""
 
-import contextlib
-import io
-import os
 import re
 
 import gymnasium as gym
 import numpy as np
 import pytest
 import tensorflow as tf
-from absl import flags
 
+from cli_helpers import run_tfrl
+from cli_helpers import tuned as tuned_file
 from tfrl.algorithms.sac import SACConfig, SACTFPolicy
 from tfrl.algorithms.sac.sac_loss import (sac_actor_loss, sac_alpha_loss, sac_critic_loss,
                                           soft_q_target)
 from tfrl.algorithms.sac.sac_tf_policy import NOISE, TARGET_WEIGHTS
-from tfrl.cli.main import main
 
 OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (3,), np.float32)
 BOX = gym.spaces.Box(-2.0, 2.0, (2,), np.float32)
@@ -224,18 +221,11 @@ def test_bad_observation_space_and_config_are_rejected_clearly():
 
 @pytest.mark.parametrize("tuned", ["sac_pendulum.yaml", "sac_cartpole.yaml"])
 def test_tfrl_train_runs_sac_from_the_tuned_file(tmp_path, tuned):
-    path = os.path.join(os.path.dirname(__file__), "..", "examples", "tuned", tuned)
-    out = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(out):
-            assert main(["tfrl", "train", "--algo=SAC", f"--config={path}",
-                         "--config_override=timesteps_per_iteration=128",
-                         "--config_override=learning_starts=64",
-                         "--config_override=q_model_config.fcnet_hiddens=[8]",
-                         "--config_override=policy_model_config.fcnet_hiddens=[8]",
-                         "--stop=training_iteration=1", f"--logdir={tmp_path}"]) == 0
-    finally:
-        flags.FLAGS.unparse_flags()
-    lines = out.getvalue().splitlines()
+    lines = run_tfrl("train", "--algo=SAC", f"--config={tuned_file(tuned)}",
+                     "--config_override=timesteps_per_iteration=128",
+                     "--config_override=learning_starts=64",
+                     "--config_override=q_model_config.fcnet_hiddens=[8]",
+                     "--config_override=policy_model_config.fcnet_hiddens=[8]",
+                     "--stop=training_iteration=1", f"--logdir={tmp_path}").splitlines()
     assert re.match(r"iter +1  steps +128  reward", lines[0]), lines
     assert lines[1].startswith("Finished (training_iteration=1 >= 1): 1 iterations, 128 env")
