@@ -1,11 +1,12 @@
 """OffPolicyAlgorithm: what DQN, SAC and TD3/DDPG share as algorithms.
 
-The plan is RLlib's DQN plan from the execution operators: `ParallelRollouts(bulk_sync)`
-→ `StoreToReplayBuffer`, and `Replay` → `TrainOneStep` → `UpdateTargetNetwork`, merged by
+The plan is RLlib's DQN plan from the execution operators: `ParallelRollouts(bulk_sync)` →
+`StoreToReplayBuffer`, and `Replay` → `TrainOneStep` → `UpdateTargetNetwork`, merged by
 `Concurrently` → metrics (`tfrl.algorithms.off_policy_plan.off_policy_train_op`). The
-replay buffer (`local_replay_buffer`, RLlib 1.x's name) belongs to the algorithm, not to its plan: a plan rebuilt after a failed iteration
-keeps it, and with `store_buffer_in_checkpoints` `save()` writes its contents too, so a
-restored algorithm continues exactly as the uninterrupted one.
+replay buffer (`local_replay_buffer`, RLlib 1.x's name) belongs to the algorithm, not to
+its plan: a plan rebuilt after a failed iteration keeps it, and with
+`store_buffer_in_checkpoints` `save()` writes its contents too, so a restored algorithm
+continues exactly as the uninterrupted one.
 """
 
 from typing import Any, Dict, Optional
