@@ -159,7 +159,7 @@ class UpdateReplayPriorities:
         return item
 
 
-def off_policy_train_op(rollouts: LocalIterator[types.Batch], workers: types.WorkerSet,
+def off_policy_train_op(rollouts: LocalIterator[Any], workers: types.WorkerSet,
                         config: Dict[str, Any], buffer: LocalReplayBuffer,
                         target_updates_in_graph: bool = False
                         ) -> LocalIterator[Dict[str, types.LearnerInfo]]:
