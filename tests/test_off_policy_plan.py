@@ -7,6 +7,7 @@ import tfrl.algorithms.off_policy_plan as plan
 from tfrl.algorithms.dqn import DQN
 from tfrl.execution.common import (LAST_TARGET_UPDATE_TS, NUM_TARGET_UPDATES,
                                    STEPS_SAMPLED_COUNTER, STEPS_TRAINED_COUNTER)
+from tfrl.execution.iter import SharedMetrics, metrics_context
 
 
 def _spy(monkeypatch, name, log):
@@ -82,7 +83,6 @@ def test_learning_rounds_replays_every_nth_round_once_the_buffer_is_ready():
             self.calls += 1
             return None if self.calls == 1 else f"batch{self.calls}"
 
-    from tfrl.execution.iter import SharedMetrics, metrics_context
     buffer = Buffer()
     rounds = plan.LearningRounds(buffer, rounds_per_phase=3)
     metrics = SharedMetrics()
