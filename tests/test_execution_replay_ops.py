@@ -11,7 +11,9 @@ from tfrl.execution.iter import from_items
 from tfrl.execution.replay_buffer import LocalReplayBuffer
 from tfrl.execution.replay_ops import (MixInReplay, Replay, SimpleReplayBuffer,
                                        StoreToReplayActors, StoreToReplayBuffer)
+from tfrl.execution.common import STEPS_TRAINED_COUNTER
 from tfrl.execution.rollout_ops import ParallelRollouts
+from tfrl.execution.train_ops import TrainOneStep
 from tfrl.policy.multi_agent_batch import MultiAgentBatch
 from tfrl.policy.sample_batch import SampleBatch
 
@@ -83,6 +85,32 @@ def test_store_and_replay_local_buffer_through_concurrently():
     assert StoreToReplayActors is StoreToReplayBuffer
 
 
+def test_replay_empty_when_not_ready_emits_one_item_per_round():
+    # Before learning_starts the replay op yields empty batches instead of NotReady, so the
+    # merged plan has an item for every round; TrainOneStep passes them through unlearned.
+    workers = make_workers(num_remote=0, fragment_length=4)
+    buffer = LocalReplayBuffer(capacity=100, replay_batch_size=3, learning_starts=8, seed=0)
+    store_op = ParallelRollouts(workers).for_each(StoreToReplayBuffer(local_buffer=buffer))
+    replay_op = Replay(local_buffer=buffer, empty_when_not_ready=True).for_each(
+        TrainOneStep(workers))
+    out = Concurrently([store_op, replay_op], mode="round_robin", output_indexes=[1])
+    items = out.take(3)
+    assert [(batch.count, info) for batch, info in items[:1]] == [(0, {})]
+    assert [batch.count for batch, _ in items] == [0, 3, 3]  # 4 rows, then 8 >= 8 stored
+    assert items[1][1] == {"default_policy": {"learner_stats": {"loss": 3.0,
+                                                                 "num_sgd_iter": 1}}}
+    assert workers.local_worker().policy_map["default_policy"].learned_on == [3, 3]
+    assert out.shared_metrics.counters[STEPS_TRAINED_COUNTER] == 6
+    assert buffer.num_added == 12
+    # Without the option the first round has no output: the next item is round 2's.
+    workers = make_workers(num_remote=0, fragment_length=4)
+    buffer = LocalReplayBuffer(capacity=100, replay_batch_size=3, learning_starts=8, seed=0)
+    store_op = ParallelRollouts(workers).for_each(StoreToReplayBuffer(local_buffer=buffer))
+    out = Concurrently([store_op, Replay(local_buffer=buffer)], mode="round_robin",
+                       output_indexes=[1])
+    assert next(out).count == 3 and buffer.num_added == 8
+
+
 def test_store_and_replay_with_replay_actors():
     random.seed(0)
 
@@ -118,6 +146,8 @@ def test_replay_errors():
         Replay()
     with pytest.raises(ValueError, match="num_async=0"):
         Replay(actors=[object()], num_async=0)
+    with pytest.raises(ValueError, match=r"empty_when_not_ready=True\) needs a local_buffer"):
+        Replay(actors=[object()], empty_when_not_ready=True)
     # an empty buffer (len 0, falsy) still counts as given
     empty = SimpleReplayBuffer(2)
     assert StoreToReplayBuffer(local_buffer=empty)(SampleBatch({"obs": [1]})).count == 1

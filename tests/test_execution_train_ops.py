@@ -50,6 +50,23 @@ def test_train_one_step_without_remote_workers_sets_local_global_vars_only():
     assert train_op.shared_metrics.counters[STEPS_TRAINED_COUNTER] == 12
 
 
+def test_train_one_step_passes_an_empty_batch_through_untouched():
+    workers = make_workers(num_remote=1, fragment_length=4)
+    train_op = ParallelRollouts(workers).for_each(TrainOneStep(workers))
+    next(train_op)
+    syncs = len(workers.sync_calls)
+    metrics = train_op.shared_metrics
+    counters, info = dict(metrics.counters), metrics.info[LEARNER_INFO]
+    empty = SampleBatch()
+    with metrics_context(metrics):
+        out, out_info = TrainOneStep(workers)(empty)
+    assert out is empty and out_info == {}
+    assert workers.local_worker().policy_map["default_policy"].learned_on == [4]
+    assert dict(metrics.counters) == counters and metrics.info[LEARNER_INFO] is info
+    assert len(workers.sync_calls) == syncs
+    assert metrics.timers[LEARN_ON_BATCH_TIMER].count == 1
+
+
 def test_train_one_step_multi_agent_counts_agent_steps_and_syncs_listed_policies():
     workers = make_workers(num_remote=1, fragment_length=5, policy_ids=("p0", "p1"))
     train_op = ParallelRollouts(workers).for_each(TrainOneStep(workers, policies={"p1"}))

@@ -1,16 +1,18 @@
 """OffPolicyAlgorithm: what DQN, SAC and TD3/DDPG share as algorithms.
 
-The plan is `ParallelRollouts(bulk_sync)` → `OffPolicyLearnPhase` → metrics
-(`tfrl.algorithms.off_policy_plan`). The replay buffer (`local_replay_buffer`, RLlib 1.x's
-name) belongs to the algorithm, not to its plan: a plan rebuilt after a failed iteration
-keeps it, and with `store_buffer_in_checkpoints` `save()` writes its contents too, so a
-restored algorithm continues exactly as the uninterrupted one.
+The plan is RLlib's DQN plan from the execution operators: `ParallelRollouts(bulk_sync)` →
+`StoreToReplayBuffer`, and `Replay` → `TrainOneStep` → `UpdateTargetNetwork`, merged by
+`Concurrently` → metrics (`tfrl.algorithms.off_policy_plan.off_policy_train_op`). The
+replay buffer (`local_replay_buffer`, RLlib 1.x's name) belongs to the algorithm, not to
+its plan: a plan rebuilt after a failed iteration keeps it, and with
+`store_buffer_in_checkpoints` `save()` writes its contents too, so a restored algorithm
+continues exactly as the uninterrupted one.
 """
 
 from typing import Any, Dict, Optional
 
 from tfrl.algorithms.algorithm import Algorithm, metrics_reporting
-from tfrl.algorithms.off_policy_plan import OffPolicyLearnPhase, make_replay_buffer
+from tfrl.algorithms.off_policy_plan import make_replay_buffer, off_policy_train_op
 from tfrl.core import types
 from tfrl.execution.iter import LocalIterator
 from tfrl.execution.replay_buffer import LocalReplayBuffer
@@ -43,9 +45,10 @@ class OffPolicyAlgorithm(Algorithm):
         """The LocalIterator of result dicts; a rebuilt plan keeps the replay buffer."""
         if self.local_replay_buffer is None:
             self.local_replay_buffer = make_replay_buffer(config)
-        train_op = ParallelRollouts(workers, mode="bulk_sync").for_each(
-            OffPolicyLearnPhase(workers, config, self.local_replay_buffer,
-                                target_updates_in_graph=self.target_updates_in_graph(config)))
+        train_op = off_policy_train_op(
+            ParallelRollouts(workers, mode="bulk_sync"), workers, config,
+            self.local_replay_buffer,
+            target_updates_in_graph=self.target_updates_in_graph(config))
         return metrics_reporting(train_op, workers, config)
 
     def __getstate__(self) -> Dict[str, Any]:

@@ -13,15 +13,20 @@ policies that move their targets inside the learning call, by `tau` per gradient
 SAC's do: `target_updates_in_graph=True`). Nothing is replayed before
 `num_steps_sampled_before_learning_starts` steps were stored.
 
+`off_policy_train_op` builds this from the execution operators (`StoreToReplayBuffer`,
+`Replay`, `TrainOneStep`, `UpdateReplayPriorities`, `UpdateTargetNetwork`,
+`Concurrently`), as RLlib's DQN execution plan does.
 """
 
-from typing import Any, Dict, Tuple, Union
+from typing import Any, Dict, Optional, Tuple, Union
 
 from tfrl.algorithms.off_policy_config import PRIORITIZED_BUFFER_TYPES
 from tfrl.core import types
 from tfrl.data.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch
-from tfrl.execution.iter import get_shared_metrics
+from tfrl.execution.concurrency_ops import Concurrently
+from tfrl.execution.iter import LocalIterator, get_shared_metrics
 from tfrl.execution.replay_buffer import BATCH_INDEXES, LocalReplayBuffer
+from tfrl.execution.replay_ops import Replay, StoreToReplayBuffer
 from tfrl.execution.train_ops import TrainOneStep, UpdateTargetNetwork
 from tfrl.utils.schedules import LinearSchedule, Schedule
 
@@ -98,48 +103,50 @@ def make_replay_buffer(config: Dict[str, Any]) -> LocalReplayBuffer:
         n_step=config["n_step"], gamma=config["gamma"])
 
 
-class OffPolicyLearnPhase:
-    """Stores each sampled batch; after every `rounds_per_phase`-th round replays one
-    learning phase's rows and learns on them (see the module docstring).
-
-    Use with `.for_each()` on the rollouts; returns the learner info of the phase (`{}`
-    for a round without learning).
+class LearningRounds:
+    """The replay buffer as the plan's `Replay` op sees it: `replay()` returns the buffer's
+    replay (None before `learning_starts`) on every `rounds_per_phase`-th call, None on
+    the others. `Replay` is pulled once per sampling round; the calls are counted in the
+    shared-metrics counter `NUM_SAMPLE_ROUNDS` (so a restored algorithm keeps the phase).
 
     Args:
-        workers: The WorkerSet.
-        config: The algorithm's config dict.
-        buffer: The replay buffer (the algorithm's).
-        target_updates_in_graph: The policies move their target networks inside the
-            learning call (no `UpdateTargetNetwork` op).
+        buffer: The replay buffer.
+        rounds_per_phase: Rounds per learning phase (`learning_schedule`).
     """
 
-    def __init__(self, workers: types.WorkerSet, config: Dict[str, Any],
-                 buffer: LocalReplayBuffer, target_updates_in_graph: bool = False):
-        self.workers = workers
+    def __init__(self, buffer: LocalReplayBuffer, rounds_per_phase: int):
         self.buffer = buffer
-        self.rounds_per_phase, self.steps_per_phase = learning_schedule(config)
-        self.train_one_step = TrainOneStep(workers, num_sgd_iter=1,
-                                           sgd_minibatch_size=config["train_batch_size"])
-        self.update_target = (None if target_updates_in_graph else
-                              UpdateTargetNetwork(workers, config["target_network_update_freq"]))
+        self.rounds_per_phase = rounds_per_phase
 
-    def __call__(self, batch: types.Batch) -> Dict[str, types.LearnerInfo]:
-        self.buffer.add_batch(batch)
+    def replay(self) -> Optional[types.Batch]:
+        """The phase's replayed rows, or None (no learning this round)."""
         counters = get_shared_metrics().counters
         counters[NUM_SAMPLE_ROUNDS] += 1
-        info: Dict[str, types.LearnerInfo] = {}
-        if counters[NUM_SAMPLE_ROUNDS] % self.rounds_per_phase == 0:
-            replayed = self.buffer.replay()
-            if replayed is not None:
-                _, info = self.train_one_step(replayed)
-                self._update_priorities(replayed)
-        if self.update_target is not None:
-            self.update_target(None)
-        return info
+        if counters[NUM_SAMPLE_ROUNDS] % self.rounds_per_phase != 0:
+            return None
+        return self.buffer.replay()
 
-    def _update_priorities(self, replayed: types.Batch) -> None:
-        if not self.buffer.prioritized_replay:
-            return
+
+class UpdateReplayPriorities:
+    """Sets the replayed rows' priorities from the policies' `td_errors` under the weights
+    just learned (prioritized replay only; a no-op otherwise and for empty batches).
+
+    Use with `.for_each()` after `TrainOneStep`; returns its `(batch, info)` item.
+
+    Args:
+        workers: The WorkerSet (the local worker's policies compute the TD errors).
+        buffer: The replay buffer the batch was replayed from.
+    """
+
+    def __init__(self, workers: types.WorkerSet, buffer: LocalReplayBuffer):
+        self.workers = workers
+        self.buffer = buffer
+
+    def __call__(self, item: Tuple[types.Batch, Dict[str, types.LearnerInfo]]
+                 ) -> Tuple[types.Batch, Dict[str, types.LearnerInfo]]:
+        replayed = item[0]
+        if not self.buffer.prioritized_replay or replayed.count == 0:
+            return item
         batches: Dict[str, Any] = (replayed.policy_batches
                                    if isinstance(replayed, MultiAgentBatch)
                                    else {DEFAULT_POLICY_ID: replayed})
@@ -149,3 +156,55 @@ class OffPolicyLearnPhase:
             policy: Any = local.get_policy(pid)  # a policy with `td_errors(batch)`
             priorities[pid] = (rows[BATCH_INDEXES], policy.td_errors(rows))
         self.buffer.update_priorities(priorities)
+        return item
+
+
+def off_policy_train_op(rollouts: LocalIterator[Any], workers: types.WorkerSet,
+                        config: Dict[str, Any], buffer: LocalReplayBuffer,
+                        target_updates_in_graph: bool = False
+                        ) -> LocalIterator[Dict[str, types.LearnerInfo]]:
+    """RLlib's DQN plan from the execution operators, one item (the learner info, `{}`
+    for a round without learning) per sampling round:
+
+        store_op = rollouts.for_each(StoreToReplayBuffer(local_buffer=buffer))
+        replay_op = (Replay(local_buffer=LearningRounds(buffer, rounds_per_phase),
+                            empty_when_not_ready=True)
+                     .for_each(TrainOneStep(workers, num_sgd_iter=1,
+                                            sgd_minibatch_size=train_batch_size))
+                     .for_each(UpdateReplayPriorities(workers, buffer))
+                     .for_each(UpdateTargetNetwork(workers, target_network_update_freq)))
+        Concurrently([store_op, replay_op], mode="round_robin", output_indexes=[1])
+
+    Each round stores the sampled batch, then (every `rounds_per_phase`-th round, once
+    `learning_starts` steps were stored) learns on one replay of the phase's rows in one
+    compiled call, updates their priorities and checks the target-update interval (every
+    round, learning or not; no `UpdateTargetNetwork` with `target_updates_in_graph`).
+    The rounds without learning go through the replay op as empty batches rather than as
+    RLlib's weights `round_robin_weights=[rounds_per_phase, 1]`, so that the plan emits
+    an item per round: an iteration may end after any round (`timesteps_per_iteration`).
+
+    Args:
+        rollouts: The sampled batches (`ParallelRollouts(workers, mode="bulk_sync")`).
+        workers: The WorkerSet.
+        config: The algorithm's config dict.
+        buffer: The replay buffer (the algorithm's).
+        target_updates_in_graph: The policies move their target networks inside the
+            learning call.
+    """
+    rounds_per_phase, _ = learning_schedule(config)
+    store_op = rollouts.for_each(StoreToReplayBuffer(local_buffer=buffer))
+    replay_op = (Replay(local_buffer=LearningRounds(buffer, rounds_per_phase),
+                        empty_when_not_ready=True)
+                 .for_each(TrainOneStep(workers, num_sgd_iter=1,
+                                        sgd_minibatch_size=config["train_batch_size"]))
+                 .for_each(UpdateReplayPriorities(workers, buffer)))
+    if not target_updates_in_graph:
+        replay_op = replay_op.for_each(
+            UpdateTargetNetwork(workers, config["target_network_update_freq"]))
+    train_op = Concurrently([store_op, replay_op], mode="round_robin", output_indexes=[1])
+    return train_op.for_each(_learner_info)
+
+
+def _learner_info(item: Tuple[types.Batch, Dict[str, types.LearnerInfo]]
+                  ) -> Dict[str, types.LearnerInfo]:
+    return item[1]

@@ -25,6 +25,7 @@ from typing import Any, List, Optional
 import numpy as np
 
 from tfrl.core import types
+from tfrl.data.sample_batch import SampleBatch
 from tfrl.execution.iter import LocalIterator, NotReady, SharedMetrics
 from tfrl.execution.worker_pool import WorkerPool, _check_num_async
 
@@ -67,7 +68,8 @@ StoreToReplayActors = StoreToReplayBuffer  # the name in RLlib's execution-plan 
 
 
 def Replay(*, local_buffer: Any = None, actors: Optional[List[types.RemoteWorker]] = None,
-           num_async: int = 4) -> LocalIterator[types.Batch]:
+           num_async: int = 4, empty_when_not_ready: bool = False
+           ) -> LocalIterator[types.Batch]:
     """Replayed batches from a local buffer or from replay workers.
 
     Args:
@@ -76,13 +78,34 @@ def Replay(*, local_buffer: Any = None, actors: Optional[List[types.RemoteWorker
         actors: Instead: replay worker handles; their `replay()` results are gathered as
             they complete (None results dropped).
         num_async: With `actors`: `replay` calls in flight per handle.
+        empty_when_not_ready: With `local_buffer` (tfrl extension): yield an empty
+            `SampleBatch()` instead of `NotReady()` when `replay()` returns None, so that a
+            round-robin plan emits one item per round, replayed or not (`TrainOneStep`
+            passes empty batches through without learning).
 
     Raises:
-        ValueError: If both or neither of `local_buffer` and `actors` are given, or
-            `num_async` < 1.
+        ValueError: If both or neither of `local_buffer` and `actors` are given,
+            `num_async` < 1, or `empty_when_not_ready` is set with `actors`.
+
+    Example:
+        >>> class Buffer:
+        ...     def __init__(self):
+        ...         self.rows = []
+        ...     def replay(self):
+        ...         return SampleBatch({"obs": self.rows[-1:]}) if self.rows else None
+        >>> buffer = Buffer()
+        >>> replay = Replay(local_buffer=buffer, empty_when_not_ready=True)
+        >>> next(replay).count
+        0
+        >>> buffer.rows.append(5)
+        >>> next(replay)["obs"].tolist()
+        [5]
     """
     if (local_buffer is None) == (actors is None):
         raise ValueError("Exactly one of local_buffer and replay_actors must be given.")
+    if empty_when_not_ready and actors is not None:
+        raise ValueError("Replay(empty_when_not_ready=True) needs a local_buffer; replay "
+                         "workers' results are gathered as they complete (received actors).")
     if actors is not None:
         _check_num_async(num_async)
         pool = WorkerPool(actors, submit=lambda handle: handle.call("replay"))
@@ -91,7 +114,10 @@ def Replay(*, local_buffer: Any = None, actors: Optional[List[types.RemoteWorker
     def replay_locally(timeout=None):
         while True:
             item = local_buffer.replay()
-            yield NotReady() if item is None else item
+            if item is not None:
+                yield item
+            else:
+                yield SampleBatch() if empty_when_not_ready else NotReady()
 
     return LocalIterator(replay_locally, SharedMetrics(), name="Replay")
 

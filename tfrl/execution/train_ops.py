@@ -77,6 +77,8 @@ class TrainOneStep(_LearnOp):
     Use with `.for_each()`; returns `(batch, info)` with `info = {policy_id: {"learner_stats":
     ...}}`. Updates `STEPS_TRAINED_COUNTER`, `AGENT_STEPS_TRAINED_COUNTER`,
     `info[LEARNER_INFO]` and the `LEARN_ON_BATCH_TIMER` / `WORKER_UPDATE_TIMER` timers.
+    An empty batch (a round without replay, from `Replay(..., empty_when_not_ready=True)`)
+    is returned with `info = {}`: nothing learned, no counter, info or weights touched.
 
     `num_sgd_iter` and `sgd_minibatch_size` go to `local_worker.learn_on_batch` and from
     there to each policy's `learn_on_batch`, which runs all epochs and minibatches in one
@@ -109,6 +111,8 @@ class TrainOneStep(_LearnOp):
 
     def __call__(self, batch: types.Batch) -> Tuple[types.Batch, Dict[str, types.LearnerInfo]]:
         _check_batch(batch, "TrainOneStep")
+        if batch.count == 0:  # a round without replay (`Replay(empty_when_not_ready=True)`)
+            return batch, {}
         timer = get_shared_metrics().timers[LEARN_ON_BATCH_TIMER]
         with timer:
             info = self.local_worker.learn_on_batch(

@@ -1,10 +1,11 @@
 """DQN: deep Q-learning from a replay buffer (RLlib's `ray.rllib.algorithms.dqn.dqn`).
 
-Plan: `ParallelRollouts(bulk_sync)` → `OffPolicyLearnPhase` → metrics
-(`tfrl.algorithms.off_policy_plan`): sampled rows go into the algorithm's replay buffer,
-learning phases of `steps_per_phase` gradient steps run in one compiled call each, the
-replayed rows' priorities are set from their TD errors, and `UpdateTargetNetwork` copies
-the weights into the target network every `target_network_update_freq` sampled steps.
+Plan: RLlib's DQN plan from the operators (`StoreToReplayBuffer`, `Replay`,
+`TrainOneStep`, `UpdateTargetNetwork`, `Concurrently`: `tfrl.algorithms.off_policy_plan`):
+sampled rows go into the algorithm's replay buffer, learning phases of `steps_per_phase`
+gradient steps run in one compiled call each, the replayed rows' priorities are set from
+their TD errors, and `UpdateTargetNetwork` copies the weights into the target network
+every `target_network_update_freq` sampled steps.
 
 With `store_buffer_in_checkpoints`, `save()` writes the buffer's contents too, and a
 restored DQN continues exactly as the uninterrupted one.

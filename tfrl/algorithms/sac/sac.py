@@ -1,12 +1,12 @@
 """SAC: soft actor-critic from a replay buffer (RLlib's `ray.rllib.algorithms.sac.sac`).
 
-Plan: `ParallelRollouts(bulk_sync)` → `OffPolicyLearnPhase` → metrics
-(`tfrl.algorithms.off_policy_plan`), as DQN's: sampled rows go into the algorithm's replay
-buffer; every learning phase (`training_intensity` sets its size) runs its gradient
-steps, with the soft target updates after each (`target_network_update_freq=0`; else
-every that many sampled steps, outside), in one compiled call; for prioritized
-replay the replayed rows' priorities are set from their TD errors. Box actions get the
-squashed-Gaussian SAC, Discrete actions the discrete variant (see `SACTFPolicy`).
+Plan: DQN's, from the execution operators (`tfrl.algorithms.off_policy_plan`): sampled
+rows go into the algorithm's replay buffer; every learning phase (`training_intensity`
+sets its size) runs its gradient steps, with the soft target updates after each
+(`target_network_update_freq=0`; else every that many sampled steps, outside), in one
+compiled call; for prioritized replay the replayed rows' priorities are set from their TD
+errors. Box actions get the squashed-Gaussian SAC, Discrete actions the discrete variant
+(see `SACTFPolicy`).
 
 With `store_buffer_in_checkpoints`, `save()` writes the buffer's contents too, and a
 restored SAC continues exactly as the uninterrupted one.

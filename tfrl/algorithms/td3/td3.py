@@ -1,13 +1,13 @@
 """TD3: twin delayed deep deterministic policy gradient (RLlib's
 `ray.rllib.algorithms.td3.td3`; Fujimoto et al., 2018).
 
-Plan: `ParallelRollouts(bulk_sync)` → `OffPolicyLearnPhase` → metrics
-(`tfrl.algorithms.off_policy_plan`): sampled rows go into the algorithm's replay buffer,
-and each learning phase (`steps_per_phase` gradient steps, from `training_intensity`)
-runs in one compiled call: the critics' updates, every `policy_delay`-th step the
-actor's and the soft (`tau`) update of the target networks (`TD3TFPolicy.apply_update`).
-The targets move there only, so `target_network_update_freq` is not used. With
-prioritized replay the replayed rows' priorities are set from their TD errors.
+Plan: DQN's, from the execution operators (`tfrl.algorithms.off_policy_plan`): sampled
+rows go into the algorithm's replay buffer, and each learning phase (`steps_per_phase`
+gradient steps, from `training_intensity`) runs in one compiled call: the critics'
+updates, every `policy_delay`-th step the actor's and the soft (`tau`) update of the
+target networks (`TD3TFPolicy.apply_update`). The targets move there only, so
+`target_network_update_freq` is not used. With prioritized replay the replayed rows'
+priorities are set from their TD errors.
 
 With `store_buffer_in_checkpoints`, `save()` writes the buffer's contents too, and a
 restored TD3 continues exactly as the uninterrupted one.
