@@ -65,8 +65,8 @@ EXTRAS_REQUIRE = {
     "pettingzoo": PETTINGZOO_REQUIRES,
     # Reference implementations for bench/bench_ppo_cartpole.py and bench_atari.py (SB3's
     # PPO; bench_atari.py also needs the atari extra) and bench/bench_recurrent.py
-    # (sb3-contrib's RecurrentPPO). Take torch's CPU wheel:
-    # pip install -e '.[bench]' --extra-index-url https://download.pytorch.org/whl/cpu
+    # (sb3-contrib's RecurrentPPO). pip's own configuration chooses the index: point it at
+    # one that serves torch's CPU wheel to avoid the CUDA build's download.
     "bench": ["stable-baselines3>=2.3", "sb3-contrib>=2.3", "torch==2.13.0"],
 }
 

@@ -7,7 +7,7 @@ on the same settings, and tfrl's learner on 1 vs 2 logical devices, in one run.
 
 Run it with a Python that has tfrl and Ray (`pip install -e '.[ray]'`, e.g. the
 project's main venv); RLlib runs in its own virtualenv (`--rllib_python`, default
-/work/venv-rllib/bin/python: torch + `ray[rllib]==2.60` + lz4), because RLlib 2.x has
+`$TFRL_RLLIB_PYTHON`: torch + `ray[rllib]==2.60` + lz4), because RLlib 2.x has
 no TensorFlow and needs its own torch/Ray pins. Every run is its own subprocess, so
 TensorFlow's logical devices and Ray start fresh; each prints one JSON line that this
 script parses, then a summary with the ratios and the issue's targets.
@@ -296,8 +296,9 @@ def main() -> None:
     parser.add_argument("--learn_inputs", nargs="+", default=["in_graph"],
                         choices=["in_graph", "tf_data"],
                         help="how the 2-device learner is fed")
-    parser.add_argument("--rllib_python", default="/work/venv-rllib/bin/python",
-                        help="a Python with ray[rllib] 2.x and torch")
+    parser.add_argument("--rllib_python", default=os.environ.get("TFRL_RLLIB_PYTHON", ""),
+                        help="a Python with ray[rllib] 2.x and torch (default: "
+                             "$TFRL_RLLIB_PYTHON)")
     parser.add_argument("--rllib_stack", choices=["old", "new"], default="old")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()

@@ -10,7 +10,7 @@
 5. discrete CQL (CQL on a Discrete action space: CQLDQN) learns from the mixed data
    (examples/tuned/cql_cartpole.yaml), evaluated by real rollouts.
 
-    python examples/offline/cartpole_offline.py --out=/tmp/tfrl-offline/cartpole
+    python examples/offline/cartpole_offline.py --out=data/offline/cartpole
 
 `--smoke`: an untrained PPO policy writes 2k + 2k steps, each learner trains one
 iteration (checks the pipeline, learns nothing).
@@ -23,7 +23,7 @@ import tempfile
 from tfrl.utils.progress import quiet_tensorflow, script_parser
 
 PARSER = script_parser(__doc__, "an untrained data policy, 1 iteration per learner")
-PARSER.add_argument("--out", default="/tmp/tfrl-offline/cartpole", help="where the data go")
+PARSER.add_argument("--out", default="data/offline/cartpole", help="where the data go")
 PARSER.add_argument("--iterations", type=int, default=None,
                     help="training iterations per algorithm (default: the tuned file's)")
 PARSER.add_argument("--seed", type=int, default=0, help="seed of the expert and learners")

@@ -6,7 +6,7 @@
 3. CQL (examples/tuned/cql_pendulum.yaml) and, for comparison, BC learn from the data;
 4. each learnt policy is evaluated greedily by real rollouts (10 episodes).
 
-    python examples/offline/pendulum_offline.py --out=/tmp/tfrl-offline/pendulum
+    python examples/offline/pendulum_offline.py --out=data/offline/pendulum
 
 `--smoke`: an untrained SAC policy writes 1k steps, each learner trains one short
 iteration (checks the pipeline, learns nothing).
@@ -19,7 +19,7 @@ import tempfile
 from tfrl.utils.progress import quiet_tensorflow, script_parser
 
 PARSER = script_parser(__doc__, "an untrained data policy, 1 short iteration per learner")
-PARSER.add_argument("--out", default="/tmp/tfrl-offline/pendulum", help="where the data go")
+PARSER.add_argument("--out", default="data/offline/pendulum", help="where the data go")
 PARSER.add_argument("--seed", type=int, default=0, help="seed of the data and learners")
 ARGS = PARSER.parse_args()
 quiet_tensorflow(ARGS.verbose)  # before anything imports TensorFlow

@@ -17,5 +17,5 @@ if [ -x "$workspace/.venv/bin/python" ]; then
     exec "$workspace/.venv/bin/python" "$@"
 fi
 echo "tools/bazel/python3.sh: no Python for Bazel: set TFRL_PYTHON to a venv's python" \
-     "(e.g. TFRL_PYTHON=/work/venv/bin/python bazel test //...) or create $workspace/.venv" >&2
+     "(e.g. TFRL_PYTHON=\$HOME/venvs/tfrl/bin/python bazel test //...) or create $workspace/.venv" >&2
 exit 127
