@@ -40,6 +40,41 @@ _DEFAULT_COMPRESS_COLUMNS = frozenset([Columns.OBS, Columns.NEXT_OBS])
 _UNROLL_IDS = itertools.count()
 
 
+def attempt_count_timesteps(tensor_dict: Dict[str, Any]) -> int:
+    """The number of timesteps in a dict of columns, counted as RLlib counts them.
+
+    The sum of `seq_lens` if the dict has a non-empty one; else the length of the first
+    column (its first leaf, if nested) that is not `infos` or an RNN state
+    (`state_in_*`, `state_out_*`) and has a non-zero length; else 0. Nothing else is
+    checked (`SampleBatch` checks that the columns agree).
+
+    Example:
+        >>> attempt_count_timesteps({"infos": [{}, {}], "obs": np.zeros((3, 2))})
+        3
+        >>> attempt_count_timesteps({"obs": np.zeros(6), "seq_lens": [2, 4]})
+        6
+    """
+    seq_lens = tensor_dict.get(Columns.SEQ_LENS)
+    if seq_lens is not None and len(seq_lens) > 0:
+        return int(np.sum(seq_lens))
+    for key, value in tensor_dict.items():
+        if not sample_batch_rows.is_counted_column(key):
+            continue
+        leaves = tree.flatten(value) if isinstance(value, (dict, tuple)) else [value]
+        if not leaves:
+            continue
+        first = leaves[0]
+        if isinstance(first, (int, float, np.number, list)):
+            first = np.asarray(first)
+        try:
+            length = len(first)
+        except TypeError:  # a scalar (0-d array, bool, ...) has no row axis
+            continue
+        if length:
+            return int(length)
+    return 0
+
+
 def next_unroll_id() -> int:
     """A process-wide unique id for one built trajectory chunk (the `unroll_id` column)."""
     return next(_UNROLL_IDS)
