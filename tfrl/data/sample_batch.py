@@ -536,11 +536,12 @@ class MultiAgentBatch:
 
     Args:
         policy_batches: Policy id -> SampleBatch of that policy's agent steps.
-        env_steps: Number of env steps the batch covers (each env step holds one
-            or more agent steps, so `env_steps <= agent_steps()`, RLlib's rule).
-        policies_subset: The batch holds the rows of only some of the policies that
-            acted in those env steps (e.g. `SelectExperiences` kept the trainable ones),
-            so `env_steps` may exceed the rows held; not checked then.
+        env_steps: Number of env steps the batch covers. As in RLlib, it may exceed
+            the agent steps held: env steps in which no agent acted, or whose agents'
+            rows were dropped (e.g. `SelectExperiences` kept the trainable policies).
+        policies_subset: Marks a batch that holds the rows of only some of the
+            policies that acted in those env steps (informational; writers that need
+            every env step to be carried by rows name it in their errors).
 
     Attributes:
         policy_batches: As given.
@@ -549,8 +550,7 @@ class MultiAgentBatch:
 
     Raises:
         TypeError: If `policy_batches` is not a dict of SampleBatches.
-        ValueError: If `env_steps` is not an int >= 0, or exceeds the agent steps held
-            (unless `policies_subset`).
+        ValueError: If `env_steps` is not an int >= 0.
     """
 
     def __init__(self, policy_batches: Dict[PolicyID, SampleBatch], env_steps: int, *,
@@ -574,13 +574,6 @@ class MultiAgentBatch:
         self.policy_batches = policy_batches
         self.count = int(env_steps)
         self.policies_subset = bool(policies_subset)
-        if not self.policies_subset and self.count > self.agent_steps():
-            rows = ", ".join(f"{pid!r}: {len(b)}" for pid, b in policy_batches.items())
-            raise ValueError(
-                f"MultiAgentBatch(env_steps={self.count}) exceeds the {self.agent_steps()} "
-                f"agent steps it holds ({{{rows}}}); each env step holds at least one agent "
-                "step, so env_steps must be <= the sum of the policy batches' rows. Pass "
-                "policies_subset=True if the batch keeps only some policies' rows.")
 
     def env_steps(self) -> int:
         """The number of env steps (each holds one or more agent steps)."""
@@ -718,11 +711,22 @@ class MultiAgentBatch:
         for p_index, idx in rows.items():
             batch = self.policy_batches[pids[p_index]]
             idx = np.asarray(idx)
-            data = {key: tree.map_structure(lambda v: np.asarray(v)[idx], value)
-                    for key, value in batch.items()}
+            data = {}
+            for key, value in batch.items():
+                if key == Columns.SEQ_LENS:
+                    # As RLlib's rows(): every row becomes a sequence of length 1.
+                    data[key] = np.ones(len(idx), dtype=np.asarray(value).dtype)
+                    continue
+                if key.startswith("state_in_") and Columns.SEQ_LENS in batch:
+                    raise ValueError(
+                        f"MultiAgentBatch.timeslices(): policy {pids[p_index]!r} holds RNN "
+                        f"states ('{key}', one row per sequence) that cannot be split into "
+                        "single timesteps. Drop the state columns before timeslicing, or "
+                        "slice the policy batches along sequences instead.")
+                data[key] = tree.map_structure(lambda v: np.asarray(v)[idx], value)
             if Columns.UNROLL_ID not in data:
                 data[Columns.UNROLL_ID] = np.repeat(next_unroll_id(), len(idx))
-            batches[pids[p_index]] = batch._new(data)
+            batches[pids[p_index]] = batch._new(data, _max_seq_len=None, _zero_padded=False)
         return MultiAgentBatch(batches, env_steps)
 
 
