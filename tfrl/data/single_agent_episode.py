@@ -409,7 +409,7 @@ class SingleAgentEpisode:
 
         Returns:
             One item for an int index, else a batch (list before `finalize()`, numpy
-            after; numpy struct whenever `one_hot_discrete=True`).
+            after; one-hot items with `one_hot_discrete=True`, as in RLlib).
         """
         return self.observations.get(indices, **options)
 
