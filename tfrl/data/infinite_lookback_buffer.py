@@ -225,8 +225,9 @@ class InfiniteLookbackBuffer:
         Raises:
             IndexError: If an index is out of range or the sizes do not match.
             ValueError: If `new_data`'s structure does not match the stored items.
-            TypeError: If, after `finalize()`, `new_data` cannot be cast safely to the
-                stored dtype (e.g. floats into an int array).
+            TypeError: If, after `finalize()`, `new_data` cannot be written into the
+                stored dtype without changing a value (e.g. 0.5 into an int array;
+                7353.0 is cast, as in RLlib).
         """
         total = self.len_incl_lookback()
         positions, single = self._positions(at_indices, neg_index_as_lookback, False, total)
@@ -383,7 +384,7 @@ class InfiniteLookbackBuffer:
         leaves = tree.flatten(self.data)
         values = [np.asarray(v) for v in tree.flatten(new_data)]
         for leaf, value in zip(leaves, values):
-            if not np.can_cast(value.dtype, leaf.dtype, casting="same_kind"):
+            if not _casts_without_loss(value, leaf.dtype):
                 raise TypeError(
                     f"`new_data` would lose information when written into the stored "
                     f"data. Received: dtype {value.dtype} for stored dtype {leaf.dtype}. "
@@ -452,3 +453,19 @@ class InfiniteLookbackBuffer:
         if single:
             return tree.map_structure(lambda a: a[0], out)
         return out
+
+
+def _casts_without_loss(value: np.ndarray, dtype: np.dtype) -> bool:
+    """Whether writing `value` into an array of `dtype` keeps every value.
+
+    Same-kind casts always pass; like RLlib (numpy assignment), numbers of another kind
+    are cast too when the values survive the cast (7353.0 into an int array), but a
+    cast that would change a value (0.5 into an int array) is refused.
+    """
+    if np.can_cast(value.dtype, dtype, casting="same_kind"):
+        return True
+    if value.dtype.kind not in "biuf" or np.dtype(dtype).kind not in "biuf":
+        return False
+    with np.errstate(invalid="ignore", over="ignore"):
+        cast = value.astype(dtype)
+        return bool(np.array_equal(cast.astype(value.dtype), value))
