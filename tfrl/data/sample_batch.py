@@ -449,6 +449,45 @@ class SampleBatch(dict):
         """
         return sample_batch_rows.right_zero_pad(self, max_seq_len, exclude_states)
 
+    def set_padded_sequences(self, features: Dict[str, Any], initial_states: Dict[str, Any],
+                             seq_lens: Any, max_seq_len: int) -> "SampleBatch":
+        """Replaces columns with right-zero-padded sequences, in place.
+
+        The writer behind `pad_batch_to_sequences_of_same_size`: `features` hold
+        `len(seq_lens) * max_seq_len` rows each, `initial_states` one row per sequence.
+        The batch becomes zero-padded with this `max_seq_len`; `count` is
+        `sum(seq_lens)`.
+
+        Raises:
+            ValueError: If a feature column does not have the padded number of rows, or
+                a state column not one row per sequence.
+        """
+        seq_lens = np.asarray(seq_lens, dtype=np.int32)
+        padded_rows = len(seq_lens) * int(max_seq_len)
+        for key, value in features.items():
+            if batch_ops.num_rows(value) != padded_rows:
+                raise ValueError(
+                    f"set_padded_sequences(): column '{key}' has {batch_ops.num_rows(value)} "
+                    f"rows; expected {padded_rows} ({len(seq_lens)} sequences x "
+                    f"max_seq_len={max_seq_len}).")
+        for key, value in initial_states.items():
+            if batch_ops.num_rows(value) != len(seq_lens):
+                raise ValueError(
+                    f"set_padded_sequences(): state column '{key}' has "
+                    f"{batch_ops.num_rows(value)} rows; expected one per sequence "
+                    f"({len(seq_lens)}).")
+        for key, value in itertools.chain(features.items(), initial_states.items()):
+            if key not in self:
+                self.added_keys.add(key)
+            dict.__setitem__(self, key, value)
+        dict.__setitem__(self, Columns.SEQ_LENS, seq_lens)
+        self.zero_padded = True
+        self.max_seq_len = int(max_seq_len)
+        self.count = int(seq_lens.sum())
+        self.intercepted_values = {}
+        self._slice_map = None
+        return self
+
     # ------------------------------------------------------------ compression
 
     def compress(
