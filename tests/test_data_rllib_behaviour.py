@@ -15,6 +15,9 @@ from tfrl.env.utils.infinite_lookback_buffer import InfiniteLookbackBuffer
 from tfrl.policy.rnn_sequencing import add_time_dimension
 from tfrl.policy.sample_batch import MultiAgentBatch, SampleBatch, attempt_count_timesteps
 from tfrl.utils.serialization import gym_space_from_dict, gym_space_to_dict
+from tfrl.utils.spaces.flexdict import FlexDict
+from tfrl.utils.spaces.repeated import Repeated
+from tfrl.utils.spaces.simplex import Simplex
 from tfrl.utils.spaces.space_utils import (
     clip_action,
     convert_element_to_space_type,
@@ -187,7 +190,27 @@ def test_space_dicts_round_trip_through_json_and_reject_unknown_input():
                                    gym.spaces.MultiDiscrete([2, 5])]),
     })
     assert gym_space_from_dict(json.loads(json.dumps(gym_space_to_dict(space)))) == space
-    with pytest.raises(TypeError, match="cannot serialize a Text space"):
-        gym_space_to_dict(gym.spaces.Text(5))
+    with pytest.raises(TypeError, match="cannot serialize a Graph space"):
+        gym_space_to_dict(gym.spaces.Graph(gym.spaces.Discrete(2), None))
+    text = gym.spaces.Text(5, charset="ab")
+    assert gym_space_from_dict(json.loads(json.dumps(gym_space_to_dict(text)))) == text
     with pytest.raises(ValueError, match="with a 'space' key"):
         gym_space_from_dict({"space": "graph"})
+
+
+def test_rllib_spaces_sample_contain_and_check_arguments():
+    simplex = Simplex((2, 3), concentration=np.array([1.0, 50.0]), seed=0)
+    sample = simplex.sample()
+    assert simplex.contains(sample) and not simplex.contains(np.ones((2, 3)))
+    with pytest.raises(ValueError, match=r"one value per simplex entry \(shape \(3,\)\) or one "
+                                         r"per simplex \(shape \(2,\)\); received shape \(4,\)"):
+        Simplex((2, 3), concentration=np.ones(4))
+    repeated = Repeated(gym.spaces.Discrete(2), max_len=3, seed=0)
+    assert repeated.contains(repeated.sample()) and not repeated.contains([0, 1, 1, 0])
+    with pytest.raises(ValueError, match="max_len=...\) must be an int >= 1; received 0"):
+        Repeated(gym.spaces.Discrete(2), max_len=0)
+    with pytest.raises(TypeError, match="needs a gymnasium space; received int"):
+        Repeated(3, max_len=2)
+    flex = FlexDict()
+    flex["x"] = gym.spaces.Discrete(2)
+    assert gym_space_from_dict(gym_space_to_dict(flex)) == flex
