@@ -207,7 +207,7 @@ def test_rllib_spaces_sample_contain_and_check_arguments():
         Simplex((2, 3), concentration=np.ones(4))
     repeated = Repeated(gym.spaces.Discrete(2), max_len=3, seed=0)
     assert repeated.contains(repeated.sample()) and not repeated.contains([0, 1, 1, 0])
-    with pytest.raises(ValueError, match="max_len=...\) must be an int >= 1; received 0"):
+    with pytest.raises(ValueError, match=r"max_len=\.\.\.\) must be an int >= 1; received 0"):
         Repeated(gym.spaces.Discrete(2), max_len=0)
     with pytest.raises(TypeError, match="needs a gymnasium space; received int"):
         Repeated(3, max_len=2)
