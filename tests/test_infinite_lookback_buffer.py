@@ -127,10 +127,17 @@ def test_index_list_with_non_int_raises_type_error():
         InfiniteLookbackBuffer([1, 2]).get([0, 1.0])
 
 
-@pytest.mark.parametrize("step", [0, -1])
+@pytest.mark.parametrize("step", [0, 1.5])
 def test_bad_slice_step_raises_value_error(step):
-    with pytest.raises(ValueError, match="positive int step"):
+    with pytest.raises(ValueError, match="non-zero int step"):
         InfiniteLookbackBuffer([1, 2]).get(slice(None, None, step))
+
+
+def test_negative_slice_step_as_in_rllib():
+    # RLlib's behaviour (issue 28): negative steps walk backwards (step -1 was refused before).
+    buffer = InfiniteLookbackBuffer([0, 1, 2, 3, 4], lookback=1)
+    assert buffer.get(slice(3, 0, -1)) == [4, 3, 2]
+    assert buffer.get(slice(None, None, -1)) == [4, 3, 2, 1]
 
 
 # ---- one_hot_discrete and fill with spaces -------------------------------------------
@@ -149,9 +156,13 @@ def test_one_hot_discrete(finalized):
         buffer.get(-1, neg_index_as_lookback=True, fill=0.0, one_hot_discrete=True), [0, 0, 0, 0]
     )
     out = buffer.get(slice(2, 6), fill=0, one_hot_discrete=True)
+    if not finalized:  # a list of one-hot items before finalize(), as in RLlib
+        assert isinstance(out, list) and all(x.dtype == np.float32 for x in out)
+        out = batch(out)
     assert out.dtype == np.float32
     np.testing.assert_array_equal(out, [[0, 0, 1, 0], [0, 0, 0, 1], [0, 0, 0, 0], [0, 0, 0, 0]])
-    assert buffer.get(slice(3, 3), one_hot_discrete=True).shape == (0, 4)
+    empty = buffer.get(slice(3, 3), one_hot_discrete=True)
+    assert empty == [] if not finalized else empty.shape == (0, 4)
 
 
 @pytest.mark.parametrize("finalized", [False, True])
@@ -161,6 +172,8 @@ def test_one_hot_and_fill_for_dict_space(finalized):
     )
     _maybe_finalize(buffer, finalized)
     out = buffer.get(slice(-1, 2), neg_index_as_lookback=True, fill=0.0, one_hot_discrete=True)
+    if not finalized:  # a list of one-hot items before finalize(), as in RLlib
+        out = batch(out)
     np.testing.assert_array_equal(out["a"], [[0, 0, 0], [1, 0, 0], [0, 0, 1]])
     np.testing.assert_array_equal(out["b"], [[0, 0, 0, 0, 0], [0, 1, 0, 0, 1], [1, 0, 0, 1, 0]])
     np.testing.assert_allclose(out["c"], [[0, 0], [0.5, -0.5], [0.25, -0.25]])

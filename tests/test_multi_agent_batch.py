@@ -110,13 +110,11 @@ def test_compress_and_decompress_every_policy_batch():
     np.testing.assert_array_equal(b.policy_batches["q"]["obs"], obs + 1)
 
 
-def test_env_steps_must_not_exceed_the_agent_steps():
+def test_env_steps_may_exceed_the_agent_steps_as_in_rllib():
+    # RLlib's behaviour (issue 28): env steps in which no agent acted are legal.
     rows = SampleBatch({"obs": np.arange(3)})
-    with pytest.raises(ValueError, match=r"^MultiAgentBatch\(env_steps=100\) exceeds the 3 "
-                                         r"agent steps it holds \(\{'p0': 3\}\); each env step"):
-        MultiAgentBatch({"p0": rows}, env_steps=100)
-    with pytest.raises(ValueError, match=r"exceeds the 0 agent steps it holds \(\{\}\)"):
-        MultiAgentBatch({}, env_steps=1)
+    assert MultiAgentBatch({"p0": rows}, env_steps=100).env_steps() == 100
+    assert MultiAgentBatch({}, env_steps=1).env_steps() == 1
     # Several agents per env step: fewer env steps than rows, up to one per agent step.
     assert MultiAgentBatch({"p0": rows, "p1": rows}, env_steps=2).env_steps() == 2
     assert MultiAgentBatch({"p0": rows, "p1": rows}, env_steps=6).agent_steps() == 6

@@ -256,10 +256,17 @@ def test_slice_of_sequence_batch_with_state_range():
     assert b[1:6]["seq_lens"].tolist() == [2, 3]
 
 
-def test_slicing_a_sequence_batch_inside_a_sequence_is_refused():
-    b = SampleBatch({"a": [1, 2, 3], "seq_lens": [1, 2]})
-    with pytest.raises(ValueError, match=r"sequence starts \[0, 1, 3\]"):
-        b[0:2]
+def test_slicing_a_sequence_batch_inside_a_sequence_cuts_at_the_sequence_start():
+    # RLlib's behaviour (issue 28): a bound inside a sequence moves back to its start.
+    b = SampleBatch({"a": [1, 2, 3], "state_in_0": [10.0, 20.0], "seq_lens": [1, 2]})
+    s = b[0:2]
+    assert _a(s) == [1] and s["seq_lens"].tolist() == [1] and s["state_in_0"].tolist() == [10.0]
+    s = b[2:3]
+    assert _a(s) == [2, 3] and s["seq_lens"].tolist() == [2] and s["state_in_0"].tolist() == [20.0]
+    padded = SampleBatch({"a": [1, 0, 2, 3], "mask": [1, 1, 1], "seq_lens": [1, 2]},
+                         _zero_padded=True, _max_seq_len=2)
+    s = padded[1:3]  # timesteps (not padded rows): the second sequence
+    assert _a(s) == [2, 3] and s["mask"].tolist() == [1, 1] and s["seq_lens"].tolist() == [2]
 
 
 def test_slicing_with_step_is_refused():

@@ -91,7 +91,9 @@ def test_class_example_prev_4_actions_connector():
                             one_hot_discrete=True)
         for ts in range(len(episode))
     ]
-    col = batch(prev_4_a)
+    # Before finalize() each result is a list of one-hot items (RLlib's behaviour): batch
+    # each, then the per-timestep batches.
+    col = batch([batch(x) for x in prev_4_a])
     assert col["a"].shape == (2, 4, 3)
     assert col["b"].shape == (2, 4, 5)
     assert col["c"].shape == (2, 4, 2)
@@ -288,6 +290,8 @@ def test_fill_for_dict_observation_space(finalized):
     np.testing.assert_allclose(out["pos"], [[0, 0], [0, 0], [0.1, 0.2]])
     np.testing.assert_array_equal(out["id"], [0, 0, 3])
     hot = episode.get_observations(slice(0, 3), fill=0, one_hot_discrete=True)
+    if not finalized:  # a list of one-hot items before finalize(), as in RLlib
+        hot = batch(hot)
     np.testing.assert_array_equal(hot["id"], [[0, 0, 0, 1, 0], [0, 0, 0, 0, 1], [0, 0, 0, 0, 0]])
 
 

@@ -42,6 +42,7 @@ from tfrl.utils.spaces.space_utils import (
     fill_value_for_space,
     one_hot,
     same_structure,
+    structs_equal,
     to_numpy_batch,
     unbatch,
 )
@@ -98,6 +99,23 @@ class InfiniteLookbackBuffer:
         """Same as `get(indices)`."""
         return self.get(indices)
 
+    def __setitem__(self, indices: Indices, value: Any) -> None:
+        """Same as `set(value, at_indices=indices)`."""
+        self.set(value, at_indices=indices)
+
+    def __eq__(self, other: object) -> bool:
+        """Equal if `other` is a buffer with equal data, lookback, finalized flag and space."""
+        if not isinstance(other, InfiniteLookbackBuffer):
+            return NotImplemented
+        return (
+            self.lookback == other.lookback
+            and self.finalized == other.finalized
+            and self.space == other.space
+            and structs_equal(self.data, other.data)
+        )
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like a list
+
     def __repr__(self) -> str:
         return (
             f"InfiniteLookbackBuffer(lookback={self.lookback}, len={len(self)}, "
@@ -124,6 +142,26 @@ class InfiniteLookbackBuffer:
             lambda a, b: np.concatenate([a, np.asarray(b, dtype=a.dtype)]), self.data, items
         )
 
+    def pop(self, index: int = -1) -> None:
+        """Removes the item at raw position `index` (default: the last item).
+
+        Like `list.pop`, `index` counts over all stored items, lookback included.
+
+        Raises:
+            IndexError: If the buffer holds no item at `index`.
+        """
+        total = self.len_incl_lookback()
+        if not -total <= index < total:
+            raise IndexError(
+                f"pop index out of range. Received: index={index} for a buffer holding "
+                f"{total} items (lookback included).")
+        if not self.finalized:
+            self.data.pop(index)
+        else:
+            self.data = tree.map_structure(lambda a: np.delete(a, index, axis=0), self.data)
+        if self.lookback > self.len_incl_lookback():
+            self.lookback = self.len_incl_lookback()
+
     def finalize(self) -> None:
         """Converts the list of items into a numpy array (or struct of arrays)."""
         if not self.finalized:
@@ -148,12 +186,12 @@ class InfiniteLookbackBuffer:
                 leaf gets it (needs `space` before `finalize()`).
             one_hot_discrete: If True, Discrete/MultiDiscrete leaves come back as
                 float32 one-hot vectors (filled positions: vectors full of `fill`).
-                Batches are then always numpy structs. Needs `space`.
+                Needs `space`.
 
         Returns:
-            An int index gives one item. Anything else gives a batch: a list before
-            `finalize()` (a numpy struct with `one_hot_discrete=True`), a numpy array
-            or struct of arrays after.
+            An int index gives one item. Anything else gives a batch: a list of items
+            before `finalize()` (one-hot encoded items with `one_hot_discrete=True`, as
+            in RLlib), a numpy array or struct of arrays after.
 
         Raises:
             TypeError: If `indices` has an unsupported type.
@@ -187,8 +225,9 @@ class InfiniteLookbackBuffer:
         Raises:
             IndexError: If an index is out of range or the sizes do not match.
             ValueError: If `new_data`'s structure does not match the stored items.
-            TypeError: If, after `finalize()`, `new_data` cannot be cast safely to the
-                stored dtype (e.g. floats into an int array).
+            TypeError: If, after `finalize()`, `new_data` cannot be written into the
+                stored dtype without changing a value (e.g. 0.5 into an int array;
+                7353.0 is cast, as in RLlib).
         """
         total = self.len_incl_lookback()
         positions, single = self._positions(at_indices, neg_index_as_lookback, False, total)
@@ -277,14 +316,23 @@ class InfiniteLookbackBuffer:
             return [pos], True
         if isinstance(indices, slice):
             step = 1 if indices.step is None else indices.step
-            if not isinstance(step, (int, np.integer)) or step < 1:
+            if not isinstance(step, (int, np.integer)) or isinstance(step, bool) or step == 0:
                 raise ValueError(
-                    f"Slices must have a positive int step. Received: indices={indices}. "
-                    "Use a step of None or >= 1."
+                    f"Slices must have a non-zero int step. Received: indices={indices}. "
+                    "Use a step of None, >= 1 or <= -1."
                 )
+            if step < 0:
+                start = total - 1 if indices.start is None else to_pos(int(indices.start))
+                stop = lookback - 1 if indices.stop is None else to_pos(int(indices.stop))
+                if allow_outside:
+                    return range(start, stop, step), False
+                return [p for p in range(start, stop, step) if 0 <= p < total], False
             start = lookback if indices.start is None else to_pos(int(indices.start))
             stop = total if indices.stop is None else to_pos(int(indices.stop))
             if allow_outside:
+                if stop < start and indices.step is None:
+                    # As RLlib: a reversed range with `fill` gives `start - stop` items.
+                    return range(stop, start), False
                 return range(start, stop, step), False
             if step == 1:
                 return range(max(start, 0), max(min(stop, total), 0)), False
@@ -336,7 +384,7 @@ class InfiniteLookbackBuffer:
         leaves = tree.flatten(self.data)
         values = [np.asarray(v) for v in tree.flatten(new_data)]
         for leaf, value in zip(leaves, values):
-            if not np.can_cast(value.dtype, leaf.dtype, casting="same_kind"):
+            if not _casts_without_loss(value, leaf.dtype):
                 raise TypeError(
                     f"`new_data` would lose information when written into the stored "
                     f"data. Received: dtype {value.dtype} for stored dtype {leaf.dtype}. "
@@ -374,12 +422,7 @@ class InfiniteLookbackBuffer:
             fill_item = self._fill_item(fill, one_hot_discrete) if fill is not None else None
             encode = (lambda x: one_hot(x, self.space)) if one_hot_discrete else (lambda x: x)
             items = [encode(data[p]) if 0 <= p < total else fill_item for p in positions]
-        if not one_hot_discrete:
-            return items
-        if not items:
-            empty = fill_value_for_space(self.space, 0, one_hot_discrete=True)
-            return tree.map_structure(lambda x: np.asarray(x)[np.newaxis][:0], empty)
-        return batch(items)
+        return items
 
     def _get_from_numpy(self, positions, single, total, fill, one_hot_discrete) -> Any:
         pos = np.asarray(positions, dtype=np.int64)
@@ -410,3 +453,19 @@ class InfiniteLookbackBuffer:
         if single:
             return tree.map_structure(lambda a: a[0], out)
         return out
+
+
+def _casts_without_loss(value: np.ndarray, dtype: np.dtype) -> bool:
+    """Whether writing `value` into an array of `dtype` keeps every value.
+
+    Same-kind casts always pass; like RLlib (numpy assignment), numbers of another kind
+    are cast too when the values survive the cast (7353.0 into an int array), but a
+    cast that would change a value (0.5 into an int array) is refused.
+    """
+    if np.can_cast(value.dtype, dtype, casting="same_kind"):
+        return True
+    if value.dtype.kind not in "biuf" or np.dtype(dtype).kind not in "biuf":
+        return False
+    with np.errstate(invalid="ignore", over="ignore"):
+        cast = value.astype(dtype)
+        return bool(np.array_equal(cast.astype(value.dtype), value))

@@ -40,6 +40,41 @@ _DEFAULT_COMPRESS_COLUMNS = frozenset([Columns.OBS, Columns.NEXT_OBS])
 _UNROLL_IDS = itertools.count()
 
 
+def attempt_count_timesteps(tensor_dict: Dict[str, Any]) -> int:
+    """The number of timesteps in a dict of columns, counted as RLlib counts them.
+
+    The sum of `seq_lens` if the dict has a non-empty one; else the length of the first
+    column (its first leaf, if nested) that is not `infos` or an RNN state
+    (`state_in_*`, `state_out_*`) and has a non-zero length; else 0. Nothing else is
+    checked (`SampleBatch` checks that the columns agree).
+
+    Example:
+        >>> attempt_count_timesteps({"infos": [{}, {}], "obs": np.zeros((3, 2))})
+        3
+        >>> attempt_count_timesteps({"obs": np.zeros(6), "seq_lens": [2, 4]})
+        6
+    """
+    seq_lens = tensor_dict.get(Columns.SEQ_LENS)
+    if seq_lens is not None and len(seq_lens) > 0:
+        return int(np.sum(seq_lens))
+    for key, value in tensor_dict.items():
+        if not sample_batch_rows.is_counted_column(key):
+            continue
+        leaves = tree.flatten(value) if isinstance(value, (dict, tuple)) else [value]
+        if not leaves:
+            continue
+        first = leaves[0]
+        if isinstance(first, (int, float, np.number, list)):
+            first = np.asarray(first)
+        try:
+            length = len(first)
+        except TypeError:  # a scalar (0-d array, bool, ...) has no row axis
+            continue
+        if length:
+            return int(length)
+    return 0
+
+
 def next_unroll_id() -> int:
     """A process-wide unique id for one built trajectory chunk (the `unroll_id` column)."""
     return next(_UNROLL_IDS)
@@ -414,6 +449,45 @@ class SampleBatch(dict):
         """
         return sample_batch_rows.right_zero_pad(self, max_seq_len, exclude_states)
 
+    def set_padded_sequences(self, features: Dict[str, Any], initial_states: Dict[str, Any],
+                             seq_lens: Any, max_seq_len: int) -> "SampleBatch":
+        """Replaces columns with right-zero-padded sequences, in place.
+
+        The writer behind `pad_batch_to_sequences_of_same_size`: `features` hold
+        `len(seq_lens) * max_seq_len` rows each, `initial_states` one row per sequence.
+        The batch becomes zero-padded with this `max_seq_len`; `count` is
+        `sum(seq_lens)`.
+
+        Raises:
+            ValueError: If a feature column does not have the padded number of rows, or
+                a state column not one row per sequence.
+        """
+        seq_lens = np.asarray(seq_lens, dtype=np.int32)
+        padded_rows = len(seq_lens) * int(max_seq_len)
+        for key, value in features.items():
+            if batch_ops.num_rows(value) != padded_rows:
+                raise ValueError(
+                    f"set_padded_sequences(): column '{key}' has {batch_ops.num_rows(value)} "
+                    f"rows; expected {padded_rows} ({len(seq_lens)} sequences x "
+                    f"max_seq_len={max_seq_len}).")
+        for key, value in initial_states.items():
+            if batch_ops.num_rows(value) != len(seq_lens):
+                raise ValueError(
+                    f"set_padded_sequences(): state column '{key}' has "
+                    f"{batch_ops.num_rows(value)} rows; expected one per sequence "
+                    f"({len(seq_lens)}).")
+        for key, value in itertools.chain(features.items(), initial_states.items()):
+            if key not in self:
+                self.added_keys.add(key)
+            dict.__setitem__(self, key, value)
+        dict.__setitem__(self, Columns.SEQ_LENS, seq_lens)
+        self.zero_padded = True
+        self.max_seq_len = int(max_seq_len)
+        self.count = int(seq_lens.sum())
+        self.intercepted_values = {}
+        self._slice_map = None
+        return self
+
     # ------------------------------------------------------------ compression
 
     def compress(
@@ -501,11 +575,12 @@ class MultiAgentBatch:
 
     Args:
         policy_batches: Policy id -> SampleBatch of that policy's agent steps.
-        env_steps: Number of env steps the batch covers (each env step holds one
-            or more agent steps, so `env_steps <= agent_steps()`, RLlib's rule).
-        policies_subset: The batch holds the rows of only some of the policies that
-            acted in those env steps (e.g. `SelectExperiences` kept the trainable ones),
-            so `env_steps` may exceed the rows held; not checked then.
+        env_steps: Number of env steps the batch covers. As in RLlib, it may exceed
+            the agent steps held: env steps in which no agent acted, or whose agents'
+            rows were dropped (e.g. `SelectExperiences` kept the trainable policies).
+        policies_subset: Marks a batch that holds the rows of only some of the
+            policies that acted in those env steps (informational; writers that need
+            every env step to be carried by rows name it in their errors).
 
     Attributes:
         policy_batches: As given.
@@ -514,8 +589,7 @@ class MultiAgentBatch:
 
     Raises:
         TypeError: If `policy_batches` is not a dict of SampleBatches.
-        ValueError: If `env_steps` is not an int >= 0, or exceeds the agent steps held
-            (unless `policies_subset`).
+        ValueError: If `env_steps` is not an int >= 0.
     """
 
     def __init__(self, policy_batches: Dict[PolicyID, SampleBatch], env_steps: int, *,
@@ -539,13 +613,6 @@ class MultiAgentBatch:
         self.policy_batches = policy_batches
         self.count = int(env_steps)
         self.policies_subset = bool(policies_subset)
-        if not self.policies_subset and self.count > self.agent_steps():
-            rows = ", ".join(f"{pid!r}: {len(b)}" for pid, b in policy_batches.items())
-            raise ValueError(
-                f"MultiAgentBatch(env_steps={self.count}) exceeds the {self.agent_steps()} "
-                f"agent steps it holds ({{{rows}}}); each env step holds at least one agent "
-                "step, so env_steps must be <= the sum of the policy batches' rows. Pass "
-                "policies_subset=True if the batch keeps only some policies' rows.")
 
     def env_steps(self) -> int:
         """The number of env steps (each holds one or more agent steps)."""
@@ -683,11 +750,22 @@ class MultiAgentBatch:
         for p_index, idx in rows.items():
             batch = self.policy_batches[pids[p_index]]
             idx = np.asarray(idx)
-            data = {key: tree.map_structure(lambda v: np.asarray(v)[idx], value)
-                    for key, value in batch.items()}
+            data = {}
+            for key, value in batch.items():
+                if key == Columns.SEQ_LENS:
+                    # As RLlib's rows(): every row becomes a sequence of length 1.
+                    data[key] = np.ones(len(idx), dtype=np.asarray(value).dtype)
+                    continue
+                if key.startswith("state_in_") and Columns.SEQ_LENS in batch:
+                    raise ValueError(
+                        f"MultiAgentBatch.timeslices(): policy {pids[p_index]!r} holds RNN "
+                        f"states ('{key}', one row per sequence) that cannot be split into "
+                        "single timesteps. Drop the state columns before timeslicing, or "
+                        "slice the policy batches along sequences instead.")
+                data[key] = tree.map_structure(lambda v: np.asarray(v)[idx], value)
             if Columns.UNROLL_ID not in data:
                 data[Columns.UNROLL_ID] = np.repeat(next_unroll_id(), len(idx))
-            batches[pids[p_index]] = batch._new(data)
+            batches[pids[p_index]] = batch._new(data, _max_seq_len=None, _zero_padded=False)
         return MultiAgentBatch(batches, env_steps)
 
 

@@ -54,7 +54,19 @@ def check_count(batch) -> int:
             "All columns of a SampleBatch must have the same number of rows; "
             f"received {described}. Fix the column(s) whose length differs."
         )
-    return next(iter(lengths.values()), 0)
+    # As in RLlib, infos and RNN states alone do not make timesteps (count 0).
+    counted = [n for k, n in lengths.items() if is_counted_column(k)]
+    return counted[0] if counted else 0
+
+
+def is_counted_column(key: str) -> bool:
+    """Whether a column's rows count as timesteps: not `infos`, `seq_lens` or RNN states.
+
+    RLlib makes no assumption about the content of infos, and states may be nested
+    per sequence, so neither is used to count a batch's timesteps.
+    """
+    return not (key in (Columns.INFOS, Columns.SEQ_LENS) or key.startswith("state_in_")
+                or key.startswith("state_out_"))
 
 
 def check_new_column(batch, key: str, value: Any) -> None:
@@ -105,8 +117,9 @@ def check_new_column(batch, key: str, value: Any) -> None:
                 f"Cannot set SampleBatch column '{key}' with {n} rows: the batch has {rows} "
                 f"rows (column '{other}'). Every column needs one row per timestep; slice "
                 "or pad the value, or build a new SampleBatch.")
-        return
-    batch.count = n  # the first column with rows of a batch being built up
+        break
+    if is_counted_column(key):
+        batch.count = n  # e.g. the first counted column of a batch being built up
 
 
 def describe(batch) -> str:
@@ -165,23 +178,33 @@ def shuffle_rows(batch, seed: Optional[int]):
 
 
 def slice_sequences(batch, slice_: slice):
-    """Slices a sequence batch; the bounds (timesteps) must fall on sequence starts."""
-    seq_lens = np.asarray(dict.__getitem__(batch, Columns.SEQ_LENS))
-    padded = batch.zero_padded and batch.max_seq_len
-    lens = np.full(len(seq_lens), batch.max_seq_len) if padded else seq_lens
-    total = int(np.sum(lens))
-    start, stop, _ = slice_.indices(total)
+    """Slices a sequence batch along whole sequences, as RLlib does.
+
+    The bounds are timesteps (`seq_lens` summed, padding not counted); each bound moves
+    back to the start of the sequence it falls in, so `[:3]` with `seq_lens` [2, 3, 1]
+    keeps only the first sequence. `seq_lens` and `state_in_*` keep the sequences'
+    rows. In a zero-padded batch, columns with padded rows are cut at the sequences'
+    padded bounds, columns with one row per real timestep at the real ones.
+    """
+    seq_lens = np.asarray(dict.__getitem__(batch, Columns.SEQ_LENS)).reshape(-1)
+    bounds = np.concatenate([[0], np.cumsum(seq_lens)]).astype(np.int64)
+    start, stop, _ = slice_.indices(int(bounds[-1]))
     stop = max(stop, start)
-    bounds = np.concatenate([[0], np.cumsum(lens)])
-    seq_start = np.searchsorted(bounds, start)
-    seq_stop = np.searchsorted(bounds, stop)
-    if bounds[seq_start] != start or seq_stop >= len(bounds) or bounds[seq_stop] != stop:
-        raise ValueError(
-            f"Slicing a sequence batch must cut at sequence starts {bounds.tolist()}; "
-            f"received [{start}:{stop}]. Use `slice(start, end, state_start, "
-            "state_end)` to pick rows and sequences separately."
-        )
-    return batch.slice(start, stop, state_start=int(seq_start), state_end=int(seq_stop))
+    seq_start = int(np.searchsorted(bounds, start, side="right") - 1)
+    seq_stop = int(np.searchsorted(bounds, stop, side="right") - 1)
+    row_start, row_stop = int(bounds[seq_start]), int(bounds[seq_stop])
+    padded = bool(batch.zero_padded and batch.max_seq_len)
+    padded_rows = len(seq_lens) * batch.max_seq_len if padded else None
+    data = {}
+    for key, value in batch.items():
+        if key == Columns.SEQ_LENS or key.startswith("state_in_"):
+            a, b = seq_start, seq_stop
+        elif padded and batch_ops.num_rows(value) == padded_rows:
+            a, b = seq_start * batch.max_seq_len, seq_stop * batch.max_seq_len
+        else:
+            a, b = row_start, row_stop
+        data[key] = tree.map_structure(lambda v, a=a, b=b: v[a:b], value)
+    return batch._new(data)
 
 
 def slice_rows(batch, start: int, end: int, state_start: Optional[int],

@@ -40,6 +40,17 @@ REWARD_SPACE = gym.spaces.Box(-np.inf, np.inf, (), np.float32)
 _LIST_TYPES = (list, tuple, np.ndarray)
 
 
+class EpisodeMismatchError(ValueError, AssertionError):
+    """Data that does not fit the episode (a chunk that does not continue it, a new key
+    set at some indices). A `ValueError`, and an `AssertionError` because RLlib asserts
+    in these cases and code ported from RLlib catches that."""
+
+
+class EpisodeStateError(RuntimeError, AssertionError):
+    """An operation the episode's state forbids (e.g. concatenating onto a done episode).
+    A `RuntimeError`, and an `AssertionError` as RLlib's assert in the same case."""
+
+
 class SingleAgentEpisode:
     """A single agent's episode (or a chunk of it), with an optional lookback region.
 
@@ -147,8 +158,12 @@ class SingleAgentEpisode:
             )
         self.t_started = int(t_started)
         self._temporary_timestep_data: Dict[str, List[Any]] = {}
+        # Free-form user data that travels with the episode (RLlib's `custom_data`).
+        self.custom_data: Dict[str, Any] = {}
         has_data = self.observations.len_incl_lookback() > 0
         self._start_time: Optional[float] = time.time() if has_data else None
+        # Time of the latest add_env_reset/add_env_step (RLlib's `_last_step_time`).
+        self._last_step_time: Optional[float] = self._start_time
         # Set when the chunk ends (done step or finalize()); None while ongoing.
         self._end_time: Optional[float] = None
         self._is_finalized = any(b.finalized for b in self._numpy_buffers())
@@ -179,7 +194,7 @@ class SingleAgentEpisode:
             )
         self.observations.data.append(observation)
         self.infos.data.append({} if infos is None else infos)
-        self._start_time = time.time()
+        self._start_time = self._last_step_time = time.time()
 
     def add_env_step(
         self,
@@ -221,11 +236,12 @@ class SingleAgentEpisode:
                     outs[key].data.append(extra_model_outputs[key])
                 except KeyError:  # First step with this key.
                     outs[key] = InfiniteLookbackBuffer([extra_model_outputs[key]])
+        self._last_step_time = time.time()
         if terminated or truncated:
             self._terminated = bool(terminated)
             self._truncated = bool(truncated)
             self._can_step = False
-            self._end_time = time.time()
+            self._end_time = self._last_step_time
 
     def validate(self) -> None:
         """Checks that the columns have consistent lengths and lookbacks.
@@ -328,6 +344,21 @@ class SingleAgentEpisode:
         return self._is_finalized
 
     @property
+    def is_numpy(self) -> bool:
+        """RLlib 2.x's name for `is_finalized`: whether the data are numpy already."""
+        return self._is_finalized
+
+    @property
+    def _observation_space(self) -> Optional[gym.Space]:
+        """RLlib's attribute name of `observation_space`."""
+        return self.observations.space
+
+    @property
+    def _action_space(self) -> Optional[gym.Space]:
+        """RLlib's attribute name of `action_space`."""
+        return self.actions.space
+
+    @property
     def env_t(self) -> int:
         """Env timestep reached at the end of this chunk: `t_started + len(self)`."""
         return self.t_started + len(self)
@@ -409,7 +440,7 @@ class SingleAgentEpisode:
 
         Returns:
             One item for an int index, else a batch (list before `finalize()`, numpy
-            after; numpy struct whenever `one_hot_discrete=True`).
+            after; one-hot items with `one_hot_discrete=True`, as in RLlib).
         """
         return self.observations.get(indices, **options)
 
@@ -540,7 +571,8 @@ class SingleAgentEpisode:
             neg_index_as_lookback: As in `set_observations`.
 
         Raises:
-            ValueError: If a new key is given `at_indices`.
+            EpisodeMismatchError: (a ValueError and, as in RLlib, an AssertionError) If
+                a new key is given `at_indices`.
             IndexError: If an index is out of range or `new_data` has the wrong size.
         """
         if key in self.extra_model_outputs:
@@ -593,7 +625,7 @@ class SingleAgentEpisode:
     ) -> InfiniteLookbackBuffer:
         """Builds the buffer for a new extra-model-output key set via the setter."""
         if at_indices is not None:
-            raise ValueError(
+            raise EpisodeMismatchError(
                 f"A new extra model output key can only be set as a whole. Received: "
                 f"key={key!r} (not yet in the episode) with at_indices={at_indices!r}. "
                 "Pass at_indices=None and one item per in-episode step."
@@ -742,9 +774,11 @@ class SingleAgentEpisode:
 
         Raises:
             TypeError: If `other` is not a SingleAgentEpisode.
-            ValueError: On mismatching id, timestep, boundary observation/info or
-                extra-output keys. This episode is left unchanged.
-            RuntimeError: If this episode is done or finalized.
+            EpisodeMismatchError: (a ValueError and, as in RLlib, an AssertionError) On
+                mismatching id, timestep, boundary observation/info or extra-output
+                keys. This episode is left unchanged.
+            EpisodeStateError: (a RuntimeError and an AssertionError) If this episode
+                is done or finalized.
         """
         # Checks everything before mutating.
         if not isinstance(other, SingleAgentEpisode):
@@ -753,7 +787,7 @@ class SingleAgentEpisode:
                 f"{type(other).__name__}."
             )
         if self.is_done or self.is_finalized:
-            raise RuntimeError(
+            raise EpisodeStateError(
                 "Cannot concatenate onto an episode that is done or finalized. Received: "
                 f"episode id_={self.id_!r} with is_terminated={self.is_terminated}, "
                 f"is_truncated={self.is_truncated}, is_finalized={self.is_finalized}. "
@@ -761,7 +795,7 @@ class SingleAgentEpisode:
             )
 
         def mismatch(what: str, received: str, expected: str) -> ValueError:
-            return ValueError(
+            return EpisodeMismatchError(
                 f"concat_episode(): `other` does not continue this episode ({what}). "
                 f"Received: {received}. Expected: {expected}. Concatenate the chunk that "
                 "cut() produced from this episode (plus its new steps)."
@@ -878,6 +912,8 @@ class SingleAgentEpisode:
             },
             "start_time": self._start_time,
             "end_time": self._end_time,
+            "last_step_time": self._last_step_time,
+            "custom_data": dict(self.custom_data),
         }
 
     @classmethod
@@ -912,6 +948,8 @@ class SingleAgentEpisode:
         }
         self._start_time = state["start_time"]
         self._end_time = state["end_time"]
+        self._last_step_time = state.get("last_step_time", self._start_time)
+        self.custom_data = dict(state.get("custom_data", {}))
 
     def _numpy_buffers(self) -> List[InfiniteLookbackBuffer]:
         """All buffers that `finalize()` converts (everything but infos)."""
@@ -979,6 +1017,8 @@ def _resolve_lookback(
         raise ValueError(
             f"`len_lookback_buffer` must be >= 0. Received: len_lookback_buffer={n}."
         )
+    if all(data is None for data in (observations, infos, actions, rewards)) and not extras:
+        return 0  # As in RLlib: nothing to look back on yet (an empty episode).
     # Observations and infos hold one item more than the steps (the ts=0 item).
     columns = [("observations", observations, 1), ("infos", infos, 1), ("actions", actions, 0),
                ("rewards", rewards, 0)] + [(f"extra_model_outputs[{k!r}]", v, 0)

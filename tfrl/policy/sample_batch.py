@@ -8,7 +8,9 @@ from tfrl.data.sample_batch import (  # noqa: F401
     DEFAULT_POLICY_ID,
     MultiAgentBatch,
     SampleBatch,
+    attempt_count_timesteps,
     concat_samples,
 )
 
-__all__ = ["DEFAULT_POLICY_ID", "MultiAgentBatch", "SampleBatch", "concat_samples"]
+__all__ = ["DEFAULT_POLICY_ID", "MultiAgentBatch", "SampleBatch", "attempt_count_timesteps",
+           "concat_samples"]

@@ -1,8 +1,10 @@
 """ViewRequirement: which data a model needs, from which column, at which shift."""
 
-from typing import List, Optional, Union
+from typing import Any, Dict, List, Optional, Union
 
 import gymnasium as gym
+
+from tfrl.utils.serialization import gym_space_from_dict, gym_space_to_dict
 
 
 class ViewRequirement:
@@ -11,7 +13,8 @@ class ViewRequirement:
     Args:
         data_col: The column to take the data from; None means the view column's own
             name (e.g. view "prev_actions" with `data_col="actions"`, `shift=-1`).
-        space: The gymnasium space of one item of the data.
+        space: The gymnasium space of one item of the data; None gives RLlib's default,
+            an unbounded scalar Box.
         shift: A single int (relative timestep), a list of ints, or a range string
             such as "-3:0" (inclusive on both ends) for frame stacking.
         index: An absolute timestep index instead of a relative shift.
@@ -32,7 +35,8 @@ class ViewRequirement:
         used_for_training: bool = True,
     ):
         self.data_col = data_col
-        self.space = space
+        self.space = space if space is not None else gym.spaces.Box(
+            float("-inf"), float("inf"), shape=())
         self.index = index
         self.batch_repeat_value = batch_repeat_value
         self.used_for_compute_actions = used_for_compute_actions
@@ -68,3 +72,23 @@ class ViewRequirement:
             f"used_for_compute_actions={self.used_for_compute_actions}, "
             f"used_for_training={self.used_for_training})"
         )
+
+    def to_dict(self) -> Dict[str, Any]:
+        """A JSON-serializable dict of this requirement (`from_dict` rebuilds it)."""
+        return {
+            "data_col": self.data_col,
+            "space": gym_space_to_dict(self.space),
+            "shift": self.shift,
+            "index": self.index,
+            "batch_repeat_value": self.batch_repeat_value,
+            "used_for_training": self.used_for_training,
+            "used_for_compute_actions": self.used_for_compute_actions,
+        }
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "ViewRequirement":
+        """Rebuilds a ViewRequirement from `to_dict()` output (e.g. after JSON)."""
+        d = dict(d)
+        if d.get("space") is not None:
+            d["space"] = gym_space_from_dict(d["space"])
+        return cls(**d)

@@ -269,3 +269,154 @@ def same_structure(a: Any, b: Any) -> bool:
     except (ValueError, TypeError):
         return False
     return paths_a == paths_b
+
+
+def get_base_struct_from_space(space: gym.Space) -> Any:
+    """RLlib's name for `space_structure`: a Dict/Tuple space as a nest of its leaf spaces."""
+    return space_structure(space)
+
+
+def get_dummy_batch_for_space(
+    space: Any,
+    batch_size: int = 32,
+    fill_value: Any = 0.0,
+    time_size: Optional[int] = None,
+    time_major: bool = False,
+    one_hot_discrete: bool = False,
+) -> Any:
+    """Dummy data for `space`: a batch of `batch_size` items, all slots set to `fill_value`.
+
+    Args:
+        space: A gymnasium space, or a dict/tuple nest of spaces (walked recursively).
+        batch_size: Rows B of the batch; 0 gives one item without a batch axis (only
+            without `time_size`).
+        fill_value: The value of every slot, or "random" for `space.sample()` values.
+        time_size: If given, a time axis T of that size: shape [B, T, ...], or
+            [T, B, ...] with `time_major=True`.
+        time_major: See `time_size`.
+        one_hot_discrete: Discrete and MultiDiscrete leaves take their one-hot float32
+            shape (`fill_value=0.0` gives "zero-hot" vectors).
+
+    Returns:
+        Numpy arrays of each leaf space's dtype, nested like `space`.
+
+    Raises:
+        ValueError: If `time_size` is given with `batch_size` or `time_size` < 1.
+
+    Example:
+        >>> box = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+        >>> get_dummy_batch_for_space(box, batch_size=3, fill_value=1.0).shape
+        (3, 2)
+        >>> get_dummy_batch_for_space(gym.spaces.Discrete(4), batch_size=0, fill_value=2.0)
+        array(2)
+    """
+    if isinstance(space, (gym.spaces.Dict, gym.spaces.Tuple, dict, tuple)):
+        struct = space_structure(space) if isinstance(space, gym.Space) else space
+        return tree.map_structure(
+            lambda s: get_dummy_batch_for_space(
+                s, batch_size=batch_size, fill_value=fill_value, time_size=time_size,
+                time_major=time_major, one_hot_discrete=one_hot_discrete),
+            struct)
+    if one_hot_discrete and isinstance(space, gym.spaces.Discrete):
+        space = gym.spaces.Box(0.0, 1.0, (int(space.n),), np.float32)
+    elif one_hot_discrete and isinstance(space, gym.spaces.MultiDiscrete):
+        space = gym.spaces.Box(0.0, 1.0, (int(np.sum(space.nvec)),), np.float32)
+    if time_size is not None:
+        if batch_size < 1 or time_size < 1:
+            raise ValueError(
+                "get_dummy_batch_for_space() with a time axis needs batch_size >= 1 and "
+                f"time_size >= 1. Received: batch_size={batch_size}, time_size={time_size}.")
+        lead = [time_size, batch_size] if time_major else [batch_size, time_size]
+    else:
+        lead = [batch_size] if batch_size > 0 else []
+    if isinstance(fill_value, str) and fill_value == "random":
+        count = int(np.prod(lead)) if lead else 1
+        samples = np.array([space.sample() for _ in range(count)], dtype=space.dtype)
+        return samples.reshape(lead + list(space.shape))
+    return np.full(lead + list(space.shape), fill_value, dtype=space.dtype)
+
+
+def convert_element_to_space_type(element: Any, sampled_element: Any) -> Any:
+    """Casts the leaves of `element` to the types of a sample of the same space.
+
+    Numpy leaves take the sample's dtype; a float that holds an integer becomes an int
+    where the sample has an int (e.g. Discrete). Use it to make data that went through
+    JSON or another framework pass `space.contains()` again.
+
+    Args:
+        element: The (nested) data to convert.
+        sampled_element: A sample of the space (`space.sample()`), same nesting.
+
+    Returns:
+        The converted data, nested like `element`.
+
+    Raises:
+        ValueError: If a leaf of `element` is not a numpy array where the sample's is.
+    """
+
+    def convert(elem: Any, sample: Any) -> Any:
+        if isinstance(sample, np.ndarray):
+            if not isinstance(elem, np.ndarray):
+                raise ValueError(
+                    "convert_element_to_space_type(): a leaf of `element` must be a numpy "
+                    f"array where the space's sample has one. Received: {elem!r} (type "
+                    f"{type(elem).__name__}) for a sample of shape {sample.shape}.")
+            if elem.dtype != sample.dtype:
+                elem = elem.astype(sample.dtype)
+        elif isinstance(sample, (int, np.integer)) and isinstance(elem, float) \
+                and float(elem).is_integer():
+            elem = int(elem)
+        return elem
+
+    return tree.map_structure(convert, element, sampled_element, check_types=False)
+
+
+def unsquash_action(action: Any, action_space_struct: Any) -> Any:
+    """Maps actions from a model's range to the bounds of their (bounded) Box spaces.
+
+    Float Box leaves go from [-1, 1] to [low, high] (`low + (a + 1) * (high - low) / 2`,
+    then clipped to the bounds); integer Box leaves are shifted by `low`. Other leaves
+    and unbounded Boxes are returned unchanged.
+
+    Args:
+        action: A (nested) action.
+        action_space_struct: The action space as a nest of leaf spaces
+            (`get_base_struct_from_space(space)`), or a single space.
+
+    Example:
+        >>> box = gym.spaces.Box(3.0, 8.0, (2,), np.float32)
+        >>> unsquash_action(0.5, box).tolist()
+        [6.75, 6.75]
+    """
+
+    def unsquash(a: Any, s: Any) -> Any:
+        if isinstance(s, gym.spaces.Box) and np.all(s.bounded_below) and \
+                np.all(s.bounded_above):
+            if np.issubdtype(s.dtype, np.floating):
+                a = s.low + (np.asarray(a) + 1.0) * (s.high - s.low) / 2.0
+                a = np.clip(a, s.low, s.high)
+            elif np.issubdtype(s.dtype, np.integer):
+                a = s.low + a
+        return a
+
+    return tree.map_structure(unsquash, action, action_space_struct)
+
+
+def clip_action(action: Any, action_space_struct: Any) -> Any:
+    """Clips the (nested) action's Box leaves into their spaces' bounds.
+
+    Args:
+        action: A (nested) action.
+        action_space_struct: The action space as a nest of leaf spaces, or a space.
+
+    Example:
+        >>> clip_action(np.array([2.0, -3.0]), gym.spaces.Box(-1.0, 1.0, (2,))).tolist()
+        [1.0, -1.0]
+    """
+
+    def clip(a: Any, s: Any) -> Any:
+        if isinstance(s, gym.spaces.Box):
+            a = np.clip(a, s.low, s.high)
+        return a
+
+    return tree.map_structure(clip, action, action_space_struct)
