@@ -202,7 +202,7 @@ class ReplayBuffer:
         else:
             items = rows.to_sequence_items(batch, self.replay_sequence_length,
                                            self.replay_zero_init_states)
-        idx = cast(ColumnStorage, self._storage).write(items)
+        idx = self._storage.write(items)
         self.num_added += batch.count
         return idx
 

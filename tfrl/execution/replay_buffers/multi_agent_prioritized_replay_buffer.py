@@ -22,6 +22,7 @@ from typing import Any, Dict, Mapping, Optional, Union
 
 import numpy as np
 
+from tfrl.data.sample_batch import SampleBatch
 from tfrl.execution.replay_buffers.multi_agent_replay_buffer import (MultiAgentReplayBuffer,
                                                                      ReplayMode)
 from tfrl.execution.replay_buffers.prioritized_replay_buffer import PrioritizedReplayBuffer
@@ -74,7 +75,7 @@ class MultiAgentPrioritizedReplayBuffer(MultiAgentReplayBuffer):
     def _add_to_underlying_buffer(self, policy_id: Any, batch: Item, **kwargs: Any) -> None:
         kwargs = {**self.underlying_buffer_call_args, **kwargs}
         for item in self._slices(batch):
-            if self.replay_mode is ReplayMode.INDEPENDENT:
+            if isinstance(item, SampleBatch):  # independent mode: one policy's rows
                 weight = None
                 if "weights" in item and len(item["weights"]):
                     weight = float(np.mean(item["weights"]))

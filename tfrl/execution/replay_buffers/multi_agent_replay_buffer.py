@@ -88,6 +88,14 @@ def sequence_items(batch: SampleBatch, max_seq_len: int, use_seq_lens: bool,
     return out
 
 
+def _to_replay_mode(owner: str, replay_mode: Any) -> ReplayMode:
+    for mode in ReplayMode:
+        if replay_mode is mode or replay_mode == mode.value:
+            return mode
+    raise ValueError(f"{owner}(replay_mode=...) must be 'independent' or 'lockstep'; "
+                     f"received {replay_mode!r}.")
+
+
 class MultiAgentReplayBuffer(ReplayBuffer):
     """Replay buffers per policy id (see the module docstring).
 
@@ -140,11 +148,7 @@ class MultiAgentReplayBuffer(ReplayBuffer):
             raise ValueError(f"{name}(replay_burn_in={replay_burn_in}): burn-in sequences are "
                              "not supported; pass 0.")
         self.replay_zero_init_states = bool(replay_zero_init_states)
-        modes = {m.value: m for m in ReplayMode}
-        if replay_mode not in modes and not isinstance(replay_mode, ReplayMode):
-            raise ValueError(f"{name}(replay_mode=...) must be 'independent' or 'lockstep'; "
-                             f"received {replay_mode!r}.")
-        self.replay_mode = modes.get(replay_mode, replay_mode)  # type: ignore[call-overload]
+        self.replay_mode = _to_replay_mode(name, replay_mode)
         if self.replay_mode is ReplayMode.LOCKSTEP and self.storage_unit in (
                 StorageUnit.SEQUENCES, StorageUnit.EPISODES):
             raise ValueError(f"{name}: replay_mode='lockstep' stores whole env steps; it does "

@@ -287,12 +287,11 @@ class ReplayBuffer:
             raise ValueError(f"{name}.add(): a MultiAgentBatch cannot be stored with "
                              f"storage_unit={unit.value!r}; use 'timesteps' or 'fragments', "
                              "or a MultiAgentReplayBuffer.")
-        if unit in (StorageUnit.TIMESTEPS, StorageUnit.FRAGMENTS):
-            items = [batch]
-        elif unit is StorageUnit.SEQUENCES:
-            items = split_sequences(name, batch)
-        else:
-            items = complete_episodes(batch)
+        items: List[Item] = [batch]
+        if isinstance(batch, SampleBatch) and unit is StorageUnit.SEQUENCES:
+            items = list(split_sequences(name, batch))
+        elif isinstance(batch, SampleBatch) and unit is StorageUnit.EPISODES:
+            items = list(complete_episodes(batch))
         for item in items:
             self._add_single_batch(item, **kwargs)
 
@@ -318,7 +317,7 @@ class ReplayBuffer:
             ValueError: If `num_items` is not an int >= 0, or the buffer is empty.
         """
         num_items = self._check_sample(num_items)
-        idx = self._rng.integers(0, len(self), size=num_items) if num_items else []
+        idx: Any = self._rng.integers(0, len(self), size=num_items) if num_items else []
         out = self._encode_sample(idx)
         self._num_timesteps_sampled += out.count
         return out
