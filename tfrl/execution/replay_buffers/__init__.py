@@ -15,4 +15,6 @@ __getattr__, __all__ = lazy_exports(__name__, {
         "MultiAgentReplayBuffer", "ReplayMode"],
     "tfrl.execution.replay_buffers.prioritized_replay_buffer": ["PrioritizedReplayBuffer"],
     "tfrl.execution.replay_buffers.replay_buffer": ["ReplayBuffer", "StorageUnit"],
+    "tfrl.execution.replay_buffers.reservoir_replay_buffer": [
+        "ReservoirBuffer", "ReservoirReplayBuffer"],
 })

@@ -128,16 +128,24 @@ class ItemRing:
         """The most items the ring can hold (each item has >= 1 timestep)."""
         return self.capacity
 
-    def write(self, item: Item) -> int:
-        """Stores `item`; returns its slot."""
-        idx = self.next_idx
+    def count_added(self, item: Item) -> None:
+        """Counts `item`'s timesteps as added (whether or not it is kept)."""
         self.num_timesteps_added += item.count
         self.num_timesteps_added_wrap += item.count
+
+    def put(self, idx: int, item: Item) -> None:
+        """Stores `item` at slot `idx` (appends at `idx == len(self)`), uncounted."""
         if idx >= len(self.items):
             self.items.append(item)
             self.est_size_bytes += item.size_bytes()
         else:
             self.items[idx] = item
+
+    def write(self, item: Item) -> int:
+        """Stores `item` FIFO (counted); returns its slot."""
+        idx = self.next_idx
+        self.count_added(item)
+        self.put(idx, item)
         if self.num_timesteps_added_wrap >= self.capacity:
             self.eviction_started = True
             self.num_timesteps_added_wrap = 0

@@ -14,6 +14,9 @@ from tfrl.execution.replay_buffers.multi_agent_replay_buffer import (MultiAgentR
                                                                      ReplayMode)
 from tfrl.execution.replay_buffers.prioritized_replay_buffer import PrioritizedReplayBuffer
 from tfrl.execution.replay_buffers.replay_buffer import ReplayBuffer, StorageUnit
+from tfrl.execution.replay_buffers.reservoir_replay_buffer import (ReservoirBuffer,
+                                                                   ReservoirReplayBuffer)
 
 __all__ = ["MultiAgentPrioritizedReplayBuffer", "MultiAgentReplayBuffer",
-           "PrioritizedReplayBuffer", "ReplayBuffer", "ReplayMode", "StorageUnit"]
+           "PrioritizedReplayBuffer", "ReplayBuffer", "ReplayMode", "ReservoirBuffer",
+           "ReservoirReplayBuffer", "StorageUnit"]
