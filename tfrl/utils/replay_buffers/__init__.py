@@ -8,6 +8,7 @@ pyproject.toml lists the exception (`tfrl.utils.replay_buffers` -> the execution
 by name.
 """
 
+from tfrl.execution.replay_buffers.fifo_replay_buffer import FifoReplayBuffer
 from tfrl.execution.replay_buffers.multi_agent_prioritized_replay_buffer import (
     MultiAgentPrioritizedReplayBuffer)
 from tfrl.execution.replay_buffers.multi_agent_replay_buffer import (MultiAgentReplayBuffer,
@@ -17,6 +18,6 @@ from tfrl.execution.replay_buffers.replay_buffer import ReplayBuffer, StorageUni
 from tfrl.execution.replay_buffers.reservoir_replay_buffer import (ReservoirBuffer,
                                                                    ReservoirReplayBuffer)
 
-__all__ = ["MultiAgentPrioritizedReplayBuffer", "MultiAgentReplayBuffer",
+__all__ = ["FifoReplayBuffer", "MultiAgentPrioritizedReplayBuffer", "MultiAgentReplayBuffer",
            "PrioritizedReplayBuffer", "ReplayBuffer", "ReplayMode", "ReservoirBuffer",
            "ReservoirReplayBuffer", "StorageUnit"]
