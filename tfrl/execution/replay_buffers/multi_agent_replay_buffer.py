@@ -31,7 +31,7 @@ from typing import Any, Callable, Dict, List, Mapping, Optional, Union
 import numpy as np
 
 from tfrl.core.columns import Columns
-from tfrl.data.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch, SampleBatch
+from tfrl.data.sample_batch import MultiAgentBatch, SampleBatch
 from tfrl.execution.replay_buffers.prioritized_replay_buffer import PrioritizedReplayBuffer
 from tfrl.execution.replay_buffers.replay_buffer import (ALL_POLICIES, Item, ReplayBuffer,
                                                          StorageUnit, complete_episodes)
@@ -283,6 +283,3 @@ class MultiAgentReplayBuffer(ReplayBuffer):
         self._num_added = int(state["num_added"])
         for pid, buffer_state in state["replay_buffers"].items():
             self.replay_buffers[pid].set_state(buffer_state)
-
-
-__all__ = ["DEFAULT_POLICY_ID", "MultiAgentReplayBuffer", "ReplayMode"]
