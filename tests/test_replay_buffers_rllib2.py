@@ -135,6 +135,11 @@ def test_multi_agent_prioritized_buffer_weights_and_errors():
 
 
 def test_fifo_and_mixin_errors():
+    from tfrl.utils.replay_buffers import MultiAgentMixInReplayBuffer
+
+    with pytest.raises(ValueError, match=r"MultiAgentMixInReplayBuffer\(replay_ratio=...\) must "
+                                         r"be a number in \[0, 1\]; received -0.1"):
+        MultiAgentMixInReplayBuffer(10, replay_ratio=-0.1)
     with pytest.raises(TypeError, match="FifoReplayBuffer.add\\(\\) takes a SampleBatch"):
         FifoReplayBuffer().add("batch")
     with pytest.raises(ValueError, match=r"capacity=...\) must be an int >= 1 \(batches\); "

@@ -10,6 +10,8 @@ from tfrl.utils.lazy_exports import lazy_exports
 
 __getattr__, __all__ = lazy_exports(__name__, {
     "tfrl.execution.replay_buffers.fifo_replay_buffer": ["FifoReplayBuffer"],
+    "tfrl.execution.replay_buffers.multi_agent_mixin_replay_buffer": [
+        "MultiAgentMixInReplayBuffer"],
     "tfrl.execution.replay_buffers.multi_agent_prioritized_replay_buffer": [
         "MultiAgentPrioritizedReplayBuffer"],
     "tfrl.execution.replay_buffers.multi_agent_replay_buffer": [

@@ -9,6 +9,8 @@ by name.
 """
 
 from tfrl.execution.replay_buffers.fifo_replay_buffer import FifoReplayBuffer
+from tfrl.execution.replay_buffers.multi_agent_mixin_replay_buffer import (
+    MultiAgentMixInReplayBuffer)
 from tfrl.execution.replay_buffers.multi_agent_prioritized_replay_buffer import (
     MultiAgentPrioritizedReplayBuffer)
 from tfrl.execution.replay_buffers.multi_agent_replay_buffer import (MultiAgentReplayBuffer,
@@ -18,6 +20,7 @@ from tfrl.execution.replay_buffers.replay_buffer import ReplayBuffer, StorageUni
 from tfrl.execution.replay_buffers.reservoir_replay_buffer import (ReservoirBuffer,
                                                                    ReservoirReplayBuffer)
 
-__all__ = ["FifoReplayBuffer", "MultiAgentPrioritizedReplayBuffer", "MultiAgentReplayBuffer",
+__all__ = ["FifoReplayBuffer", "MultiAgentMixInReplayBuffer",
+           "MultiAgentPrioritizedReplayBuffer", "MultiAgentReplayBuffer",
            "PrioritizedReplayBuffer", "ReplayBuffer", "ReplayMode", "ReservoirBuffer",
            "ReservoirReplayBuffer", "StorageUnit"]
