@@ -301,3 +301,41 @@ def test_data_and_env_write_no_other_objects_private_fields():
              for w in _private_writes_to_other_objects(path)]
     assert not found, ("A module writes another object's private fields (make it a method "
                        "of the owner):\n" + "\n".join(found))
+
+
+def test_utils_replay_buffers_only_re_exports_the_execution_layer():
+    # RLlib's path `ray.rllib.utils.replay_buffers` sits in the bottom layer, but the
+    # buffers need SampleBatch: the code is in tfrl.execution.replay_buffers, and the
+    # contract's listed exception holds only if these modules define nothing themselves
+    # and nothing in tfrl imports them (so no layer below execution reaches up through
+    # them).
+    import importlib
+
+    package = TFRL / "utils" / "replay_buffers"
+    for path in sorted(package.glob("*.py")):
+        body = ast.parse(path.read_text(encoding="utf-8")).body
+        for node in body:
+            docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+            re_export = (isinstance(node, ast.ImportFrom) and node.module is not None
+                         and node.module.startswith("tfrl.execution.replay_buffers."))
+            names = (isinstance(node, ast.Assign)
+                     and [ast.unparse(t) for t in node.targets] == ["__all__"])
+            assert docstring or re_export or names, (
+                f"{path.relative_to(REPO_ROOT)}:{node.lineno} does more than re-export "
+                f"tfrl.execution.replay_buffers: {ast.unparse(node)}")
+        module = importlib.import_module(
+            "tfrl.utils.replay_buffers" + ("" if path.stem == "__init__" else f".{path.stem}"))
+        imported = set()
+        for node in body:
+            if isinstance(node, ast.ImportFrom):
+                source = importlib.import_module(node.module)
+                for alias in node.names:
+                    name = alias.asname or alias.name
+                    assert getattr(module, name) is getattr(source, alias.name)
+                    imported.add(name)
+        assert set(module.__all__) == imported, module.__name__
+    graph = grimp.build_graph("tfrl", cache_dir=None)
+    importers = {m for m in graph.modules if not m.startswith("tfrl.utils.replay_buffers")
+                 for imported in graph.find_modules_directly_imported_by(m)
+                 if imported.startswith("tfrl.utils.replay_buffers")}
+    assert not importers, f"tfrl modules import the RLlib-path shim: {sorted(importers)}"

@@ -41,6 +41,8 @@ def test_ring_wraps_around_fifo_and_reports_slots():
 
 
 def test_sampling_fewer_rows_than_a_batch_is_an_error_unless_allowed():
+    # RLlib samples with replacement from fewer items than asked for: so does the
+    # default (allow_fewer=True); allow_fewer=False keeps the error.
     buffer = ReplayBuffer(capacity=10, seed=0)
     with pytest.raises(ValueError, match=r"ReplayBuffer.sample\(4\): the buffer holds 0 "
                                          "timesteps, fewer than the 4 requested"):
@@ -48,8 +50,9 @@ def test_sampling_fewer_rows_than_a_batch_is_an_error_unless_allowed():
     buffer.add(_rows(0, 3))
     with pytest.raises(ValueError, match=r"holds 3 timesteps, fewer than the 4 requested. Add "
                                          r"more before sampling \(e.g. learning_starts"):
-        buffer.sample(4)
+        buffer.sample(4, allow_fewer=False)
     assert buffer.sample(4, allow_fewer=True).count == 4
+    assert buffer.sample(4).count == 4
     with pytest.raises(ValueError, match=r"sample\(num_items=...\) must be an int >= 1; "
                                          "received 0"):
         buffer.sample(0)
@@ -66,7 +69,7 @@ def test_capacity_must_be_a_positive_int(cls, capacity):
 
 def test_constructor_argument_errors():
     with pytest.raises(ValueError, match=r"storage_unit=...\) must be one of \['timesteps', "
-                                         r"'sequences'\]; received 'episodes'"):
+                                         r"'sequences', 'fragments'\]; received 'episodes'"):
         ReplayBuffer(10, "episodes")
     with pytest.raises(ValueError, match="capacity=4 timesteps holds no sequence of "
                                          "replay_sequence_length=5"):
@@ -89,6 +92,32 @@ def test_constructor_argument_errors():
     with pytest.raises(ValueError, match=r"column 'obs' has items of shape \(4,\); the stored "
                                          r"ones have shape \(3,\)"):
         buffer.add(SampleBatch({"obs": np.zeros((2, 4))}))
+
+
+def test_fragments_store_each_added_batch_as_one_item_as_rllib_1x():
+    # RLlib 1.x's `size=` keyword: an item is an added batch; capacity counts timesteps
+    # (the ring wraps once `size` timesteps were added since the last wrap).
+    buffer = ReplayBuffer(size=6, seed=0)
+    assert buffer.storage_unit == "fragments" and buffer.capacity == 6
+    assert buffer.add(_rows(0, 2)).tolist() == [0] and buffer._next_idx == 1
+    assert buffer.add(_rows(2, 4)).tolist() == [1] and buffer._next_idx == 0  # 6 >= 6
+    assert buffer.add(_rows(6, 1)).tolist() == [0]  # overwrites the first batch
+    assert len(buffer) == 2 and len(buffer._storage) == 2 and buffer.num_added == 7
+    obs = buffer.sample(400)["obs"]
+    assert set(obs.tolist()) == {2.0, 3.0, 4.0, 5.0, 6.0}
+    assert 150 < int(np.sum(obs == 6.0)) < 250  # half of the 400 items (one row each)
+    prio = PrioritizedReplayBuffer(size=4, alpha=1.0, seed=0)
+    prio.add(_rows(0, 3))
+    prio.add(_rows(3, 1), weight=3.0)
+    batch = prio.sample(2, beta=1.0)
+    assert batch.count == len(batch["weights"]) == len(batch["batch_indexes"])
+    np.testing.assert_array_equal(batch["batch_indexes"], np.where(batch["obs"] < 3, 0, 1))
+    with pytest.raises(ValueError, match=r"received capacity=4 and size=4; size is RLlib "
+                                         r"1.x's name of capacity, pass one of both"):
+        ReplayBuffer(4, size=4)
+    with pytest.raises(ValueError, match="storage_unit='fragments' stores batches as they "
+                                         "come"):
+        ReplayBuffer(size=4, compress_observations=True)
 
 
 # --------------------------------------------------------------- prioritized

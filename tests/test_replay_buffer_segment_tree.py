@@ -135,3 +135,19 @@ def test_prefix_sum_search_matches_a_cumsum_search(capacity, data):
         # Past the total by rounding: the last positive leaf.
         assert tree.find_prefixsum_idx(total * (1 + 1e-10)) == expected[-1], search
     assert tree.sum() == total
+
+
+@pytest.mark.parametrize("cls", [SumSegmentTree, MinSegmentTree])
+def test_scalar_and_array_updates_build_the_same_tree(cls):
+    rng = np.random.default_rng(0)
+    idx = rng.integers(0, 300, size=50)
+    values = rng.random(50) * 10
+    scalar, array = cls(300), cls(300)
+    for i, v in zip(idx.tolist(), values.tolist()):
+        scalar[i] = v  # the scalar fast path
+    for i, v in zip(idx, values):
+        array[np.array([i])] = np.array([v])  # the vectorized path, one index at a time
+    for a, b in zip(scalar.levels, array.levels):
+        np.testing.assert_array_equal(a, b)
+    with pytest.raises(IndexError, match=r"indices must be in \[0, 300\); received \[-1\]"):
+        scalar[-1] = 1.0

@@ -1,7 +1,7 @@
 """Replay buffers: uniform, prioritized, and one per policy (`LocalReplayBuffer`).
 
-- `ReplayBuffer`: a FIFO ring of items (timesteps, or fixed-length sequences), sampled
-  uniformly with replacement.
+- `ReplayBuffer`: a FIFO ring of items (timesteps, fixed-length sequences, or whole
+  added batches: "fragments", RLlib 1.x's items), sampled uniformly with replacement.
 - `PrioritizedReplayBuffer`: proportional prioritization (Schaul et al. 2016): item `i`
   is sampled with probability `p_i**alpha / sum_k p_k**alpha` (a `SumSegmentTree`, O(log n)
   per sample and update) and carries the importance weight
@@ -31,7 +31,7 @@ Example:
     [(1, 0.333), (1, 0.333)]
 """
 
-from typing import Any, Dict, Optional, Union
+from typing import Any, Dict, Optional, Union, cast
 
 import numpy as np
 import tree
@@ -41,6 +41,7 @@ from tfrl.core.columns import Columns
 from tfrl.data.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch, SampleBatch
 from tfrl.execution import replay_buffer_rows as rows
 from tfrl.execution.replay_buffer_storage import ColumnStorage
+from tfrl.execution.replay_buffers.replay_buffer import ItemRing, concat_items
 from tfrl.execution.segment_tree import MinSegmentTree, SumSegmentTree
 from tfrl.utils import compression
 from tfrl.utils.schedules import Schedule
@@ -48,7 +49,8 @@ from tfrl.utils.schedules import Schedule
 # Columns added to prioritized samples.
 WEIGHTS = "weights"
 BATCH_INDEXES = "batch_indexes"
-STORAGE_UNITS = ("timesteps", "sequences")
+STORAGE_UNITS = ("timesteps", "sequences", "fragments")
+DEFAULT_CAPACITY = 10000
 # Observation columns `compress_observations` stores compressed.
 _OBS_COLUMNS = (Columns.OBS, Columns.NEXT_OBS)
 
@@ -78,30 +80,46 @@ def _unpack_bulk(batch: SampleBatch) -> SampleBatch:
 
 
 class ReplayBuffer:
-    """Uniform replay: a FIFO ring of timesteps or sequences, sampled with replacement.
+    """Uniform replay: a FIFO ring of timesteps, sequences or fragments, sampled with
+    replacement.
 
     Args:
-        capacity: Timesteps kept (>= 1). With `storage_unit="sequences"` the ring holds
-            `capacity // replay_sequence_length` sequences.
-        storage_unit: "timesteps" (an item is a row) or "sequences" (an item is up to
+        capacity: Timesteps kept (>= 1; default 10000). With `storage_unit="sequences"`
+            the ring holds `capacity // replay_sequence_length` sequences.
+        storage_unit: "timesteps" (an item is a row), "sequences" (an item is up to
             `replay_sequence_length` rows of one episode, zero-padded; for recurrent
-            policies).
+            policies) or "fragments" (an item is one added batch, as in RLlib 1.x; the
+            ring wraps once `capacity` timesteps were added since the last wrap, see
+            `tfrl.execution.replay_buffers.replay_buffer.ItemRing`). None: "fragments"
+            if the buffer is built with RLlib 1.x's `size=`, else "timesteps".
         replay_sequence_length: Rows per sequence item (sequences only).
         replay_zero_init_states: Sequences: replay `state_in_*` as zeros (else the state
             stored at the sequence's first row).
         compress_observations: Keep `obs`/`new_obs` compressed per item (saves memory
             for images; costs a zlib pack per added and an unpack per sampled item).
-        seed: Seed of the sampling RNG.
+        seed: Seed of the sampling RNG (None: drawn from numpy's global RNG, so that
+            `np.random.seed` makes it repeatable).
+        size: RLlib 1.x's name of `capacity` (pass one of both); selects "fragments"
+            unless `storage_unit` is given.
 
     Raises:
-        ValueError: For a capacity < 1 (or below one sequence), an unknown storage unit
-            or a sequence length < 1.
+        ValueError: For a capacity < 1 (or below one sequence), an unknown storage unit,
+            a sequence length < 1, both `capacity` and `size`, or "fragments" with
+            `compress_observations`.
     """
 
-    def __init__(self, capacity: int = 10000, storage_unit: str = "timesteps", *,
+    def __init__(self, capacity: Optional[int] = None, storage_unit: Optional[str] = None, *,
                  replay_sequence_length: int = 1, replay_zero_init_states: bool = True,
-                 compress_observations: bool = False, seed: Optional[int] = None):
+                 compress_observations: bool = False, seed: Optional[int] = None,
+                 size: Optional[int] = None):
         name = type(self).__name__
+        if capacity is not None and size is not None:
+            raise ValueError(f"{name}: received capacity={capacity!r} and size={size!r}; "
+                             "size is RLlib 1.x's name of capacity, pass one of both.")
+        if storage_unit is None:
+            storage_unit = "fragments" if size is not None else "timesteps"
+        if capacity is None:
+            capacity = DEFAULT_CAPACITY if size is None else size
         self.capacity = _check_int(name, "capacity", capacity, 1)
         if storage_unit not in STORAGE_UNITS:
             raise ValueError(f"{name}(storage_unit=...) must be one of {list(STORAGE_UNITS)}; "
@@ -111,6 +129,10 @@ class ReplayBuffer:
                                                  replay_sequence_length, 1)
         self.replay_zero_init_states = bool(replay_zero_init_states)
         self.compress_observations = bool(compress_observations)
+        if storage_unit == "fragments" and self.compress_observations:
+            raise ValueError(f"{name}: storage_unit='fragments' stores batches as they come "
+                             "(compressed ones stay compressed); compress_observations works "
+                             "with 'timesteps' and 'sequences'.")
         slots = self.capacity
         if storage_unit == "sequences":
             slots = self.capacity // self.replay_sequence_length
@@ -118,20 +140,28 @@ class ReplayBuffer:
                 raise ValueError(f"{name}: capacity={capacity} timesteps holds no sequence of "
                                  f"replay_sequence_length={replay_sequence_length}; raise "
                                  "capacity to at least replay_sequence_length.")
-        self._storage = ColumnStorage(
-            slots, _OBS_COLUMNS if self.compress_observations else (), name=name)
+        self._storage: Union[ColumnStorage, ItemRing] = (
+            ItemRing(self.capacity) if storage_unit == "fragments" else ColumnStorage(
+                slots, _OBS_COLUMNS if self.compress_observations else (), name=name))
+        if seed is None:  # repeatable under np.random.seed, as RLlib's global-RNG buffers
+            seed = int(np.random.randint(0, 2**31 - 1))
         self._rng = np.random.default_rng(seed)
         self.num_added = 0  # timesteps
         self.num_sampled = 0  # items
 
     def __len__(self) -> int:
-        """Items stored (timesteps, or sequences)."""
+        """Items stored (timesteps, sequences or fragments)."""
         return self._storage.size
 
     @property
     def slots(self) -> int:
-        """Items the ring holds when full."""
+        """Items the ring holds when full (at most, for fragments)."""
         return self._storage.slots
+
+    @property
+    def _next_idx(self) -> int:
+        """The slot the next item goes to (RLlib's attribute name)."""
+        return self._storage.next_idx
 
     def add(self, batch: SampleBatch, weight: Optional[float] = None) -> np.ndarray:
         """Stores the rows (or sequences) of `batch`.
@@ -155,6 +185,9 @@ class ReplayBuffer:
                             f"{type(batch).__name__}.")
         if batch.count == 0:
             return np.zeros(0, dtype=np.int64)
+        if isinstance(self._storage, ItemRing):  # fragments: the batch is one item
+            self.num_added += batch.count
+            return np.array([self._storage.write(batch)], dtype=np.int64)
         if self.compress_observations and self.storage_unit == "timesteps":
             batch = _unpack_bulk(batch)  # rows a worker packed are stored as they are
         else:
@@ -185,6 +218,14 @@ class ReplayBuffer:
 
     def _batch(self, idx: np.ndarray, extra: Optional[Dict[str, np.ndarray]] = None
                ) -> SampleBatch:
+        if isinstance(self._storage, ItemRing):  # fragments: per-item columns per row
+            fragments = self._storage.read(idx)
+            out = cast(SampleBatch, concat_items(fragments))
+            rows_per_item = np.array([f.count for f in fragments], dtype=np.int64)
+            for key, value in (extra or {}).items():
+                out[key] = np.repeat(value, rows_per_item)
+            self.num_sampled += len(idx)
+            return out
         items = self._storage.read(idx)
         self.num_sampled += len(idx)
         if self.storage_unit == "sequences":
@@ -193,15 +234,17 @@ class ReplayBuffer:
         return SampleBatch(items)
 
     def sample(self, num_items: int, beta: Optional[float] = None, *,
-               allow_fewer: bool = False) -> SampleBatch:
+               allow_fewer: bool = True) -> SampleBatch:
         """`num_items` items drawn uniformly with replacement.
 
         Args:
             num_items: Items to draw (timesteps, or sequences: then the batch holds
-                `num_items * replay_sequence_length` zero-padded rows and `seq_lens`).
+                `num_items * replay_sequence_length` zero-padded rows and `seq_lens`;
+                or fragments: their rows concatenated).
             beta: Unused (prioritized buffers' importance exponent).
             allow_fewer: Draw even when the buffer holds fewer than `num_items` items
-                (with replacement, some come more than once).
+                (with replacement, some come more than once; RLlib's behaviour). False:
+                that is an error.
 
         Raises:
             ValueError: If the buffer is empty, or holds fewer than `num_items` items and
@@ -238,14 +281,14 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         capacity: Timesteps kept (see `ReplayBuffer`).
         alpha: Prioritization exponent (0: uniform).
         storage_unit, replay_sequence_length, replay_zero_init_states,
-            compress_observations, seed: As for `ReplayBuffer`.
+            compress_observations, seed, size: As for `ReplayBuffer`.
 
     Raises:
         ValueError: As `ReplayBuffer`, or for a negative/non-finite `alpha`.
     """
 
-    def __init__(self, capacity: int = 10000, alpha: float = 1.0,
-                 storage_unit: str = "timesteps", **kwargs: Any):
+    def __init__(self, capacity: Optional[int] = None, alpha: float = 1.0,
+                 storage_unit: Optional[str] = None, **kwargs: Any):
         super().__init__(capacity, storage_unit, **kwargs)
         self.alpha = _check_float(type(self).__name__, "alpha", alpha)
         self._it_sum = SumSegmentTree(self.slots)
@@ -268,7 +311,7 @@ class PrioritizedReplayBuffer(ReplayBuffer):
         return idx
 
     def sample(self, num_items: int, beta: Optional[float] = None, *,
-               allow_fewer: bool = False) -> SampleBatch:
+               allow_fewer: bool = True) -> SampleBatch:
         """`num_items` items drawn in proportion to their priorities, with replacement.
 
         The batch gains `weights` (float32 importance weights, max 1) and
@@ -427,7 +470,7 @@ class LocalReplayBuffer:
             storage_unit=storage_unit, replay_sequence_length=self.replay_sequence_length,
             replay_zero_init_states=replay_zero_init_states,
             compress_observations=compress_observations)
-        ReplayBuffer(self.capacity, **self._buffer_kwargs)  # checks them now, not at first add
+        ReplayBuffer(self.capacity, seed=0, **self._buffer_kwargs)  # checks them now
         self._seed_sequence = np.random.SeedSequence(seed)
         self.replay_buffers: Dict[str, ReplayBuffer] = {}
         self.num_added = 0
@@ -540,10 +583,12 @@ class LocalReplayBuffer:
             seeds["entropy"], n_children_spawned=int(seeds["spawned"]))
         self.replay_buffers = {}
         for pid, buffer_state in state["buffers"].items():
+            # seed=0: set_state() restores the RNG state (and None would draw from
+            # numpy's global RNG).
             buffer = (PrioritizedReplayBuffer(self.capacity, alpha=self.prioritized_replay_alpha,
-                                              **self._buffer_kwargs)
+                                              seed=0, **self._buffer_kwargs)
                       if self.prioritized_replay else
-                      ReplayBuffer(self.capacity, **self._buffer_kwargs))
+                      ReplayBuffer(self.capacity, seed=0, **self._buffer_kwargs))
             buffer.set_state(buffer_state)
             self.replay_buffers[pid] = buffer
         self.num_added = int(state["num_added"])

@@ -44,6 +44,10 @@ class ColumnStorage:
         self.next_idx = 0
         self.size = 0
 
+    def __len__(self) -> int:
+        """Items stored."""
+        return self.size
+
     # ----------------------------------------------------------------- write
 
     def write(self, items: Dict[str, Any]) -> np.ndarray:
