@@ -19,9 +19,11 @@ Example:
 
 `MultiAgentEnv.to_base_env()` wraps it (and more sub-envs) as `_MultiAgentEnvToBaseEnv`,
 defined here too, as in RLlib: the env builds the adapter and the adapter checks its
-sub-envs are MultiAgentEnvs. The adapter:
+sub-envs are MultiAgentEnvs. `MultiAgentEnvWrapper` is RLlib 2.x's name for the adapter;
+it reports polls as RLlib 2.x does (what the sub-envs returned, see its docstring), and
+`_MultiAgentEnvToBaseEnv` (RLlib 1.x's name, a subclass) as tfrl's sampler reads them:
 
-`_MultiAgentEnvToBaseEnv`: MultiAgentEnvs seen through BaseEnv's `poll`/`send_actions`.
+MultiAgentEnvs seen through BaseEnv's `poll`/`send_actions`.
 
 Per sub-env it tracks which agents await an action (the agents of the last poll's
 observations that are not done), the actions sent since the last step, and whether
@@ -29,11 +31,11 @@ the episode ended. A poll resets the sub-envs whose episode ended (or that never
 started) and steps the sub-envs that got actions; a sub-env that got no action is
 not stepped and not reported.
 
-What a poll reports for a sub-env: the observations, rewards, flags and infos of the
-step (or reset), with every observed agent present in all four other dicts. A
-reward is None for an agent's first observation in an episode (so for all agents
-right after a reset) unless the env gave one, and 0.0 for a returning agent the env
-gave none. Flags default to False, infos to `{}`.
+What `_MultiAgentEnvToBaseEnv`'s poll reports for a sub-env: the observations,
+rewards, flags and infos of the step (or reset), with every observed agent present in
+all four other dicts. A reward is None for an agent's first observation in an episode
+(so for all agents right after a reset) unless the env gave one, and 0.0 for a
+returning agent the env gave none. Flags default to False, infos to `{}`.
 """
 
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Type, Union
