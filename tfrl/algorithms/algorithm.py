@@ -331,7 +331,8 @@ class Algorithm:
         worker = self.workers.local_worker()
         if policy_id not in worker.policy_map:
             raise KeyError(f"{where}(): no policy {policy_id!r}; this algorithm has "
-                           f"{sorted(worker.policy_map)}.")
+                           f"{sorted(worker.policy_map)} (policy {policy_id!r} not found "
+                           "in PolicyMap).")
         return worker.policy_map[policy_id]
 
     def get_weights(self, policies: Optional[List[str]] = None) -> Dict[str, Any]:

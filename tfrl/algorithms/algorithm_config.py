@@ -30,7 +30,9 @@ Example:
 
 import copy
 import dataclasses
-from typing import Any, ClassVar, Dict, Mapping, Optional
+from typing import Any, ClassVar, Dict, Mapping, Optional, Union
+
+import gymnasium as gym
 
 from tfrl.algorithms.registry import all_config_classes
 from tfrl.evaluation.callbacks import DefaultCallbacks
@@ -40,7 +42,7 @@ from tfrl.offline.output_creators import DEFAULT_OUTPUT_FORMAT, check_output_con
 from tfrl.policy.policy_config import PolicyConfig
 from tfrl.utils.config_keys import check_keys
 from tfrl.utils.config_values import (
-    AT_LEAST_ONE, NON_NEGATIVE, SCHEDULE, UNIT_INTERVAL)
+    AT_LEAST_ONE, NON_NEGATIVE, SCHEDULE, UNIT_INTERVAL, check_value)
 
 # Field name -> its key in RLlib dicts (where they differ: a keyword or a builder method).
 FIELD_KEYS = {"lambda_": "lambda", "framework_str": "framework", "callbacks_class": "callbacks"}
@@ -48,7 +50,15 @@ FIELD_KEYS = {"lambda_": "lambda", "framework_str": "framework", "callbacks_clas
 ALIASES = {
     **{key: name for name, key in FIELD_KEYS.items()},
     "num_rollout_workers": "num_workers",
+    "num_env_runners": "num_workers",
     "num_envs_per_env_runner": "num_envs_per_worker",
+    "num_cpus_per_env_runner": "num_cpus_per_worker",
+    "num_gpus_per_env_runner": "num_gpus_per_worker",
+    "custom_resources_per_env_runner": "custom_resources_per_worker",
+    "evaluation_num_env_runners": "evaluation_num_workers",
+    "create_env_on_local_worker": "create_env_on_driver",
+    "num_epochs": "num_sgd_iter",
+    "minibatch_size": "sgd_minibatch_size",
     "metrics_num_episodes_for_smoothing": "metrics_smoothing_episodes",
     "min_time_s_per_iteration": "min_iter_time_s",
     "min_sample_timesteps_per_iteration": "timesteps_per_iteration",
@@ -64,6 +74,38 @@ _REPORTING_ALIASES = ("metrics_num_episodes_for_smoothing", "min_time_s_per_iter
                       "min_sample_timesteps_per_iteration")
 
 
+def _frozen_setattr(self: Any, name: str, value: Any) -> None:
+    raise dataclasses.FrozenInstanceError(
+        f"Cannot set attribute ({name}) of an already frozen AlgorithmConfig "
+        f"({type(self).__name__}): tfrl's configs are always frozen. Use "
+        f"config.replace({name}=...) or a builder method (config.training(...)), which "
+        "return a new config.")
+
+
+def _frozen_delattr(self: Any, name: str) -> None:
+    raise dataclasses.FrozenInstanceError(
+        f"Cannot delete attribute ({name}) of an already frozen AlgorithmConfig "
+        f"({type(self).__name__}).")
+
+
+def _name_frozen_config_errors(cls: type) -> None:
+    """Replaces the frozen dataclass's own `__setattr__`/`__delattr__` of `cls` (which
+    say only "cannot assign to field") by ones whose error says, as RLlib's does, that
+    the AlgorithmConfig is frozen and how to change it. Done on a class's first instance,
+    since `@dataclass(frozen=True)` (applied after class creation) would refuse a class
+    that defines them."""
+    if cls.__dict__.get("__setattr__") is not _frozen_setattr:
+        cls.__setattr__ = _frozen_setattr  # type: ignore[assignment]
+        cls.__delattr__ = _frozen_delattr  # type: ignore[assignment]
+
+
+def _same(a: Any, b: Any) -> bool:
+    try:
+        return bool(a is b or a == b)
+    except Exception:  # e.g. numpy arrays compare elementwise
+        return False
+
+
 def _field(default: Any) -> Any:
     return dataclasses.field(default_factory=lambda: copy.deepcopy(default))
 
@@ -74,8 +116,19 @@ _MULTIAGENT_DEFAULTS: Dict[str, Any] = {
     "observation_fn": None, "count_steps_by": "env_steps"}
 
 
+class _ConfigMeta(type):
+    """Lets `AlgorithmConfig(algo_class=PPO, ...)` (RLlib 2.x's generic config for a
+    given algorithm) name the algorithm that `build()` builds."""
+
+    def __call__(cls, *args: Any, algo_class: Optional[type] = None, **kwargs: Any) -> Any:
+        config = super().__call__(*args, **kwargs)
+        if algo_class is not None:
+            object.__setattr__(config, "algo_class", algo_class)
+        return config
+
+
 @dataclasses.dataclass(frozen=True)
-class AlgorithmConfig(PolicyConfig):
+class AlgorithmConfig(PolicyConfig, metaclass=_ConfigMeta):
     """Keys common to every algorithm (RLlib's COMMON_CONFIG); see the module docstring.
 
     The keys the policy reads (`lr`, `grad_clip`, `num_sgd_iter`, `sgd_minibatch_size`,
@@ -103,7 +156,9 @@ class AlgorithmConfig(PolicyConfig):
     # Rollouts.
     num_workers: int = 0
     num_envs_per_worker: int = 1
-    rollout_fragment_length: int = 200
+    # An int >= 1, or "auto": derived per worker from `train_batch_size`
+    # (`get_rollout_fragment_length`).
+    rollout_fragment_length: Union[int, str] = 200
     batch_mode: str = "truncate_episodes"
     observation_filter: str = "NoFilter"
     compress_observations: bool = False
@@ -177,7 +232,7 @@ class AlgorithmConfig(PolicyConfig):
     # come from the annotations, the policy keys' ranges from PolicyConfig._RANGES.
     _RANGES: ClassVar[Dict[str, Any]] = {
         "horizon": AT_LEAST_ONE, "num_workers": NON_NEGATIVE,
-        "num_envs_per_worker": AT_LEAST_ONE, "rollout_fragment_length": AT_LEAST_ONE,
+        "num_envs_per_worker": AT_LEAST_ONE,
         "remote_env_batch_wait_ms": NON_NEGATIVE, "sample_timeout_s": NON_NEGATIVE,
         "metrics_episode_collection_timeout_s": NON_NEGATIVE,
         "worker_restore_timeout_s": NON_NEGATIVE, "worker_health_probe_timeout_s": NON_NEGATIVE,
@@ -208,6 +263,9 @@ class AlgorithmConfig(PolicyConfig):
         if self.framework_str != "tf2":
             fail(f"framework must be 'tf2' (tfrl runs TensorFlow 2 only); received "
                  f"{self.framework_str!r}.")
+        if self.rollout_fragment_length != "auto":  # else an int >= 1
+            check_value("rollout_fragment_length", self.rollout_fragment_length, int,
+                        AT_LEAST_ONE, type(self).__name__)
         if self.batch_mode not in ("truncate_episodes", "complete_episodes"):
             fail(f"batch_mode must be 'truncate_episodes' or 'complete_episodes'; received "
                  f"{self.batch_mode!r}.")
@@ -225,6 +283,78 @@ class AlgorithmConfig(PolicyConfig):
                                  "output_max_file_size": self.output_max_file_size})
         except ValueError as e:
             fail(str(e))
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _name_frozen_config_errors(type(self))
+
+    # ------------------------------------------- RLlib 2.x config helpers
+
+    def freeze(self) -> None:
+        """Does nothing: a tfrl config is frozen from the start (RLlib 2.x freezes its
+        mutable configs when an algorithm is built). Change one with `replace(...)` or
+        the builder methods, which return a new config."""
+
+    def copy(self, copy_frozen: Optional[bool] = None) -> "AlgorithmConfig":
+        """A deep copy of this config (`copy_frozen` is accepted for RLlib 2.x; every
+        tfrl config is frozen)."""
+        return copy.deepcopy(self)
+
+    @classmethod
+    def overrides(cls, **kwargs: Any) -> Dict[str, Any]:
+        """Config keys for a policy's `PolicySpec.config` (RLlib 2.x): a dict of the given
+        keys.
+
+        Raises:
+            ValueError: For a key this config class does not have (naming the closest).
+        """
+        check_keys({k: v for k, v in kwargs.items() if k not in cls.valid_keys()},
+                   cls.valid_keys(), f"{cls.__name__}.overrides()")
+        return dict(kwargs)
+
+    def update_from_dict(self, config_dict: Mapping[str, Any]) -> "AlgorithmConfig":
+        """A new config with the keys of the RLlib-style dict `config_dict` changed (RLlib
+        2.x changes the config in place; tfrl's configs are frozen, so use the returned
+        one)."""
+        return self.replace(**dict(config_dict))
+
+    def serialize(self) -> Dict[str, Any]:
+        """`to_dict()` with classes and functions written as their import paths
+        (`"module.QualName"`), for logging and JSON."""
+        def path(value: Any) -> Any:
+            if isinstance(value, type) or callable(value):
+                return f"{value.__module__}.{value.__qualname__}"
+            return value
+        return {key: path(value) for key, value in self.to_dict().items()}
+
+    def get_rollout_fragment_length(self, worker_index: int = 0) -> int:
+        """The rollout fragment length of worker `worker_index` (0: local worker).
+
+        With "auto", `train_batch_size` is split over the sampling workers
+        (`max(1, num_workers)`) and their `num_envs_per_worker` envs: each worker gets
+        the floor of the even share, and the first workers one step more, as long as the
+        steps they add stay within the remainder (RLlib's rule).
+        """
+        if self.rollout_fragment_length != "auto":
+            return int(self.rollout_fragment_length)
+        envs = max(1, self.num_workers) * self.num_envs_per_worker
+        base = self.train_batch_size // envs
+        remainder = self.train_batch_size - base * envs
+        return base + 1 if worker_index * self.num_envs_per_worker <= remainder else base
+
+    @property
+    def is_atari(self) -> bool:
+        """Whether `env` names a registered gymnasium env of the Arcade Learning
+        Environment (ale-py); False for callables and unregistered names."""
+        if not isinstance(self.env, str):
+            return False
+        try:
+            spec = gym.spec(self.env)
+        except gym.error.Error:
+            return False
+        entry = spec.entry_point
+        entry = entry if isinstance(entry, str) else getattr(entry, "__module__", "")
+        return entry.startswith("ale_py") or spec.namespace == "ALE"
 
     # ----------------------------------------------------- dict boundary
 
@@ -275,7 +405,10 @@ class AlgorithmConfig(PolicyConfig):
 
     def replace(self, **kwargs) -> "AlgorithmConfig":
         """A copy with some keys changed (RLlib names or field names)."""
-        return dataclasses.replace(self, **self._to_fields(kwargs, f"{type(self).__name__}.replace()"))
+        new = dataclasses.replace(self, **self._to_fields(kwargs, f"{type(self).__name__}.replace()"))
+        if "algo_class" in self.__dict__:  # given to the constructor (see _ConfigMeta)
+            object.__setattr__(new, "algo_class", self.__dict__["algo_class"])
+        return new
 
     # ---------------------------------------------- RLlib 2.x builder API
 
@@ -347,7 +480,15 @@ class AlgorithmConfig(PolicyConfig):
             raise ValueError(f"{type(self).__name__} has no algorithm class; build from "
                              "PGConfig, A2CConfig or PPOConfig, or call "
                              "get_algorithm_class(name)(config=...).")
-        return self.algo_class(config=self, env=env)
+        config_class = getattr(self.algo_class, "config_class", type(self))
+        if type(self) is config_class or not issubclass(config_class, AlgorithmConfig):
+            return self.algo_class(config=self, env=env)
+        # A generic AlgorithmConfig(algo_class=...): the keys set on it, over the
+        # algorithm's own defaults.
+        defaults = AlgorithmConfig().to_dict()
+        changed = {key: value for key, value in self.to_dict().items()
+                   if key not in defaults or not _same(value, defaults[key])}
+        return self.algo_class(config=config_class.from_dict(changed), env=env)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -19,9 +19,11 @@ Example:
 
 `MultiAgentEnv.to_base_env()` wraps it (and more sub-envs) as `_MultiAgentEnvToBaseEnv`,
 defined here too, as in RLlib: the env builds the adapter and the adapter checks its
-sub-envs are MultiAgentEnvs. The adapter:
+sub-envs are MultiAgentEnvs. `MultiAgentEnvWrapper` is RLlib 2.x's name for the adapter;
+it reports polls as RLlib 2.x does (what the sub-envs returned, see its docstring), and
+`_MultiAgentEnvToBaseEnv` (RLlib 1.x's name, a subclass) as tfrl's sampler reads them:
 
-`_MultiAgentEnvToBaseEnv`: MultiAgentEnvs seen through BaseEnv's `poll`/`send_actions`.
+MultiAgentEnvs seen through BaseEnv's `poll`/`send_actions`.
 
 Per sub-env it tracks which agents await an action (the agents of the last poll's
 observations that are not done), the actions sent since the last step, and whether
@@ -29,11 +31,11 @@ the episode ended. A poll resets the sub-envs whose episode ended (or that never
 started) and steps the sub-envs that got actions; a sub-env that got no action is
 not stepped and not reported.
 
-What a poll reports for a sub-env: the observations, rewards, flags and infos of the
-step (or reset), with every observed agent present in all four other dicts. A
-reward is None for an agent's first observation in an episode (so for all agents
-right after a reset) unless the env gave one, and 0.0 for a returning agent the env
-gave none. Flags default to False, infos to `{}`.
+What `_MultiAgentEnvToBaseEnv`'s poll reports for a sub-env: the observations,
+rewards, flags and infos of the step (or reset), with every observed agent present in
+all four other dicts. A reward is None for an agent's first observation in an episode
+(so for all agents right after a reset) unless the env gave one, and 0.0 for a
+returning agent the env gave none. Flags default to False, infos to `{}`.
 """
 
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Type, Union
@@ -91,6 +93,71 @@ class MultiAgentEnv(gym.Env):
         """
         return self._space_of(self.action_space, agent_id, "action")
 
+    @property
+    def num_agents(self) -> int:
+        """How many agents are in the env now: `len(self.agents)` if the env keeps the
+        list of its active agents (gymnasium/PettingZoo's `agents`, as RLlib 2.x),
+        else the number of its agent ids. Envs may assign it (`self.num_agents = n`)."""
+        if getattr(self, "_num_agents", None) is not None:
+            return self._num_agents
+        agents = getattr(self, "agents", None)
+        return len(agents) if agents is not None else len(self.get_agent_ids())
+
+    @num_agents.setter
+    def num_agents(self, value: int) -> None:
+        self._num_agents = value
+
+    @property
+    def max_num_agents(self) -> int:
+        """How many agents the env may have: `len(self.possible_agents)` if set, else the
+        number of its agent ids."""
+        possible = getattr(self, "possible_agents", None)
+        return len(possible) if possible else len(self.get_agent_ids())
+
+    def _check_if_obs_space_maps_agent_id_to_sub_space(self) -> bool:
+        """Whether `observation_space` is a Dict keyed by exactly the agent ids (RLlib's
+        "preferred format")."""
+        return self._is_per_agent(self.observation_space)
+
+    def _check_if_action_space_maps_agent_id_to_sub_space(self) -> bool:
+        """Whether `action_space` is a Dict keyed by exactly the agent ids."""
+        return self._is_per_agent(self.action_space)
+
+    def _check_if_space_maps_agent_id_to_sub_space(self) -> bool:
+        """Whether both spaces are in the preferred format (per-agent Dicts)."""
+        return (self._check_if_obs_space_maps_agent_id_to_sub_space()
+                and self._check_if_action_space_maps_agent_id_to_sub_space())
+
+    def observation_space_sample(self, agent_ids: Optional[List[AgentID]] = None) -> MultiAgentDict:
+        """A random observation per agent (`agent_ids`, default all agent ids)."""
+        ids = self.get_agent_ids() if agent_ids is None else agent_ids
+        return {aid: self.get_observation_space(aid).sample() for aid in ids if aid != "__all__"}
+
+    def action_space_sample(self, agent_ids: Optional[List[AgentID]] = None) -> MultiAgentDict:
+        """A random action per agent (`agent_ids`, default all agent ids)."""
+        ids = self.get_agent_ids() if agent_ids is None else agent_ids
+        return {aid: self.get_action_space(aid).sample() for aid in ids if aid != "__all__"}
+
+    def observation_space_contains(self, x: MultiAgentDict) -> bool:
+        """Whether `x` is a dict of observations each in its agent's space."""
+        return self._contains(x, self.get_observation_space)
+
+    def action_space_contains(self, x: MultiAgentDict) -> bool:
+        """Whether `x` is a dict of actions each in its agent's space."""
+        return self._contains(x, self.get_action_space)
+
+    def _contains(self, x: Any, space_of: Callable[[AgentID], Optional[gym.Space]]) -> bool:
+        if not isinstance(x, dict):
+            return False
+        try:
+            return all(space_of(aid).contains(value) for aid, value in x.items())
+        except ValueError:  # an agent id without a space
+            return False
+
+    def _is_per_agent(self, space: Optional[gym.Space]) -> bool:
+        ids = self.get_agent_ids()
+        return bool(isinstance(space, gym.spaces.Dict) and ids and set(space.spaces) == ids)
+
     def to_base_env(
         self, make_env: Optional[Callable[[int], "MultiAgentEnv"]] = None, num_envs: int = 1
     ) -> BaseEnv:
@@ -99,8 +166,7 @@ class MultiAgentEnv(gym.Env):
 
     def _space_of(self, space: Optional[gym.Space], agent_id: AgentID, kind: str) -> Optional[gym.Space]:
         ids = self.get_agent_ids()
-        per_agent = isinstance(space, gym.spaces.Dict) and ids and set(space.spaces) == ids
-        if not per_agent:
+        if not self._is_per_agent(space):
             return space
         if agent_id not in space.spaces:
             raise ValueError(
@@ -140,6 +206,8 @@ def make_multi_agent(env_name_or_creator: Union[str, Callable[[EnvContext], gym.
                    else EnvContext(rest, worker_index=0))
             self.envs = [creator(ctx) for _ in range(num)]
             self._agent_ids = set(range(num))
+            self.agents = list(range(num))
+            self.possible_agents = list(range(num))
             self.observation_space = self.envs[0].observation_space
             self.action_space = self.envs[0].action_space
             self._terminated, self._done = set(), set()
@@ -174,8 +242,16 @@ def make_multi_agent(env_name_or_creator: Union[str, Callable[[EnvContext], gym.
     return MultiEnv
 
 
-class _MultiAgentEnvToBaseEnv(BaseEnv):
-    """Several MultiAgentEnv sub-envs as a BaseEnv (env ids `0..num_envs-1`).
+class MultiAgentEnvWrapper(BaseEnv):
+    """Several MultiAgentEnv sub-envs as a BaseEnv (env ids `0..num_envs-1`), reporting
+    as RLlib 2.x's `MultiAgentEnvWrapper` does.
+
+    A poll reports what the sub-envs returned, as RLlib 2.x does: right after a reset no
+    rewards (`{}`) and only the `"__all__"` flags; after a step the rewards and flags of
+    the observed agents (a reward given to an agent that is not observed is summed up
+    until it is, a flag is kept until then), and all of them when the episode ends; the
+    infos as the env gave them. `_MultiAgentEnvToBaseEnv` (what `to_base_env` builds, and
+    what tfrl's sampler reads) reports every observed agent in every dict instead.
 
     Args:
         make_env: `vector_index -> MultiAgentEnv`; creates the sub-envs beyond
@@ -222,6 +298,8 @@ class _MultiAgentEnvToBaseEnv(BaseEnv):
         self._seen: Dict[int, Set[AgentID]] = {i: set() for i in range(num_envs)}
         self._pending: Dict[int, MultiAgentDict] = {}
         self._started: Set[int] = set()  # sub-envs reset at least once
+        # Per sub-env: rewards and flags of agents not yet observed since they were given.
+        self._held: Dict[int, Tuple[dict, dict, dict]] = {}
 
     def poll(
         self,
@@ -285,6 +363,7 @@ class _MultiAgentEnvToBaseEnv(BaseEnv):
     # ----------------------------------------------------------------- internals
     def _reset(self, env_id: int, seed: Optional[int], options: Optional[dict]) -> Tuple[dict, dict]:
         self._pending.pop(env_id, None)
+        self._held.pop(env_id, None)
         self._seen[env_id] = set()
         self._started.add(env_id)
         result = self.envs[env_id].reset(seed=seed, options=options)
@@ -314,26 +393,34 @@ class _MultiAgentEnvToBaseEnv(BaseEnv):
     def _observe(self, env_id: int, out: tuple, obs: dict, rewards: dict, terminateds: dict,
                  truncateds: dict, infos: dict) -> None:
         """Adds one sub-env's results to the poll dicts `out` and updates its state."""
-        seen = self._seen[env_id]
-        rewards = dict(rewards)
-        terms = {agent: False for agent in obs}
-        terms.update(terminateds)
-        truncs = {agent: False for agent in obs}
-        truncs.update(truncateds)
-        infos_out = {agent: {} for agent in obs}
-        infos_out.update(infos)
-        for agent in obs:
-            if agent not in rewards:
-                rewards[agent] = 0.0 if agent in seen else None
-        seen.update(obs)
-        ended = terms["__all__"] or truncs["__all__"]
+        ended = bool(terminateds.get("__all__") or truncateds.get("__all__"))
         if ended:
             self._needs_reset.add(env_id)
         self._awaiting[env_id] = set() if ended else {
-            agent for agent in obs if not (terms[agent] or truncs[agent])
+            agent for agent in obs if not (terminateds.get(agent) or truncateds.get(agent))
         }
-        for d, value in zip(out, (dict(obs), rewards, terms, truncs, infos_out)):
+        report = self._report(env_id, obs, rewards, terminateds, truncateds, infos, ended)
+        self._seen[env_id].update(obs)
+        for d, value in zip(out, report):
             d[env_id] = value
+
+    def _report(self, env_id: int, obs: dict, rewards: dict, terminateds: dict,
+                truncateds: dict, infos: dict, ended: bool) -> Tuple[dict, dict, dict, dict, dict]:
+        """What a poll reports for one sub-env (RLlib 2.x: see the class docstring)."""
+        held_rewards, held_terms, held_truncs = self._held.setdefault(env_id, ({}, {}, {}))
+        for agent, reward in rewards.items():
+            held_rewards[agent] = held_rewards.get(agent, 0.0) + reward if agent in held_rewards else reward
+        for held, flags in ((held_terms, terminateds), (held_truncs, truncateds)):
+            for agent, flag in flags.items():
+                if agent != "__all__":
+                    held[agent] = bool(held.get(agent, False) or flag)
+        released = set(held_rewards) | set(held_terms) | set(held_truncs) if ended else set(obs)
+        out_rewards = {a: held_rewards.pop(a) for a in list(held_rewards) if a in released}
+        out_terms = {a: held_terms.pop(a) for a in list(held_terms) if a in released}
+        out_truncs = {a: held_truncs.pop(a) for a in list(held_truncs) if a in released}
+        out_terms["__all__"] = bool(terminateds.get("__all__", False))
+        out_truncs["__all__"] = bool(truncateds.get("__all__", False))
+        return dict(obs), out_rewards, out_terms, out_truncs, dict(infos)
 
     def _check_env_id(self, env_id: Any, where: str) -> None:
         if not (isinstance(env_id, int) and not isinstance(env_id, bool) and 0 <= env_id < self.num_envs):
@@ -366,3 +453,29 @@ class _MultiAgentEnvToBaseEnv(BaseEnv):
                 f"send_actions: agent {agent!r} of env {env_id} is not waiting for an action "
                 f"({why}). Agents of env {env_id} waiting for an action: {sorted(awaiting, key=repr)}."
             )
+
+
+class _MultiAgentEnvToBaseEnv(MultiAgentEnvWrapper):
+    """MultiAgentEnvWrapper reporting every observed agent in every poll dict (RLlib
+    1.x's name; what `MultiAgentEnv.to_base_env` builds and tfrl's sampler reads).
+
+    A reward is None for an agent's first observation in an episode (so for all agents
+    right after a reset) unless the env gave one, and 0.0 for a returning agent the env
+    gave none. Flags default to False, infos to `{}`. Rewards and flags of agents that
+    are not observed are reported as the env gave them.
+    """
+
+    def _report(self, env_id: int, obs: dict, rewards: dict, terminateds: dict,
+                truncateds: dict, infos: dict, ended: bool) -> Tuple[dict, dict, dict, dict, dict]:
+        seen = self._seen[env_id]
+        rewards = dict(rewards)
+        for agent in obs:
+            if agent not in rewards:
+                rewards[agent] = 0.0 if agent in seen else None
+        terms = {agent: False for agent in obs}
+        terms.update(terminateds)
+        truncs = {agent: False for agent in obs}
+        truncs.update(truncateds)
+        infos_out: dict = {agent: {} for agent in obs}
+        infos_out.update(infos)
+        return dict(obs), rewards, terms, truncs, infos_out

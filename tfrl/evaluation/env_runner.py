@@ -55,6 +55,15 @@ def hard_horizon_problem(base_env: Any, horizon: Any, soft_horizon: bool) -> Opt
     )
 
 
+def _read_only(action: Any) -> Any:
+    """A read-only view of an array action (as RLlib sends them), so that an env that
+    changes the action it got cannot change the policy's action in the batch."""
+    if isinstance(action, np.ndarray):
+        action = action.view()
+        action.flags.writeable = False
+    return action
+
+
 class _EnvState:
     """An active episode of one sub-env and its agents' collectors."""
 
@@ -88,6 +97,11 @@ class EnvRunner(RunnerCore):
             t3 = now()
             perf.inference_time += t3 - t2
             actions = self._actions_to_send(to_eval, results, off_policy)
+            for env_id in obs:
+                # A sub-env whose episode goes on though none of its observed agents
+                # acts (all of them are done) still steps, with no actions (as RLlib).
+                if env_id in self._active and env_id not in actions:
+                    actions[env_id] = {}
             if actions:
                 self.base_env.send_actions(actions)
             if self.render:
@@ -296,14 +310,16 @@ class EnvRunner(RunnerCore):
         send: Dict[Any, dict] = {}
         for pid, items in to_eval.items():
             (actions, state_outs, extras), state_ins = results[pid]
+            if isinstance(actions, list):  # one action per row (as RLlib reads a list)
+                actions = np.asarray(actions)
             env_actions = self.action_processor(pid)(actions)
             simple = not isinstance(actions, (dict, tuple, list))
             for i, (env_id, agent_id, obs_row) in enumerate(items):
                 state = self._active[env_id]
                 episode = state.episode
                 action = actions[i] if simple else tree.map_structure(lambda a: a[i], actions)
-                env_action = env_actions[i] if simple else tree.map_structure(
-                    lambda a: a[i], env_actions)
+                env_action = _read_only(env_actions[i]) if simple else tree.map_structure(
+                    lambda a: _read_only(a[i]), env_actions)
                 logged = off_policy.get(env_id, {}).get(agent_id) if off_policy else None
                 if logged is not None:
                     action = logged

@@ -50,6 +50,7 @@ import warnings
 from typing import Any, Callable, Dict, Optional
 
 from tfrl.env.registry import get_env_creator
+from tfrl.evaluation import worker_set_config as wsc
 from tfrl.evaluation.callbacks import DefaultCallbacks
 from tfrl.evaluation.worker_policies import normalize_policy_specs
 from tfrl.offline.estimators import estimator_class
@@ -144,14 +145,78 @@ class WorkerArgs:
 # RLlib's keyword arguments of RolloutWorker, in RLlib's order.
 ARG_NAMES = tuple(f.name for f in dataclasses.fields(WorkerArgs) if not f.metadata.get("derived"))
 
-# `RolloutWorker(**kwargs)`'s signature: RLlib's keywords with their defaults.
+# RLlib 2.x's constructor keywords beside `env_creator`, `validate_env`, `worker_index`,
+# `num_workers`, `log_dir` and `spaces` (which both versions share), with their defaults.
+V2_ARGS = {"config": None, "default_policy_class": None, "recreated_worker": False,
+           "dataset_shards": None}
+_SHARED_ARGS = ("env_creator", "validate_env", "worker_index", "num_workers", "log_dir", "spaces")
+
+# `RolloutWorker(**kwargs)`'s signature: RLlib's keywords with their defaults (the 41 of
+# RLlib 1.x, then RLlib 2.x's).
 SIGNATURE = inspect.Signature(
     [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
     + [inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, annotation=f.type,
                          default=(inspect.Parameter.empty if f.default is dataclasses.MISSING
                                   else f.default))
        for f in dataclasses.fields(WorkerArgs) if f.name in ARG_NAMES]
+    + [inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default)
+       for name, default in V2_ARGS.items()]
     + [inspect.Parameter("unknown", inspect.Parameter.VAR_KEYWORD)])
+
+
+def v1_kwargs(kwargs: Dict[str, Any]) -> Dict[str, Any]:
+    """RLlib 1.x keyword arguments from RLlib 2.x's (`config=AlgorithmConfig or dict`,
+    `default_policy_class=`); 1.x keyword arguments are returned unchanged.
+
+    The config maps to the arguments as `WorkerSet` maps it
+    (`tfrl.evaluation.worker_set_config.worker_kwargs`): `multiagent.policies` (a dict of
+    specs, or a set/list of ids) with `default_policy_class` for the specs without a
+    class; `num_workers` defaults to the config's; `rollout_fragment_length="auto"` is
+    the config's `get_rollout_fragment_length(worker_index)`.
+
+    Raises:
+        TypeError: If 2.x keywords are mixed with 1.x-only ones, or `config` is neither an
+            AlgorithmConfig nor a dict.
+    """
+    if not any(name in kwargs for name in V2_ARGS):
+        return kwargs
+    check_keys({k: v for k, v in kwargs.items() if k not in ARG_NAMES and k not in V2_ARGS},
+               (*_SHARED_ARGS, *V2_ARGS), "RolloutWorker argument")
+    mixed = sorted(k for k in kwargs if k not in V2_ARGS and k not in _SHARED_ARGS and k in ARG_NAMES)
+    if mixed:
+        raise TypeError(
+            f"RolloutWorker: RLlib 2.x's keywords ({sorted(k for k in kwargs if k in V2_ARGS)}) "
+            f"cannot be mixed with RLlib 1.x's {mixed}; put those settings into the config "
+            "(e.g. AlgorithmConfig().rollouts(rollout_fragment_length=...)), or use the 1.x "
+            "keywords only (policy_spec=..., policy_config=...).")
+    config = kwargs.get("config")
+    if config is None:
+        config_dict: Dict[str, Any] = {}
+    elif hasattr(config, "to_dict"):
+        config_dict = dict(config.to_dict())
+    elif isinstance(config, dict):
+        config_dict = dict(config)
+    else:
+        raise TypeError("RolloutWorker: `config` must be an AlgorithmConfig or a dict; "
+                        f"received {type(config).__name__}.")
+    if kwargs.get("dataset_shards") is not None:
+        raise ValueError("RolloutWorker: `dataset_shards` (Ray Data input) is not supported; "
+                         "use an offline `input` (see tfrl.offline.input_creators).")
+    worker_index = kwargs.get("worker_index", 0)
+    if config_dict.get("rollout_fragment_length") == "auto":
+        if not hasattr(config, "get_rollout_fragment_length"):
+            raise ValueError("RolloutWorker: rollout_fragment_length='auto' needs an "
+                             "AlgorithmConfig (to derive it from train_batch_size).")
+        config_dict["rollout_fragment_length"] = config.get_rollout_fragment_length(worker_index)
+    num_workers = kwargs.get("num_workers")
+    if num_workers is None:
+        num_workers = config_dict.get("num_workers") or 0
+    env_creator = kwargs.get("env_creator", wsc.no_env)
+    specs = wsc.policy_specs(config_dict, kwargs.get("default_policy_class"))
+    return wsc.worker_kwargs(config_dict, env_creator=env_creator,
+                             validate_env=kwargs.get("validate_env"), policy_spec=specs,
+                             worker_index=worker_index, num_workers=num_workers,
+                             log_dir=kwargs.get("log_dir"), spaces=kwargs.get("spaces"))
 
 
 def _check_int(name: str, value: Any, minimum: int) -> None:
@@ -172,6 +237,7 @@ def check_worker_args(kwargs: Dict[str, Any]) -> WorkerArgs:
             `callbacks` that are not a DefaultCallbacks subclass.
         ValueError: For a bad value (each message names the argument and what it takes).
     """
+    kwargs = v1_kwargs(kwargs)
     check_keys({k: v for k, v in kwargs.items() if k not in ARG_NAMES}, ARG_NAMES,
                "RolloutWorker argument")
     if "env_creator" not in kwargs:

@@ -29,17 +29,18 @@ class RandomPolicy(Policy):
         observation_space: Observation space of one agent.
         action_space: Action space of one agent.
         config: Policy config. Keys used: `"seed"` (seeds the action space; default
-            None), `"ignore_action_bounds"` (sample unbounded Box dims from [-1, 1]
-            instead of failing; default False).
+            None), `"ignore_action_bounds"` (sample a Box space as if it had no
+            bounds, from a standard normal, as RLlib's RandomPolicy; default False).
     """
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space,
                  config: Optional[dict] = None):
         super().__init__(observation_space, action_space, config)
         if self.config.get("ignore_action_bounds") and isinstance(action_space, gym.spaces.Box):
-            low = np.where(np.isfinite(action_space.low), action_space.low, -1.0)
-            high = np.where(np.isfinite(action_space.high), action_space.high, 1.0)
-            self._sampling_space = gym.spaces.Box(low, high, dtype=action_space.dtype)
+            # As RLlib: sample an unbounded Box of the same shape (standard normal), so
+            # actions fall outside the space's bounds (to test clipping/normalization).
+            self._sampling_space = gym.spaces.Box(-np.inf, np.inf, action_space.shape,
+                                                  dtype=action_space.dtype)
         else:
             self._sampling_space = action_space
         self._sampling_space.seed(self.config.get("seed"))
