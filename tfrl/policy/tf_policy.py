@@ -260,6 +260,19 @@ class TFPolicy(Policy):
         update (in cross-replica context); default: nothing. SAC moves its target
         networks by `tau` here, so that all steps of a learning phase stay one call."""
 
+    def commit_step_stats(self, stats: Dict[str, tf.Tensor]) -> None:
+        """Runs inside the compiled learning loop after every optimizer update the
+        non-finite guard applied (after `after_optimizer_step`, in cross-replica context),
+        with that step's stats reduced over replicas (`total_loss`, the loss's and
+        `stats()`'s entries); default: nothing.
+
+        Statistics that persist across updates and follow the batches (MARWIL's moving
+        average of the squared advantages) move here rather than in the loss: a step the
+        guard refuses (a NaN/inf loss or gradient) then leaves them as they were, as it
+        leaves the weights and the optimizer. `compute_gradients` / `apply_gradients`
+        do not call it (no stats reach `apply_gradients`).
+        """
+
     @property
     def action_model(self) -> keras.Model:
         """The Keras model that maps observations to `(dist_inputs, value)` when acting

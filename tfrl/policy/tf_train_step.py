@@ -21,7 +21,9 @@ Three compiled functions, each traced once:
 
   The non-finite guard: each step checks its loss and global gradient norm (summed over
   replicas, so they agree) with `tf.math.is_finite` and applies the optimizer update
-  under a `tf.cond`, so a NaN/inf never reaches the weights or the optimizer's slots.
+  under a `tf.cond`, so a NaN/inf never reaches the weights or the optimizer's slots, nor
+  the learner statistics that persist across updates (`TFPolicy.commit_step_stats` runs
+  in the same branch as the update).
   `config["nonfinite_updates"]` (see `PolicyConfig`): "raise" stops the loop at such a
   step and `learn` raises `NonFiniteUpdateError` naming the policy, the stats and the
   step; "skip" goes on and reports `num_nonfinite_updates_skipped` (stats are then the
@@ -721,6 +723,8 @@ class TrainStep:
         def apply():
             self._policy.apply_update(per_replica_grads, updated)
             self._policy.after_optimizer_step()
+            self._policy.commit_step_stats(
+                {k: v for k, v in stats.items() if not k.startswith("_guard/")})
             return tf.constant(1.0)
 
         tf.cond(stats[_FINITE] > 0.5, apply, lambda: tf.constant(0.0))
