@@ -349,7 +349,9 @@ class TrainStep:
             The stats of every applied minibatch step of every epoch, averaged (one
             mean over `num_sgd_iter * floor(units / minibatch)` steps, less the skipped
             ones), plus `num_nonfinite_updates_skipped`, `num_grad_updates` (applied
-            updates) and `num_traces`.
+            updates) and `num_traces`. If every step was skipped, only these three
+            counts (no loss or KL stats: what follows a learning call, such as
+            `update_kl` or replay priorities, then sees that nothing was learned).
 
         Raises:
             NonFiniteUpdateError: With `nonfinite_updates="raise"`, if a step's loss or
@@ -402,6 +404,10 @@ class TrainStep:
             num_steps = num_epochs * (num_rows // minibatch)
             raise NonFiniteUpdateError(type(policy).__name__, named, first_bad, num_steps,
                                        num_grad_updates)
+        if num_bad and num_grad_updates == updates_before:
+            # "skip" and no step applied: a mean over no step does not exist (a 0 would
+            # read as a real KL to `update_kl`, or a loss); the counts say what happened.
+            stats = {}
         stats = {k: float(v) for k, v in stats.items()}
         stats["num_nonfinite_updates_skipped"] = num_bad
         stats["num_grad_updates"] = num_grad_updates
