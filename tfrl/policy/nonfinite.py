@@ -58,6 +58,11 @@ class NonFiniteUpdateError(FloatingPointError):
                                     self.num_grad_updates, policy_id, self.call)
 
 
+class NonFiniteStateError(ValueError):
+    """A policy state (from a checkpoint or `get_state()`) whose weights or optimizer
+    variables hold NaN or inf; restoring it is refused before anything is changed."""
+
+
 def learned_nothing(learner_stats: Dict[str, Any]) -> bool:
     """Whether a `learn_on_batch` call's learner stats say that it applied no update: with
     `nonfinite_updates="skip"` every step was non-finite (the stats then hold only the
@@ -67,4 +72,5 @@ def learned_nothing(learner_stats: Dict[str, Any]) -> bool:
         "total_loss" not in learner_stats)
 
 
-__all__ = ["NONFINITE_UPDATES", "NonFiniteUpdateError", "learned_nothing"]
+__all__ = ["NONFINITE_UPDATES", "NonFiniteStateError", "NonFiniteUpdateError",
+           "learned_nothing"]

@@ -539,7 +539,14 @@ class TFPolicy(Policy):
         return tf_policy_state.get_optimizer_state(self, super().get_state())
 
     def set_state(self, state: Dict[str, Any]) -> None:
-        """Restores a `get_state` result (optimizer variables and RNGs too, if present)."""
+        """Restores a `get_state` result (optimizer variables and RNGs too, if present).
+
+        Raises:
+            NonFiniteStateError: If its weights or optimizer variables hold NaN or inf
+                (nothing is restored then).
+        """
+        if isinstance(state, dict):
+            tf_policy_state.check_finite_state(self, state)
         super().set_state(state)
         tf_policy_state.set_optimizer_state(self, state)
 
