@@ -91,6 +91,7 @@ def clip_rewards_array(rewards: np.ndarray, clip_rewards: Union[bool, float, Non
 # The largest reward the batches can hold: rewards are stored as float32, so a float64
 # reward beyond it (finite in Python) would become inf there.
 REWARD_LIMIT = float(np.finfo(np.float32).max)
+_SQUARED_LIMIT = REWARD_LIMIT * REWARD_LIMIT
 
 
 def check_reward(reward: Any, env_id: Any, agent_id: Any, step: int) -> None:
@@ -131,8 +132,8 @@ def rewards_may_be_bad(rewards: np.ndarray) -> bool:
     """A one-call screen for `check_rewards_array`: False only if every reward is finite
     and fits float32 (the sum of squares stays finite and small; NaN, inf or one reward
     beyond float32's range make it large or NaN)."""
-    squares = np.dot(rewards, rewards)
-    return not squares <= REWARD_LIMIT * REWARD_LIMIT
+    squares = float(np.dot(rewards, rewards))  # a Python float: compared in float64
+    return not squares <= _SQUARED_LIMIT
 
 
 class ObservationChecker:
