@@ -105,3 +105,59 @@ def test_missing_array_reference(tmp_path):
     np.savez(os.path.join(path, "arrays.npz"))
     with pytest.raises(CheckpointError, match="refers to array 'a0'"):
         read_checkpoint(path)
+
+
+@pytest.mark.parametrize("entry,value,named", [
+    ("weights", np.nan, r"weight 2 \(default_model/pi/logits/kernel\) holds nan at index "
+                            r"\(0, 0\)"),
+    ("_optimizer_variables", np.inf, r"optimizer variable 1 \([\w/]+\) holds inf at index"),
+])
+def test_restore_refuses_nonfinite_weights_naming_file_and_variable(tmp_path, entry, value,
+                                                                    named):
+    # Issue 29: a NaN in a checkpoint's weight array used to restore silently.
+    from tfrl.algorithms.pg import PG
+
+    config = {"env": "CartPole-v1", "num_workers": 0, "rollout_fragment_length": 16,
+              "train_batch_size": 32, "model": {"fcnet_hiddens": [8]}, "seed": 0}
+    algo = PG(config=config)
+    algo.train()
+    path = algo.save(str(tmp_path / "good"))
+    state, meta = read_checkpoint(path, with_metadata=True)
+    array = state["worker"]["policies"]["default_policy"][entry][
+        2 if entry == "weights" else 1]
+    array.reshape(-1)[0] = value
+    bad = write_checkpoint(str(tmp_path / "bad" / "checkpoint_000001"), state, meta)
+    other = PG(config=config)
+    before = other.get_weights()["default_policy"]
+    try:
+        with pytest.raises(CheckpointError, match=(
+                rf"restore\(\): '{os.path.join(bad, 'arrays.npz')}': policy 'default_policy': "
+                rf"set_state\(\): {named}")):
+            other.restore(bad)
+        for a, b in zip(other.get_weights()["default_policy"], before):
+            np.testing.assert_array_equal(a, b)  # nothing restored
+        assert other.iteration == 0
+        other.restore(path)  # the good one still restores
+        assert other.iteration == 1
+    finally:
+        algo.stop()
+        other.stop()
+
+
+def test_policy_set_state_refuses_nonfinite_weights():
+    import gymnasium as gym
+
+    from tfrl.algorithms.pg import PGTFPolicy
+    from tfrl.policy.nonfinite import NonFiniteStateError
+
+    policy = PGTFPolicy(gym.spaces.Box(-1.0, 1.0, (4,)), gym.spaces.Discrete(2),
+                        {"model": {"fcnet_hiddens": [8]}, "seed": 0})
+    state = policy.get_state()
+    before = [w.copy() for w in state["weights"]]
+    state["weights"][0] = state["weights"][0].copy()
+    state["weights"][0][1, 2] = -np.inf
+    with pytest.raises(NonFiniteStateError, match=r"weight 0 \([\w/]+\) holds -inf at index "
+                                                  r"\(1, 2\)"):
+        policy.set_state(state)
+    for a, b in zip(policy.get_weights(), before):
+        np.testing.assert_array_equal(a, b)

@@ -122,9 +122,41 @@ def test_ctrl_c_ends_training_with_a_checkpoint(tmp_path):
         "No stop criteria (--stop): training until interrupted; Ctrl-C writes a final "
         "checkpoint.",
         out.splitlines()[1], f"Checkpoint: {tmp_path}/checkpoint_000002"]
-    # The summary shows the last completed iteration; the checkpoint holds the state at
-    # the interruption (during iteration 2, after its result was computed).
-    assert out.splitlines()[1].startswith("Finished (interrupted): 1 iterations, 64 env steps")
+    # The checkpoint holds the state at the interruption (during iteration 2, after its
+    # result was computed), and the summary counts what it holds (issue 29: it used to say
+    # 1 iteration, the last one shown).
+    assert out.splitlines()[1].startswith("Finished (interrupted): 2 iterations, 128 env steps")
+
+
+def test_sigterm_summary_counts_the_iterations_it_saved(tmp_path):
+    # Issue 29: the summary said one iteration fewer than the checkpoint held.
+    out = run_tfrl("train", *TINY, f"--logdir={tmp_path}", "--quiet",
+                   "--config_override=callbacks=test_cli:TerminateOnSecondResult")
+    lines = out.splitlines()
+    assert lines[1].startswith("Finished (terminated by SIGTERM): 2 iterations, 128 env "
+                               "steps"), lines
+    assert lines[2] == f"Checkpoint: {tmp_path}/checkpoint_000002"
+
+
+class TerminateOnSecondResult(DefaultCallbacks):
+    """As SIGTERM arriving after iteration 2 counted itself (`sigterm_as_interrupt`'s
+    handler raises `Terminated` in the main thread)."""
+
+    def on_train_result(self, *, algorithm, result, **kwargs):
+        if result["training_iteration"] == 2:
+            raise commands.Terminated("received signal 15 (SIGTERM)")
+
+
+@pytest.mark.parametrize("content", [b"algo: PPO\nenv: \xff\xfeCartPole\n",
+                                     bytes(range(256)) * 4])
+def test_a_config_file_that_is_not_utf8_exits_2_with_one_line(capsys, tmp_path, content):
+    # Issue 29: it used to end in a 25-line UnicodeDecodeError traceback (status 1).
+    path = tmp_path / "config.yaml"
+    path.write_bytes(content)
+    line = _fails(capsys, "train", f"--config={path}")
+    assert re.fullmatch(rf"tfrl train: error: Config file '{re.escape(str(path))}' is not "
+                        r"UTF-8 text \(byte 0x[0-9a-f]{2} at offset \d+\); pass a YAML or "
+                        r"JSON file saved as UTF-8\.", line), line
 
 
 class InterruptOnSecondResult(DefaultCallbacks):
@@ -321,3 +353,26 @@ def test_train_td3_with_its_tuned_file(tmp_path):
     assert np.isfinite(stats["critic_loss"]) and np.isfinite(stats["actor_loss"])
     with open(os.path.join(logdir, "experiment.json")) as f:
         assert json.load(f)["algo"] == "TD3"
+
+
+def test_after_a_sigterm_later_ones_stay_ignored_after_the_block():
+    # Issue 29: the block put the default handler back, so a second SIGTERM while the
+    # process exited (with status 143) killed it by the signal.
+    import signal
+    import time
+
+    previous = signal.getsignal(signal.SIGTERM)
+    try:
+        with pytest.raises(commands.Terminated):
+            with commands.sigterm_as_interrupt() as received:
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(5)  # the handler raises in the main thread first
+        assert received == [signal.SIGTERM]
+        assert signal.getsignal(signal.SIGTERM) == signal.SIG_IGN
+        os.kill(os.getpid(), signal.SIGTERM)  # ignored: this process goes on
+        signal.signal(signal.SIGTERM, previous)
+        with commands.sigterm_as_interrupt() as received:  # no SIGTERM: handler put back
+            pass
+        assert signal.getsignal(signal.SIGTERM) == previous and received == []
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -88,6 +88,15 @@ def test_fast_mistakes_exit_2_with_one_line_from_python_m(args, message):
     assert _one_error_line(_run(*args)).startswith(message)
 
 
+def test_a_config_file_that_is_not_utf8_exits_2_with_one_line(tmp_path):
+    # Issue 29: a 25-line UnicodeDecodeError traceback and status 1.
+    path = tmp_path / "random.yaml"
+    path.write_bytes(bytes(range(128, 256)) * 8)
+    line = _one_error_line(_run("train", f"--config={path}"))
+    assert line == (f"tfrl train: error: Config file '{path}' is not UTF-8 text (byte 0x80 at "
+                    "offset 0); pass a YAML or JSON file saved as UTF-8.")
+
+
 @pytest.mark.skipif(SCRIPT is None, reason="the tfrl console script is not installed")
 def test_console_script_reports_mistakes_and_help():
     line = _one_error_line(_run("export", "--checkpoint=/nope", script=True))
@@ -160,3 +169,34 @@ def test_sigterm_writes_a_final_checkpoint_and_exits_143(tmp_path):
         assert weights and all(np.all(np.isfinite(w)) for w in tree.flatten(weights))
     finally:
         algo.stop()
+
+
+@pytest.mark.slow  # trains in a fresh interpreter
+def test_sigterms_during_the_final_save_and_exit_still_exit_143(tmp_path):
+    # Issue 29: a second SIGTERM while the process saved and exited killed it by the
+    # signal (status -15) instead of 143. Here SIGTERMs keep coming every 20 ms from the
+    # first one until the process ends.
+    env = {k: v for k, v in os.environ.items() if k != "TF_CPP_MIN_LOG_LEVEL"}
+    env.update(PYTHONPATH=REPO_ROOT, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, "-m", "tfrl", "train", *TINY,
+                             f"--logdir={tmp_path}"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, cwd=REPO_ROOT)
+    try:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            assert line, f"tfrl train ended early: {proc.wait()} {proc.stderr.read()[-2000:]}"
+            if line.startswith("iter "):
+                break
+        while proc.poll() is None and time.monotonic() < deadline:
+            proc.send_signal(signal.SIGTERM)
+            time.sleep(0.02)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 143, (proc.returncode, err[-3000:])
+    lines = out.splitlines()
+    assert lines[-2].startswith("Finished (terminated by SIGTERM): "), lines
+    checkpoint = lines[-1].removeprefix("Checkpoint: ")
+    assert os.path.isfile(os.path.join(checkpoint, "arrays.npz")), lines

@@ -12,6 +12,7 @@ from tfrl.algorithms.marwil import MARWIL, MARWILConfig, MARWILTFPolicy
 from tfrl.algorithms.marwil.marwil_loss import marwil_loss
 from tfrl.algorithms.registry import get_algorithm_class
 from tfrl.data.sample_batch import SampleBatch
+from tfrl.policy.nonfinite import NonFiniteUpdateError
 
 
 def f32(x):
@@ -85,6 +86,49 @@ def test_moving_average_moves_by_the_rate_and_is_state():
     other.set_state(policy.get_state())
     assert float(other.moving_average_sqd_adv_norm.numpy()) == pytest.approx(
         float(policy.moving_average_sqd_adv_norm.numpy()))
+
+
+def _marwil_batch(seed, n=32):
+    rng = np.random.default_rng(seed)
+    return SampleBatch(obs=rng.uniform(-1, 1, (n, 4)).astype(np.float32),
+                       actions=rng.integers(0, 2, n),
+                       advantages=rng.normal(size=n).astype(np.float32))
+
+
+@pytest.mark.parametrize("mode", ["raise", "skip"])
+def test_a_refused_update_leaves_the_moving_average_and_marwil_learns_on(mode):
+    # Issue 29, item 3: a NaN return (from one NaN reward) used to move the moving average
+    # to NaN although the update was refused, so every later update was refused too.
+    config = {"seed": 0, "model": {"fcnet_hiddens": [8]}, "beta": 1.0,
+              "moving_average_sqd_adv_norm_start": 10.0,
+              "moving_average_sqd_adv_norm_update_rate": 0.5, "nonfinite_updates": mode}
+    policy = MARWILTFPolicy(OBS, ACT, config)
+    reference = MARWILTFPolicy(OBS, ACT, config)
+    policy.learn_on_batch(_marwil_batch(1), num_sgd_iter=1, sgd_minibatch_size=0)
+    reference.learn_on_batch(_marwil_batch(1), num_sgd_iter=1, sgd_minibatch_size=0)
+    before = policy.get_state()
+    bad = _marwil_batch(2)
+    bad["advantages"][5] = np.nan
+    if mode == "raise":
+        with pytest.raises(NonFiniteUpdateError, match="the weights and optimizer state are as "
+                                                       "before it"):
+            policy.learn_on_batch(bad, num_sgd_iter=1, sgd_minibatch_size=0)
+    else:
+        stats = policy.learn_on_batch(bad, num_sgd_iter=1, sgd_minibatch_size=0)
+        assert stats["learner_stats"]["num_nonfinite_updates_skipped"] == 1
+    # What the message says is true: the state (the moving average included) is unchanged.
+    after = policy.get_state()
+    assert after["moving_average_sqd_adv_norm"] == before["moving_average_sqd_adv_norm"]
+    assert np.isfinite(after["moving_average_sqd_adv_norm"])
+    for x, y in zip(after["weights"], before["weights"]):
+        np.testing.assert_array_equal(x, y)
+    # And MARWIL goes on learning on clean data exactly as if the bad batch never came.
+    got = policy.learn_on_batch(_marwil_batch(3), num_sgd_iter=1, sgd_minibatch_size=0)
+    want = reference.learn_on_batch(_marwil_batch(3), num_sgd_iter=1, sgd_minibatch_size=0)
+    assert got["learner_stats"]["total_loss"] == pytest.approx(
+        want["learner_stats"]["total_loss"], rel=1e-6)
+    assert policy.get_state()["moving_average_sqd_adv_norm"] == pytest.approx(
+        reference.get_state()["moving_average_sqd_adv_norm"], rel=1e-6)
 
 
 def test_bc_loss_ignores_returns():

@@ -90,3 +90,57 @@ def test_learning_rounds_replays_every_nth_round_once_the_buffer_is_ready():
         out = [rounds.replay() for _ in range(9)]
     assert out == [None, None, None, None, None, "batch2", None, None, "batch3"]
     assert metrics.counters[plan.NUM_SAMPLE_ROUNDS] == 9
+
+
+def _prioritized_buffer_with_replay(n=8):
+    from tfrl.data.sample_batch import SampleBatch
+    from tfrl.execution.replay_buffer import LocalReplayBuffer
+
+    buffer = LocalReplayBuffer(capacity=n, replay_batch_size=n, seed=0, prioritized_replay=True,
+                               prioritized_replay_alpha=1.0, prioritized_replay_eps=0.0)
+    buffer.add_batch(SampleBatch(obs=np.arange(n, dtype=np.float32)[:, None],
+                                 actions=np.zeros(n, np.int64),
+                                 rewards=np.ones(n, np.float32),
+                                 new_obs=np.zeros((n, 1), np.float32),
+                                 terminateds=np.zeros(n, bool)))
+    return buffer, buffer.replay()
+
+
+class _Workers:
+    def __init__(self, td_errors):
+        policy = type("P", (), {"td_errors": lambda self, rows: td_errors(rows)})()
+        self._worker = type("W", (), {"get_policy": lambda self, pid: policy})()
+
+    def local_worker(self):
+        return self._worker
+
+
+def _priorities(buffer):
+    return buffer.get_state()["buffers"]["default_policy"]["priorities"]
+
+
+def test_priorities_move_only_with_an_applied_update_and_keep_nonfinite_rows():
+    # Issue 29, item 3: a learning call that applied no update (every step non-finite,
+    # nonfinite_updates="skip") leaves the priorities; a row whose TD error is NaN keeps
+    # its priority (before: update_priorities raised on it, on every later replay too).
+    buffer, replayed = _prioritized_buffer_with_replay()
+    before = _priorities(buffer).copy()
+    metrics = SharedMetrics()
+    nothing = {"default_policy": {"learner_stats": {"num_nonfinite_updates_skipped": 1,
+                                                    "num_grad_updates": 0}}}
+    td = np.arange(1.0, 9.0)
+    td_of = (lambda rows: td[rows[plan.BATCH_INDEXES]])
+    with metrics_context(metrics):
+        plan.UpdateReplayPriorities(_Workers(td_of), buffer)((replayed, nothing))
+    np.testing.assert_array_equal(_priorities(buffer), before)
+    td[3] = np.nan
+    learned = {"default_policy": {"learner_stats": {"num_nonfinite_updates_skipped": 0,
+                                                    "total_loss": 1.0}}}
+    with metrics_context(metrics):
+        plan.UpdateReplayPriorities(_Workers(td_of), buffer)((replayed, learned))
+    indexes = replayed[plan.BATCH_INDEXES]
+    assert 3 in indexes and len(set(indexes.tolist()) - {3}) >= 3
+    moved = np.isin(np.arange(8), indexes) & (np.arange(8) != 3)
+    expected = np.where(moved, np.arange(1.0, 9.0), before)
+    np.testing.assert_allclose(_priorities(buffer), expected)
+    assert metrics.counters[plan.NUM_NONFINITE_TD_ERRORS] == int(np.sum(indexes == 3))

@@ -344,3 +344,77 @@ def test_output_creator_from_config(tmp_path):
     with pytest.raises(ValueError, match="output_format"):
         output_creator_from_config({"output": "x", "output_format": "csv"})
 
+
+
+@pytest.mark.parametrize("column,value,message", [
+    ("rewards", np.nan, r"column 'rewards', row 1: nan is not a finite number"),
+    ("rewards", 1e39, r"column 'rewards', row 1: 1e\+39 overflows float32 \(largest "
+                      r"3.4028235e\+38\)"),
+    ("obs", -np.inf, r"column 'obs', row 1: -inf is not a finite number"),
+    ("new_obs", 1e300, r"column 'new_obs', row 1: 1e\+300 overflows float32"),
+])
+def test_nonfinite_or_float32_overflowing_values_name_file_line_column_and_row(
+        tmp_path, column, value, message):
+    # Issue 29: such a record used to be read (1e39 silently became inf in float32) and
+    # broke the learner's update; now the reader refuses it where it enters.
+    bad = sampler_like_batch(3)
+    bad[column] = bad[column].astype(np.float64)
+    bad[column][1] = value
+    good = encode_batch(sampler_like_batch(3))
+    f = _write_lines(tmp_path / "data.json", [good, encode_batch(bad), good])
+    reader = JsonReader(f, IOContext(worker=_pg_worker()))
+    assert reader.next().count == 3
+    with pytest.raises(JsonRecordError, match=r"data\.json, line 2: " + message):
+        reader.next()
+    assert reader.next().count == 3  # the reader goes on with the next line
+
+
+def test_nonfinite_values_in_compressed_columns_are_refused(tmp_path):
+    bad = sampler_like_batch(3)
+    bad["obs"][2, 1] = np.nan
+    f = _write_lines(tmp_path / "packed.json", [encode_batch(bad, compress_columns=["obs"])])
+    with pytest.raises(JsonRecordError, match=r"packed\.json, line 1: column 'obs', row 2: "
+                                              r"nan is not a finite number"):
+        JsonReader(f).next()
+
+
+def test_a_json_file_of_random_bytes_names_the_file(tmp_path):
+    # Issue 29: it used to raise a bare UnicodeDecodeError.
+    path = tmp_path / "random.json"
+    path.write_bytes(np.random.default_rng(0).integers(0, 256, 4096, dtype=np.uint8).tobytes())
+    with pytest.raises(JsonRecordError, match=r"random\.json, line 1 is not UTF-8 text: byte "
+                                              r"0x[0-9a-f]{2} at column \d+"):
+        JsonReader(str(path)).next()
+
+
+def test_marwil_on_a_file_with_one_nan_reward_reports_it_and_learns_on(tmp_path):
+    # The issue's probe (item 3): one NaN reward in an offline file read by MARWIL made
+    # every later train() raise NonFiniteUpdateError, also on clean data.
+    from tfrl.algorithms.marwil import MARWIL
+
+    rng = np.random.default_rng(0)
+
+    def episode(eps_id, reward=1.0):
+        n = 8
+        return encode_batch(SampleBatch(
+            obs=rng.uniform(-1, 1, (n, 4)).astype(np.float32),
+            actions=rng.integers(0, 2, n), rewards=np.full(n, reward),
+            terminateds=np.arange(n) == n - 1, eps_id=np.full(n, eps_id, np.int64)))
+
+    data = tmp_path / "data"
+    data.mkdir()
+    _write_lines(data / "episodes.json", [episode(0, np.nan)] + [episode(i) for i in range(1, 9)])
+    algo = MARWIL(config={"env": None, "input": str(data), "train_batch_size": 16,
+                          "observation_space": OBS, "action_space": ACT,
+                          "model": {"fcnet_hiddens": [8]}, "seed": 0,
+                          "evaluation_interval": None})
+    try:
+        with pytest.raises(JsonRecordError, match=r"episodes\.json, line 1: column 'rewards', "
+                                                  r"row 0: nan is not a finite number"):
+            algo.train()
+        for _ in range(2):
+            stats = algo.train()["info"]["learner"]["default_policy"]["learner_stats"]
+            assert np.isfinite(stats["total_loss"])
+            assert np.isfinite(stats["moving_average_sqd_adv_norm"])
+    finally:
+        algo.stop()

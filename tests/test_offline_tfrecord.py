@@ -199,3 +199,21 @@ def test_shards_that_do_not_fit_the_policy_fail_naming_the_file(tmp_path):
     reader = TFRecordReader(str(tmp_path / "fits"), IOContext(config={"train_batch_size": 4},
                                                                worker=Worker()))
     assert reader.next()["obs"].shape == (4, 4)
+
+
+def test_nonfinite_values_are_refused_naming_the_shards_column_and_row(tmp_path):
+    # Issue 29: offline records are checked where they enter.
+    writer = TFRecordWriter(str(tmp_path), rows_per_record=4)
+    bad = batch(10)
+    bad["rewards"][6] = np.nan
+    writer.write(bad)
+    writer.close()
+    reader = TFRecordReader(str(tmp_path), shuffle=False, cycle_length=1)
+    with pytest.raises(ValueError, match=r"TFRecordReader: a batch read from the shards \[.*"
+                                         r"\.tfrecord'\] holds a bad value: column 'rewards', "
+                                         r"row 6: nan is not a finite number"):
+        reader.read_all()
+    reader = TFRecordReader(str(tmp_path), IOContext(config={"train_batch_size": 10}),
+                            shuffle=False, cycle_length=1)
+    with pytest.raises(ValueError, match=r"column 'rewards', row 6: nan is not a finite"):
+        reader.next()

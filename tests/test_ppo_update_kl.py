@@ -42,3 +42,33 @@ def test_update_kl_per_policy_and_passes_info():
     assert workers.worker.policies["a"].kl_coeff == pytest.approx(0.3)
     assert workers.worker.policies["b"].kl_coeff == pytest.approx(0.1)
     assert info["a"]["learner_stats"]["cur_kl_coeff"] == pytest.approx(0.3)
+
+
+def test_a_learning_call_that_applied_nothing_leaves_the_kl_coefficient():
+    # Issue 29, item 3: with nonfinite_updates="skip" and every step non-finite, the stats
+    # were means over no step (zeros), and kl=0 halved the coefficient although nothing
+    # was learned. Now such a call reports only its counts, and UpdateKL skips it.
+    import gymnasium as gym
+    import numpy as np
+
+    from tfrl.algorithms.ppo.ppo_tf_policy import PPOTFPolicy
+    from tfrl.policy.sample_batch import SampleBatch
+
+    policy = PPOTFPolicy(gym.spaces.Box(-1.0, 1.0, (4,), np.float32), gym.spaces.Discrete(2),
+                         {"seed": 0, "model": {"fcnet_hiddens": [8]}, "num_sgd_iter": 2,
+                          "sgd_minibatch_size": None, "kl_coeff": 0.2,
+                          "nonfinite_updates": "skip"})
+    rng = np.random.default_rng(0)
+    batch = SampleBatch(obs=rng.uniform(-1, 1, (8, 4)).astype(np.float32),
+                        actions=rng.integers(0, 2, 8), action_logp=np.full(8, -0.7, np.float32),
+                        action_dist_inputs=np.zeros((8, 2), np.float32),
+                        advantages=np.full(8, np.nan, np.float32),
+                        value_targets=np.zeros(8, np.float32), vf_preds=np.zeros(8, np.float32))
+    stats = policy.learn_on_batch(batch)["learner_stats"]
+    assert stats == {"num_nonfinite_updates_skipped": 2, "num_grad_updates": 0,
+                     "num_traces": 1}
+    workers = FakeWorkers()
+    workers.worker.policies = {"default_policy": policy}
+    UpdateKL(workers)(("batch", {"default_policy": {"learner_stats": stats}}))
+    assert policy.kl_coeff == pytest.approx(0.2)
+    assert policy.get_state()["kl_coeff"] == pytest.approx(0.2)

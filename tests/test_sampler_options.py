@@ -212,3 +212,82 @@ def test_a_policy_added_later_hands_over_to_the_generic_loop():
     assert isinstance(batch, MultiAgentBatch) and batch.env_steps() == 5
     later = sampler.next()
     assert set(later.policy_batches) == {"other"} and later.env_steps() == 5
+
+
+class _OverflowEnv:
+    """obs [t, 0] (float64) in an unbounded float32 Box, reward 1.0; at step `at` the
+    observation's first entry or the reward is `value` (finite in Python, inf in float32)."""
+
+    def __init__(self, at, value, where):
+        import gymnasium as gym
+
+        self.observation_space = gym.spaces.Box(-np.inf, np.inf, (2,), np.float32)
+        self.action_space = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
+        self.at, self.value, self.where, self.t = at, value, where, 0
+
+    def reset(self, *, seed=None, options=None):
+        self.t = 0
+        return np.zeros(2), {}
+
+    def step(self, action):
+        self.t += 1
+        obs = np.array([self.t, 0.0])
+        reward = 1.0
+        if self.t == self.at:
+            if self.where == "obs":
+                obs[0] = self.value
+            else:
+                reward = self.value
+        return obs, reward, self.t >= 10, False, {}
+
+
+def _overflow_sampler(path, at, value, where):
+    import gymnasium as gym
+
+    from tfrl.env.vector_env import VectorEnv
+
+    class Env(_OverflowEnv, gym.Env):
+        pass
+
+    envs = [Env(at, value, where), Env(at + 1, value, where)]
+    base = VectorEnv.vectorize_gym_envs(existing_envs=envs, num_envs=2).to_base_env()
+    worker = FakeWorker({"default_policy": (FakePolicy, envs[0].observation_space,
+                                            envs[0].action_space, {})})
+    return make_sampler(worker, _wrap(base, path), rollout_fragment_length=20)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("value", [1e39, -1e300])
+def test_a_reward_that_overflows_float32_names_env_agent_and_value(path, value):
+    # Issue 29, item 6: finite as a Python float, inf in the float32 batch; it used to be
+    # caught only at update time, pointing at the batch.
+    sampler = _overflow_sampler(path, 2, value, "reward")
+    with pytest.raises(ValueError, match=r"env 0, agent 'agent0' at episode step 2 overflows "
+                                         r"float32, the dtype batches store rewards in "
+                                         r"\(largest 3.4028235e\+38\)\. Received: reward="
+                                         + f"{value!r}".replace("+", r"\+")):
+        sampler.next()
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("value", [1e39, 1e300, np.inf])
+def test_an_observation_that_overflows_float32_names_env_agent_and_value(path, value):
+    sampler = _overflow_sampler(path, 3, value, "obs")
+    with pytest.raises(ValueError) as info:
+        sampler.next()
+    message = str(info.value)
+    assert "Observation of env 0, agent 'agent0'" in message, message
+    assert "observation[0] = " in message and "not a finite float32 number" in message, message
+    if path == "generic":  # the env's own observation (the vector path stacks it as float32)
+        assert f"Received: observation={np.array([value, 0.0])!r}" in message, message
+
+
+def test_the_reward_screen_lets_large_finite_float32_rewards_through():
+    from tfrl.evaluation.sampling_ops import check_rewards_array, rewards_may_be_bad
+
+    assert not rewards_may_be_bad(np.array([1.0, -3e5, 0.0]))
+    big = np.array([3e38, 3e38], np.float64)  # each fits float32, their squares sum large
+    assert rewards_may_be_bad(big)
+    check_rewards_array(big, np.arange(2), np.ones(2, np.int64))  # no error
+    assert rewards_may_be_bad(np.array([0.0, np.nan]))
+    assert rewards_may_be_bad(np.array([1e39, -1e39]))  # a sum would cancel

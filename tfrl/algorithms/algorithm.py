@@ -41,6 +41,7 @@ from tfrl.evaluation.metrics import summarize_episodes
 from tfrl.evaluation.worker_set import WorkerSet
 from tfrl.execution.iter import LocalIterator, SharedMetrics
 from tfrl.execution.metric_ops import CollectMetrics, OncePerTimeInterval, OncePerTimestepsElapsed
+from tfrl.policy.nonfinite import NonFiniteStateError
 from tfrl.utils.filter_manager import FilterManager
 
 logger = logging.getLogger(__name__)
@@ -415,7 +416,11 @@ class Algorithm:
         if saved and saved != type(self).__name__:
             raise ValueError(f"restore(): {checkpoint_path!r} holds a {saved} checkpoint; this "
                              f"is a {type(self).__name__}. Restore it into a {saved}.")
-        self.__setstate__(state)
+        try:
+            self.__setstate__(state)
+        except NonFiniteStateError as error:  # checked before anything was restored
+            arrays = os.path.join(checkpoint_path, checkpoints.ARRAYS_FILE)
+            raise checkpoints.CheckpointError(f"restore(): {arrays!r}: {error}") from None
 
     load_checkpoint = restore
 

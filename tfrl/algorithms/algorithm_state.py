@@ -12,6 +12,9 @@ import numpy as np
 import tree
 
 from tfrl.core import types
+from tfrl.policy.nonfinite import NonFiniteStateError
+from tfrl.policy.tf_policy import TFPolicy
+from tfrl.policy.tf_policy_state import check_finite_state
 from tfrl.utils.spaces.space_utils import space_structure
 
 
@@ -29,11 +32,20 @@ def set_worker_state(worker: types.Worker, state: Dict[str, Any]) -> None:
 
     Raises:
         ValueError: If the worker's policies differ from the saved ones.
+        NonFiniteStateError: If a policy's weights or optimizer variables hold NaN or
+            inf (checked for every policy before any is restored).
     """
     saved, present = sorted(state["policies"]), sorted(worker.policy_map)
     if saved != present:
         raise ValueError(f"restore(): the checkpoint holds policies {saved}; this algorithm "
                          f"has {present}. Build it with the same multiagent policies.")
+    for pid, policy_state in state["policies"].items():
+        policy = worker.policy_map[pid]
+        if isinstance(policy, TFPolicy) and isinstance(policy_state, dict):
+            try:
+                check_finite_state(policy, policy_state)
+            except NonFiniteStateError as error:
+                raise NonFiniteStateError(f"policy {pid!r}: {error}") from None
     for pid, policy_state in state["policies"].items():
         worker.policy_map[pid].set_state(policy_state)
     for pid, filter_state in state["filters"].items():

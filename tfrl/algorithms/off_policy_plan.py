@@ -20,18 +20,24 @@ SAC's do: `target_updates_in_graph=True`). Nothing is replayed before
 
 from typing import Any, Dict, Optional, Tuple, Union
 
+import numpy as np
+
 from tfrl.algorithms.off_policy_config import PRIORITIZED_BUFFER_TYPES
 from tfrl.core import types
 from tfrl.data.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch
+from tfrl.execution.common import LEARNER_STATS_KEY
 from tfrl.execution.concurrency_ops import Concurrently
 from tfrl.execution.iter import LocalIterator, get_shared_metrics
 from tfrl.execution.replay_buffer import BATCH_INDEXES, LocalReplayBuffer
 from tfrl.execution.replay_ops import Replay, StoreToReplayBuffer
 from tfrl.execution.train_ops import TrainOneStep, UpdateTargetNetwork
+from tfrl.policy.nonfinite import learned_nothing
 from tfrl.utils.schedules import LinearSchedule, Schedule
 
 # Shared-metrics counter of sampling rounds (decides which rounds learn).
 NUM_SAMPLE_ROUNDS = "num_sample_rounds"
+# Shared-metrics counter of replayed rows whose TD error was not finite (priority kept).
+NUM_NONFINITE_TD_ERRORS = "num_nonfinite_td_errors"
 
 
 def learning_schedule(config: Dict[str, Any]) -> Tuple[int, int]:
@@ -130,6 +136,10 @@ class LearningRounds:
 class UpdateReplayPriorities:
     """Sets the replayed rows' priorities from the policies' `td_errors` under the weights
     just learned (prioritized replay only; a no-op otherwise and for empty batches).
+    Priorities move only with an applied update: a policy whose learning call applied
+    none (every step non-finite, `nonfinite_updates="skip"`) keeps its rows' priorities,
+    and so does a row whose TD error is not finite (counted in the shared counter
+    `NUM_NONFINITE_TD_ERRORS`).
 
     Use with `.for_each()` after `TrainOneStep`; returns its `(batch, info)` item.
 
@@ -153,8 +163,14 @@ class UpdateReplayPriorities:
         local = self.workers.local_worker()
         priorities = {}
         for pid, rows in batches.items():
+            if learned_nothing(item[1].get(pid, {}).get(LEARNER_STATS_KEY, {})):
+                continue
             policy: Any = local.get_policy(pid)  # a policy with `td_errors(batch)`
-            priorities[pid] = (rows[BATCH_INDEXES], policy.td_errors(rows))
+            td_errors = np.asarray(policy.td_errors(rows))
+            finite = np.isfinite(td_errors)
+            if not finite.all():
+                get_shared_metrics().counters[NUM_NONFINITE_TD_ERRORS] += int((~finite).sum())
+            priorities[pid] = (rows[BATCH_INDEXES][finite], td_errors[finite])
         self.buffer.update_priorities(priorities)
         return item
 

@@ -50,7 +50,9 @@ class Terminated(KeyboardInterrupt):
 @contextlib.contextmanager
 def sigterm_as_interrupt() -> Iterator[List[int]]:
     """Within the block, the first SIGTERM raises `Terminated` in the main thread; later
-    ones are ignored until the block ends (so the final checkpoint is written).
+    ones are ignored (so the final checkpoint is written), also after the block: the
+    process is then on its way out with status 143, and a SIGTERM during its exit must
+    not end it by the signal instead. Without a SIGTERM the previous handler is put back.
 
     Yields a list that receives the signal number of each SIGTERM. Outside the main
     thread (where Python cannot install signal handlers) it does nothing.
@@ -69,7 +71,7 @@ def sigterm_as_interrupt() -> Iterator[List[int]]:
     try:
         yield received
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN if received else previous)
 
 
 def _jsonable(value: Any) -> Any:
@@ -194,12 +196,22 @@ def train(exp: Experiment, logdir: Optional[str] = None, checkpoint_every: int =
             except KeyboardInterrupt:
                 reason = "interrupted"
         checkpoint = algo.save(logdir)
-        progress.summary(reason, checkpoint)
+        progress.summary(reason, checkpoint, saved=_saved_counts(algo))
         return progress.last, checkpoint
     finally:
         if tensorboard.logger is not None:  # fit closes it, unless interrupted
             tensorboard.logger.close()
         algo.stop()
+
+
+def _saved_counts(algo: Any) -> Dict[str, int]:
+    """The iteration, env steps and episodes the algorithm's checkpoint holds: an
+    iteration interrupted (Ctrl-C, SIGTERM) after it counted itself is saved, though its
+    result never reached the progress line."""
+    counters = algo.train_exec_impl.shared_metrics.counters
+    return {"training_iteration": int(algo.iteration),
+            "timesteps_total": int(counters.get("num_env_steps_sampled", 0)),
+            "episodes_total": int(algo._episodes_total)}  # what save() writes
 
 
 def evaluate(exp: Experiment, checkpoint: str, episodes: int = 10, explore: bool = False,

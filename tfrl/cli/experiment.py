@@ -79,13 +79,21 @@ def load_experiment_file(path: str) -> Experiment:
     mapping.
 
     Raises:
-        CliError: If the file is missing, unparsable or has unknown top-level keys.
+        CliError: If the file is missing, unreadable, not UTF-8, unparsable or has unknown
+            top-level keys.
     """
     if not os.path.isfile(path):
         raise CliError(f"Config file {path!r} does not exist. Pass --config=<path to a "
                        ".yaml or .json file>, e.g. examples/tuned/ppo_cartpole.yaml.")
-    with open(path) as f:
-        text = f.read()
+    try:
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+    except UnicodeDecodeError as e:
+        raise CliError(f"Config file {path!r} is not UTF-8 text (byte 0x{e.object[e.start]:02x} "
+                       f"at offset {e.start}); pass a YAML or JSON file saved as UTF-8.") from None
+    except OSError as e:
+        raise CliError(f"Config file {path!r} cannot be read ({e.strerror}); check its "
+                       "permissions.") from None
     try:
         doc = json.loads(text) if path.endswith(".json") else yaml_io.load(text)
     except (yaml.YAMLError, json.JSONDecodeError) as e:

@@ -44,8 +44,9 @@ stderr saying what to fix.
 Stopping `tfrl train`: Ctrl-C (SIGINT) ends training after writing a final checkpoint
 and exits with status 0; SIGTERM (sent by `timeout`, `docker stop`, cluster schedulers)
 does the same and exits with status 143 (128 + 15), so the caller can tell the run was
-stopped. A second SIGTERM during the final save is ignored; SIGKILL is not (checkpoints
-are written atomically, so the previous one stays readable).
+stopped. Later SIGTERMs (during the final save, or while the process exits) are
+ignored; SIGKILL is not (checkpoints are written atomically, so the previous one stays
+readable).
 """
 
 import sys

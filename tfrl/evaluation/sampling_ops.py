@@ -88,32 +88,52 @@ def clip_rewards_array(rewards: np.ndarray, clip_rewards: Union[bool, float, Non
     return np.asarray(rewards, np.float32)
 
 
+# The largest reward the batches can hold: rewards are stored as float32, so a float64
+# reward beyond it (finite in Python) would become inf there.
+REWARD_LIMIT = float(np.finfo(np.float32).max)
+_SQUARED_LIMIT = REWARD_LIMIT * REWARD_LIMIT
+
+
 def check_reward(reward: Any, env_id: Any, agent_id: Any, step: int) -> None:
-    """Raises ValueError for a NaN or infinite reward.
+    """Raises ValueError for a NaN or infinite reward, or one that overflows float32 (the
+    dtype batches store rewards in).
 
     Raises:
-        ValueError: Naming the env id, agent id and step.
+        ValueError: Naming the env id, agent id, step and the reward.
     """
     try:
-        finite = math.isfinite(reward)
+        ok = abs(reward) <= REWARD_LIMIT  # False for NaN
     except TypeError:
         raise ValueError(
             f"Reward of env {env_id!r}, agent {agent_id!r} at episode step {step} is not a "
             f"number. Received: reward={reward!r}. Return a float reward from step()."
         ) from None
-    if not finite:
+    if not ok:
+        what = ("is not finite" if not math.isfinite(reward) else
+                f"overflows float32, the dtype batches store rewards in (largest "
+                f"{REWARD_LIMIT:.8g})")
         raise ValueError(
-            f"Reward of env {env_id!r}, agent {agent_id!r} at episode step {step} is not "
-            f"finite. Received: reward={reward!r}. Fix the env's reward computation (e.g. a "
-            "division by zero or an overflow), or wrap the env to replace non-finite rewards."
+            f"Reward of env {env_id!r}, agent {agent_id!r} at episode step {step} {what}. "
+            f"Received: reward={reward!r}. Fix the env's reward computation (e.g. a "
+            "division by zero or an overflow), or wrap the env to replace or scale such "
+            "rewards."
         )
 
 
 def check_rewards_array(rewards: np.ndarray, env_ids: Any, steps: np.ndarray) -> None:
-    """`check_reward` for a batch of single-agent rewards (one numpy call if all fine)."""
-    if not np.isfinite(rewards).all():
-        i = int(np.flatnonzero(~np.isfinite(rewards))[0])
+    """`check_reward` for a batch of single-agent rewards (a few numpy calls if all fine)."""
+    bad = ~(np.abs(rewards) <= REWARD_LIMIT)  # NaN, inf, beyond float32
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
         check_reward(float(rewards[i]), int(env_ids[i]), "agent0", int(steps[i]))
+
+
+def rewards_may_be_bad(rewards: np.ndarray) -> bool:
+    """A one-call screen for `check_rewards_array`: False only if every reward is finite
+    and fits float32 (the sum of squares stays finite and small; NaN, inf or one reward
+    beyond float32's range make it large or NaN)."""
+    squares = float(np.dot(rewards, rewards))  # a Python float: compared in float64
+    return not squares <= _SQUARED_LIMIT
 
 
 class ObservationChecker:
@@ -128,7 +148,7 @@ class ObservationChecker:
         self.space = space
         self._box = None
         if isinstance(space, gym.spaces.Box):
-            self._box = (tuple(space.shape), space.low, space.high)
+            self._box = (tuple(space.shape), *_storable_bounds(space))
 
     def first_error(self, obs_batch: Any) -> Optional[tuple]:
         """`(row, reason)` of the first bad observation in the `[B, ...]` batch, or None."""
@@ -160,6 +180,16 @@ class ObservationChecker:
             )
 
 
+def _storable_bounds(space: gym.spaces.Box) -> tuple:
+    """`(low, high)` of a Box, for float dtypes narrowed to the dtype's finite range: an
+    observation must be a finite number that its dtype holds (a float64 1e39, finite in
+    Python, would be inf in float32), whatever the bounds say."""
+    if space.dtype.kind != "f":
+        return space.low, space.high
+    limit = np.finfo(space.dtype).max
+    return np.maximum(space.low, -limit), np.minimum(space.high, limit)
+
+
 def _batch_error(space: gym.Space, batch: Any, path: str) -> Optional[tuple]:
     if isinstance(space, gym.spaces.Dict):
         if not isinstance(batch, dict) or set(batch) != set(space.spaces):
@@ -186,8 +216,25 @@ def _batch_error(space: gym.Space, batch: Any, path: str) -> Optional[tuple]:
     if arr.shape[1:] != tuple(space.shape):
         return 0, f"{where} has shape {arr.shape[1:]}, expected {tuple(space.shape)}"
     if isinstance(space, gym.spaces.Box):
-        bad = ~((arr >= space.low) & (arr <= space.high))
-        what = f"outside the bounds [{space.low.min()}, {space.high.max()}] or NaN"
+        low, high = _storable_bounds(space)
+        bad = ~((arr >= low) & (arr <= high))
+        if bad.any():
+            index = tuple(int(i) for i in np.argwhere(bad)[0])
+            value = arr[index].item()
+            element = f"{where}{list(index[1:]) if index[1:] else ''} = {value!r}"
+            if space.dtype.kind == "f" and np.isfinite(value) and (
+                    space.low.min() <= value <= space.high.max()):
+                what = (f"{element}, which overflows {space.dtype.name} (largest "
+                        f"{float(np.finfo(space.dtype).max):.8g}), the dtype of the space")
+            elif space.dtype.kind == "f" and not np.isfinite(value):
+                what = (f"{element}, which is not a finite {space.dtype.name} number (the "
+                        f"env returned NaN, inf, or a number beyond {space.dtype.name}'s "
+                        "range, such as 1e39 for float32)")
+            else:
+                what = (f"{element}, outside the bounds [{space.low.min()}, "
+                        f"{space.high.max()}]")
+            return index[0], what
+        return None
     elif isinstance(space, gym.spaces.Discrete):
         bad = (arr < space.start) | (arr >= space.start + space.n) | (arr != np.floor(arr))
         what = f"not an integer in [{space.start}, {space.start + space.n})"

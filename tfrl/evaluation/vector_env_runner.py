@@ -20,7 +20,6 @@ whose actions do not depend on the batch composition: same columns, values and r
 """
 
 import bisect
-import math
 from typing import Any, Iterator, List, Optional
 
 import gymnasium as gym
@@ -28,7 +27,8 @@ import numpy as np
 
 from tfrl.evaluation.collectors import postprocess_single_chunk
 from tfrl.evaluation.runner_core import RunnerCore
-from tfrl.evaluation.sampling_ops import check_rewards_array, clip_rewards_array, now
+from tfrl.evaluation.sampling_ops import (check_rewards_array, clip_rewards_array, now,
+                                         rewards_may_be_bad)
 from tfrl.evaluation.vector_chunks import ChunkBuffer, row
 from tfrl.models.preprocessors import NoPreprocessor
 from tfrl.utils.filter import NoFilter
@@ -130,7 +130,7 @@ class VectorEnvRunner(RunnerCore):
             if obs_filter is not None and type(obs_filter) is not NoFilter:
                 obs = obs_filter.apply_batch(obs)
             rewards = vp.rewards  # 0.0 where is_first
-            if not math.isfinite(np.add.reduce(rewards)):
+            if rewards_may_be_bad(rewards):  # NaN, inf, beyond float32
                 check_rewards_array(rewards, np.arange(n), chunks.lengths + 1)
             first = vp.is_first
             chunks.write_slot(obs, vp)

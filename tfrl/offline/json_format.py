@@ -13,6 +13,11 @@ columns named in `compress_columns`, as one compressed string:
 - without it, base64 of `tfrl.utils.compression.pack` (zlib of the `.npy` bytes, no
   pickle); tfrl reads these, RLlib does not.
 
+Values: the columns that reach the learner from outside (`CHECKED_COLUMNS`: obs,
+new_obs, actions, prev_actions, rewards, prev_rewards) must hold finite numbers that fit
+the dtype they are stored in; decoding raises a `ValueError` naming the column, row and
+value otherwise (NaN, inf, or a JSON 1e39 bound for float32).
+
 Reading decodes both; LZ4 payloads are unpickled by an unpickler that builds numpy arrays
 and plain containers only (no other classes), so a file cannot run code on load.
 
@@ -68,6 +73,10 @@ COLUMN_DTYPES: Dict[str, Any] = {
 }
 _OBS_COLUMNS = (Columns.OBS, Columns.NEXT_OBS)
 _ACTION_COLUMNS = (Columns.ACTIONS, Columns.PREV_ACTIONS)
+# Columns that come from the env or the logged behaviour and reach the learner: their
+# numbers must be finite and fit the dtype they are stored in (a JSON 1e39 is a finite
+# float64 but inf in float32).
+CHECKED_COLUMNS = _OBS_COLUMNS + _ACTION_COLUMNS + (Columns.REWARDS, Columns.PREV_REWARDS)
 
 
 class JsonRecordError(ValueError):
@@ -196,8 +205,42 @@ def _space_dtype(space: Any) -> Any:
     return None if dtype is None or isinstance(space, dict) else dtype
 
 
+def check_column_values(column: str, value: np.ndarray, dtype: Any = None) -> None:
+    """Raises ValueError if a `CHECKED_COLUMNS` column holds NaN or inf, or (`dtype` a
+    float dtype narrower than the value's) a number that overflows `dtype`; the message
+    names the column, the row and the value.
+
+    Example:
+        >>> check_column_values("rewards", np.array([0.5, 1e39]), np.float32)
+        Traceback (most recent call last):
+        ...
+        ValueError: column 'rewards', row 1: 1e+39 overflows float32 (largest 3.4028235e+38), the dtype it is stored in; ...
+    """
+    if column not in CHECKED_COLUMNS or value.dtype.kind != "f":
+        return
+    finite = np.isfinite(value)
+    bad = ~finite
+    limit = None
+    if dtype is not None and np.dtype(dtype).kind == "f" and (
+            np.dtype(dtype).itemsize < value.dtype.itemsize):
+        limit = float(np.finfo(dtype).max)
+        bad |= finite & (np.abs(value) > limit)
+    if not bad.any():
+        return
+    index = tuple(int(i) for i in np.argwhere(bad)[0])
+    number = float(value[index])
+    row = index[0] if index else 0
+    fix = ("; observations, actions and rewards must be finite numbers that fit their "
+           "dtype: repair or remove the record")
+    if np.isfinite(number):
+        raise ValueError(f"column {column!r}, row {row}: {number!r} overflows "
+                         f"{np.dtype(dtype).name} (largest {limit:.8g}), the dtype it is "
+                         f"stored in{fix}")
+    raise ValueError(f"column {column!r}, row {row}: {number!r} is not a finite number{fix}")
+
+
 def _cast(column: str, value: Any, spaces: Optional[Tuple[Any, Any]]) -> Any:
-    """Restores the dtype of a column read from JSON lists."""
+    """Restores the dtype of a column read from JSON lists (checking its values)."""
     if column == Columns.INFOS or not isinstance(value, np.ndarray):
         return value
     target = COLUMN_DTYPES.get(column)
@@ -209,12 +252,17 @@ def _cast(column: str, value: Any, spaces: Optional[Tuple[Any, Any]]) -> Any:
     if target is None:
         kind = value.dtype.kind
         target = {"f": np.float32, "i": np.int64, "u": np.int64, "b": np.bool_}.get(kind)
+    check_column_values(column, value, target)
     return value if target is None or value.dtype == target else value.astype(target)
 
 
 def _decode_value(key: str, value: Any, spaces: Optional[Tuple[Any, Any]]) -> Any:
     if isinstance(value, str):
-        return unpack_column(value)
+        column = unpack_column(value)
+        for leaf in tree.flatten(column):
+            if isinstance(leaf, np.ndarray):
+                check_column_values(key, leaf)
+        return column
     if isinstance(value, dict):
         return {k: _decode_value(key, v, spaces) for k, v in value.items()}
     return tree.map_structure(lambda v: _cast(key, v, spaces), numpify(value, key))

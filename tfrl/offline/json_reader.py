@@ -7,7 +7,11 @@ index), and the reader cycles through them forever. `read_all_files()` reads eve
 once, in sorted order.
 
 Unlike RLlib, which logs and skips a corrupt line, a line that does not decode raises a
-`JsonRecordError` naming the file and the line number: nothing is dropped silently.
+`JsonRecordError` naming the file and the line number: nothing is dropped silently. So
+does a line that is not UTF-8 text (a file that is not a JSON-lines file at all), and a
+record whose observations, actions or rewards hold NaN, inf or a number that overflows
+their dtype (naming the column, row and value; see `json_format.check_column_values`).
+The next `next()` goes on with the following line.
 
 With a worker in the IOContext, each batch is checked against the worker's policies:
 a column the policy needs (`policy.offline_input_columns`, by default `obs` and
@@ -103,7 +107,7 @@ class JsonReader(InputReader):
         self._rng = np.random.default_rng(
             None if seed is None else [int(seed), self.ioctx.worker_index])
         self._order: List[str] = []
-        self._lines: Iterator[Tuple[str, int, str]] = iter(())
+        self._lines: Iterator[Tuple[str, int, bytes]] = iter(())
         self.cur_file: Optional[str] = None
 
     # ---------------------------------------------------------------- reading
@@ -121,7 +125,7 @@ class JsonReader(InputReader):
             self._lines = self._next_pass()
         raise ValueError(f"JsonReader: the files {self.files} hold no records.")
 
-    def _next_pass(self) -> Iterator[Tuple[str, int, str]]:
+    def _next_pass(self) -> Iterator[Tuple[str, int, bytes]]:
         order = list(self.files)
         self._rng.shuffle(order)
         for path in order:
@@ -135,11 +139,18 @@ class JsonReader(InputReader):
                 if batch is not None:
                     yield batch
 
-    def _parse(self, path: str, number: int, line: str) -> Any:
-        line = line.strip()
+    def _parse(self, path: str, number: int, raw: bytes) -> Any:
+        where = f"{path}, line {number}"
+        try:
+            line = raw.decode("utf-8").strip()
+        except UnicodeDecodeError as e:
+            raise JsonRecordError(
+                f"JsonReader: {where} is not UTF-8 text: byte 0x{raw[e.start]:02x} at column "
+                f"{e.start + 1} cannot be decoded. Experience files are JSON-lines text as "
+                "JsonWriter (config output=<dir>) writes them; remove this file from the "
+                "input, or repair the line.") from None
         if not line:
             return None
-        where = f"{path}, line {number}"
         try:
             data = json.loads(line)
         except json.JSONDecodeError as e:
@@ -215,8 +226,10 @@ def _postprocess_episodes(policy: Any, batch: SampleBatch) -> SampleBatch:
     return concat_samples(episodes) if len(episodes) > 1 else episodes[0]
 
 
-def _file_lines(path: str, reader: JsonReader) -> Iterator[Tuple[str, int, str]]:
+def _file_lines(path: str, reader: JsonReader) -> Iterator[Tuple[str, int, bytes]]:
+    """The file's lines as bytes (each decoded by `_parse`, so that a line that is not
+    UTF-8 is reported with its number)."""
     reader.cur_file = path
-    with open(path, encoding="utf-8") as f:
+    with open(path, "rb") as f:
         for number, line in enumerate(f, start=1):
             yield path, number, line

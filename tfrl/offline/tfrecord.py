@@ -79,6 +79,7 @@ import tensorflow as tf
 from tfrl.data.sample_batch import MultiAgentBatch, SampleBatch
 from tfrl.offline.input_reader import InputReader
 from tfrl.offline.io_context import IOContext
+from tfrl.offline.json_format import check_column_values
 from tfrl.offline.json_reader import DEFAULT_REQUIRED_COLUMNS, resolve_files
 from tfrl.offline.json_writer import DEFAULT_MAX_FILE_SIZE, unused_name
 from tfrl.offline.output_writer import OutputWriter
@@ -529,10 +530,26 @@ class TFRecordReader(InputReader):
             self._iterator = iter(self.dataset(size))
         batch = next(self._iterator)
         if not self.multi_agent:
-            return SampleBatch({k: v.numpy() for k, v in batch.items()})
+            return SampleBatch(self._checked({k: v.numpy() for k, v in batch.items()}))
         return _to_multi_agent({self._policy_ids.get(pid, pid):
-                                {k: v.numpy() for k, v in cols.items()}
+                                self._checked({k: v.numpy() for k, v in cols.items()}, pid)
                                 for pid, cols in batch.items()})
+
+    def _checked(self, columns: Dict[str, np.ndarray], pid: Any = None) -> Dict[str, np.ndarray]:
+        """`columns`, after checking that observations, actions and rewards are finite
+        (`json_format.check_column_values`; dtypes round-trip exactly, so only NaN and
+        inf can be wrong). The rows come interleaved from several shards, so the error
+        names the reader's shards, not one file."""
+        try:
+            for key, value in columns.items():
+                check_column_values(key, value)
+        except ValueError as e:
+            who = "" if pid is None else f" of policy {self._policy_ids.get(pid, pid)!r}"
+            raise ValueError(
+                f"TFRecordReader: a batch{who} read from the shards {self.files} holds a bad "
+                f"value: {e}. Find the record with TFRecordReader(path, shuffle=False)"
+                ".read_all() per shard.") from None
+        return columns
 
     def read_all(self) -> Any:
         """Every row once, in the order written (shards in natural name order: `_2`
@@ -545,9 +562,10 @@ class TFRecordReader(InputReader):
                            group.rows_per_record)
             parts = list(self._pipeline(group, 1 << 30, repeat=False, drop_remainder=False,
                                         in_order=True))
-            out[pid] = {k: (np.concatenate([p[k].numpy() for p in parts]) if parts else
-                            np.zeros((0, *shape), np.dtype(dtype)))
-                        for k, (dtype, shape) in group.schema.items()}
+            out[pid] = self._checked(
+                {k: (np.concatenate([p[k].numpy() for p in parts]) if parts else
+                     np.zeros((0, *shape), np.dtype(dtype)))
+                 for k, (dtype, shape) in group.schema.items()}, pid)
         if not self.multi_agent:
             return SampleBatch(out[None])
         return _to_multi_agent({self._policy_ids.get(pid, pid): cols

@@ -58,4 +58,19 @@ class NonFiniteUpdateError(FloatingPointError):
                                     self.num_grad_updates, policy_id, self.call)
 
 
-__all__ = ["NONFINITE_UPDATES", "NonFiniteUpdateError"]
+class NonFiniteStateError(ValueError):
+    """A policy state (from a checkpoint or `get_state()`) whose weights or optimizer
+    variables hold NaN or inf; restoring it is refused before anything is changed."""
+
+
+def learned_nothing(learner_stats: Dict[str, Any]) -> bool:
+    """Whether a `learn_on_batch` call's learner stats say that it applied no update: with
+    `nonfinite_updates="skip"` every step was non-finite (the stats then hold only the
+    counts, no loss). What follows a learning call and persists (replay priorities, the
+    KL coefficient) is then left as it was."""
+    return bool(learner_stats.get("num_nonfinite_updates_skipped")) and (
+        "total_loss" not in learner_stats)
+
+
+__all__ = ["NONFINITE_UPDATES", "NonFiniteStateError", "NonFiniteUpdateError",
+           "learned_nothing"]

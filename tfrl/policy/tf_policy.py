@@ -260,6 +260,19 @@ class TFPolicy(Policy):
         update (in cross-replica context); default: nothing. SAC moves its target
         networks by `tau` here, so that all steps of a learning phase stay one call."""
 
+    def commit_step_stats(self, stats: Dict[str, tf.Tensor]) -> None:
+        """Runs inside the compiled learning loop after every optimizer update the
+        non-finite guard applied (after `after_optimizer_step`, in cross-replica context),
+        with that step's stats reduced over replicas (`total_loss`, the loss's and
+        `stats()`'s entries); default: nothing.
+
+        Statistics that persist across updates and follow the batches (MARWIL's moving
+        average of the squared advantages) move here rather than in the loss: a step the
+        guard refuses (a NaN/inf loss or gradient) then leaves them as they were, as it
+        leaves the weights and the optimizer. `compute_gradients` / `apply_gradients`
+        do not call it (no stats reach `apply_gradients`).
+        """
+
     @property
     def action_model(self) -> keras.Model:
         """The Keras model that maps observations to `(dist_inputs, value)` when acting
@@ -526,7 +539,14 @@ class TFPolicy(Policy):
         return tf_policy_state.get_optimizer_state(self, super().get_state())
 
     def set_state(self, state: Dict[str, Any]) -> None:
-        """Restores a `get_state` result (optimizer variables and RNGs too, if present)."""
+        """Restores a `get_state` result (optimizer variables and RNGs too, if present).
+
+        Raises:
+            NonFiniteStateError: If its weights or optimizer variables hold NaN or inf
+                (nothing is restored then).
+        """
+        if isinstance(state, dict):
+            tf_policy_state.check_finite_state(self, state)
         super().set_state(state)
         tf_policy_state.set_optimizer_state(self, state)
 

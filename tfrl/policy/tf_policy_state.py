@@ -12,6 +12,8 @@ from typing import Any, Dict, List
 
 import numpy as np
 
+from tfrl.policy.nonfinite import NonFiniteStateError
+
 RNG_STATE_KEY = "_rng_states"
 
 
@@ -39,6 +41,34 @@ def set_weights(policy, weights: List[Any]) -> None:
             )
     for variable, value in zip(variables, values):
         variable.assign(value)
+
+
+def check_finite_state(policy, state: Dict[str, Any]) -> None:
+    """Refuses a state whose weights or optimizer variables hold NaN or inf (a finite
+    learner never produces one: the checkpoint was damaged or written by other code).
+
+    Raises:
+        NonFiniteStateError: Naming the variable, the first bad index and value.
+    """
+    entries = [("weights", "weight", [v.path for v in policy.model.weights])]
+    optimizer = getattr(policy, "optimizer", None)
+    if optimizer is not None:
+        entries.append(("_optimizer_variables", "optimizer variable",
+                        [v.path for v in optimizer.variables]))
+    for key, what, names in entries:
+        values = state.get(key)
+        if not isinstance(values, (list, tuple)):
+            continue
+        for i, value in enumerate(values):
+            value = np.asarray(value)
+            if value.dtype.kind not in "fc" or np.isfinite(value).all():
+                continue
+            index = tuple(int(j) for j in np.argwhere(~np.isfinite(value))[0])
+            name = names[i] if i < len(names) else "?"
+            raise NonFiniteStateError(
+                f"set_state(): {what} {i} ({name}) holds {value[index].item()!r} at index "
+                f"{index}; a policy state must hold finite numbers. The checkpoint is damaged "
+                "or was written from a diverged policy: restore an earlier one.")
 
 
 def rng_states(policy) -> Dict[str, Any]:

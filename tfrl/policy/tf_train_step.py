@@ -21,7 +21,9 @@ Three compiled functions, each traced once:
 
   The non-finite guard: each step checks its loss and global gradient norm (summed over
   replicas, so they agree) with `tf.math.is_finite` and applies the optimizer update
-  under a `tf.cond`, so a NaN/inf never reaches the weights or the optimizer's slots.
+  under a `tf.cond`, so a NaN/inf never reaches the weights or the optimizer's slots, nor
+  the learner statistics that persist across updates (`TFPolicy.commit_step_stats` runs
+  in the same branch as the update).
   `config["nonfinite_updates"]` (see `PolicyConfig`): "raise" stops the loop at such a
   step and `learn` raises `NonFiniteUpdateError` naming the policy, the stats and the
   step; "skip" goes on and reports `num_nonfinite_updates_skipped` (stats are then the
@@ -347,7 +349,9 @@ class TrainStep:
             The stats of every applied minibatch step of every epoch, averaged (one
             mean over `num_sgd_iter * floor(units / minibatch)` steps, less the skipped
             ones), plus `num_nonfinite_updates_skipped`, `num_grad_updates` (applied
-            updates) and `num_traces`.
+            updates) and `num_traces`. If every step was skipped, only these three
+            counts (no loss or KL stats: what follows a learning call, such as
+            `update_kl` or replay priorities, then sees that nothing was learned).
 
         Raises:
             NonFiniteUpdateError: With `nonfinite_updates="raise"`, if a step's loss or
@@ -400,6 +404,10 @@ class TrainStep:
             num_steps = num_epochs * (num_rows // minibatch)
             raise NonFiniteUpdateError(type(policy).__name__, named, first_bad, num_steps,
                                        num_grad_updates)
+        if num_bad and num_grad_updates == updates_before:
+            # "skip" and no step applied: a mean over no step does not exist (a 0 would
+            # read as a real KL to `update_kl`, or a loss); the counts say what happened.
+            stats = {}
         stats = {k: float(v) for k, v in stats.items()}
         stats["num_nonfinite_updates_skipped"] = num_bad
         stats["num_grad_updates"] = num_grad_updates
@@ -721,6 +729,8 @@ class TrainStep:
         def apply():
             self._policy.apply_update(per_replica_grads, updated)
             self._policy.after_optimizer_step()
+            self._policy.commit_step_stats(
+                {k: v for k, v in stats.items() if not k.startswith("_guard/")})
             return tf.constant(1.0)
 
         tf.cond(stats[_FINITE] > 0.5, apply, lambda: tf.constant(0.0))

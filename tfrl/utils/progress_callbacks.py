@@ -184,10 +184,19 @@ class ProgressLogger(keras.callbacks.Callback):
         eta = self.eta(result, elapsed)
         return text if eta is None else f"{text}  ETA {format_duration(eta)}"
 
-    def summary(self, reason: str, checkpoint: Optional[str] = None) -> None:
-        """Prints the final summary of a run (and the checkpoint path)."""
+    def summary(self, reason: str, checkpoint: Optional[str] = None,
+                saved: Optional[Mapping[str, Any]] = None) -> None:
+        """Prints the final summary of a run (and the checkpoint path).
+
+        Args:
+            reason: Why the run ended.
+            checkpoint: The final checkpoint's path.
+            saved: The counts of the saved state (`training_iteration`,
+                `timesteps_total`, `episodes_total`), when an interruption moved them past
+                the last result shown (an iteration interrupted after it counted itself).
+        """
         self._end_line()
-        result = self.last
+        result = {**self.last, **(saved or {})}
         elapsed = self.clock() - self.start
         reward = float(result.get("episode_reward_mean", float("nan")))
         self.stream.write(

@@ -5,8 +5,9 @@ returns of the logged rewards (Wang et al., NeurIPS 2018). Postprocessing adds
 `advantages` = the discounted returns `R_t` (`compute_advantages` without GAE or critic,
 as RLlib's MARWIL), bootstrapped with `V(new_obs[-1])` when a trajectory was cut. The
 moving average of the squared advantages is a `tf.Variable` moved inside the compiled
-learn step after each minibatch (`moving_average_sqd_adv_norm_update_rate`); it is part
-of the policy's state.
+learn step after each applied minibatch update (`moving_average_sqd_adv_norm_update_rate`,
+in `commit_step_stats`: a step the non-finite guard refuses leaves it as it was); it is
+part of the policy's state.
 
 Example:
     >>> import gymnasium as gym, numpy as np
@@ -63,7 +64,8 @@ class MARWILTFPolicy(OnPolicyTFPolicy):
     def loss_and_stats(self, model: keras.Model, dist_class: type,
                        train_batch: Dict[str, tf.Tensor]
                        ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
-        """`marwil_loss` on the model's outputs; moves the squared-advantage average."""
+        """`marwil_loss` on the model's outputs (the squared-advantage average moves in
+        `commit_step_stats`, once the step is applied)."""
         dist_inputs, values = self.forward(model, train_batch)  # [B, n], [B]
         beta = float(self.config["beta"])
         loss, stats = marwil_loss(
@@ -73,11 +75,18 @@ class MARWILTFPolicy(OnPolicyTFPolicy):
             beta=beta, vf_coeff=float(self.config["vf_coeff"]),
             moving_average_sqd_adv_norm=self.moving_average_sqd_adv_norm,
             mask=self.valid_mask(train_batch))
-        if beta != 0.0:
-            rate = float(self.config["moving_average_sqd_adv_norm_update_rate"])
-            self.moving_average_sqd_adv_norm.assign_add(
-                rate * (stats["adv_squared_mean"] - self.moving_average_sqd_adv_norm))
         return loss, {**stats, **autograph_converted(self.stats)(train_batch)}
+
+    def commit_step_stats(self, stats: Dict[str, tf.Tensor]) -> None:
+        """After an applied update: moves the average toward this step's mean squared
+        advantage (by the update rate; not for BC, `beta=0`). A non-finite mean leaves
+        it as it is."""
+        if float(self.config["beta"]) == 0.0:
+            return
+        rate = float(self.config["moving_average_sqd_adv_norm_update_rate"])
+        old = tf.identity(self.moving_average_sqd_adv_norm)
+        new = old + rate * (tf.cast(stats["adv_squared_mean"], tf.float32) - old)
+        self.moving_average_sqd_adv_norm.assign(tf.where(tf.math.is_finite(new), new, old))
 
     def loss(self, model: keras.Model, dist_class: type,
              train_batch: Dict[str, tf.Tensor]) -> tf.Tensor:
@@ -86,7 +95,8 @@ class MARWILTFPolicy(OnPolicyTFPolicy):
 
     @tf.autograph.experimental.do_not_convert
     def stats(self, train_batch: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
-        """The learning rate and the moving average of the squared advantages."""
+        """The learning rate and the moving average of the squared advantages (the
+        value this step's loss used)."""
         return {"cur_lr": tf.cast(self.optimizer.learning_rate, tf.float32),
                 "moving_average_sqd_adv_norm": tf.identity(self.moving_average_sqd_adv_norm)}
 
