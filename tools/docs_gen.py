@@ -272,8 +272,9 @@ def cli_reference() -> str:
     if not commands:
         commands = {"(all commands)": sorted(ours)}
     out = ["```text", (cli_main.__doc__ or "").strip(), "```", ""]
+    out += ["Flags of every command, by command (`tfrl <command> --help` prints the same).", ""]
     for command, names in commands.items():
-        out += [f"## `tfrl {command}`", "", "| Flag | Type | Default | Help |", "|---|---|---|---|"]
+        out += [f"### `tfrl {command}`", "", "| Flag | Type | Default | Help |", "|---|---|---|---|"]
         for name in names:
             flag = ours[name] if name in ours else flag_values[name]
             kind = flag.flag_type()
