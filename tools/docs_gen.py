@@ -25,6 +25,7 @@ import math
 import os
 import re
 import sys
+import textwrap
 import typing
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
@@ -471,12 +472,13 @@ def plot_panel(panel: Panel) -> bytes:
         xs = [s + (i - (len(panel.series) - 1) / 2) * width for s in range(len(values))]
         bars = ax.bar(xs, [0 if math.isnan(v) else v for v in values], width, label=label)
         for bar, value in zip(bars, values):
-            text = "not reached" if math.isnan(value) else f"{value:,.4g}"
+            text = ("not reached" if math.isnan(value)
+                    else f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.4g}")
             ax.annotate(text, (bar.get_x() + bar.get_width() / 2, bar.get_height()),
                         ha="center", va="bottom" if bar.get_height() >= 0 else "top",
                         fontsize=7)
     ax.set_xticks(range(n), [f"seed {s}" for s in range(n)])
-    ax.set_ylabel(panel.metric, fontsize=8)
+    ax.set_ylabel("\n".join(textwrap.wrap(panel.metric, 30)), fontsize=8)
     ax.set_title(panel.title, fontsize=9)
     ax.axhline(0, color="black", linewidth=0.5)
     ax.legend(fontsize=8)
