@@ -56,8 +56,8 @@ def _type_name(annotation: Any) -> str:
     if origin is typing.Union:
         args = typing.get_args(annotation)
         names = [_type_name(a) for a in args if a is not type(None)]
-        inner = " | ".join(names)
-        return f"{inner} | None" if type(None) in args else inner
+        inner = " or ".join(names)  # no "|": it would split a Markdown table cell
+        return f"{inner} or None" if type(None) in args else inner
     if origin is not None:
         args = ", ".join(_type_name(a) for a in typing.get_args(annotation))
         name = getattr(origin, "__name__", str(origin))
@@ -76,8 +76,7 @@ def _default_text(field: dataclasses.Field) -> str:
         return f"{value.__module__}.{value.__qualname__}"
     if callable(value) and hasattr(value, "__qualname__"):
         return f"{value.__module__}.{value.__qualname__}"
-    text = repr(value)
-    return text if len(text) <= 120 else text[:117] + "..."
+    return repr(value)
 
 
 _ATTR_LINE = re.compile(r"^(\s*)([A-Za-z_][\w()]*(?:\s*,\s*[A-Za-z_][\w()]*)*)\s*:\s*(.*)$")
