@@ -56,14 +56,17 @@ def _pages(site: str) -> List[str]:
 def _target_path(site: str, path: str) -> str:
     """The file a site URL path serves (directory -> its index.html)."""
     local = os.path.join(site, urllib.parse.unquote(path).lstrip("/"))
-    return os.path.join(local, "index.html") if path.endswith("/") or os.path.isdir(local) else local
+    if path.endswith("/") or os.path.isdir(local):
+        return os.path.join(local, "index.html")
+    return local
 
 
 def find_chromium(given: str = "") -> str:
     for candidate in (given, os.environ.get("TFRL_CHROMIUM", ""), "chromium", "chromium-browser",
                       "google-chrome"):
-        if candidate and (os.path.isfile(candidate) or shutil.which(candidate)):
-            return candidate if os.path.isfile(candidate) else shutil.which(candidate)  # type: ignore[return-value]
+        found = candidate if os.path.isfile(candidate) else shutil.which(candidate or "-")
+        if candidate and found:
+            return found
     return ""
 
 
@@ -130,8 +133,9 @@ def check(site: str, chromium: str) -> List[str]:
             anchors = ids.get(key) or ids.get(key.rstrip("/") + "/") or set()
             if urllib.parse.unquote(parts.fragment) not in anchors:
                 failures.append(f"{rel}: link to a missing anchor {url[len(base):]}")
+    searched = "failed" if any(f.startswith("search") for f in failures) else "found"
     print(f"docs_check: {len(pages)} pages, {checked} internal links, search for "
-          f"{SEARCH_TERM!r}: {'failed' if any(f.startswith('search') for f in failures) else 'found'}")
+          f"{SEARCH_TERM!r}: {searched}")
     return failures
 
 

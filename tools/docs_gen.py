@@ -274,7 +274,8 @@ def cli_reference() -> str:
     out = ["```text", (cli_main.__doc__ or "").strip(), "```", ""]
     out += ["Flags of every command, by command (`tfrl <command> --help` prints the same).", ""]
     for command, names in commands.items():
-        out += [f"### `tfrl {command}`", "", "| Flag | Type | Default | Help |", "|---|---|---|---|"]
+        out += [f"### `tfrl {command}`", "",
+                "| Flag | Type | Default | Help |", "|---|---|---|---|"]
         for name in names:
             flag = ours[name] if name in ours else flag_values[name]
             kind = flag.flag_type()
@@ -370,7 +371,7 @@ RESULT_SPECS: Dict[str, List[_PanelSpec]] = {
                    higher_is_better=False),
         _PanelSpec("PPO + LSTM, stateless CartPole (bench_recurrent.py)",
                    "env steps to a mean return of 150",
-                   "bench_recurrent.py --seeds 0 1 2` (issue 18; stateless CartPole, 100k steps; tfrl with",
+                   "bench_recurrent.py --seeds 0 1 2` (issue 18; stateless CartPole, 100k steps",
                    [_RowSpec("tfrl", "tfrl s", "steps to 150"),
                     _RowSpec("SB3-contrib RecurrentPPO", "SB3-contrib s", "steps to 150")],
                    higher_is_better=False),
@@ -378,15 +379,18 @@ RESULT_SPECS: Dict[str, List[_PanelSpec]] = {
                    "mean one-life score, last 100 episodes",
                    "bench_atari.py --seeds 0`, then `--seeds 1`",
                    [_RowSpec("tfrl", "tfrl s", "R at end (last 100 one-life episodes)"),
-                    _RowSpec("Stable-Baselines3", "SB3 s", "R at end (last 100 one-life episodes)")]),
+                    _RowSpec("Stable-Baselines3", "SB3 s",
+                             "R at end (last 100 one-life episodes)")]),
     ],
     "DQN": [
         _PanelSpec("DQN CartPole-v1, 50k steps, RL Zoo settings (bench_offpolicy.py)",
-                   "greedy evaluation return (10 episodes)", "bench_offpolicy.py` (issue 15; RL Zoo's",
+                   "greedy evaluation return (10 episodes)",
+                   "bench_offpolicy.py` (issue 15; RL Zoo's",
                    [_RowSpec("tfrl", "", "tfrl eval R", _seed_row),
                     _RowSpec("Stable-Baselines3", "", "SB3 eval R", _seed_row)]),
         _PanelSpec("DQN CartPole-v1, 50k steps, RL Zoo settings (bench_offpolicy.py)",
-                   "mean training return, last 100 episodes", "bench_offpolicy.py` (issue 15; RL Zoo's",
+                   "mean training return, last 100 episodes",
+                   "bench_offpolicy.py` (issue 15; RL Zoo's",
                    [_RowSpec("tfrl", "", "tfrl final R", _seed_row),
                     _RowSpec("Stable-Baselines3", "", "SB3 final R", _seed_row)]),
     ],
@@ -396,7 +400,8 @@ RESULT_SPECS: Dict[str, List[_PanelSpec]] = {
                    [_RowSpec("tfrl", "tfrl SAC", "greedy eval R"),
                     _RowSpec("Stable-Baselines3", "SB3 SAC", "greedy eval R")]),
         _PanelSpec("SAC HalfCheetah-v5, 30k steps, RL Zoo settings (bench_mujoco.py)",
-                   "greedy evaluation return (5 episodes)", "bench_mujoco.py` (issue 19; SAC HalfCheetah",
+                   "greedy evaluation return (5 episodes)",
+                   "bench_mujoco.py` (issue 19; SAC HalfCheetah",
                    [_RowSpec("tfrl", "tfrl s", "greedy eval R (5 ep.)", _two_threads),
                     _RowSpec("Stable-Baselines3", "SB3 s", "greedy eval R (5 ep.)", _two_threads)]),
     ],
@@ -435,7 +440,8 @@ def result_panels(algo: str, results_md: str = RESULTS_MD) -> List[Panel]:
     panels = []
     for spec in RESULT_SPECS.get(algo, []):
         match = next(((h, rows) for h, rows in tables
-                      if spec.heading in h and rows and all(r.column in rows[0] for r in spec.rows)),
+                      if spec.heading in h and rows
+                      and all(r.column in rows[0] for r in spec.rows)),
                      None)
         if match is None:
             raise ValueError(f"bench/RESULTS.md has no table under a heading containing "
