@@ -4,8 +4,8 @@ Serves the built site (`mkdocs build` writes it to `site/`) on 127.0.0.1, opens 
 in headless Chromium through Playwright and fails when:
 
 - a page logs a console error or raises an uncaught exception (a broken script, a
-  resource that does not load: every request outside 127.0.0.1 is blocked, so a page that
-  needs the network fails here too);
+  resource that does not load: no host but 127.0.0.1 resolves, so a page that needs the
+  network fails here too);
 - an internal link (`<a href>`, `<img src>`) points to a page or file the site lacks, or
   to an anchor (`page.html#id`) that the target page does not have;
 - the search box does not find `PPOConfig`.
@@ -80,29 +80,32 @@ def check(site: str, chromium: str) -> List[str]:
     links: List[Tuple[str, str]] = []  # (page, absolute URL)
     try:
         with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=chromium, headless=True,
-                                        args=["--no-sandbox", "--disable-gpu"])
+            # Nothing outside the local server: every other host name fails to resolve,
+            # so a page that needs the network logs an error here.
+            browser = p.chromium.launch(
+                executable_path=chromium, headless=True,
+                args=["--no-sandbox", "--disable-gpu",
+                      "--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE 127.0.0.1"])
             context = browser.new_context(viewport={"width": 1280, "height": 900})
-            # Nothing outside the local server: the site must work offline.
-            context.route("**/*", lambda route: route.continue_()
-                          if route.request.url.startswith(base) else route.abort())
+            page = context.new_page()  # one tab for every page: opening tabs is slow
+            errors: List[str] = []
+            page.on("console", lambda msg: errors.append(msg.text)
+                    if msg.type == "error" else None)
+            page.on("pageerror", lambda exc: errors.append(str(exc)))
             for rel in pages:
-                page = context.new_page()
-                errors: List[str] = []
-                page.on("console", lambda msg, errors=errors: errors.append(msg.text)
-                        if msg.type == "error" else None)
-                page.on("pageerror", lambda exc, errors=errors: errors.append(str(exc)))
+                errors.clear()
                 response = page.goto(f"{base}/{rel}", wait_until="load")
                 if response is None or response.status != 200:
-                    failures.append(f"{rel}: HTTP {response.status if response else 'no response'}")
+                    status = response.status if response else "no response"
+                    failures.append(f"{rel or '/'}: HTTP {status}")
                 page.wait_for_timeout(250)  # scripts that run after `load` (search, ...)
-                failures += [f"{rel}: console error: {e}" for e in errors]
+                failures += [f"{rel or '/'}: console error: {e}" for e in errors]
                 ids[urllib.parse.urlsplit(page.url).path] = set(page.eval_on_selector_all(
                     "[id]", "els => els.map(e => e.id)"))
                 hrefs = page.eval_on_selector_all(
                     "a[href], img[src]", "els => els.map(e => e.href || e.src)")
-                links += [(rel, h) for h in hrefs if h.startswith(base)]
-                page.close()
+                links += [(rel or "/", h) for h in hrefs if h.startswith(base)]
+            page.close()
 
             page = context.new_page()
             page.goto(f"{base}/", wait_until="load")
