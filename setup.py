@@ -68,6 +68,11 @@ EXTRAS_REQUIRE = {
     # (sb3-contrib's RecurrentPPO). pip's own configuration chooses the index: point it at
     # one that serves torch's CPU wheel to avoid the CUDA build's download.
     "bench": ["stable-baselines3>=2.3", "sb3-contrib>=2.3", "torch==2.13.0"],
+    # The documentation site (mkdocs.yml, docs/): `mkdocs build --strict`, the plots of
+    # bench/RESULTS.md (matplotlib) and tools/docs_check.py, which drives a Chromium
+    # (Debian's `chromium` package; Playwright's own browser download is not used).
+    "docs": ["mkdocs>=1.6,<2", "mkdocs-material>=9.5,<10", "mkdocstrings[python]>=0.26",
+             "matplotlib>=3.8", "playwright>=1.45"],
 }
 
 setup(

@@ -35,8 +35,9 @@ class CQLConfig(SACConfig):
             "sampler" samples the env: online CQL).
         evaluation_config: Evaluation workers sample the env with the greedy policy, so
             that `evaluate()` measures the learnt policy with real rollouts.
-        (The rest: see `SACConfig`; the replay buffer holds the rows read and is
-        uniform by default.)
+
+    (The rest: see `SACConfig`; the replay buffer holds the rows read and is uniform by
+    default.)
     """
 
     bc_iters: int = 20000

@@ -26,9 +26,10 @@ class CQLDQNConfig(DQNConfig):
         temperature: `T` of the logsumexp over the actions.
         evaluation_config: Evaluation workers sample the env with the greedy policy, so
             that `evaluate()` measures the learnt policy with real rollouts.
-        (The rest: see `DQNConfig`. SAC-based CQL's `bc_iters`, `num_actions`,
-        `lagrangian`, `lagrangian_thresh` and `deterministic_backup` have no meaning
-        here: the logsumexp runs over every action and there is no actor.)
+
+    (The rest: see `DQNConfig`. SAC-based CQL's `bc_iters`, `num_actions`, `lagrangian`,
+    `lagrangian_thresh` and `deterministic_backup` have no meaning here: the logsumexp
+    runs over every action and there is no actor.)
     """
 
     min_q_weight: float = 1.0

@@ -53,9 +53,10 @@ class SACConfig(OffPolicyConfig):
         target_entropy: "auto" or a number.
         optimization: `actor_learning_rate`, `critic_learning_rate`,
             `entropy_learning_rate` (> 0 each).
-        (`tau`, `n_step`, `replay_buffer_config`, `training_intensity`,
-        `num_steps_sampled_before_learning_starts`, `store_buffer_in_checkpoints`,
-        `target_network_update_freq`: see `OffPolicyConfig`.)
+
+    (`tau`, `n_step`, `replay_buffer_config`, `training_intensity`,
+    `num_steps_sampled_before_learning_starts`, `store_buffer_in_checkpoints`,
+    `target_network_update_freq`: see `OffPolicyConfig`.)
     """
 
     twin_q: bool = True

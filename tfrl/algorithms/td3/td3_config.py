@@ -59,10 +59,11 @@ class DDPGConfig(OffPolicyConfig):
             (default) half the squared TD error.
         l2_reg: Weight of an L2 penalty on the actor's and critics' weights (None or 0:
             none).
-        (`tau`, `n_step`, `replay_buffer_config`, `training_intensity`,
-        `num_steps_sampled_before_learning_starts`, `store_buffer_in_checkpoints`: see
-        `OffPolicyConfig`. The target networks move by `tau` with every actor update,
-        inside the learning call, so `target_network_update_freq` is not used.)
+
+    (`tau`, `n_step`, `replay_buffer_config`, `training_intensity`,
+    `num_steps_sampled_before_learning_starts`, `store_buffer_in_checkpoints`: see
+    `OffPolicyConfig`. The target networks move by `tau` with every actor update,
+    inside the learning call, so `target_network_update_freq` is not used.)
     """
 
     twin_q: bool = False
