@@ -171,8 +171,15 @@ def test_squashed_gaussian_matches_tfp(case):
     _close(oracle.distribution.stddev(), np.exp(log_std), rtol=1e-6)
     _close(dist._squash(u), x, rtol=1e-5, atol=1e-5)
     # logp(x) re-derives u from x: float32 atanh(tanh(u)) for |u| <= 3 loses up to
-    # ~1e-3 of u, i.e. ~1e-3 / std of logp.
-    _close(dist.logp(x), oracle.log_prob(x), rtol=1e-3, atol=2e-3 / np.exp(log_std).min())
+    # ~1e-3 of u, i.e. ~1e-3 / std of logp. logp is RLlib's, the density of the
+    # normalized action, each dimension's Gaussian term clipped to [-100, 100]: the
+    # oracle's Gaussian log-density (clipped), minus its squash's log-Jacobian, plus
+    # sum log((high - low) / 2).
+    u_of_x = np.arctanh(np.clip((x.numpy() - low) / (high - low) * 2 - 1, -1 + 1e-6, 1 - 1e-6))
+    gaussian = np.clip(oracle.distribution.distribution.log_prob(u_of_x), -100, 100).sum(-1)
+    expected = (gaussian - oracle.bijector.forward_log_det_jacobian(u_of_x, event_ndims=1)
+                + np.log((high - low) / 2).sum())
+    _close(dist.logp(x), expected, rtol=1e-3, atol=2e-3 / np.exp(log_std).min())
     _close(dist.deterministic_sample(), oracle.bijector.forward(oracle.distribution.mode()),
            rtol=1e-5, atol=1e-5)
 
@@ -189,8 +196,9 @@ def test_squashed_gaussian_sampled_logp_matches_tfp():
     unit = (x - low) / (high - low) * 2 - 1
     inside = np.all(np.abs(unit) < 0.99, axis=-1)
     assert inside.sum() > 200
-    _close(dist.sampled_action_logp().numpy()[inside], dist.to_tfp().log_prob(x).numpy()[inside],
-           rtol=1e-3, atol=1e-2)
+    log_scale = np.log((high - low) / 2).sum()
+    _close(dist.sampled_action_logp().numpy()[inside],
+           dist.to_tfp().log_prob(x).numpy()[inside] + log_scale, rtol=1e-3, atol=1e-2)
 
 
 def test_deterministic_matches_tfp():
