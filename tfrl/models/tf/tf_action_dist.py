@@ -75,6 +75,8 @@ def _normal_logp(z: tf.Tensor, log_std: tf.Tensor) -> tf.Tensor:
 class Categorical(TFActionDistribution):
     """Categorical distribution over `n` actions, parameterized by logits `[..., n]`."""
 
+    scalar_action = True
+
     def __init__(self, inputs: Any, model: Any = None, temperature: float = 1.0):
         if temperature <= 0.0:
             raise ValueError(f"Categorical needs temperature > 0. Received: {temperature}.")
