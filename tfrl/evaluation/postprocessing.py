@@ -164,8 +164,9 @@ def adjust_nstep(n_step: int, gamma: float, batch: SampleBatch) -> None:
         )
     for key in flag_keys:
         if np.any(np.asarray(batch[key])[:-1]):
+            flag = "done" if key == Columns.DONES else "terminated|truncated"
             raise MalformedTrajectoryError(
-                f"Unexpected terminated|truncated in middle of trajectory: adjust_nstep() "
+                f"Unexpected {flag} in middle of trajectory: adjust_nstep() "
                 f"needs one trajectory per batch, but {key!r} is set before the last row "
                 f"({np.asarray(batch[key]).tolist()}). Split the batch by episode first."
             )
