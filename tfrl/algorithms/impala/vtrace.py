@@ -262,9 +262,11 @@ def from_importance_weights(
         shape = tf.broadcast_dynamic_shape(shape, tf.shape(x))
     shape = tf.concat([shape[:1], tf.broadcast_dynamic_shape(shape[1:],
                                                              tf.shape(bootstrap_value))], 0)
-    flat = [tf.reshape(tf.broadcast_to(x, shape), [shape[0], -1])
-            for x in (log_rhos, discounts, rewards, values)]
-    out = vtrace(*flat, tf.reshape(tf.broadcast_to(bootstrap_value, shape[1:]), [-1]),
+    flat_log_rhos, flat_discounts, flat_rewards, flat_values = [
+        tf.reshape(tf.broadcast_to(x, shape), [shape[0], -1])  # [T, B * ...]
+        for x in (log_rhos, discounts, rewards, values)]
+    out = vtrace(flat_log_rhos, flat_discounts, flat_rewards, flat_values,
+                 tf.reshape(tf.broadcast_to(bootstrap_value, shape[1:]), [-1]),
                  clip_rho_threshold=clip_rho_threshold,
                  clip_pg_rho_threshold=clip_pg_rho_threshold, clip_c_threshold=1.0)
     return VTraceReturns(tf.reshape(out.vs, shape), tf.reshape(out.pg_advantages, shape))
