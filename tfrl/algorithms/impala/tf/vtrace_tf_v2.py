@@ -38,12 +38,12 @@ def make_time_major(tensor: Any, *, trajectory_len: Optional[int] = None,
                          f"recurrent_seq_len={recurrent_seq_len!r}.")
     tensor = tf.convert_to_tensor(tensor)
     rows = tf.shape(tensor)[0]
-    if recurrent_seq_len is not None:
-        num = tf.size(recurrent_seq_len)
-        steps = rows // num
-    else:
+    if trajectory_len is not None:
         steps = tf.constant(int(trajectory_len))
         num = rows // steps
+    else:
+        num = tf.size(recurrent_seq_len)
+        steps = rows // num
     batch_major = tf.reshape(tensor, tf.concat([[num, steps], tf.shape(tensor)[1:]], 0))
     return tf.transpose(batch_major, [1, 0] + list(range(2, tensor.shape.rank + 1)))
 
