@@ -119,13 +119,18 @@ def test_squashed_gaussian_logp_is_change_of_variables():
     mean, log_std = np.split(inputs, 2, -1)
     expected = _np_gauss_logp(mean, log_std, u) - np.log(dxdu).sum(-1)
     dist = SquashedGaussian(inputs.astype(np.float32), None, low, high)
-    _close(dist.logp(x.astype(np.float32)), expected, atol=1e-3)
+    # logp is RLlib's: the density of the normalized action tanh(u), i.e. the density
+    # of x plus sum log((high - low) / 2).
+    _close(dist.logp(x.astype(np.float32)) - np.log((high - low) / 2).sum(), expected,
+           atol=1e-3)
 
 
 def test_squashed_gaussian_density_integrates_to_one():
     dist = SquashedGaussian(np.array([[0.5, -0.5]], np.float32), None, -1.0, 3.0)
     grid = np.linspace(-1.0, 3.0, 20001)[1:-1].astype(np.float32)
-    density = np.exp(dist.logp(grid[:, None, None])[:, 0].numpy())
+    # logp is the density of the normalized action: the density of x is lower by
+    # log((high - low) / 2) = log 2.
+    density = np.exp(dist.logp(grid[:, None, None])[:, 0].numpy() - np.log(2.0))
     assert abs(np.trapezoid(density, grid) - 1.0) < 2e-3
 
 
@@ -151,9 +156,9 @@ def test_squashed_gaussian_sample_from_noise_by_hand():
     actions, logp = SquashedGaussian(inputs, None, low, high).sample_from_noise(noise)
     u = np.array([0.3, -0.2]) + np.exp([0.1, -1.0]) * noise[0]
     np.testing.assert_allclose(actions.numpy()[0], _squash_np(u, low, high), rtol=1e-5)
-    # log N(u) - log|dx/du|, dx/du = (high - low) / 2 * (1 - tanh(u)^2).
+    # RLlib's: log N(u) - log(1 - tanh(u)^2 + SMALL_NUMBER), the density of tanh(u).
     gauss = -0.5 * noise[0] ** 2 - np.array([0.1, -1.0]) - 0.5 * np.log(2 * np.pi)
-    jac = np.log((high - low) / 2 * (1 - np.tanh(u) ** 2))
+    jac = np.log(1 - np.tanh(u) ** 2 + 1e-6)
     np.testing.assert_allclose(logp.numpy(), [np.sum(gauss - jac)], rtol=1e-5)
 
 

@@ -22,9 +22,11 @@ from tfrl.models.catalog import ModelCatalog
 from tfrl.models.tf.tf_action_dist import (
     MAX_LOG_NN_OUTPUT,
     MIN_LOG_NN_OUTPUT,
+    Beta,
     Categorical,
     Deterministic,
     DiagGaussian,
+    GumbelSoftmax,
     MultiCategorical,
     SquashedGaussian,
 )
@@ -171,8 +173,15 @@ def test_squashed_gaussian_matches_tfp(case):
     _close(oracle.distribution.stddev(), np.exp(log_std), rtol=1e-6)
     _close(dist._squash(u), x, rtol=1e-5, atol=1e-5)
     # logp(x) re-derives u from x: float32 atanh(tanh(u)) for |u| <= 3 loses up to
-    # ~1e-3 of u, i.e. ~1e-3 / std of logp.
-    _close(dist.logp(x), oracle.log_prob(x), rtol=1e-3, atol=2e-3 / np.exp(log_std).min())
+    # ~1e-3 of u, i.e. ~1e-3 / std of logp. logp is RLlib's, the density of the
+    # normalized action, each dimension's Gaussian term clipped to [-100, 100]: the
+    # oracle's Gaussian log-density (clipped), minus its squash's log-Jacobian, plus
+    # sum log((high - low) / 2).
+    u_of_x = np.arctanh(np.clip((x.numpy() - low) / (high - low) * 2 - 1, -1 + 1e-6, 1 - 1e-6))
+    gaussian = np.clip(oracle.distribution.distribution.log_prob(u_of_x), -100, 100).sum(-1)
+    expected = (gaussian - oracle.bijector.forward_log_det_jacobian(u_of_x, event_ndims=1)
+                + np.log((high - low) / 2).sum())
+    _close(dist.logp(x), expected, rtol=1e-3, atol=2e-3 / np.exp(log_std).min())
     _close(dist.deterministic_sample(), oracle.bijector.forward(oracle.distribution.mode()),
            rtol=1e-5, atol=1e-5)
 
@@ -189,8 +198,156 @@ def test_squashed_gaussian_sampled_logp_matches_tfp():
     unit = (x - low) / (high - low) * 2 - 1
     inside = np.all(np.abs(unit) < 0.99, axis=-1)
     assert inside.sum() > 200
-    _close(dist.sampled_action_logp().numpy()[inside], dist.to_tfp().log_prob(x).numpy()[inside],
-           rtol=1e-3, atol=1e-2)
+    log_scale = np.log((high - low) / 2).sum()
+    _close(dist.sampled_action_logp().numpy()[inside],
+           dist.to_tfp().log_prob(x).numpy()[inside] + log_scale, rtol=1e-3, atol=1e-2)
+
+
+@st.composite
+def _squashed_cases_f64(draw):
+    """float64 inputs and a pre-squash point `u` with |tanh(u)| <= 0.964 (away from the
+    bounds: 1 - tanh(u)^2 >= 0.07, so RLlib's SMALL_NUMBER shifts logp by < 1.5e-5 a
+    dimension)."""
+    dims = draw(st.integers(1, 4))
+    lead = draw(LEADS)
+
+    def arrays(shape, low, high):
+        return hnp.arrays(np.float64, shape, elements=st.floats(
+            low, high, allow_nan=False, allow_infinity=False, allow_subnormal=False))
+
+    mean = draw(arrays(lead + (dims,), -2, 2))
+    log_std = draw(arrays(lead + (dims,), -5, 2))
+    low = draw(arrays((dims,), -5, 4))
+    width = draw(arrays((dims,), 0.125, 10))
+    u = draw(arrays(lead + (dims,), -2, 2))
+    return np.concatenate([mean, log_std], -1), low, low + width, u
+
+
+@given(_squashed_cases_f64())
+@SETTINGS
+def test_squashed_gaussian_logp_matches_tfp_within_1e_4_away_from_the_bounds(case):
+    # RLlib's formula is the density of the normalized action tanh(u): TFP's density of
+    # x plus sum log((high - low) / 2), up to the SMALL_NUMBER in the Jacobian (and the
+    # [-100, 100] clip of the Gaussian term, applied to the oracle's term too).
+    inputs, low, high, u = case
+    dist = SquashedGaussian(inputs, None, low, high)
+    oracle = dist.to_tfp()
+    x = oracle.bijector.forward(u).numpy()
+    gaussian = np.clip(oracle.distribution.distribution.log_prob(u), -100, 100).sum(-1)
+    expected = (gaussian - oracle.bijector.forward_log_det_jacobian(u, event_ndims=1)
+                + np.log((high - low) / 2).sum())
+    _close(dist.logp(x), expected, rtol=0.0, atol=1e-4)
+    _, sampled_logp = dist.sample_from_noise((u - dist.mean) / dist.std)
+    _close(sampled_logp, expected, rtol=0.0, atol=1e-4)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_squashed_gaussian_logp_is_finite_at_and_near_the_bounds(dtype):
+    low, high = np.array([-2.0, 0.0]), np.array([1.0, 4.0])
+    # Means and log-stds from moderate to extreme (the log-std is clipped).
+    inputs = np.array([[0.0, 0.0, 0.0, 0.0], [50.0, -50.0, -10.0, -10.0],
+                       [1e8, -1e8, 10.0, 10.0], [1.1e34, -1.1e34, 0.0, 0.0]], dtype)
+    dist = SquashedGaussian(inputs, None, low, high)
+    width = high - low
+    points = [  # one action per row of inputs: at, just inside and beyond the bounds
+        np.stack([low, high, low, high]),
+        np.stack([low + 1e-7 * width, high - 1e-7 * width] * 2),
+        np.stack([low + 1e-4 * width, high - 1e-4 * width] * 2),
+        np.stack([low - 1e-3, high + 1e-3] * 2),
+        np.stack([np.array([low[0], high[1]])] * 4),
+    ]
+    for point in points:
+        with tf.GradientTape() as tape:
+            inputs_t = tf.constant(inputs)
+            tape.watch(inputs_t)
+            logp = SquashedGaussian(inputs_t, None, low, high).logp(point.astype(dtype))
+        assert np.all(np.isfinite(logp.numpy())), (point, logp)
+        assert np.all(np.isfinite(tape.gradient(logp, inputs_t).numpy()))
+    # Samples that saturate at the bounds, and their sampled logp.
+    noise = np.array([[40.0, -40.0]] * 4, dtype)
+    actions, logp = dist.sample_from_noise(noise)
+    assert np.all(np.isfinite(logp.numpy()))
+    assert np.all(actions.numpy() >= low) and np.all(actions.numpy() <= high)
+    assert np.all(np.isfinite(dist.logp(actions).numpy()))
+
+
+@st.composite
+def _beta_cases(draw):
+    dims = draw(st.integers(1, 4))
+    lead = draw(LEADS)
+    p = draw(_arrays(lead + (2 * dims,), -20, 20))
+    q = draw(_arrays(lead + (2 * dims,), -20, 20))
+    unit = draw(_arrays(lead + (dims,), 2.0 ** -7, 1 - 2.0 ** -7))
+    low = draw(_arrays((dims,), -5, 4))
+    width = draw(_arrays((dims,), 0.125, 10))
+    return p, q, unit, low, low + width
+
+
+@given(_beta_cases())
+@SETTINGS
+def test_beta_matches_tfp(case):
+    # logp, entropy and KL are those of the normalized action (x - low) / (high - low).
+    p_inputs, q_inputs, unit, low, high = case
+    p, q = Beta(p_inputs, None, low, high), Beta(q_inputs, None, low, high)
+    oracle_p, oracle_q = p.to_tfp(), q.to_tfp()
+    x = (unit * (high - low) + low).astype(np.float32)
+    unit_of_x = (x - low.astype(np.float32)) / (high - low).astype(np.float32)
+    _close(p.logp(x), oracle_p.log_prob(unit_of_x), rtol=1e-4, atol=1e-3)
+    _close(p.entropy(), oracle_p.entropy(), rtol=1e-4, atol=1e-4)
+    _close(p.kl(q), tfd.kl_divergence(oracle_p, oracle_q), rtol=1e-4, atol=1e-4)
+    _close(p.deterministic_sample(), oracle_p.mean() * (high - low) + low, rtol=1e-5, atol=1e-5)
+    # RLlib's input transform: concentrations softplus(clip(x)) + 1 >= 1.
+    assert np.all(p.inputs.numpy() >= 1.0)
+
+
+def test_beta_sample_moments_match_tfp():
+    tf.random.set_seed(6)
+    params = np.array([0.5, -1.0, 2.0, 0.0], np.float32)  # alpha, beta pre-activations
+    dist = Beta(np.tile(params, (DRAWS, 1)), None, low=[-1.0, 0.0], high=[1.0, 10.0])
+    sample = dist.sample().numpy()
+    unit = (sample - [-1.0, 0.0]) / [2.0, 10.0]
+    oracle = dist.to_tfp()
+    np.testing.assert_allclose(unit.mean(0), oracle.mean().numpy()[0], atol=0.01)
+    np.testing.assert_allclose(unit.std(0), oracle.stddev().numpy()[0], rtol=0.03)
+    assert np.all(unit >= 0.0) and np.all(unit <= 1.0)
+    _close(dist.sampled_action_logp(), oracle.log_prob(unit.astype(np.float32)),
+           rtol=1e-4, atol=1e-3)
+    seeded = [dist.sample(tf.constant([1, 2])).numpy() for _ in range(2)]
+    np.testing.assert_array_equal(seeded[0], seeded[1])
+
+
+@given(_logits_pairs(max_abs=20.0), st.sampled_from([1.0, 0.5, 3.0]))
+@SETTINGS
+def test_gumbel_softmax_matches_tfp(logits_pair, temperature):
+    logits, _ = logits_pair
+    dist = GumbelSoftmax(logits, None, temperature)
+    oracle = dist.to_tfp()
+    categorical = tfd.Categorical(logits=logits)
+    # The deterministic sample is the softmax; the logp of a one-hot vector (or its
+    # index) is the categorical log-probability, as RLlib's.
+    _close(dist.deterministic_sample(), categorical.probs_parameter(), atol=1e-6)
+    np.testing.assert_allclose(oracle.temperature.numpy(), temperature)
+    n = logits.shape[-1]
+    for k in range(n):
+        index = np.full(logits.shape[:-1], k)
+        _close(dist.logp(np.eye(n, dtype=np.float32)[index]), categorical.log_prob(index),
+               atol=1e-4)
+        _close(dist.logp(index), categorical.log_prob(index), atol=1e-4)
+
+
+@pytest.mark.parametrize("temperature", [1.0, 0.3])
+def test_gumbel_softmax_samples_match_tfp(temperature):
+    probs = np.array([0.1, 0.2, 0.3, 0.4], np.float32)
+    tf.random.set_seed(7)
+    dist = GumbelSoftmax(np.tile(np.log(probs), (DRAWS, 1)), None, temperature)
+    sample = dist.sample().numpy()
+    assert sample.shape == (DRAWS, 4)
+    np.testing.assert_allclose(sample.sum(-1), 1.0, rtol=1e-5)
+    # Gumbel-max: the argmax of a relaxed sample is a categorical sample.
+    np.testing.assert_allclose(np.bincount(sample.argmax(-1), minlength=4) / DRAWS, probs,
+                               atol=0.02)
+    oracle_sample = dist.to_tfp().sample(seed=7).numpy()
+    np.testing.assert_allclose(sample.mean(0), oracle_sample.mean(0), atol=0.02)
 
 
 def test_deterministic_matches_tfp():

@@ -112,3 +112,77 @@ def compute_advantages(
     rollout[Postprocessing.ADVANTAGES] = advantages.astype(np.float32)
     rollout[Postprocessing.VALUE_TARGETS] = value_targets.astype(np.float32)
     return rollout
+
+
+class MalformedTrajectoryError(ValueError, AssertionError):
+    """A batch that is not one trajectory: an episode ends before its last row.
+
+    A ValueError (bad input) that is also an AssertionError, the type RLlib's
+    `adjust_nstep` raises, so code written against either catches it.
+    """
+
+
+def adjust_nstep(n_step: int, gamma: float, batch: SampleBatch) -> None:
+    """Rewrites one trajectory, in place, for n-step TD targets (Ape-X, DQN, DDPG).
+
+    Row `t` afterwards holds `r_t + gamma r_{t+1} + ... + gamma^{n-1} r_{t+n-1}` (cut at
+    the trajectory's end), the observation `n` steps later as `new_obs` (the last
+    `new_obs` where fewer than `n` steps remain), and the terminated/truncated flags of
+    step `t + n - 1` (of the last step where fewer remain). Observations and actions are
+    unchanged.
+
+    Args:
+        n_step: The number of steps `n` (>= 1).
+        gamma: Discount factor.
+        batch: One trajectory: `obs`, `new_obs`, `rewards` and `terminateds` and
+            `truncateds` (or RLlib 1.x's `dones`), with no episode end before the last row.
+
+    Raises:
+        MalformedTrajectoryError: If an episode ends before the last row.
+        ValueError: If `n_step` < 1 or a column is missing.
+
+    Example:
+        >>> b = SampleBatch({"obs": [0, 1, 2], "new_obs": [1, 2, 3],
+        ...                  "rewards": [1.0, 1.0, 1.0], "terminateds": [0, 0, 1],
+        ...                  "truncateds": [0, 0, 0]})
+        >>> adjust_nstep(2, 0.5, b)
+        >>> b["rewards"].tolist(), b["new_obs"].tolist(), b["terminateds"].tolist()
+        ([1.5, 1.5, 1.0], [2, 3, 3], [0, 1, 1])
+    """
+    if int(n_step) < 1:
+        raise ValueError(f"adjust_nstep() needs n_step >= 1; received {n_step!r}.")
+    n_step = int(n_step)
+    flag_keys = [k for k in (Columns.TERMINATEDS, Columns.TRUNCATEDS) if k in batch]
+    if not flag_keys and Columns.DONES in batch:
+        flag_keys = [Columns.DONES]
+    missing = [k for k in (Columns.OBS, Columns.NEXT_OBS, Columns.REWARDS) if k not in batch]
+    if missing or not flag_keys:
+        raise ValueError(
+            f"adjust_nstep() needs the columns obs, new_obs, rewards and terminateds/"
+            f"truncateds (or dones); missing {missing or ['terminateds']} in "
+            f"{sorted(batch.keys())}."
+        )
+    for key in flag_keys:
+        if np.any(np.asarray(batch[key])[:-1]):
+            flag = "done" if key == Columns.DONES else "terminated|truncated"
+            raise MalformedTrajectoryError(
+                f"Unexpected {flag} in middle of trajectory: adjust_nstep() "
+                f"needs one trajectory per batch, but {key!r} is set before the last row "
+                f"({np.asarray(batch[key]).tolist()}). Split the batch by episode first."
+            )
+    length = len(np.asarray(batch[Columns.REWARDS]))
+    tail = min(n_step, length)
+    obs, next_obs = np.asarray(batch[Columns.OBS]), np.asarray(batch[Columns.NEXT_OBS])
+    batch[Columns.NEXT_OBS] = np.concatenate(
+        [obs[n_step:], np.stack([next_obs[-1]] * tail)], axis=0)
+    for key in flag_keys:
+        flags = np.asarray(batch[key])
+        batch[key] = np.concatenate(
+            [flags[n_step - 1:], np.repeat(flags[-1:], min(n_step - 1, length))], axis=0)
+    rewards = np.asarray(batch[Columns.REWARDS])
+    if rewards.dtype.kind not in "fc":
+        rewards = rewards.astype(np.float64)
+    summed = rewards.copy()
+    for j in range(1, n_step):
+        summed[:length - j] += gamma ** j * rewards[j:]
+    batch[Columns.REWARDS] = summed

@@ -160,7 +160,7 @@ class NumpyInference:
         if self._dist is dists.SquashedGaussian:
             low = np.asarray(keywords.get("low", -1.0), np.float32)
             high = np.asarray(keywords.get("high", 1.0), np.float32)
-            self._params = {"low": low, "high": high, "log_scale": np.log((high - low) / 2.0)}
+            self._params = {"low": low, "high": high}
         if self._dist is dists.MultiCategorical:
             self._params = {"splits": np.cumsum(keywords["input_lens"])[:-1]}
         self._action_dtype = np.dtype(
@@ -372,14 +372,21 @@ def _gaussian_greedy(inputs, params):
 
 def _squash(u, params):
     low, high = params["low"], params["high"]
-    return low + (np.tanh(u) + 1.0) / 2.0 * (high - low)
+    return np.clip(low + (np.tanh(u) + 1.0) / 2.0 * (high - low), low, high)
 
 
 def _squashed_sample(inputs, rng, params):
-    u, logp_u = _normal(inputs, rng, (dists.MIN_LOG_NN_OUTPUT, dists.MAX_LOG_NN_OUTPUT))
+    # SquashedGaussian's (RLlib's) log-likelihood of the normalized action tanh(u): the
+    # per-dimension Gaussian term clipped, the Jacobian floored at SQUASH_EPSILON.
+    mean, log_std = np.split(inputs, 2, axis=-1)  # [B, A] each
+    log_std = np.clip(log_std, dists.MIN_LOG_NN_OUTPUT, dists.MAX_LOG_NN_OUTPUT)
+    eps = rng.standard_normal(mean.shape, dtype=np.float32)
+    u = mean + np.exp(log_std) * eps
+    gaussian = np.clip(-(0.5 * eps * eps + log_std + _HALF_LOG_2PI),
+                       -dists.SQUASHED_LOGP_CLIP, dists.SQUASHED_LOGP_CLIP)
     log_dtanh = 2.0 * (_LOG2 - u - np.logaddexp(0.0, -2.0 * u))  # log(1 - tanh(u)^2)
-    log_jacobian = (log_dtanh + params["log_scale"]).sum(axis=-1)
-    return _squash(u, params), (logp_u - log_jacobian).astype(np.float32)
+    jacobian = np.log(np.exp(log_dtanh) + np.float32(dists.SQUASH_EPSILON))
+    return _squash(u, params), (gaussian - jacobian).sum(axis=-1).astype(np.float32)
 
 
 def _squashed_greedy(inputs, params):

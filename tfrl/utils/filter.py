@@ -77,14 +77,17 @@ class RunningStat:
 
     @property
     def var(self) -> np.ndarray:
-        """Sample variance (ddof=1); ones while fewer than two items were seen."""
-        if self.n < 2:
+        """Sample variance (ddof=1); with one item its square (RLlib's convention, so
+        that the item normalises to 0), ones before any item."""
+        if self.n == 0:
             return np.ones(self.shape, np.float64)
+        if self.n == 1:
+            return np.square(self.mean)
         return self.m2 / (self.n - 1)
 
     @property
     def std(self) -> np.ndarray:
-        """Sample standard deviation (ddof=1); ones while fewer than two items were seen."""
+        """Sample standard deviation: the square root of `var`."""
         return np.sqrt(self.var)
 
     def copy(self) -> "RunningStat":
@@ -120,7 +123,8 @@ class Filter:
 
 
 class NoFilter(Filter):
-    """The identity filter: returns its input unchanged (not copied)."""
+    """The identity filter: numpy arrays, dicts and tuples pass unchanged (not copied);
+    anything else is converted with `np.asarray` (RLlib's behaviour)."""
 
     is_concurrent = True
 
@@ -128,7 +132,15 @@ class NoFilter(Filter):
         del args, kwargs
 
     def __call__(self, x: Any, update: bool = True) -> Any:
-        return x
+        if isinstance(x, (np.ndarray, dict, tuple)):
+            return x
+        try:
+            return np.asarray(x)
+        except Exception as err:
+            raise ValueError(
+                f"Failed to convert to array: NoFilter received {type(x).__name__} {x!r} "
+                f"({err}). Observations must be numpy-convertible, or dicts/tuples of them."
+            ) from err
 
     def apply_batch(self, x_batch: Any, update: bool = True) -> Any:
         return x_batch
@@ -230,15 +242,20 @@ class MeanStdFilter(Filter):
             self.buffer = other.buffer.copy()
 
     def sync(self, other: "MeanStdFilter") -> None:
-        """Takes over `other`'s running statistics (e.g. the driver's merged filter).
+        """Takes over `other`'s running statistics and buffer (e.g. the driver's merged
+        filter), as RLlib's `sync` does.
 
         Observations this filter saw since its buffer was last flushed are not yet in
-        `other`, so they are merged on top and stay in the buffer for the next report.
-        (RLlib copies `other`'s buffer instead, which can count data twice.)
+        `other`, so they are merged on top of both and stay in the buffer for the next
+        report (RLlib drops them from the buffer). `FilterManager` sends filters with
+        empty buffers, so nothing is counted twice.
         """
         stats = other.running_stats.copy()
         stats.update(self.buffer)
+        buffer = other.buffer.copy()
+        buffer.update(self.buffer)
         self.running_stats = stats
+        self.buffer = buffer
 
     def clear_buffer(self) -> None:
         """Forgets the changes since the last sync (after they were sent to the driver)."""

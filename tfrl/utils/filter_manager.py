@@ -37,6 +37,8 @@ class FilterManager:
                 f.apply_changes(remote_filters[pid], with_buffer=False)
         if update_remote:
             copies = {pid: f.as_serializable() for pid, f in local_filters.items()}
+            for f in copies.values():  # workers add their own unreported data on sync
+                f.clear_buffer()
             _results([r.call("sync_filters", copies) for r in remotes], timeout_seconds)
 
 

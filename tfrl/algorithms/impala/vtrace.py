@@ -43,15 +43,23 @@ RLlib's layout (every `rollout_fragment_length` rows one column, bootstrapping f
 the last row's value with `vtrace_drop_last_ts`) is `time_major_index(fixed_starts(N,
 T))` with `drop_last_step(...)`; a recurrent policy's padded sequences (`seq_lens`)
 are laid out by `padded_sequences_index`.
+
+RLlib's own entry points are here too, on its time-major arrays: `from_importance_weights`
+(inputs `[T, B, ...]` that broadcast, e.g. `log_rhos` `[T, B, 1]` against `values`
+`[T, B, 42]`), `from_logits` and `log_probs_from_logits_and_actions`.
 """
 
-from typing import NamedTuple, Optional, Union
+from typing import Any, NamedTuple, Optional, Sequence, Union
 
 import tensorflow as tf
 
+from tfrl.models.tf.tf_action_dist import Categorical
+
 Threshold = Optional[Union[float, tf.Tensor]]
 
-__all__ = ["VTraceReturns", "TimeMajorIndex", "vtrace", "check_time_major",
+__all__ = ["VTraceReturns", "VTraceFromLogitsReturns", "TimeMajorIndex", "vtrace",
+           "from_importance_weights", "from_logits", "log_probs_from_logits_and_actions",
+           "multi_log_probs_from_logits_and_actions", "check_time_major",
            "trajectory_starts", "fixed_starts", "time_major_index",
            "padded_sequences_index", "to_time_major",
            "from_time_major", "column_bootstrap_value", "drop_last_step"]
@@ -188,6 +196,150 @@ def vtrace(
     pg_advantages = tf.where(mask, _clip(rhos, clip_pg_rho_threshold) * (
         rewards + discounts * shifted(vs) - values), zeros)
     return VTraceReturns(tf.stop_gradient(vs), tf.stop_gradient(pg_advantages))
+
+
+# ------------------------------------------------------------- RLlib's entry points
+
+class VTraceFromLogitsReturns(NamedTuple):
+    """`from_logits`' result: the V-trace targets plus the log-probabilities it used."""
+
+    vs: tf.Tensor
+    pg_advantages: tf.Tensor
+    log_rhos: tf.Tensor
+    behaviour_action_log_probs: tf.Tensor
+    target_action_log_probs: tf.Tensor
+
+
+def _check_rank(name: str, value: tf.Tensor, rank: int) -> None:
+    if value.shape.rank is not None and value.shape.rank != rank:
+        raise ValueError(
+            f"from_importance_weights(): {name} must have rank {rank} (log_rhos is "
+            f"[T, B, ...]{', bootstrap_value [B, ...]' if name == 'bootstrap_value' else ''}); "
+            f"received shape {value.shape}.")
+
+
+def from_importance_weights(
+    log_rhos: Any,
+    discounts: Any,
+    rewards: Any,
+    values: Any,
+    bootstrap_value: Any,
+    clip_rho_threshold: Threshold = 1.0,
+    clip_pg_rho_threshold: Threshold = 1.0,
+) -> VTraceReturns:
+    """RLlib's `vtrace_tf.from_importance_weights`: `vtrace` on time-major inputs of any
+    rank >= 2 that broadcast against each other.
+
+    Args:
+        log_rhos: `[T, B, ...]` log importance ratios (target minus behaviour).
+        discounts: `[T, B, ...]` per-step discounts (0 at terminations).
+        rewards: `[T, B, ...]` rewards.
+        values: `[T, B, ...]` value estimates `V(x_t)`.
+        bootstrap_value: `[B, ...]`, `V(x_T)` after the last step.
+        clip_rho_threshold: `rho_bar` (None: no clipping).
+        clip_pg_rho_threshold: The clip of the policy-gradient ratios (None: none).
+
+    Returns:
+        `VTraceReturns(vs, pg_advantages)`, float32 of the broadcast shape `[T, B, ...]`,
+        without gradient. The trace coefficients `c_t` are clipped at 1.
+
+    Raises:
+        ValueError: If `values`, `rewards` or `discounts` do not have `log_rhos`' rank, or
+            `bootstrap_value` not one less.
+    """
+    log_rhos, discounts, rewards, values, bootstrap_value = [
+        tf.cast(tf.convert_to_tensor(x), tf.float32)
+        for x in (log_rhos, discounts, rewards, values, bootstrap_value)]
+    rank = log_rhos.shape.rank
+    if rank is None or rank < 2:
+        raise ValueError(f"from_importance_weights(): log_rhos must be time-major [T, B, ...] "
+                         f"(rank >= 2); received shape {log_rhos.shape}.")
+    for name, value in (("values", values), ("discounts", discounts), ("rewards", rewards)):
+        _check_rank(name, value, rank)
+    _check_rank("bootstrap_value", bootstrap_value, rank - 1)
+    shape = tf.shape(log_rhos)
+    for x in (discounts, rewards, values):
+        shape = tf.broadcast_dynamic_shape(shape, tf.shape(x))
+    shape = tf.concat([shape[:1], tf.broadcast_dynamic_shape(shape[1:],
+                                                             tf.shape(bootstrap_value))], 0)
+    flat_log_rhos, flat_discounts, flat_rewards, flat_values = [
+        tf.reshape(tf.broadcast_to(x, shape), [shape[0], -1])  # [T, B * ...]
+        for x in (log_rhos, discounts, rewards, values)]
+    out = vtrace(flat_log_rhos, flat_discounts, flat_rewards, flat_values,
+                 tf.reshape(tf.broadcast_to(bootstrap_value, shape[1:]), [-1]),
+                 clip_rho_threshold=clip_rho_threshold,
+                 clip_pg_rho_threshold=clip_pg_rho_threshold, clip_c_threshold=1.0)
+    return VTraceReturns(tf.reshape(out.vs, shape), tf.reshape(out.pg_advantages, shape))
+
+
+def multi_log_probs_from_logits_and_actions(
+    policy_logits: Sequence[Any], actions: Sequence[Any], dist_class: Any = Categorical,
+    model: Any = None,
+) -> list:
+    """Per action component, `log pi(a_t | x_t)` `[T, B]` from time-major logits
+    `[T, B, n_i]` and actions `[T, B, ...]` (the distribution of `dist_class`)."""
+    out = []
+    for logits, action in zip(policy_logits, actions):
+        logits = tf.convert_to_tensor(logits)
+        action = tf.convert_to_tensor(action)
+        lead = tf.shape(logits)[:2]  # [T, B]
+        flat_logits = tf.reshape(logits, tf.concat([[-1], tf.shape(logits)[2:]], 0))
+        flat_action = tf.reshape(action, tf.concat([[-1], tf.shape(action)[2:]], 0))
+        out.append(tf.reshape(dist_class(flat_logits, model).logp(flat_action), lead))
+    return out
+
+
+def log_probs_from_logits_and_actions(policy_logits: Any, actions: Any,
+                                      dist_class: Any = Categorical,
+                                      model: Any = None) -> tf.Tensor:
+    """`log pi(a_t | x_t)`, `[T, B]`, from time-major logits `[T, B, n]` and actions
+    `[T, B]` (RLlib's `vtrace_tf.log_probs_from_logits_and_actions`)."""
+    return multi_log_probs_from_logits_and_actions([policy_logits], [actions], dist_class,
+                                                   model)[0]
+
+
+def from_logits(
+    behaviour_policy_logits: Any,
+    target_policy_logits: Any,
+    actions: Any,
+    discounts: Any,
+    rewards: Any,
+    values: Any,
+    bootstrap_value: Any,
+    dist_class: Any = Categorical,
+    model: Any = None,
+    clip_rho_threshold: Threshold = 1.0,
+    clip_pg_rho_threshold: Threshold = 1.0,
+) -> VTraceFromLogitsReturns:
+    """V-trace from the behaviour and target policies' logits (RLlib's
+    `vtrace_tf.from_logits`).
+
+    Args:
+        behaviour_policy_logits: `[T, B, n]` logits of the policy that acted, or a list
+            of them (one per action component; then `actions` is a list too).
+        target_policy_logits: `[T, B, n]` (or a list) of the policy being learned.
+        actions: `[T, B]` actions taken (or a list).
+        discounts, rewards, values, bootstrap_value: As in `from_importance_weights`.
+        dist_class: The action distribution of the logits (default Categorical).
+        model: Passed to `dist_class`.
+        clip_rho_threshold, clip_pg_rho_threshold: As in `from_importance_weights`.
+
+    Returns:
+        `VTraceFromLogitsReturns`; with lists, the log-probabilities are summed over the
+        components.
+    """
+    many = isinstance(behaviour_policy_logits, (list, tuple))
+    if not many:
+        behaviour_policy_logits, target_policy_logits, actions = (
+            [behaviour_policy_logits], [target_policy_logits], [actions])
+    behaviour = tf.add_n(multi_log_probs_from_logits_and_actions(
+        behaviour_policy_logits, actions, dist_class, model))
+    target = tf.add_n(multi_log_probs_from_logits_and_actions(
+        target_policy_logits, actions, dist_class, model))
+    log_rhos = target - behaviour
+    out = from_importance_weights(log_rhos, discounts, rewards, values, bootstrap_value,
+                                  clip_rho_threshold, clip_pg_rho_threshold)
+    return VTraceFromLogitsReturns(out.vs, out.pg_advantages, log_rhos, behaviour, target)
 
 
 # ----------------------------------------------------------- batch-major <-> time-major

@@ -17,6 +17,9 @@ class TFActionDistribution:
         model: The model that produced `inputs` (may be None).
     """
 
+    # True if an action is one integer per row of inputs (a categorical's `[...]`).
+    scalar_action = False
+
     def __init__(self, inputs: Any, model: Any = None):
         self.inputs = tf.convert_to_tensor(inputs)
         self.model = model

@@ -5,23 +5,33 @@ from typing import Any, Sequence
 import gymnasium as gym
 import numpy as np
 import tensorflow as tf
+import tree
 
 from tfrl.models.tf.action_dist_base import TFActionDistribution, check_same_type, import_tfp
 
 
 class MultiActionDistribution(TFActionDistribution):
-    """Distribution over a Dict or Tuple action space, one child per sub-space.
+    """Distribution over a Dict or Tuple action space.
 
-    Samples (and the `x` of `logp`) are nested like the space: a dict for Dict spaces
-    (the space's key order), a tuple for Tuple spaces. `logp` also accepts the actions
-    flattened into one tensor `[..., sum(flat_sizes)]` (children in the same order).
-    `logp`, `entropy` and `kl` are sums over the children.
+    Two ways to give the children: one per top-level sub-space (what
+    `ModelCatalog.get_action_dist` builds; a nested Dict/Tuple sub-space then has a
+    nested `MultiActionDistribution`), or, as RLlib does, one per leaf of the nested
+    space in `tree.flatten` order (dict keys sorted), none of them a
+    `MultiActionDistribution`. The leaf form is used when the space is nested, the
+    number of children equals its number of leaves and none of them is a
+    `MultiActionDistribution`.
+
+    Samples (and the `x` of `logp`) are nested like the space: dicts for Dict spaces,
+    tuples for Tuple spaces. `logp` also accepts the actions flattened into one tensor
+    `[..., sum(flat_sizes)]` (children in order; a categorical's action may be `[..., 1]`)
+    or a flat list of the children's actions. `logp`, `entropy` and `kl` are sums over
+    the children.
 
     Args:
         inputs: The children's inputs concatenated, `[..., sum(input_lens)]`.
         model: The model that produced `inputs`.
         action_space: The Dict or Tuple action space.
-        child_distributions: One distribution class (or partial) per sub-space.
+        child_distributions: One distribution class (or partial) per sub-space or leaf.
         input_lens: Number of inputs of each child.
     """
 
@@ -40,6 +50,11 @@ class MultiActionDistribution(TFActionDistribution):
                 f"MultiActionDistribution needs sum(input_lens)={sum(input_lens)} inputs. "
                 f"Received: inputs of shape {self.inputs.shape}."
             )
+        if len(child_distributions) != len(input_lens):
+            raise ValueError(
+                f"MultiActionDistribution needs one input length per child distribution. "
+                f"Received: {len(child_distributions)} children, input_lens={list(input_lens)}."
+            )
         self.action_space = action_space
         self.keys = (
             list(action_space.spaces) if isinstance(action_space, gym.spaces.Dict)
@@ -47,28 +62,48 @@ class MultiActionDistribution(TFActionDistribution):
         )
         self.sub_spaces = list(action_space.spaces.values()) if isinstance(
             action_space, gym.spaces.Dict) else list(action_space.spaces)
-        self.flat_sizes = [flat_action_size(s) for s in self.sub_spaces]
         split = tf.split(self.inputs, [int(n) for n in input_lens], axis=-1)
         self.children = [cls(part, model) for cls, part in zip(child_distributions, split)]
+        structure = _space_structure(action_space)
+        leaves = tree.flatten(structure)
+        nested = any(isinstance(sub, (gym.spaces.Dict, gym.spaces.Tuple))
+                     for sub in self.sub_spaces)
+        self._leaf_structure = structure if (
+            nested and len(leaves) == len(self.children)
+            and not any(isinstance(c, MultiActionDistribution) for c in self.children)
+        ) else None
+        if self._leaf_structure is None and len(self.children) != len(self.sub_spaces):
+            raise ValueError(
+                f"MultiActionDistribution needs one child distribution per sub-space "
+                f"({len(self.sub_spaces)}) or per leaf ({len(leaves)}) of {action_space}. "
+                f"Received: {len(self.children)} children."
+            )
+        leaf_spaces = leaves if self._leaf_structure is not None else self.sub_spaces
+        self.flat_sizes = [_flat_size(child, space)
+                           for child, space in zip(self.children, leaf_spaces)]
+        self._child_spaces = leaf_spaces
 
     def _nest(self, values):
+        if self._leaf_structure is not None:
+            return tree.unflatten_as(self._leaf_structure, list(values))
         if isinstance(self.action_space, gym.spaces.Dict):
             return dict(zip(self.keys, values))
         return tuple(values)
 
     def _unnest(self, x):
-        if isinstance(x, (dict, tuple, list)):
-            return [x[k] for k in self.keys]
-        x = tf.convert_to_tensor(x)  # [..., sum(flat_sizes)]
-        parts = tf.split(x, self.flat_sizes, axis=-1)
-        out = []
-        for part, space in zip(parts, self.sub_spaces):
-            if isinstance(space, gym.spaces.Discrete):
-                part = part[..., 0]
-            elif isinstance(space, gym.spaces.Box):
-                part = tf.reshape(part, tf.concat([tf.shape(part)[:-1], space.shape], 0))
-            out.append(part)
-        return out
+        if isinstance(x, dict) or (isinstance(x, (tuple, list)) and (
+                self._leaf_structure is None or len(x) != len(self.children)
+                or any(isinstance(part, (dict, tuple, list)) for part in x))):
+            parts = (tree.flatten(x) if self._leaf_structure is not None
+                     else [x[k] for k in self.keys])
+        elif isinstance(x, (tuple, list)):
+            parts = list(x)  # already one action per child
+        else:
+            x = tf.convert_to_tensor(x)  # [..., sum(flat_sizes)]
+            parts = tf.split(x, self.flat_sizes, axis=-1)
+            parts = [_unflatten_part(part, space, child)
+                     for part, space, child in zip(parts, self._child_spaces, self.children)]
+        return [_squeeze_categorical(part, child) for part, child in zip(parts, self.children)]
 
     def _child_seeds(self, seed):
         """One seed per child: None, or independent seeds split from `seed`."""
@@ -125,6 +160,46 @@ class MultiActionDistribution(TFActionDistribution):
             "MultiActionDistribution's output size depends on its children; take "
             "num_outputs from ModelCatalog.get_action_dist(action_space)."
         )
+
+
+def _space_structure(space: gym.Space) -> Any:
+    """The nesting of a space: dicts for Dict, tuples for Tuple, the space at leaves."""
+    if isinstance(space, gym.spaces.Dict):
+        return {k: _space_structure(s) for k, s in space.spaces.items()}
+    if isinstance(space, gym.spaces.Tuple):
+        return tuple(_space_structure(s) for s in space.spaces)
+    return space
+
+
+def _flat_size(child: TFActionDistribution, space: gym.Space) -> int:
+    """Scalars one action of `child` occupies in a flattened action tensor."""
+    if isinstance(child, MultiActionDistribution):
+        return sum(child.flat_sizes)
+    if child.scalar_action:
+        return 1
+    sample = child.deterministic_sample()
+    lead = child.inputs.shape.rank - 1
+    return int(np.prod(sample.shape[lead:])) if sample.shape.rank > lead else 1
+
+
+def _unflatten_part(part: tf.Tensor, space: gym.Space, child: TFActionDistribution) -> Any:
+    """A child's slice `[..., size]` of a flattened action tensor, in its own layout."""
+    if isinstance(child, MultiActionDistribution):
+        return part
+    if isinstance(space, gym.spaces.Box) and len(space.shape) > 1 and \
+            int(np.prod(space.shape)) == part.shape[-1]:
+        return tf.reshape(part, tf.concat([tf.shape(part)[:-1], space.shape], 0))
+    return part
+
+
+def _squeeze_categorical(part: Any, child: TFActionDistribution) -> Any:
+    """A categorical's actions `[..., 1]` (a flattened layout) become `[...]`."""
+    if not child.scalar_action:
+        return part
+    part = tf.convert_to_tensor(part)
+    if part.shape.rank == child.inputs.shape.rank and part.shape[-1] == 1:
+        part = part[..., 0]
+    return part
 
 
 def flat_action_size(space: gym.Space) -> int:

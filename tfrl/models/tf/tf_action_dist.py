@@ -31,18 +31,24 @@ import tensorflow as tf
 from tfrl.models.tf.action_dist_base import TFActionDistribution, import_tfp
 from tfrl.models.tf.action_dist_base import check_same_type as _check_other
 from tfrl.models.tf.multi_action_dist import MultiActionDistribution, flat_action_size
+from tfrl.utils import numpy as numpy_utils
 
 __all__ = [
     "TFActionDistribution", "Categorical", "MultiCategorical", "DiagGaussian",
-    "SquashedGaussian", "Deterministic", "MultiActionDistribution", "flat_action_size",
+    "SquashedGaussian", "Beta", "GumbelSoftmax", "Deterministic", "MultiActionDistribution",
+    "flat_action_size",
 ]
 
 # Bounds for the log-std of squashed Gaussians (RLlib's classic-stack constants).
-MIN_LOG_NN_OUTPUT = -5.0
-MAX_LOG_NN_OUTPUT = 2.0
-# How far (in the normalized [-1, 1] action range) logp keeps away from the bounds.
-SQUASH_EPSILON = 1e-6
+MIN_LOG_NN_OUTPUT = float(numpy_utils.MIN_LOG_NN_OUTPUT)
+MAX_LOG_NN_OUTPUT = float(numpy_utils.MAX_LOG_NN_OUTPUT)
+# How far (in the normalized [-1, 1] action range) logp keeps away from the bounds, and
+# the floor added to the tanh Jacobian (RLlib's SMALL_NUMBER in both places).
+SQUASH_EPSILON = numpy_utils.SMALL_NUMBER
+# RLlib clips each dimension's Gaussian log-density of a squashed Gaussian to this range.
+SQUASHED_LOGP_CLIP = 100.0
 HALF_LOG_2PI = float(0.5 * np.log(2.0 * np.pi))
+LOG_2 = float(np.log(2.0))
 
 
 def _mul_exp(x: tf.Tensor, logp: tf.Tensor) -> tf.Tensor:
@@ -68,6 +74,8 @@ def _normal_logp(z: tf.Tensor, log_std: tf.Tensor) -> tf.Tensor:
 
 class Categorical(TFActionDistribution):
     """Categorical distribution over `n` actions, parameterized by logits `[..., n]`."""
+
+    scalar_action = True
 
     def __init__(self, inputs: Any, model: Any = None, temperature: float = 1.0):
         if temperature <= 0.0:
@@ -121,6 +129,11 @@ class Categorical(TFActionDistribution):
 class MultiCategorical(TFActionDistribution):
     """Independent categoricals, one per MultiDiscrete component; actions `[..., k]`.
 
+    `logp` takes the actions as a tensor `[..., k]` (the layout of `sample()`), or, as
+    RLlib's does, one array per component: a list or tuple of `k` arrays `[...]`, or a
+    numpy array `[k, ...]` with the components first. A numpy array that fits both
+    layouts (`[B, k]` with `B == k`) is read as `[..., k]`.
+
     Args:
         inputs: Concatenated logits `[..., sum(input_lens)]`.
         model: The model that produced `inputs`.
@@ -156,8 +169,23 @@ class MultiCategorical(TFActionDistribution):
         return tf.stack([c.deterministic_sample() for c in self.cats], axis=-1)
 
     def logp(self, x):
+        return tf.add_n([c.logp(part) for c, part in zip(self.cats, self._components(x))])
+
+    def _components(self, x) -> list:
+        """The actions of each component (see the class docstring for the layouts)."""
+        k = len(self.cats)
+        if isinstance(x, (list, tuple)):
+            if len(x) != k:
+                raise ValueError(
+                    f"MultiCategorical.logp needs one action array per component ({k}); "
+                    f"received a {type(x).__name__} of {len(x)}.")
+            return list(x)
+        lead = tuple(self.inputs.shape[:-1])
+        if isinstance(x, np.ndarray) and x.ndim >= 1 and x.shape[0] == k and (
+                x.shape[1:] == lead and not (x.shape[-1] == k and x.shape[:-1] == lead)):
+            return list(x)  # [k, ...]: RLlib's component-first numpy layout
         x = tf.convert_to_tensor(x)
-        return tf.add_n([c.logp(x[..., i]) for i, c in enumerate(self.cats)])
+        return [x[..., i] for i in range(k)]
 
     def entropy(self):
         return tf.add_n([c.entropy() for c in self.cats])
@@ -230,14 +258,24 @@ class DiagGaussian(TFActionDistribution):
 class SquashedGaussian(TFActionDistribution):
     """Gaussian squashed by tanh into `[low, high]` (SAC's action distribution).
 
-    With `u ~ N(mean, std)` and `x = low + (tanh(u) + 1) / 2 * (high - low)`, `logp(x)`
-    is the density of `x` itself: `log N(u) - sum log((high - low) / 2 * (1 - tanh(u)^2))`.
-    Actions at or beyond the bounds are evaluated `SQUASH_EPSILON` inside them, so logp
-    stays finite. Entropy and KL have no closed form and raise.
+    With `u ~ N(mean, std)` and `x = low + (tanh(u) + 1) / 2 * (high - low)` (clipped
+    into `[low, high]`), `logp(x)` is RLlib's: the log-density of the *normalized*
+    action `tanh(u)` in `[-1, 1]`,
+
+        sum_i clip(log N(u_i), -100, 100) - sum_i log(1 - tanh(u_i)^2 + SMALL_NUMBER),
+
+    with `u = atanh(clip(2 (x - low) / (high - low) - 1, -1 + SMALL_NUMBER, 1 -
+    SMALL_NUMBER))`. It stays finite at and beyond the bounds; away from them it equals
+    the exact density of `tanh(u)` (TFP's `to_tfp()`, which is the density of `x`,
+    minus `sum log((high - low) / 2)`) up to `SMALL_NUMBER / (1 - tanh(u)^2)`. The
+    Jacobian term is computed from `log(1 - tanh(u)^2) = 2 (log 2 - u - softplus(-2u))`,
+    exact where float32 `1 - tanh(u)^2` would cancel. `sample()`'s
+    `sampled_action_logp()` and `sample_from_noise` use the same formula at the drawn
+    `u` itself (no atanh round trip). Entropy and KL have no closed form and raise.
 
     Args:
         inputs: `[mean, log_std]` concatenated, `[..., 2 * A]`; log_std is clipped to
-            `[MIN_LOG_NN_OUTPUT, MAX_LOG_NN_OUTPUT]`.
+            `[MIN_LOG_NN_OUTPUT, MAX_LOG_NN_OUTPUT]`. float32 or float64.
         model: The model that produced `inputs`.
         low: Lower bound(s) of the actions (scalar or `[A]`).
         high: Upper bound(s) of the actions.
@@ -245,8 +283,6 @@ class SquashedGaussian(TFActionDistribution):
 
     def __init__(self, inputs: Any, model: Any = None, low: Any = -1.0, high: Any = 1.0):
         super().__init__(inputs, model)
-        self.low = tf.constant(np.asarray(low, np.float32))
-        self.high = tf.constant(np.asarray(high, np.float32))
         if np.any(np.asarray(low) >= np.asarray(high)) or not np.all(
             np.isfinite(np.asarray(high) - np.asarray(low))
         ):
@@ -254,33 +290,39 @@ class SquashedGaussian(TFActionDistribution):
                 f"SquashedGaussian needs finite bounds with low < high. Received: low={low}, "
                 f"high={high}. Use DiagGaussian for unbounded Box action spaces."
             )
+        dtype = self.inputs.dtype if self.inputs.dtype.is_floating else tf.float32
+        self.inputs = tf.cast(self.inputs, dtype)
+        self.low = tf.constant(np.asarray(low), dtype)
+        self.high = tf.constant(np.asarray(high), dtype)
         mean, log_std = tf.split(self.inputs, 2, axis=-1)  # [..., A] each
         self.mean = mean
         self.log_std = tf.clip_by_value(log_std, MIN_LOG_NN_OUTPUT, MAX_LOG_NN_OUTPUT)
         self.std = tf.exp(self.log_std)
 
     def _squash(self, u):
-        return self.low + (tf.tanh(u) + 1.0) / 2.0 * (self.high - self.low)
+        x = self.low + (tf.tanh(u) + 1.0) / 2.0 * (self.high - self.low)
+        return tf.clip_by_value(x, self.low, self.high)
 
     def _unsquash(self, x):
-        unit = (tf.cast(x, tf.float32) - self.low) / (self.high - self.low) * 2.0 - 1.0
+        unit = (tf.cast(x, self.mean.dtype) - self.low) / (self.high - self.low) * 2.0 - 1.0
         unit = tf.clip_by_value(unit, -1.0 + SQUASH_EPSILON, 1.0 - SQUASH_EPSILON)
         return tf.atanh(unit)
 
-    def _log_jacobian(self, u):
-        """`log |dx/du|` summed over the action dimensions."""
-        # log(1 - tanh(u)^2) = 2 * (log 2 - u - softplus(-2u)), stable for large |u|.
-        log_dtanh = 2.0 * (np.log(2.0) - u - tf.nn.softplus(-2.0 * u))  # [..., A]
-        log_scale = tf.math.log((self.high - self.low) / 2.0)  # [A] or []
-        return tf.reduce_sum(log_dtanh + log_scale * tf.ones_like(u), axis=-1)
+    def _logp_of_u(self, u):
+        """RLlib's log-likelihood (see the class docstring) at pre-squash values `u`."""
+        z = (u - self.mean) / self.std
+        gaussian = tf.clip_by_value(-0.5 * tf.square(z) - self.log_std - HALF_LOG_2PI,
+                                    -SQUASHED_LOGP_CLIP, SQUASHED_LOGP_CLIP)  # [..., A]
+        log_dtanh = 2.0 * (LOG_2 - u - tf.nn.softplus(-2.0 * u))  # log(1 - tanh(u)^2)
+        jacobian = tf.math.log(tf.exp(log_dtanh) + SQUASH_EPSILON)
+        return tf.reduce_sum(gaussian - jacobian, axis=-1)
 
     def _noise(self, seed=None):
         return _standard_normal_like(self.mean, seed)
 
     def _sample_with_logp(self, seed=None):
-        eps = self._noise(seed)
-        u = eps * self.std + self.mean
-        return self._squash(u), _normal_logp(eps, self.log_std) - self._log_jacobian(u)
+        u = self._noise(seed) * self.std + self.mean
+        return self._squash(u), self._logp_of_u(u)
 
     def _sample(self, seed=None):
         return self._squash(self._noise(seed) * self.std + self.mean)
@@ -288,18 +330,17 @@ class SquashedGaussian(TFActionDistribution):
     def sample_from_noise(self, noise: Any) -> Tuple[tf.Tensor, tf.Tensor]:
         """`(actions, logp)` of the reparameterized sample `squash(mean + std * noise)`
         for given standard-normal `noise` (`[..., A]`): differentiable with respect to
-        the inputs, and logp computed from `noise` (exact even where the actions round
-        to the bounds). SAC draws the noise outside the graph for reproducible batches."""
-        noise = tf.cast(noise, self.mean.dtype)
-        u = noise * self.std + self.mean
-        return self._squash(u), _normal_logp(noise, self.log_std) - self._log_jacobian(u)
+        the inputs, and logp computed at the drawn pre-squash value (finite and exact
+        even where the actions round to the bounds). SAC draws the noise outside the
+        graph for reproducible batches."""
+        u = tf.cast(noise, self.mean.dtype) * self.std + self.mean
+        return self._squash(u), self._logp_of_u(u)
 
     def deterministic_sample(self):
         return self._squash(self.mean)
 
     def logp(self, x):
-        u = self._unsquash(x)
-        return _normal_logp((u - self.mean) / self.std, self.log_std) - self._log_jacobian(u)
+        return self._logp_of_u(self._unsquash(x))
 
     def entropy(self):
         raise ValueError(
@@ -314,7 +355,12 @@ class SquashedGaussian(TFActionDistribution):
         )
 
     def to_tfp(self):
-        # x = (low + high) / 2 + (high - low) / 2 * tanh(u); TFP does not clip at the bounds.
+        """The TFP distribution of the actions `x` (TFP does not clip at the bounds).
+
+        Its `log_prob(x)` is the density of `x`: `logp(x)` (the density of the
+        normalized action) minus `sum log((high - low) / 2)`, away from the bounds.
+        """
+        # x = (low + high) / 2 + (high - low) / 2 * tanh(u).
         tfp = import_tfp()
         tfd, tfb = tfp.distributions, tfp.bijectors
         squash = tfb.Chain([tfb.Shift((self.low + self.high) / 2.0),
@@ -325,6 +371,148 @@ class SquashedGaussian(TFActionDistribution):
     @staticmethod
     def required_model_output_shape(action_space, model_config):
         return 2 * int(np.prod(action_space.shape))
+
+
+class Beta(TFActionDistribution):
+    """Beta distribution scaled to `[low, high]`, for bounded Box actions.
+
+    The inputs are made valid concentrations as RLlib does: clipped to
+    `[log(SMALL_NUMBER), -log(SMALL_NUMBER)]`, then `softplus(.) + 1` (so both are
+    >= 1 and the density is unimodal); `self.inputs` holds the result, `[alpha, beta]`
+    concatenated. `logp(x)` is the Beta log-density of `(x - low) / (high - low)` (the
+    normalized action, as RLlib's; the density of `x` is lower by `sum log(high -
+    low)`); `entropy` and `kl` are those of the normalized Beta. The deterministic
+    sample is the mean, `alpha / (alpha + beta)`, scaled.
+
+    Args:
+        inputs: `[alpha, beta]` pre-activations, `[..., 2 * A]`.
+        model: The model that produced `inputs`.
+        low: Lower bound(s) of the actions (scalar or `[A]`).
+        high: Upper bound(s) of the actions.
+    """
+
+    def __init__(self, inputs: Any, model: Any = None, low: Any = 0.0, high: Any = 1.0):
+        inputs = tf.convert_to_tensor(inputs)
+        if not inputs.dtype.is_floating:
+            inputs = tf.cast(inputs, tf.float32)
+        if np.any(np.asarray(low) >= np.asarray(high)):
+            raise ValueError(f"Beta needs low < high. Received: low={low}, high={high}.")
+        log_small = float(np.log(SQUASH_EPSILON))
+        concentrations = tf.nn.softplus(tf.clip_by_value(inputs, log_small, -log_small)) + 1.0
+        super().__init__(concentrations, model)
+        self.low = tf.constant(np.asarray(low), inputs.dtype)
+        self.high = tf.constant(np.asarray(high), inputs.dtype)
+        self.alpha, self.beta = tf.split(concentrations, 2, axis=-1)  # [..., A] each
+
+    def _squash(self, unit):
+        return tf.clip_by_value(unit * (self.high - self.low) + self.low, self.low, self.high)
+
+    def _unsquash(self, x):
+        return (tf.cast(x, self.alpha.dtype) - self.low) / (self.high - self.low)
+
+    def _sample(self, seed=None):
+        shape = tf.shape(self.alpha)
+        if seed is None:
+            a = tf.random.gamma([], self.alpha, dtype=self.alpha.dtype)
+            b = tf.random.gamma([], self.beta, dtype=self.beta.dtype)
+        else:
+            seed_a, seed_b = tf.unstack(tf.random.experimental.stateless_split(seed, 2))
+            a = tf.random.stateless_gamma(shape, seed_a, self.alpha, dtype=self.alpha.dtype)
+            b = tf.random.stateless_gamma(shape, seed_b, self.beta, dtype=self.beta.dtype)
+        return self._squash(a / (a + b))
+
+    def deterministic_sample(self):
+        return self._squash(self.alpha / (self.alpha + self.beta))
+
+    def logp(self, x):
+        unit = self._unsquash(x)
+        log_density = (tf.math.xlogy(self.alpha - 1.0, unit)
+                       + tf.math.xlog1py(self.beta - 1.0, -unit) - self._log_beta_fn())
+        return tf.reduce_sum(log_density, axis=-1)
+
+    def _log_beta_fn(self):
+        return (tf.math.lgamma(self.alpha) + tf.math.lgamma(self.beta)
+                - tf.math.lgamma(self.alpha + self.beta))
+
+    def entropy(self):
+        total = self.alpha + self.beta
+        per_dim = (self._log_beta_fn() - (self.alpha - 1.0) * tf.math.digamma(self.alpha)
+                   - (self.beta - 1.0) * tf.math.digamma(self.beta)
+                   + (total - 2.0) * tf.math.digamma(total))
+        return tf.reduce_sum(per_dim, axis=-1)
+
+    def kl(self, other):
+        _check_other(self, other)
+        total, other_total = self.alpha + self.beta, other.alpha + other.beta
+        per_dim = (other._log_beta_fn() - self._log_beta_fn()
+                   + (self.alpha - other.alpha) * tf.math.digamma(self.alpha)
+                   + (self.beta - other.beta) * tf.math.digamma(self.beta)
+                   + (other_total - total) * tf.math.digamma(total))
+        return tf.reduce_sum(per_dim, axis=-1)
+
+    def to_tfp(self):
+        """The TFP Beta of the normalized action `(x - low) / (high - low)`."""
+        tfd = import_tfp().distributions
+        return tfd.Independent(tfd.Beta(concentration1=self.alpha, concentration0=self.beta),
+                               reinterpreted_batch_ndims=1)
+
+    @staticmethod
+    def required_model_output_shape(action_space, model_config):
+        return 2 * int(np.prod(action_space.shape))
+
+
+class GumbelSoftmax(TFActionDistribution):
+    """The Gumbel-softmax (concrete) relaxation of a categorical over `n` classes.
+
+    `sample()` is `softmax((logits + g) / temperature)` with standard Gumbel noise `g`
+    (its argmax is distributed as `Categorical(logits)`); `deterministic_sample()` is
+    `softmax(logits)`. `logp(x)` is RLlib's: `sum(x * log_softmax(logits))` for
+    probability vectors `x` `[..., n]` (for one-hot `x`, the categorical
+    log-probability); integer actions `[...]` are one-hot encoded first.
+
+    Args:
+        inputs: Logits `[..., n]`.
+        model: The model that produced `inputs`.
+        temperature: The relaxation temperature (> 0; towards 0 samples become one-hot).
+    """
+
+    def __init__(self, inputs: Any, model: Any = None, temperature: float = 1.0):
+        if temperature <= 0.0:
+            raise ValueError(f"GumbelSoftmax needs temperature > 0. Received: {temperature}.")
+        super().__init__(inputs, model)
+        if not self.inputs.dtype.is_floating:
+            self.inputs = tf.cast(self.inputs, tf.float32)
+        self.temperature = float(temperature)
+        self.probs = tf.nn.softmax(self.inputs)
+
+    def _sample(self, seed=None):
+        shape = tf.shape(self.inputs)
+        tiny = np.finfo(self.inputs.dtype.as_numpy_dtype).tiny
+        if seed is None:
+            uniform = tf.random.uniform(shape, tiny, 1.0, dtype=self.inputs.dtype)
+        else:
+            uniform = tf.random.stateless_uniform(shape, seed, tiny, 1.0,
+                                                  dtype=self.inputs.dtype)
+        gumbel = -tf.math.log(-tf.math.log(uniform))
+        return tf.nn.softmax((self.inputs + gumbel) / self.temperature)
+
+    def deterministic_sample(self):
+        return self.probs
+
+    def logp(self, x):
+        x = tf.convert_to_tensor(x)
+        if x.dtype.is_integer:
+            x = tf.one_hot(x, tf.shape(self.inputs)[-1], dtype=self.inputs.dtype)
+        return tf.reduce_sum(tf.cast(x, self.inputs.dtype) * tf.nn.log_softmax(self.inputs),
+                             axis=-1)
+
+    def to_tfp(self):
+        tfd = import_tfp().distributions
+        return tfd.RelaxedOneHotCategorical(self.temperature, logits=self.inputs)
+
+    @staticmethod
+    def required_model_output_shape(action_space, model_config):
+        return int(action_space.n)
 
 
 class Deterministic(TFActionDistribution):

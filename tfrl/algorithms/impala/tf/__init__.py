@@ -1,0 +1,1 @@
+"""RLlib's `ray.rllib.algorithms.impala.tf` package path (V-trace v2)."""
