@@ -294,3 +294,11 @@ def test_drop_last_step():
 def test_bad_inputs_raise_clear_errors(args, kwargs, error, match):
     with pytest.raises(error, match=match):
         vtrace(*args, **kwargs)
+
+
+def test_rllib_vtrace_tf_path_is_tfrl_vtrace():
+    """RLlib's module path re-exports tfrl's one implementation."""
+    from tfrl.algorithms.impala import vtrace as tfrl_vtrace
+    from tfrl.algorithms.impala import vtrace_tf
+    assert vtrace_tf.from_importance_weights is tfrl_vtrace.from_importance_weights
+    assert vtrace_tf.from_logits is tfrl_vtrace.from_logits

@@ -14,7 +14,6 @@ import tensorflow as tf
 from compat_helpers import check
 from gymnasium.spaces import Box
 
-from tfrl.algorithms.impala import vtrace
 from tfrl.algorithms.impala import vtrace_tf
 from tfrl.utils.numpy import softmax
 
@@ -62,12 +61,6 @@ def _ground_truth_vtrace_calculation(discounts, log_rhos, rewards, values, boots
         rewards + discounts * np.concatenate([vs[1:], bootstrap_value[None, :]], axis=0)
         - values)
     return vs, pg_advantages
-
-
-def test_vtrace_tf_is_tfrl_vtrace():
-    # Not an RLlib test: RLlib's module path re-exports tfrl's one implementation.
-    assert vtrace_tf.from_importance_weights is vtrace.from_importance_weights
-    assert vtrace_tf.from_logits is vtrace.from_logits
 
 
 def test_log_probs_from_logits_and_actions():
