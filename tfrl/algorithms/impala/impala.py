@@ -267,9 +267,9 @@ def execution_plan(workers: types.WorkerSet, config: Dict[str, Any],
 class Impala(Algorithm):
     """IMPALA (see `ImpalaConfig`, `ImpalaTFPolicy` and the module docstring).
 
-    `stop()` ends the learner thread with the workers. A `train()` that raised rebuilds
-    the plan with a new learner thread (the old one is stopped; batches it had queued
-    are dropped, not trained on twice); with `recreate_failed_workers`, a crashed remote
+    `stop()` ends the learner thread with the workers. After a `train()` that raised,
+    the next one builds a new plan with a new learner thread (the old one is stopped;
+    batches it had queued are dropped, not trained on twice); with `recreate_failed_workers`, a crashed remote
     worker is recreated within the `train()` call (see `train`).
     """
 
@@ -304,9 +304,9 @@ class Impala(Algorithm):
         if isinstance(plan, LearnerPlan):
             plan.stop()
 
-    def _rebuild_execution_plan(self) -> None:
+    def _drop_plan(self) -> None:
         self._stop_learner()
-        super()._rebuild_execution_plan()
+        super()._drop_plan()
 
     def stop(self) -> None:
         """Stops the learner thread, then the workers."""
