@@ -11,7 +11,7 @@ execution operators: `ParallelRollouts(bulk_sync)` → `StoreToReplayBuffer`, an
 continues exactly as the uninterrupted one.
 """
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict
 
 from tfrl.algorithms.algorithm import Algorithm, metrics_reporting
 from tfrl.algorithms.off_policy_plan import (LearningRounds, learning_schedule,
@@ -35,7 +35,7 @@ class OffPolicyAlgorithm(Algorithm):
     learning call.
     """
 
-    local_replay_buffer: Optional[LocalReplayBuffer] = None
+    local_replay_buffer: LocalReplayBuffer  # made when the algorithm is built
 
     @staticmethod
     def target_updates_in_graph(config: Dict[str, Any]) -> bool:
@@ -72,8 +72,6 @@ class OffPolicyAlgorithm(Algorithm):
                        config: Dict[str, Any]) -> LocalIterator[types.ResultDict]:
         """RLlib's DQN plan of operators on the algorithm's replay buffer (see
         `off_policy_train_op`); `training_step` runs the same steps."""
-        if self.local_replay_buffer is None:
-            self.local_replay_buffer = make_replay_buffer(config)
         train_op = off_policy_train_op(
             ParallelRollouts(workers, mode="bulk_sync"), workers, config,
             self.local_replay_buffer,
@@ -82,12 +80,12 @@ class OffPolicyAlgorithm(Algorithm):
 
     def __getstate__(self) -> Dict[str, Any]:
         state = super().__getstate__()
-        if self.config["store_buffer_in_checkpoints"] and self.local_replay_buffer is not None:
+        if self.config["store_buffer_in_checkpoints"]:
             state[REPLAY_BUFFER_STATE] = self.local_replay_buffer.get_state()
         return state
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
         super().__setstate__(state)
         buffer_state = state.get(REPLAY_BUFFER_STATE)
-        if buffer_state is not None and self.local_replay_buffer is not None:
+        if buffer_state is not None:
             self.local_replay_buffer.set_state(buffer_state)

@@ -68,6 +68,7 @@ def sample_round(workers: types.WorkerSet, metrics: SharedMetrics) -> SampleBatc
     remote worker concatenated (`workers.sample_all()`), or the local worker's batch
     without remote workers; the item `ParallelRollouts(workers, mode="bulk_sync")`
     emits."""
+    batch: Any
     if not workers.remote_workers():
         batch = workers.local_worker().sample()
     else:

@@ -55,8 +55,8 @@ def learn_on_batch(worker: types.Worker, batch: types.Batch, **sgd: Any
     sgd = {name: value for name, value in sgd.items() if value is not None}
     if not sgd or takes_sgd_settings(worker.learn_on_batch, sgd):
         return worker.learn_on_batch(batch, **sgd)
-    batches = (batch.policy_batches if isinstance(batch, MultiAgentBatch)
-               else {DEFAULT_POLICY_ID: batch})
+    batches: Dict[str, Any] = (batch.policy_batches if isinstance(batch, MultiAgentBatch)
+                               else {DEFAULT_POLICY_ID: batch})
     trained = set(worker.policies_to_train)
     info = {}
     for pid, rows in batches.items():

@@ -305,8 +305,16 @@ class Impala(Algorithm):
             plan.stop()
 
     def _drop_plan(self) -> None:
+        """Stops the failed plan's learner thread and starts a new plan (a new learner
+        thread) at once; if that fails too, the next `train()` builds it, and the
+        error of the failed step is the one that reaches the caller."""
         self._stop_learner()
         super()._drop_plan()
+        try:
+            self._build_plan()
+        except Exception as e:  # Not hiding the step's own error.
+            logger.warning("Building a new plan after a failed step raised %s: %s; the "
+                           "next train() tries again.", type(e).__name__, e)
 
     def stop(self) -> None:
         """Stops the learner thread, then the workers."""
