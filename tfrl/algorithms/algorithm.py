@@ -1,19 +1,26 @@
-"""Algorithm: workers + an execution plan, driven one `train()` iteration at a time.
+"""Algorithm: workers and a training step, driven one `train()` iteration at a time.
 
-A concrete algorithm (PG, A2C, PPO, ...) sets three class attributes and one method:
+A concrete algorithm (PG, A2C, PPO, ...) sets two class attributes and one method:
 
     class PPO(Algorithm):
         config_class = PPOConfig               # its frozen config dataclass
         default_policy_class = PPOTFPolicy     # the policy it trains
 
-        @staticmethod
-        def execution_plan(workers, config):   # a LocalIterator of result dicts
-            ...
+        def training_step(self):               # one step, top to bottom
+            batch = synchronous_parallel_sample(self.workers, self.shared_metrics, ...)
+            info = train_one_step(self.workers, batch, self.shared_metrics, ...)
+            sync_weights(self.workers, self.shared_metrics)
+            return info
+
+`train()` runs `training_step()` until the iteration holds `timesteps_per_iteration`
+steps and lasted `min_iter_time_s`, then reports the episodes and `shared_metrics`
+(counters, timers, learner info) as RLlib's result dict. An algorithm may instead define
+only RLlib 1.x's `execution_plan(workers, config)` (a LocalIterator of result dicts, as
+IMPALA, APPO and A3C do); `train()` then pulls one result from it.
 
 `Algorithm(config=..., env=...)` takes the config dataclass or an RLlib-style dict,
-builds the training `WorkerSet` (and an evaluation one when evaluation is configured),
-and the plan. `train()` pulls one result from the plan and adds RLlib's bookkeeping
-keys; `save()`/`restore()` write and read a checkpoint directory (see `checkpoints`)
+builds the training `WorkerSet` (and an evaluation one when evaluation is configured).
+`save()`/`restore()` write and read a checkpoint directory (see `checkpoints`)
 holding every policy's weights and optimizer slots, filters, counters and RNG states,
 so a restored algorithm continues as the saved one would have.
 """
@@ -90,6 +97,9 @@ class Algorithm:
         workers: The training `WorkerSet`.
         evaluation_workers: The evaluation `WorkerSet`, or None.
         iteration: Number of completed `train()` calls.
+        shared_metrics: The counters, timers and info the training steps update.
+        train_exec_impl: The execution plan of an algorithm without `training_step`
+            (None otherwise, and after a failed step until the next `train()`).
     """
 
     config_class: ClassVar[Type[AlgorithmConfig]] = AlgorithmConfig

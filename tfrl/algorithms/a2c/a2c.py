@@ -1,10 +1,11 @@
 """A2C: synchronous advantage actor-critic, with optional gradient microbatching.
 
 `A2C.training_step` (and the same `execution_plan`) without `microbatch_size`: sample
-`train_batch_size` steps → learn → sync weights. With it, gradients are computed per microbatch of
-`microbatch_size` steps, averaged over `ceil(train_batch_size / microbatch_size)`
-microbatches and applied once (`ComputeGradients` → `AverageGradients` →
-`ApplyGradients`), which bounds the memory of one gradient computation.
+`train_batch_size` steps → learn → sync weights. With it, gradients are computed per
+microbatch of `microbatch_size` steps, averaged over
+`ceil(train_batch_size / microbatch_size)` microbatches and applied once
+(`ComputeGradients` → `AverageGradients` → `ApplyGradients`), which bounds the memory of
+one gradient computation.
 
 Example:
     >>> from tfrl.algorithms.a2c import A2CConfig

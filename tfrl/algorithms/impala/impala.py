@@ -267,10 +267,10 @@ def execution_plan(workers: types.WorkerSet, config: Dict[str, Any],
 class Impala(Algorithm):
     """IMPALA (see `ImpalaConfig`, `ImpalaTFPolicy` and the module docstring).
 
-    `stop()` ends the learner thread with the workers. After a `train()` that raised,
-    the next one builds a new plan with a new learner thread (the old one is stopped;
-    batches it had queued are dropped, not trained on twice); with `recreate_failed_workers`, a crashed remote
-    worker is recreated within the `train()` call (see `train`).
+    `stop()` ends the learner thread with the workers. A `train()` that raised leaves a
+    new plan with a new learner thread (the old one is stopped; batches it had queued
+    are dropped, not trained on twice); with `recreate_failed_workers`, a crashed
+    remote worker is recreated within the `train()` call (see `train`).
     """
 
     config_class: ClassVar[Type[AlgorithmConfig]] = ImpalaConfig
