@@ -198,9 +198,12 @@ class Algorithm:
 
     @classmethod
     def _plan_backed(cls) -> bool:
-        """Whether the algorithm trains through its `execution_plan` (it does not
-        define `training_step`)."""
-        return cls.training_step is Algorithm.training_step
+        """Whether the algorithm trains through its `execution_plan`: the class that
+        defines it is a subclass of the one defining `training_step` (an RLlib 1.x
+        algorithm defines only the plan; a subclass of PPO may replace PPO's plan)."""
+        def definer(name: str) -> int:
+            return next(i for i, k in enumerate(cls.__mro__) if name in vars(k))
+        return definer("execution_plan") < definer("training_step")
 
     def training_step(self) -> Dict[str, Any]:
         """One training step: sample, learn, update the workers. `train()` calls it until
