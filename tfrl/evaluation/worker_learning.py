@@ -4,8 +4,9 @@ Only policies in `worker.policies_to_train` learn or apply gradients; batches of
 policies are skipped. A plain SampleBatch belongs to the default policy.
 """
 
+import functools
 import inspect
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -68,14 +69,23 @@ def learn_on_batch(worker: Any, samples: Any, *, num_sgd_iter: Optional[int] = N
 
 def takes_sgd_settings(learn_on_batch: Any, sgd: Dict[str, Any]) -> bool:
     """Whether the function `learn_on_batch` accepts the keywords of `sgd` (RLlib's
-    `learn_on_batch(samples)` takes none)."""
+    `learn_on_batch(samples)` takes none); read once per function."""
+    function = getattr(learn_on_batch, "__func__", learn_on_batch)
     try:
-        parameters = inspect.signature(learn_on_batch).parameters
+        return _takes_keywords(function, frozenset(sgd))
+    except TypeError:  # not hashable: read it now
+        return _takes_keywords.__wrapped__(function, frozenset(sgd))
+
+
+@functools.lru_cache(maxsize=256)
+def _takes_keywords(function: Any, names: FrozenSet[str]) -> bool:
+    try:
+        parameters = inspect.signature(function).parameters
     except (TypeError, ValueError):  # no signature to read: let the call decide
         return True
     if any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
         return True
-    return all(name in parameters for name in sgd)
+    return all(name in parameters for name in names)
 
 
 def minibatches(batch: SampleBatch, sgd_minibatch_size: Optional[int]) -> Iterator[SampleBatch]:
