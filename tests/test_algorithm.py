@@ -217,3 +217,36 @@ def test_multi_agent_trains_only_policies_to_train(tmp_path):
     assert restored.compute_single_action(np.zeros(4, np.float32), policy_id="p1") in (0, 1)
     algo.stop()
     restored.stop()
+
+
+def test_a_subclass_with_its_own_execution_plan_trains_through_it():
+    """RLlib 1.x style: a subclass of PG replacing its `execution_plan` trains through
+    that plan (PG's `training_step` does not bypass it); one that replaces
+    `training_step` trains through that."""
+    from tfrl.algorithms.pg.pg import execution_plan as pg_plan
+
+    built = []
+
+    class PlanPG(PG):
+        @staticmethod
+        def execution_plan(workers, config):
+            built.append(True)
+            return pg_plan(workers, config)
+
+    class StepPG(PlanPG):
+        def training_step(self):
+            built.append("step")
+            return super().training_step()
+
+    config = {"env": "CartPole-v1", "train_batch_size": 32, "rollout_fragment_length": 16,
+              "model": {"fcnet_hiddens": [8]}, "seed": 0}
+    algo = PlanPG(config=config)
+    result = algo.train()
+    algo.stop()
+    assert built == [True] and algo.train_exec_impl is not None
+    assert result["timesteps_total"] == result["counters"]["num_env_steps_sampled"] > 0
+    del built[:]
+    algo = StepPG(config=config)
+    algo.train()
+    algo.stop()
+    assert built == ["step"] and algo.train_exec_impl is None

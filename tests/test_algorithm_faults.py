@@ -2,13 +2,18 @@
 learner steps (issue 14, points 2 and 3)."""
 
 import os
+import subprocess
+import sys
+import threading
 
 import gymnasium as gym
 import numpy as np
 import pytest
 
+import tfrl
 from tfrl.algorithms.pg import PG
 from tfrl.evaluation.callbacks import DefaultCallbacks
+from tfrl.evaluation.worker_handle import WorkerTimeoutError
 from tfrl.evaluation.worker_set import WorkerSet
 from tfrl.policy.nonfinite import NonFiniteUpdateError
 
@@ -158,3 +163,100 @@ def test_restart_failed_sub_environments_is_rejected():
     with pytest.raises(ValueError, match=message):
         WorkerSet(env_creator=lambda ctx: gym.make("CartPole-v1"),
                   trainer_config={"restart_failed_sub_environments": True})
+
+
+# ------------------------------------------------------------- a worker whose env hangs
+
+RELEASE = threading.Event()  # set at the end of a test: the hung env thread returns
+
+
+class HangOnceCartPole(gym.Wrapper):
+    """CartPole whose first step on worker 1 blocks (until `RELEASE`), once per `marker`
+    file: a recreated worker's env steps normally."""
+
+    def __init__(self, ctx):
+        super().__init__(gym.make("CartPole-v1"))
+        self.ctx = ctx
+
+    def step(self, action):
+        if self.ctx.worker_index == 1 and not os.path.exists(self.ctx["marker"]):
+            open(self.ctx["marker"], "w").close()
+            RELEASE.wait()
+        return super().step(action)
+
+
+def _hanging_config(tmp_path, **overrides):
+    return {**SMALL, "env": HangOnceCartPole, "env_config": {"marker": str(tmp_path / "hung")},
+            "num_workers": 1, "remote_backend": "thread", "sample_timeout_s": 2.0,
+            **overrides}
+
+
+def test_a_hung_worker_raises_its_timeout_and_every_later_train_says_the_same(tmp_path):
+    RELEASE.clear()
+    algo = PG(config=_hanging_config(tmp_path))
+    message = (r"Worker 1 did not finish sample\(\) within 2.0 s \(sample_timeout_s\); its "
+               r"env or callbacks may hang. Set trainer_config\['recreate_failed_workers'\]")
+    try:
+        for _ in range(2):  # the cause each time, never set_weights() or StopIteration
+            with pytest.raises(WorkerTimeoutError, match=message) as info:
+                algo.train()
+            assert info.value.worker_indices == [1] and info.value.call == "sample"
+            assert isinstance(info.value, TimeoutError)
+        assert algo.iteration == 0
+    finally:
+        RELEASE.set()
+        algo.stop()
+
+
+def test_a_hung_worker_is_recreated_and_training_goes_on(tmp_path):
+    RELEASE.clear()
+    algo = PG(config=_hanging_config(tmp_path, recreate_failed_workers=True))
+    try:
+        old = algo.workers.remote_workers()[0]
+        results = [algo.train(), algo.train()]
+        new = algo.workers.remote_workers()[0]
+    finally:
+        RELEASE.set()
+        algo.stop()
+    assert new is not old and not old.is_alive() and new.worker_index == 1
+    assert [r["training_iteration"] for r in results] == [1, 2]
+    # The hung call returned nothing: 64 steps per iteration, none counted twice.
+    assert [r["timesteps_total"] for r in results] == [64, 128]
+    assert [r["counters"]["num_env_steps_trained"] for r in results] == [64, 128]
+
+
+HANGS_FOREVER = """
+import time, gymnasium as gym
+from tfrl.algorithms.pg import PG
+
+class Hang(gym.Wrapper):
+    def __init__(self, ctx):
+        super().__init__(gym.make("CartPole-v1"))
+        self.ctx = ctx
+    def step(self, action):
+        if self.ctx.worker_index == 1:
+            time.sleep(10 ** 6)
+        return super().step(action)
+
+algo = PG(config={"env": Hang, "num_workers": 1, "remote_backend": "thread",
+                  "sample_timeout_s": 1.0, "rollout_fragment_length": 8,
+                  "train_batch_size": 8, "model": {"fcnet_hiddens": [8]}})
+try:
+    algo.train()
+except TimeoutError as e:
+    print("raised:", e)
+"""
+
+
+# The tfrl under test (the subprocess imports it, not another installed copy).
+REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(tfrl.__file__)))
+
+
+def test_the_process_exits_while_a_worker_thread_hangs(tmp_path):
+    script = tmp_path / "hang.py"
+    script.write_text(HANGS_FOREVER)
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=300, env={**os.environ, "CUDA_VISIBLE_DEVICES": "",
+                                            "PYTHONPATH": REPO_ROOT})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "raised: Worker 1 did not finish sample() within 1.0 s" in proc.stdout

@@ -264,3 +264,31 @@ def test_a3c_pipeline_updates_each_gradient_source():
             assert handle.worker.global_vars == {"timestep": 10 * (last + 1)}
     assert op.shared_metrics.counters[STEPS_SAMPLED_COUNTER] == 40
     assert op.shared_metrics.counters[STEPS_TRAINED_COUNTER] == 40
+
+
+class RLlibSignatureWorker(FakeWorker):
+    """A user's worker with RLlib's `learn_on_batch(samples)`: no SGD settings."""
+
+    def learn_on_batch(self, samples):
+        return super().learn_on_batch(samples)
+
+
+def test_train_one_step_with_a_worker_whose_learn_on_batch_takes_only_the_batch():
+    """Issue 28: TrainOneStep works with RLlib's `worker.learn_on_batch(samples)`. Without
+    SGD settings it is called once with the batch; with them, once per minibatch and
+    epoch (RLlib's `do_minibatch_sgd`), as a MultiAgentBatch of the trained policy."""
+    workers = make_workers(num_remote=0, fragment_length=10)
+    user = RLlibSignatureWorker(0, 10)
+    workers._local = user
+    _, info = next(ParallelRollouts(workers).for_each(TrainOneStep(workers)))
+    assert [b.count for b in user.learn_calls] == [10]
+    assert info == {"default_policy": {"learner_stats": {"loss": 10.0, "num_sgd_iter": 1}}}
+    user.learn_calls.clear()
+    _, info = next(ParallelRollouts(workers).for_each(
+        TrainOneStep(workers, num_sgd_iter=2, sgd_minibatch_size=4)))
+    assert [b.count for b in user.learn_calls] == [4, 4, 4, 4]  # 2 epochs x floor(10 / 4)
+    assert all(isinstance(b, MultiAgentBatch) and list(b.policy_batches) == ["default_policy"]
+               for b in user.learn_calls)
+    assert info == {"default_policy": {"learner_stats": {"loss": 4.0, "num_sgd_iter": 1.0}}}
+    assert workers.local_worker().policy_map["default_policy"].sgd_settings[-4:] == [
+        (None, None, None)] * 4

@@ -51,7 +51,7 @@ class Recorder(Callback):
     def on_epoch_end(self, epoch, logs=None):
         self.calls.append(("epoch_end", epoch))
         self.weights.append(self.model.get_weights())
-        self.counters.append(dict(self.model.algorithm.train_exec_impl.shared_metrics.counters))
+        self.counters.append(dict(self.model.algorithm.shared_metrics.counters))
         self.hist_rewards.append(list(self.model.last_result["hist_stats"]["episode_reward"]))
 
     def on_train_end(self, logs=None):
@@ -154,7 +154,7 @@ def test_model_checkpoint_files_restore_the_algorithm(run):
     algo, recorder = run["algo"], run["recorder"]
     AlgorithmModel(algo).load_weights(str(run["out"] / "ckpt_2.keras"))
     assert algo.iteration == 2
-    assert dict(algo.train_exec_impl.shared_metrics.counters) == recorder.counters[1]
+    assert dict(algo.shared_metrics.counters) == recorder.counters[1]
     restored = algo.get_weights()["default_policy"]
     for got, want in zip(restored, recorder.weights[1]["default_policy"]):
         np.testing.assert_array_equal(got, want)
@@ -215,14 +215,14 @@ def test_backup_and_restore_with_batch_level_saves(run, tmp_path):
     backup_dir = str(tmp_path / "backup")
     algo.fit(iterations=2, verbose=0, callbacks=[keras.callbacks.BackupAndRestore(
         backup_dir, save_freq=1, delete_checkpoint=False)])
-    counters = dict(algo.train_exec_impl.shared_metrics.counters)
+    counters = dict(algo.shared_metrics.counters)
     assert algo.iteration == start + 2
     algo.train()  # Past the backup; the next fit goes back to it.
     restored = []
     history = algo.fit(iterations=1, verbose=0, callbacks=[
         keras.callbacks.BackupAndRestore(backup_dir),
         keras.callbacks.LambdaCallback(on_train_begin=lambda logs: restored.append(
-            dict(algo.train_exec_impl.shared_metrics.counters)))])
+            dict(algo.shared_metrics.counters)))])
     assert restored == [counters]
     # The budget is "until iteration start + 3 + 1": the rewound iteration runs again.
     assert history.epoch == [start + 2, start + 3]
@@ -231,7 +231,7 @@ def test_backup_and_restore_with_batch_level_saves(run, tmp_path):
 @pytest.mark.slow  # trains (or reuses) the module\'s tiny PPO run
 def test_total_timesteps_budget_and_one_line_per_iteration(run, capsys):
     algo = run["algo"]
-    before = int(algo.train_exec_impl.shared_metrics.counters["num_env_steps_sampled"])
+    before = int(algo.shared_metrics.counters["num_env_steps_sampled"])
     start = algo.iteration
     history = algo.fit(total_timesteps=100, verbose=2)
     assert history.history["timesteps_total"] == [before + 64.0, before + 128.0]
@@ -248,7 +248,7 @@ def test_total_timesteps_budget_and_one_line_per_iteration(run, capsys):
 @pytest.mark.slow  # trains (or reuses) the module\'s tiny PPO run
 def test_stop_on_criteria_replaces_the_budget(run):
     algo = run["algo"]
-    counters = algo.train_exec_impl.shared_metrics.counters
+    counters = algo.shared_metrics.counters
     start, steps = algo.iteration, int(counters["num_env_steps_sampled"])
     stop = StopOnCriteria({"training_iteration": start + 2})
     history = algo.fit(callbacks=[stop], verbose=0)
@@ -332,8 +332,7 @@ def test_fit_without_budget_runs_until_the_stop_criterion():
 
         def __init__(self):
             self.iteration = 0
-            self.train_exec_impl = type(
-                "Plan", (), {"shared_metrics": type("Metrics", (), {"counters": {}})()})()
+            self.shared_metrics = type("Metrics", (), {"counters": {}})()
 
         def train(self):
             self.iteration += 1

@@ -24,7 +24,7 @@ def _snapshots(store):
 
     def snapshot(model):
         return {"iteration": model.algorithm.iteration,
-                "counters": dict(model.algorithm.train_exec_impl.shared_metrics.counters),
+                "counters": dict(model.algorithm.shared_metrics.counters),
                 "weights": model.get_weights()["default_policy"]}
 
     cb = keras.callbacks.LambdaCallback()

@@ -1,5 +1,6 @@
 """The replay-based plan (DQN, SAC, TD3, CQL) is RLlib's DQN plan from the execution
-operators: these tests pin its composition and its per-round schedule in real training."""
+operators: these tests pin its composition and its per-round schedule in real training,
+and that `training_step()` runs the same steps in the same order."""
 
 import numpy as np
 
@@ -43,6 +44,9 @@ def test_plan_is_store_and_replay_ops_merged_round_robin_one_item_per_round(monk
                        "timesteps_per_iteration": 40,
                        "num_steps_sampled_before_learning_starts": 16,
                        "target_network_update_freq": 8})
+    # DQN trains with `training_step()`; its `execution_plan` (RLlib's public API) is
+    # built and driven here as RLlib 1.x's Trainer did.
+    plan_it = algo.execution_plan(algo.workers, algo.config)
     built = {entry[0]: entry[2] for entry in log if entry[1] == "built"}
     assert built["Concurrently"] == {"mode": "round_robin", "output_indexes": [1]}
     assert built["Replay"]["empty_when_not_ready"] is True
@@ -51,8 +55,8 @@ def test_plan_is_store_and_replay_ops_merged_round_robin_one_item_per_round(monk
     assert built["StoreToReplayBuffer"] == {"local_buffer": algo.local_replay_buffer}
     assert built["TrainOneStep"] == {"num_sgd_iter": 1, "sgd_minibatch_size": 32}
     del log[:]
-    result = algo.train()
-    counters = algo.train_exec_impl.shared_metrics.counters
+    result = next(plan_it)
+    counters = plan_it.shared_metrics.counters
     algo.stop()
     calls = [(name, count) for name, kind, count in log if kind == "call"]
     # Per round: store the sampled rows; replay (empty before 16 stored steps and on odd
@@ -144,3 +148,38 @@ def test_priorities_move_only_with_an_applied_update_and_keep_nonfinite_rows():
     expected = np.where(moved, np.arange(1.0, 9.0), before)
     np.testing.assert_allclose(_priorities(buffer), expected)
     assert metrics.counters[plan.NUM_NONFINITE_TD_ERRORS] == int(np.sum(indexes == 3))
+
+
+def test_training_step_runs_the_plans_steps_in_the_same_order(monkeypatch):
+    """The schedule above, through `train()`: one `training_step()` per sampling round."""
+    import tfrl.algorithms.off_policy_algorithm as algorithm_module
+
+    log = []
+    # name -> position of the batch among the positional arguments (None: no batch)
+    for name, at in (("train_one_step", 1), ("update_replay_priorities", 2),
+                     ("update_target_network", None)):
+        original = getattr(algorithm_module, name)
+
+        def spy(*args, _name=name, _original=original, _at=at, **kwargs):
+            log.append((_name, None if _at is None else args[_at].count))
+            return _original(*args, **kwargs)
+        monkeypatch.setattr(algorithm_module, name, spy)
+    algo = DQN(config={"model": {"fcnet_hiddens": [16]}, "hiddens": [8], "seed": 0,
+                       "env": "CartPole-v1", "rollout_fragment_length": 4,
+                       "train_batch_size": 32, "training_intensity": 4,
+                       "timesteps_per_iteration": 40,
+                       "num_steps_sampled_before_learning_starts": 16,
+                       "target_network_update_freq": 8})
+    result = algo.train()
+    counters = algo.shared_metrics.counters
+    algo.stop()
+    expected = []
+    for rows in [0, 0, 0, 32, 0, 32, 0, 32, 0, 32]:
+        if rows:
+            expected += [("train_one_step", rows), ("update_replay_priorities", rows)]
+        expected.append(("update_target_network", None))
+    assert log == expected
+    assert result["timesteps_total"] == counters[STEPS_SAMPLED_COUNTER] == 40
+    assert counters[STEPS_TRAINED_COUNTER] == 4 * 32
+    assert counters[plan.NUM_SAMPLE_ROUNDS] == 10
+    assert (counters[NUM_TARGET_UPDATES], counters[LAST_TARGET_UPDATE_TS]) == (5, 40)

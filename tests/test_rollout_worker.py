@@ -361,17 +361,26 @@ def test_sample_and_learn_minibatches():
         w.sample_and_learn(5, 1, 4, [])
 
 
-def test_sgd_settings_need_a_policy_that_takes_them():
+def test_sgd_settings_for_a_policy_with_rllibs_learn_on_batch_signature():
+    """A policy whose `learn_on_batch(samples)` takes only the batch (RLlib's signature,
+    issue 28) gets RLlib's minibatch SGD from outside: one call per minibatch and epoch,
+    the stats averaged. (Before issue 28 this raised TypeError.)"""
     class OldStylePolicy(CountingPolicy):
         def learn_on_batch(self, samples):
             return super().learn_on_batch(samples)
 
     w = no_env_worker(policy_spec=OldStylePolicy)
     assert w.learn_on_batch(sb(4)) == {"default_policy": {"learner_stats": {"rows": 4}}}
-    with pytest.raises(TypeError, match=r"Policy 'default_policy' \(OldStylePolicy\) cannot run "
-                                        r"minibatch SGD: its learn_on_batch\(samples\) takes no "
-                                        r"num_sgd_iter argument"):
-        w.learn_on_batch(sb(4), num_sgd_iter=2)
+    policy = w.get_policy()
+    policy.learned.clear()
+    info = w.learn_on_batch(sb(8), num_sgd_iter=2, sgd_minibatch_size=4)
+    assert [b.count for b in policy.learned] == [4, 4, 4, 4]  # 2 epochs x 2 minibatches
+    assert policy.sgd_settings[-4:] == [{}, {}, {}, {}]
+    for epoch in (policy.learned[:2], policy.learned[2:]):  # each epoch sees every row once
+        assert sorted(np.concatenate([b["obs"][:, 0] for b in epoch])) == list(range(8))
+    assert info == {"default_policy": {"learner_stats": {"rows": 4.0}}}
+    with pytest.raises(ValueError, match=r"sgd_minibatch_size=16 exceeds the batch's 8 rows"):
+        w.learn_on_batch(sb(8), num_sgd_iter=1, sgd_minibatch_size=16)
 
 
 # ----------------------------------------------------------------- weights, vars, policies

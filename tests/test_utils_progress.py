@@ -27,8 +27,7 @@ class CountingAlgo:
 
     def __init__(self):
         self.calls = 0
-        self.train_exec_impl = types.SimpleNamespace(
-            shared_metrics=types.SimpleNamespace(counters={"num_env_steps_sampled": 0}))
+        self.shared_metrics = types.SimpleNamespace(counters={"num_env_steps_sampled": 0})
 
     @property
     def iteration(self):
@@ -36,7 +35,7 @@ class CountingAlgo:
 
     def train(self):
         self.calls += 1
-        self.train_exec_impl.shared_metrics.counters["num_env_steps_sampled"] = 100 * self.calls
+        self.shared_metrics.counters["num_env_steps_sampled"] = 100 * self.calls
         return {"training_iteration": self.calls, "timesteps_total": 100 * self.calls,
                 "episode_reward_mean": 10.0 * self.calls}
 

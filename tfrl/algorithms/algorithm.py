@@ -1,19 +1,26 @@
-"""Algorithm: workers + an execution plan, driven one `train()` iteration at a time.
+"""Algorithm: workers and a training step, driven one `train()` iteration at a time.
 
-A concrete algorithm (PG, A2C, PPO, ...) sets three class attributes and one method:
+A concrete algorithm (PG, A2C, PPO, ...) sets two class attributes and one method:
 
     class PPO(Algorithm):
         config_class = PPOConfig               # its frozen config dataclass
         default_policy_class = PPOTFPolicy     # the policy it trains
 
-        @staticmethod
-        def execution_plan(workers, config):   # a LocalIterator of result dicts
-            ...
+        def training_step(self):               # one step, top to bottom
+            batch = synchronous_parallel_sample(self.workers, self.shared_metrics, ...)
+            info = train_one_step(self.workers, batch, self.shared_metrics, ...)
+            sync_weights(self.workers, self.shared_metrics)
+            return info
+
+`train()` runs `training_step()` until the iteration holds `timesteps_per_iteration`
+steps and lasted `min_iter_time_s`, then reports the episodes and `shared_metrics`
+(counters, timers, learner info) as RLlib's result dict. An algorithm may instead define
+only RLlib 1.x's `execution_plan(workers, config)` (a LocalIterator of result dicts, as
+IMPALA, APPO and A3C do); `train()` then pulls one result from it.
 
 `Algorithm(config=..., env=...)` takes the config dataclass or an RLlib-style dict,
-builds the training `WorkerSet` (and an evaluation one when evaluation is configured),
-and the plan. `train()` pulls one result from the plan and adds RLlib's bookkeeping
-keys; `save()`/`restore()` write and read a checkpoint directory (see `checkpoints`)
+builds the training `WorkerSet` (and an evaluation one when evaluation is configured).
+`save()`/`restore()` write and read a checkpoint directory (see `checkpoints`)
 holding every policy's weights and optimizer slots, filters, counters and RNG states,
 so a restored algorithm continues as the saved one would have.
 """
@@ -39,6 +46,7 @@ from tfrl.data.rollout_metrics import RolloutMetrics
 from tfrl.data.sample_batch import DEFAULT_POLICY_ID
 from tfrl.evaluation.metrics import summarize_episodes
 from tfrl.evaluation.worker_set import WorkerSet
+from tfrl.execution.common import STEPS_SAMPLED_COUNTER
 from tfrl.execution.iter import LocalIterator, SharedMetrics
 from tfrl.execution.metric_ops import CollectMetrics, OncePerTimeInterval, OncePerTimestepsElapsed
 from tfrl.policy.nonfinite import NonFiniteStateError
@@ -90,6 +98,9 @@ class Algorithm:
         workers: The training `WorkerSet`.
         evaluation_workers: The evaluation `WorkerSet`, or None.
         iteration: Number of completed `train()` calls.
+        shared_metrics: The counters, timers and info the training steps update.
+        train_exec_impl: The execution plan of an algorithm without `training_step`
+            (None otherwise, and after a failed step until the next `train()`).
     """
 
     config_class: ClassVar[Type[AlgorithmConfig]] = AlgorithmConfig
@@ -123,8 +134,17 @@ class Algorithm:
         self.evaluation_workers: Optional[types.WorkerSet] = None
         if algo_config.evaluation_interval or algo_config.evaluation_num_workers:
             self.evaluation_workers = self._make_evaluation_workers()
-        self.train_exec_impl: LocalIterator[types.ResultDict] = self.execution_plan(
-            self.workers, self.config)
+        # The counters, timers and info that `training_step()` passes to the operators,
+        # and the operator that turns them and the episodes into a result dict.
+        self.shared_metrics = SharedMetrics()
+        self._metrics_op = CollectMetrics(
+            self.workers, min_history=algo_config.metrics_smoothing_episodes,
+            timeout_seconds=algo_config.collect_metrics_timeout)
+        self._last_result_steps = 0
+        self._last_result_time = time.monotonic()
+        # The plan of an algorithm defined by `execution_plan` alone (None otherwise).
+        self.train_exec_impl: Optional[LocalIterator[types.ResultDict]] = None
+        self._init_training()
         self.callbacks.on_algorithm_init(algorithm=self)
 
     # ------------------------------------------------------------------ setup
@@ -171,30 +191,111 @@ class Algorithm:
 
     # --------------------------------------------------------------- training
 
-    @property
-    def _metrics(self) -> SharedMetrics:
-        return self.train_exec_impl.shared_metrics
+    def _init_training(self) -> None:
+        """Builds what training needs besides the workers: the plan of an algorithm
+        defined by `execution_plan` alone (subclasses add e.g. a replay buffer)."""
+        if self._plan_backed():
+            self._build_plan()
+
+    @classmethod
+    def _plan_backed(cls) -> bool:
+        """Whether the algorithm trains through its `execution_plan`: the class that
+        defines it is a subclass of the one defining `training_step` (an RLlib 1.x
+        algorithm defines only the plan; a subclass of PPO may replace PPO's plan)."""
+        def definer(name: str) -> int:
+            return next(i for i, k in enumerate(cls.__mro__) if name in vars(k))
+        return definer("execution_plan") < definer("training_step")
+
+    def training_step(self) -> Dict[str, Any]:
+        """One training step: sample, learn, update the workers. `train()` calls it until
+        the iteration holds `timesteps_per_iteration` steps and lasted `min_iter_time_s`,
+        then collects the episode metrics; it returns the learner info
+        `{policy_id: {"learner_stats": ...}}`.
+
+        This default serves algorithms defined by an `execution_plan` alone (RLlib 1.x
+        style, and the asynchronous IMPALA, APPO and A3C, whose learner thread or
+        gradient stream overlaps with sampling): it returns the plan's next result dict
+        (the plan applies the iteration's thresholds itself). A plan whose step raised
+        is dropped, and the next call builds a new one (same counters and episode
+        window; what the old one held in flight is not trained on).
+        """
+        if self.train_exec_impl is None:
+            self._build_plan()
+        plan = self.train_exec_impl
+        if plan is None:
+            raise RuntimeError(f"{type(self).__name__}.execution_plan() built no plan.")
+        try:
+            return next(plan)
+        except StopIteration as e:
+            self._drop_plan()
+            raise RuntimeError(f"{type(self).__name__}'s execution plan ended (its input "
+                               "has no more items); build a new algorithm to train "
+                               "again.") from e
+        except BaseException:
+            self._drop_plan()
+            raise
+
+    def _build_plan(self) -> None:
+        """Builds the execution plan on the algorithm's counters, timers, info and
+        episode window."""
+        plan = self.execution_plan(self.workers, self.config)
+        plan.shared_metrics.restore(self.shared_metrics.save())
+        plan.shared_metrics.timers = self.shared_metrics.timers
+        self.shared_metrics = plan.shared_metrics
+        metrics_op = getattr(plan, "metrics_op", None)
+        if metrics_op is not None:
+            metrics_op.episode_history = list(self._metrics_op.episode_history)
+            self._metrics_op = metrics_op
+        self.train_exec_impl = plan
+
+    def _drop_plan(self) -> None:
+        """Forgets a plan whose step raised (its generators are finished)."""
+        self.train_exec_impl = None
+
+    def _run_iteration(self) -> Dict[str, Any]:
+        """Runs `training_step()` until the iteration is complete; the result dict."""
+        if self._plan_backed():
+            return dict(self.training_step())
+        while True:
+            try:
+                self.training_step()
+            except StopIteration as e:  # e.g. from an input reader: not a bare one
+                raise RuntimeError(f"{type(self).__name__}.training_step() raised "
+                                   f"StopIteration: {e!r}") from e
+            if self._iteration_complete():
+                return self._metrics_op.report(self.shared_metrics)
+
+    def _iteration_complete(self) -> bool:
+        """True once `timesteps_per_iteration` steps were sampled since the last result
+        and then `min_iter_time_s` seconds have passed since it (RLlib's
+        `OncePerTimestepsElapsed` and `OncePerTimeInterval`, in that order)."""
+        min_steps = int(self.config["timesteps_per_iteration"] or 0)
+        if min_steps > 0:
+            steps = self.shared_metrics.counters[STEPS_SAMPLED_COUNTER]
+            if steps - self._last_result_steps < min_steps:
+                return False
+            self._last_result_steps = steps
+        min_seconds = float(self.config["min_iter_time_s"] or 0)
+        if min_seconds > 0:
+            now = time.monotonic()
+            if now - self._last_result_time < min_seconds:
+                return False
+            self._last_result_time = now
+        return True
 
     def train(self) -> Dict[str, Any]:
-        """Runs one iteration of the execution plan; returns its result dict.
+        """Runs one iteration (`training_step()` until it is complete); its result dict.
 
-        If the iteration raises (an env or a callback failed, a learner step went
-        non-finite), the error reaches the caller unchanged and the plan is rebuilt
-        (see `_rebuild_execution_plan`): the next `train()` runs a new iteration, with
-        the counters where they were.
+        If the iteration raises (an env or a callback failed, a worker timed out, a
+        learner step went non-finite), the error reaches the caller unchanged and the
+        algorithm stays usable: the next `train()` runs a new iteration, with the
+        counters where they were (steps sampled before the error stay counted; a batch
+        that was not learned on is dropped).
         """
         start = time.time()
         if self._first_train_time is None:
             self._first_train_time = start
-        try:
-            result = dict(next(self.train_exec_impl))
-        except StopIteration:
-            raise
-        except Exception:
-            # The plan's generators are finished once one of them raised: build a new
-            # plan for the next call (same workers and shared metrics), then re-raise.
-            self._rebuild_execution_plan()
-            raise
+        result = self._run_iteration()
         self._sync_filters_if_needed()
         self.iteration += 1
         interval = self.algo_config.evaluation_interval
@@ -203,7 +304,7 @@ class Algorithm:
         took = time.time() - start
         self._time_total += took
         self._episodes_total += int(result.get("episodes_this_iter", 0) or 0)
-        counters = dict(self._metrics.counters)
+        counters = dict(self.shared_metrics.counters)
         result.setdefault("info", {})
         result.update(
             training_iteration=self.iteration,
@@ -219,24 +320,6 @@ class Algorithm:
         )
         self.callbacks.on_train_result(algorithm=self, result=result)
         return result
-
-    def _rebuild_execution_plan(self) -> None:
-        """Replaces the plan after one of its steps raised, so that `train()` goes on.
-
-        The new plan gets the old plan's counters, timers and info (so step counts
-        continue) and its episode window. Whatever the old plan held in flight (a
-        batch sampled but not yet trained on, pending asynchronous samples) is dropped,
-        so no batch is counted or trained on twice.
-        """
-        old = self.train_exec_impl
-        new = self.execution_plan(self.workers, self.config)
-        new.shared_metrics.restore(old.shared_metrics.save())
-        new.shared_metrics.timers = old.shared_metrics.timers
-        old_op = getattr(old, "metrics_op", None)
-        new_op = getattr(new, "metrics_op", None)
-        if old_op is not None and new_op is not None:
-            new_op.episode_history = list(old_op.episode_history)
-        self.train_exec_impl = new
 
     def _sync_filters_if_needed(self) -> None:
         """Merges the remote workers' observation-filter statistics into the local
@@ -358,15 +441,13 @@ class Algorithm:
     # ------------------------------------------------------------ checkpoints
 
     def __getstate__(self) -> Dict[str, Any]:
-        metrics_op = getattr(self.train_exec_impl, "metrics_op", None)
         return {
-            "episode_history": ([tuple(m) for m in metrics_op.episode_history]
-                                if metrics_op is not None else []),
+            "episode_history": [tuple(m) for m in self._metrics_op.episode_history],
             "worker": get_worker_state(self.workers.local_worker()),
             "iteration": self.iteration,
             "time_total": self._time_total,
             "episodes_total": self._episodes_total,
-            "metrics": self._metrics.save(),
+            "metrics": self.shared_metrics.save(),
             "rng": {"python": random.getstate(), "numpy": np.random.get_state(),
                     "tf_global_generator": tf.random.get_global_generator().state.numpy()},
         }
@@ -380,10 +461,8 @@ class Algorithm:
         self.iteration = int(state["iteration"])
         self._time_total = float(state["time_total"])
         self._episodes_total = int(state["episodes_total"])
-        self._metrics.restore(state["metrics"])
-        metrics_op = getattr(self.train_exec_impl, "metrics_op", None)
-        if metrics_op is not None:
-            metrics_op.episode_history = [RolloutMetrics(*m) for m in state["episode_history"]]
+        self.shared_metrics.restore(state["metrics"])
+        self._metrics_op.episode_history = [RolloutMetrics(*m) for m in state["episode_history"]]
         rng = state["rng"]
         random.setstate(rng["python"])
         np.random.set_state(rng["numpy"])

@@ -151,7 +151,7 @@ def fit(algorithm: Any, total_timesteps: Optional[int] = None,
 
 
 def _timesteps(algorithm: Any) -> int:
-    counters = algorithm.train_exec_impl.shared_metrics.counters
+    counters = algorithm.shared_metrics.counters
     return int(counters.get("num_env_steps_sampled", 0))
 
 

@@ -1,22 +1,27 @@
 """OffPolicyAlgorithm: what DQN, SAC and TD3/DDPG share as algorithms.
 
-The plan is RLlib's DQN plan from the execution operators: `ParallelRollouts(bulk_sync)` →
-`StoreToReplayBuffer`, and `Replay` → `TrainOneStep` → `UpdateTargetNetwork`, merged by
-`Concurrently` → metrics (`tfrl.algorithms.off_policy_plan.off_policy_train_op`). The
-replay buffer (`local_replay_buffer`, RLlib 1.x's name) belongs to the algorithm, not to
-its plan: a plan rebuilt after a failed iteration keeps it, and with
+`training_step()` runs one sampling round: sample → store in the replay buffer → (every
+`rounds_per_phase`-th round) replay → learn → update priorities → sync weights → update
+the targets when due. `execution_plan` is the same as RLlib's DQN plan from the
+execution operators: `ParallelRollouts(bulk_sync)` → `StoreToReplayBuffer`, and
+`Replay` → `TrainOneStep` → `UpdateTargetNetwork`, merged by `Concurrently` → metrics
+(`tfrl.algorithms.off_policy_plan.off_policy_train_op`). The replay buffer
+(`local_replay_buffer`, RLlib 1.x's name) belongs to the algorithm; with
 `store_buffer_in_checkpoints` `save()` writes its contents too, so a restored algorithm
 continues exactly as the uninterrupted one.
 """
 
-from typing import Any, Dict, Optional
+from typing import Any, Dict
 
 from tfrl.algorithms.algorithm import Algorithm, metrics_reporting
-from tfrl.algorithms.off_policy_plan import make_replay_buffer, off_policy_train_op
+from tfrl.algorithms.off_policy_plan import (LearningRounds, learning_schedule,
+                                             make_replay_buffer, off_policy_train_op,
+                                             update_replay_priorities)
 from tfrl.core import types
 from tfrl.execution.iter import LocalIterator
 from tfrl.execution.replay_buffer import LocalReplayBuffer
-from tfrl.execution.rollout_ops import ParallelRollouts
+from tfrl.execution.rollout_ops import ParallelRollouts, sample_round
+from tfrl.execution.train_ops import sync_weights, train_one_step, update_target_network
 
 # The checkpoint entry holding the replay buffer's contents.
 REPLAY_BUFFER_STATE = "replay_buffer"
@@ -30,7 +35,7 @@ class OffPolicyAlgorithm(Algorithm):
     learning call.
     """
 
-    local_replay_buffer: Optional[LocalReplayBuffer] = None
+    local_replay_buffer: LocalReplayBuffer  # made when the algorithm is built
 
     @staticmethod
     def target_updates_in_graph(config: Dict[str, Any]) -> bool:
@@ -39,12 +44,34 @@ class OffPolicyAlgorithm(Algorithm):
         `target_network_update_freq` steps). Default: False."""
         return False
 
+    def _init_training(self) -> None:
+        self.local_replay_buffer = make_replay_buffer(self.config)
+        self._learning_rounds = LearningRounds(self.local_replay_buffer,
+                                               learning_schedule(self.config)[0])
+
+    def training_step(self) -> Dict[str, types.LearnerInfo]:
+        """One sampling round: store it; every `rounds_per_phase`-th round (once the
+        buffer is ready) learn on a replay of the phase's rows, set their priorities and
+        send the weights; update the targets when their interval has passed."""
+        config, workers, metrics = self.config, self.workers, self.shared_metrics
+        buffer = self.local_replay_buffer
+        buffer.add_batch(sample_round(workers, metrics))
+        replayed = self._learning_rounds.replay(metrics)
+        info: Dict[str, types.LearnerInfo] = {}
+        if replayed is not None and replayed.count:
+            info = train_one_step(workers, replayed, metrics, num_sgd_iter=1,
+                                  sgd_minibatch_size=config["train_batch_size"])
+            update_replay_priorities(workers, buffer, replayed, info, metrics)
+            sync_weights(workers, metrics)
+        if not self.target_updates_in_graph(config):
+            update_target_network(workers, metrics, config["target_network_update_freq"])
+        return info
+
     # A method, not Algorithm's static function: the buffer belongs to the algorithm.
     def execution_plan(self, workers: types.WorkerSet,  # type: ignore[override]
                        config: Dict[str, Any]) -> LocalIterator[types.ResultDict]:
-        """The LocalIterator of result dicts; a rebuilt plan keeps the replay buffer."""
-        if self.local_replay_buffer is None:
-            self.local_replay_buffer = make_replay_buffer(config)
+        """RLlib's DQN plan of operators on the algorithm's replay buffer (see
+        `off_policy_train_op`); `training_step` runs the same steps."""
         train_op = off_policy_train_op(
             ParallelRollouts(workers, mode="bulk_sync"), workers, config,
             self.local_replay_buffer,
@@ -53,12 +80,12 @@ class OffPolicyAlgorithm(Algorithm):
 
     def __getstate__(self) -> Dict[str, Any]:
         state = super().__getstate__()
-        if self.config["store_buffer_in_checkpoints"] and self.local_replay_buffer is not None:
+        if self.config["store_buffer_in_checkpoints"]:
             state[REPLAY_BUFFER_STATE] = self.local_replay_buffer.get_state()
         return state
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
         super().__setstate__(state)
         buffer_state = state.get(REPLAY_BUFFER_STATE)
-        if buffer_state is not None and self.local_replay_buffer is not None:
+        if buffer_state is not None:
             self.local_replay_buffer.set_state(buffer_state)

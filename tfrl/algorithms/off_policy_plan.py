@@ -27,7 +27,7 @@ from tfrl.core import types
 from tfrl.data.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch
 from tfrl.execution.common import LEARNER_STATS_KEY
 from tfrl.execution.concurrency_ops import Concurrently
-from tfrl.execution.iter import LocalIterator, get_shared_metrics
+from tfrl.execution.iter import LocalIterator, SharedMetrics, get_shared_metrics
 from tfrl.execution.replay_buffer import BATCH_INDEXES, LocalReplayBuffer
 from tfrl.execution.replay_ops import Replay, StoreToReplayBuffer
 from tfrl.execution.train_ops import TrainOneStep, UpdateTargetNetwork
@@ -124,9 +124,10 @@ class LearningRounds:
         self.buffer = buffer
         self.rounds_per_phase = rounds_per_phase
 
-    def replay(self) -> Optional[types.Batch]:
-        """The phase's replayed rows, or None (no learning this round)."""
-        counters = get_shared_metrics().counters
+    def replay(self, metrics: Optional[SharedMetrics] = None) -> Optional[types.Batch]:
+        """The phase's replayed rows, or None (no learning this round); the round is
+        counted in `metrics` (default: the running pipeline's)."""
+        counters = (metrics if metrics is not None else get_shared_metrics()).counters
         counters[NUM_SAMPLE_ROUNDS] += 1
         if counters[NUM_SAMPLE_ROUNDS] % self.rounds_per_phase != 0:
             return None
@@ -154,25 +155,35 @@ class UpdateReplayPriorities:
 
     def __call__(self, item: Tuple[types.Batch, Dict[str, types.LearnerInfo]]
                  ) -> Tuple[types.Batch, Dict[str, types.LearnerInfo]]:
-        replayed = item[0]
-        if not self.buffer.prioritized_replay or replayed.count == 0:
-            return item
-        batches: Dict[str, Any] = (replayed.policy_batches
-                                   if isinstance(replayed, MultiAgentBatch)
-                                   else {DEFAULT_POLICY_ID: replayed})
-        local = self.workers.local_worker()
-        priorities = {}
-        for pid, rows in batches.items():
-            if learned_nothing(item[1].get(pid, {}).get(LEARNER_STATS_KEY, {})):
-                continue
-            policy: Any = local.get_policy(pid)  # a policy with `td_errors(batch)`
-            td_errors = np.asarray(policy.td_errors(rows))
-            finite = np.isfinite(td_errors)
-            if not finite.all():
-                get_shared_metrics().counters[NUM_NONFINITE_TD_ERRORS] += int((~finite).sum())
-            priorities[pid] = (rows[BATCH_INDEXES][finite], td_errors[finite])
-        self.buffer.update_priorities(priorities)
+        update_replay_priorities(self.workers, self.buffer, item[0], item[1],
+                                 get_shared_metrics())
         return item
+
+
+def update_replay_priorities(workers: types.WorkerSet, buffer: LocalReplayBuffer,
+                             replayed: types.Batch, info: Dict[str, types.LearnerInfo],
+                             metrics: SharedMetrics) -> None:
+    """Sets the `replayed` rows' priorities from the policies' `td_errors` under the
+    current weights, for the policies whose learning call (`info`) applied an update;
+    rows with a non-finite TD error keep theirs and are counted in `metrics` (see
+    `UpdateReplayPriorities`)."""
+    if not buffer.prioritized_replay or replayed.count == 0:
+        return
+    batches: Dict[str, Any] = (replayed.policy_batches
+                               if isinstance(replayed, MultiAgentBatch)
+                               else {DEFAULT_POLICY_ID: replayed})
+    local = workers.local_worker()
+    priorities = {}
+    for pid, rows in batches.items():
+        if learned_nothing(info.get(pid, {}).get(LEARNER_STATS_KEY, {})):
+            continue
+        policy: Any = local.get_policy(pid)  # a policy with `td_errors(batch)`
+        td_errors = np.asarray(policy.td_errors(rows))
+        finite = np.isfinite(td_errors)
+        if not finite.all():
+            metrics.counters[NUM_NONFINITE_TD_ERRORS] += int((~finite).sum())
+        priorities[pid] = (rows[BATCH_INDEXES][finite], td_errors[finite])
+    buffer.update_priorities(priorities)
 
 
 def off_policy_train_op(rollouts: LocalIterator[Any], workers: types.WorkerSet,

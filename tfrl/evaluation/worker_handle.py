@@ -32,8 +32,30 @@ import abc
 import concurrent.futures
 import functools
 import inspect
+import queue
 import threading
 from typing import Any, Callable, Iterable, List, Optional, Set, Union
+
+
+class WorkerTimeoutError(TimeoutError):
+    """A worker did not finish a call in time (e.g. its env hangs).
+
+    Args:
+        worker_indices: Indices of the workers that did not answer.
+        call: The method they were running (e.g. "sample").
+        timeout_s: How long they were waited for.
+        hint: What to do about it.
+    """
+
+    def __init__(self, worker_indices: List[int], call: str, timeout_s: float,
+                 hint: str = ""):
+        which = (f"Worker {worker_indices[0]}" if len(worker_indices) == 1
+                 else f"Workers {worker_indices}")
+        super().__init__(f"{which} did not finish {call}() within {timeout_s} s "
+                         f"(sample_timeout_s); its env or callbacks may hang.{hint}")
+        self.worker_indices = list(worker_indices)
+        self.call = call
+        self.timeout_s = timeout_s
 
 
 class WorkerCrashedError(RuntimeError):
@@ -137,8 +159,7 @@ class ThreadWorkerHandle(WorkerHandle):
         self._pending: Set[concurrent.futures.Future] = set()
         self._worker: Any = None if factory else worker_factory_or_worker
         self._start_error: Optional[BaseException] = None
-        self._executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=1, thread_name_prefix=f"tfrl-worker-{self.worker_index}")
+        self._executor = _DaemonExecutor(f"tfrl-worker-{self.worker_index}")
         if factory:
             self._executor.submit(self._construct, worker_factory_or_worker)
 
@@ -208,6 +229,39 @@ class ThreadWorkerHandle(WorkerHandle):
 
     def is_alive(self) -> bool:
         return self._alive and self._start_error is None
+
+
+class _DaemonExecutor:
+    """One daemon thread running submitted functions in order. Unlike a
+    `ThreadPoolExecutor` (whose threads the interpreter joins at exit), a call that never
+    returns (an env that hangs) cannot keep the process from exiting.
+
+    Args:
+        name: The thread's name.
+    """
+
+    def __init__(self, name: str):
+        self._queue: "queue.SimpleQueue[Optional[Callable[[], Any]]]" = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            job()
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Runs `fn(*args)` on the thread after the calls submitted before it."""
+        self._queue.put(lambda: fn(*args))
+
+    def shutdown(self, wait: bool = False, cancel_futures: bool = True) -> None:
+        """Ends the thread once the call it runs (if any) returns; queued calls are
+        skipped by their callers (`ThreadWorkerHandle.kill` fails their futures)."""
+        self._queue.put(None)
+        if wait:
+            self._thread.join()
 
 
 def _settle(future: concurrent.futures.Future, result: Any = None,

@@ -4,8 +4,11 @@ Only policies in `worker.policies_to_train` learn or apply gradients; batches of
 policies are skipped. A plain SampleBatch belongs to the default policy.
 """
 
+import functools
 import inspect
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, FrozenSet, Iterator, List, Optional, Tuple
+
+import numpy as np
 
 from tfrl.data.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch, SampleBatch
 from tfrl.policy.nonfinite import NonFiniteUpdateError
@@ -33,12 +36,11 @@ def learn_on_batch(worker: Any, samples: Any, *, num_sgd_iter: Optional[int] = N
 
     `num_sgd_iter`, `sgd_minibatch_size` and `shuffle_sequences` are passed on to each
     policy's `learn_on_batch` when given (None: each policy's own config), so one
-    compiled minibatch loop serves every caller (see `TFPolicy.learn_on_batch`).
+    compiled minibatch loop serves every caller (see `TFPolicy.learn_on_batch`). A policy
+    whose `learn_on_batch(samples)` takes no SGD settings (RLlib's signature) gets RLlib's
+    minibatch SGD from outside instead (`do_minibatch_sgd`: one call per minibatch).
     `callbacks.on_learn_on_batch(policy=, train_batch=, result=)` is called before each
     policy learns; whatever it puts into `result` is returned under `"custom_metrics"`.
-
-    Raises:
-        TypeError: If SGD settings are given and a policy's `learn_on_batch` takes none.
     """
     sgd = {name: value for name, value in (("num_sgd_iter", num_sgd_iter),
                                            ("sgd_minibatch_size", sgd_minibatch_size),
@@ -49,13 +51,15 @@ def learn_on_batch(worker: Any, samples: Any, *, num_sgd_iter: Optional[int] = N
     info = {}
     for pid, batch in _policy_batches(worker, samples).items():
         policy = worker.policy_map[pid]
-        if sgd:
-            _check_takes(policy, sgd, pid)
-        extra = {}
+        extra: Dict[str, Any] = {}
         if call_hook:
             callbacks.on_learn_on_batch(policy=policy, train_batch=batch, result=extra)
         try:
-            info[pid] = policy.learn_on_batch(batch, **sgd)
+            if not sgd or takes_sgd_settings(policy.learn_on_batch, sgd):
+                info[pid] = policy.learn_on_batch(batch, **sgd)
+            else:
+                info[pid] = do_minibatch_sgd(batch, policy.learn_on_batch, num_sgd_iter,
+                                             sgd_minibatch_size)
         except NonFiniteUpdateError as e:
             raise e.with_policy_id(pid) from e
         if extra:
@@ -63,22 +67,69 @@ def learn_on_batch(worker: Any, samples: Any, *, num_sgd_iter: Optional[int] = N
     return info
 
 
-def _check_takes(policy: Any, sgd: Dict[str, Any], pid: Any) -> None:
-    """Raises a clear TypeError if `policy.learn_on_batch` cannot take the `sgd` keywords."""
+def takes_sgd_settings(learn_on_batch: Any, sgd: Dict[str, Any]) -> bool:
+    """Whether the function `learn_on_batch` accepts the keywords of `sgd` (RLlib's
+    `learn_on_batch(samples)` takes none); read once per function."""
+    function = getattr(learn_on_batch, "__func__", learn_on_batch)
     try:
-        parameters = inspect.signature(policy.learn_on_batch).parameters
+        return _takes_keywords(function, frozenset(sgd))
+    except TypeError:  # not hashable: read it now
+        return _takes_keywords.__wrapped__(function, frozenset(sgd))
+
+
+@functools.lru_cache(maxsize=256)
+def _takes_keywords(function: Any, names: FrozenSet[str]) -> bool:
+    try:
+        parameters = inspect.signature(function).parameters
     except (TypeError, ValueError):  # no signature to read: let the call decide
-        return
+        return True
     if any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+        return True
+    return all(name in parameters for name in names)
+
+
+def minibatches(batch: SampleBatch, sgd_minibatch_size: Optional[int]) -> Iterator[SampleBatch]:
+    """RLlib's `minibatches`: the rows shuffled (numpy's global RNG), then cut into
+    `floor(rows / sgd_minibatch_size)` minibatches; the whole batch for a size of 0 or
+    None, or for a batch of sequences (`seq_lens`), which is not cut."""
+    if not sgd_minibatch_size or SampleBatch.SEQ_LENS in batch:
+        yield batch
         return
-    missing = [name for name in sgd if name not in parameters]
-    if missing:
-        raise TypeError(
-            f"Policy {pid!r} ({type(policy).__name__}) cannot run minibatch SGD: its "
-            f"learn_on_batch(samples) takes no {', '.join(missing)} argument, and "
-            f"{sgd} was asked for. Accept learn_on_batch(samples, *, num_sgd_iter=None, "
-            "sgd_minibatch_size=None, shuffle_sequences=None) (as Policy and TFPolicy do), "
-            "or leave the SGD settings to the policy's config.")
+    batch = batch.copy(shallow=True).shuffle()
+    for start in range(0, batch.count - sgd_minibatch_size + 1, sgd_minibatch_size):
+        yield batch.slice(start, start + sgd_minibatch_size)
+
+
+def do_minibatch_sgd(batch: SampleBatch, learn: Callable[[SampleBatch], dict],
+                     num_sgd_iter: Optional[int], sgd_minibatch_size: Optional[int]) -> dict:
+    """RLlib's minibatch SGD outside the learner: `num_sgd_iter` epochs (None: 1), each
+    calling `learn(minibatch)` on every minibatch of `minibatches(batch,
+    sgd_minibatch_size)`; the results' numbers averaged over all calls.
+
+    Raises:
+        ValueError: If `sgd_minibatch_size` exceeds the batch's rows (no minibatch).
+    """
+    if sgd_minibatch_size and SampleBatch.SEQ_LENS not in batch \
+            and sgd_minibatch_size > batch.count:
+        raise ValueError(f"sgd_minibatch_size={sgd_minibatch_size} exceeds the batch's "
+                         f"{batch.count} rows; use a smaller sgd_minibatch_size or a larger "
+                         "train_batch_size.")
+    results = [learn(minibatch) for _ in range(num_sgd_iter or 1)
+               for minibatch in minibatches(batch, sgd_minibatch_size)]
+    return _mean_results(results)
+
+
+def _mean_results(results: List[Any]) -> Any:
+    """The mean over `results` of each number (nested dicts followed); other values
+    from the last result."""
+    last = results[-1]
+    if isinstance(last, dict):
+        return {key: _mean_results([r[key] for r in results
+                                    if isinstance(r, dict) and key in r])
+                for key in last}
+    if isinstance(last, (int, float, np.number)) and not isinstance(last, bool):
+        return float(np.mean([float(r) for r in results]))
+    return last
 
 
 def compute_gradients(worker: Any, samples: Any) -> Tuple[Any, dict]:

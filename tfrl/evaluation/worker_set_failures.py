@@ -14,7 +14,8 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
 from tfrl.evaluation import worker_set_state
-from tfrl.evaluation.worker_handle import WorkerCrashedError, WorkerHandle, get_results
+from tfrl.evaluation.worker_handle import (WorkerCrashedError, WorkerHandle, WorkerTimeoutError,
+                                          get_results)
 
 logger = logging.getLogger(__name__)
 
@@ -65,12 +66,20 @@ class RemoteWorkers:
             return []
         value = type(handles[0]).share(shared) if shared is not None else None
         futures = [send(h, value) for h in handles]  # A dead one fails its future.
-        concurrent.futures.wait(futures, timeout=self._setting("sample_timeout_s"))
+        timeout_s = self._setting("sample_timeout_s")
+        concurrent.futures.wait(futures, timeout=timeout_s)
+        late = [h for h, f in zip(handles, futures) if not f.done()]
+        if late:
+            # A worker that does not answer is treated as one that failed: recreated
+            # (it gets the current state, so a broadcast reaches it) or reported.
+            if not self._setting("recreate_failed_workers"):
+                raise self._timeout_error([h.worker_index for h in late], what, timeout_s)
+            for h in late:
+                logger.warning("Remote worker %d did not finish %s() within %s s; "
+                               "recreating it.", h.worker_index, what, timeout_s)
+                h.kill()
         results = []
         for h, f in zip(handles, futures):
-            if not f.done():
-                raise TimeoutError(f"Worker {h.worker_index} did not finish {what}() within "
-                                   f"sample_timeout_s={self._setting('sample_timeout_s')} s.")
             try:
                 results.append(f.result())
             except WorkerCrashedError as e:
@@ -113,14 +122,24 @@ class RemoteWorkers:
             pending[handle.call("sample")] = (pos, state_futures)
         results: Dict[int, Any] = {}
         recreations: Dict[int, int] = {}
+        timed_out = set()  # positions of the workers killed for not answering in time
         while pending:
             done, _ = concurrent.futures.wait(
                 pending, timeout=max(0.0, deadline - time.monotonic()),
                 return_when=concurrent.futures.FIRST_COMPLETED)
             if not done:
-                late = sorted(self.handles[p].worker_index for p, _ in pending.values())
-                raise TimeoutError(f"Workers {late} returned no sample within timeout_s="
-                                   f"{timeout_s} s; raise sample_timeout_s if they are slow.")
+                if not recreate:
+                    late = sorted(self.handles[p].worker_index for p, _ in pending.values())
+                    raise self._timeout_error(late, "sample", timeout_s)
+                # Treated as failed: killed (its hung call is dropped), recreated and
+                # sampled again below, up to MAX_RECREATIONS_PER_CALL times.
+                for future, (pos, _) in list(pending.items()):
+                    timed_out.add(pos)
+                    logger.warning("Remote worker %d returned no sample within %s s; "
+                                   "recreating it.", self.handles[pos].worker_index,
+                                   timeout_s)
+                    self.handles[pos].kill()
+                continue
             for future in done:
                 pos, state_futures = pending.pop(future)
                 index = self.handles[pos].worker_index
@@ -141,18 +160,28 @@ class RemoteWorkers:
                         raise
                     recreations[pos] = recreations.get(pos, 0) + 1
                     if recreations[pos] > MAX_RECREATIONS_PER_CALL:
-                        what = "crashed" if crashed else f"raised {type(e).__name__}: {e}"
+                        what = ("crashed" if crashed else f"raised {type(e).__name__}: {e}")
+                        if pos in timed_out:
+                            what = f"returned no sample within {timeout_s} s"
                         raise WorkerCrashedError(
                             index, f"it {what} again after {MAX_RECREATIONS_PER_CALL} "
                             "recreations in one sample_all() call.") from e
                     if not crashed:
                         logger.warning("Remote worker %d raised %s in sample(): %s", index,
                                        type(e).__name__, e)
+                    timed_out.discard(pos)
                     handle, state_futures = self._recreate(pos)
                     deadline = max(deadline, time.monotonic()
                                    + self._setting("worker_restore_timeout_s"))
                     pending[handle.call("sample")] = (pos, state_futures)
         return [results[pos] for pos in sorted(results)]
+
+    @staticmethod
+    def _timeout_error(indices: List[int], what: str, timeout_s: float) -> WorkerTimeoutError:
+        return WorkerTimeoutError(
+            indices, what, timeout_s,
+            " Set trainer_config['recreate_failed_workers'] = True to replace workers "
+            "that do not answer, or raise sample_timeout_s if they are just slow.")
 
     @staticmethod
     def _crash_error(index: int, what: str, cause: WorkerCrashedError) -> WorkerCrashedError:

@@ -14,7 +14,7 @@ Example:
 
 from typing import Dict
 
-from tfrl.execution.iter import _get_shared_metrics, get_shared_metrics
+from tfrl.execution.iter import SharedMetrics, _get_shared_metrics, get_shared_metrics
 
 # Counters.
 STEPS_SAMPLED_COUNTER = "num_env_steps_sampled"
@@ -44,10 +44,15 @@ __all__ = [
     "NUM_TARGET_UPDATES", "LEARNER_INFO", "LEARNER_STATS_KEY", "SAMPLE_TIMER",
     "LEARN_ON_BATCH_TIMER", "LOAD_BATCH_TIMER", "COMPUTE_GRADS_TIMER", "APPLY_GRADS_TIMER",
     "GRAD_WAIT_TIMER", "WORKER_UPDATE_TIMER", "get_shared_metrics", "_get_shared_metrics",
-    "_get_global_vars",
+    "_get_global_vars", "global_vars_of",
 ]
 
 
-def _get_global_vars() -> Dict[str, int]:
+def global_vars_of(metrics: SharedMetrics) -> Dict[str, int]:
     """The global vars sent to workers with new weights: `{"timestep": env steps sampled}`."""
-    return {"timestep": get_shared_metrics().counters[STEPS_SAMPLED_COUNTER]}
+    return {"timestep": metrics.counters[STEPS_SAMPLED_COUNTER]}
+
+
+def _get_global_vars() -> Dict[str, int]:
+    """`global_vars_of` the running pipeline's metrics (inside an operator)."""
+    return global_vars_of(get_shared_metrics())

@@ -21,8 +21,8 @@ import tree
 
 from tfrl.core import types
 from tfrl.execution.common import (APPLY_GRADS_TIMER, COMPUTE_GRADS_TIMER, LEARNER_INFO,
-                                   STEPS_TRAINED_COUNTER, WORKER_UPDATE_TIMER, _get_global_vars)
-from tfrl.execution.iter import get_shared_metrics
+                                   STEPS_TRAINED_COUNTER, WORKER_UPDATE_TIMER, global_vars_of)
+from tfrl.execution.iter import SharedMetrics, get_shared_metrics
 from tfrl.execution.rollout_ops import _check_batch
 from tfrl.data.sample_batch import MultiAgentBatch
 from tfrl.data.sample_batch import DEFAULT_POLICY_ID
@@ -44,13 +44,35 @@ class ComputeGradients:
         self.workers = workers
 
     def __call__(self, samples: types.Batch) -> Tuple[Any, int]:
-        _check_batch(samples, "ComputeGradients")
-        metrics = get_shared_metrics()
-        with metrics.timers[COMPUTE_GRADS_TIMER]:
-            grads, info = self.workers.local_worker().compute_gradients(samples)
-        metrics.info[LEARNER_INFO] = (info if isinstance(samples, MultiAgentBatch)
-                                      else {DEFAULT_POLICY_ID: info})
-        return grads, samples.count
+        return compute_gradients(self.workers, samples, get_shared_metrics())
+
+
+def compute_gradients(workers: types.WorkerSet, samples: types.Batch,
+                      metrics: SharedMetrics) -> Tuple[Any, int]:
+    """`(grads, samples.count)` of the local worker on `samples` (see
+    `ComputeGradients`); the learner info goes to `metrics.info[LEARNER_INFO]`."""
+    _check_batch(samples, "ComputeGradients")
+    with metrics.timers[COMPUTE_GRADS_TIMER]:
+        grads, info = workers.local_worker().compute_gradients(samples)
+    metrics.info[LEARNER_INFO] = (info if isinstance(samples, MultiAgentBatch)
+                                  else {DEFAULT_POLICY_ID: info})
+    return grads, samples.count
+
+
+def apply_gradients(workers: types.WorkerSet, gradients: Any, count: int,
+                    metrics: SharedMetrics, policies: Collection[str] = frozenset()) -> None:
+    """Applies `gradients` (of `count` steps) on the local worker and sends the new
+    weights of `policies` (default all) to every remote worker (see `ApplyGradients`)."""
+    metrics.counters[STEPS_TRAINED_COUNTER] += count
+    timer = metrics.timers[APPLY_GRADS_TIMER]
+    with timer:
+        workers.local_worker().apply_gradients(gradients)
+        timer.push_units_processed(count)
+    global_vars = global_vars_of(metrics)
+    workers.local_worker().set_global_vars(global_vars)
+    if workers.remote_workers():
+        with metrics.timers[WORKER_UPDATE_TIMER]:
+            workers.sync_weights(policies=sorted(policies) or None, global_vars=global_vars)
 
 
 class ApplyGradients:
@@ -81,19 +103,17 @@ class ApplyGradients:
             raise ValueError(f"ApplyGradients takes (gradients, count) items; received {item!r}.")
         gradients, count = item
         metrics = get_shared_metrics()
+        if self.update_all:
+            apply_gradients(self.workers, gradients, count, metrics, self.policies)
+            return None
         metrics.counters[STEPS_TRAINED_COUNTER] += count
         timer = metrics.timers[APPLY_GRADS_TIMER]
         with timer:
             self.local_worker.apply_gradients(gradients)
             timer.push_units_processed(count)
-        global_vars = _get_global_vars()
+        global_vars = global_vars_of(metrics)
         self.local_worker.set_global_vars(global_vars)
         policies = sorted(self.policies) or None
-        if self.update_all:
-            if self.workers.remote_workers():
-                with metrics.timers[WORKER_UPDATE_TIMER]:
-                    self.workers.sync_weights(policies=policies, global_vars=global_vars)
-            return None
         if metrics.current_worker is None:
             raise ValueError(
                 "ApplyGradients(update_all=False) could not find the worker to update: no "
@@ -116,11 +136,17 @@ class AverageGradients:
     """
 
     def __call__(self, gradients: List[Tuple[Any, int]]) -> Tuple[Any, int]:
-        if not gradients:
-            raise ValueError("AverageGradients received an empty list; use it after .batch(n) "
-                             "with n >= 1.")
-        grads = [g for g, _ in gradients]
-        total = sum(int(c) for _, c in gradients)
-        mean = tree.map_structure(lambda *gs: sum(np.asarray(g) for g in gs) / len(gs), *grads)
-        logger.debug("Averaged %d gradients over %d steps.", len(gradients), total)
-        return mean, total
+        return average_gradients(gradients)
+
+
+def average_gradients(gradients: List[Tuple[Any, int]]) -> Tuple[Any, int]:
+    """`(mean of the grads, sum of the counts)` of `(grads, count)` items (see
+    `AverageGradients`)."""
+    if not gradients:
+        raise ValueError("AverageGradients received an empty list; use it after .batch(n) "
+                         "with n >= 1.")
+    grads = [g for g, _ in gradients]
+    total = sum(int(c) for _, c in gradients)
+    mean = tree.map_structure(lambda *gs: sum(np.asarray(g) for g in gs) / len(gs), *grads)
+    logger.debug("Averaged %d gradients over %d steps.", len(gradients), total)
+    return mean, total

@@ -23,7 +23,7 @@ from tfrl.core import types
 from tfrl.evaluation.metrics import collect_episodes, summarize_episodes
 from tfrl.execution.common import (AGENT_STEPS_SAMPLED_COUNTER, AGENT_STEPS_TRAINED_COUNTER,
                                    STEPS_SAMPLED_COUNTER, STEPS_TRAINED_COUNTER)
-from tfrl.execution.iter import LocalIterator, get_shared_metrics
+from tfrl.execution.iter import LocalIterator, SharedMetrics, get_shared_metrics
 
 
 def _config_value(config: Any, keys: List[str], default: Any) -> Any:
@@ -117,6 +117,11 @@ class CollectMetrics:
         self.to_be_collected: List[Any] = []
 
     def __call__(self, _: Any) -> types.ResultDict:
+        return self.report(get_shared_metrics())
+
+    def report(self, metrics: SharedMetrics) -> types.ResultDict:
+        """The result dict of the episodes collected now and of `metrics` (the
+        counters, timers and info of the algorithm or pipeline)."""
         remotes = (self.selected_workers if self.selected_workers is not None
                    else self.workers.remote_workers())
         new_episodes, self.to_be_collected = collect_episodes(
@@ -129,7 +134,6 @@ class CollectMetrics:
         result = summarize_episodes(window, new_episodes,
                                     keep_custom_metrics=self.keep_per_episode_custom_metrics)
 
-        metrics = get_shared_metrics()
         custom_from_info = metrics.info.pop("custom_metrics", {})
         counters = dict(metrics.counters)
         timers = {}

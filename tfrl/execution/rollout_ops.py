@@ -52,12 +52,53 @@ def _check_batch(batch: object, where: str) -> None:
         )
 
 
-def _report_timesteps(batch: SampleBatchType) -> SampleBatchType:
+def _count_sampled(batch: SampleBatchType, metrics: SharedMetrics) -> SampleBatchType:
     _check_batch(batch, "ParallelRollouts")
-    counters = get_shared_metrics().counters
-    counters[STEPS_SAMPLED_COUNTER] += batch.env_steps()
-    counters[AGENT_STEPS_SAMPLED_COUNTER] += batch.agent_steps()
+    metrics.counters[STEPS_SAMPLED_COUNTER] += batch.env_steps()
+    metrics.counters[AGENT_STEPS_SAMPLED_COUNTER] += batch.agent_steps()
     return batch
+
+
+def _report_timesteps(batch: SampleBatchType) -> SampleBatchType:
+    return _count_sampled(batch, get_shared_metrics())
+
+
+def sample_round(workers: types.WorkerSet, metrics: SharedMetrics) -> SampleBatchType:
+    """One bulk-synchronous sampling round, counted in `metrics`: one batch from every
+    remote worker concatenated (`workers.sample_all()`), or the local worker's batch
+    without remote workers; the item `ParallelRollouts(workers, mode="bulk_sync")`
+    emits."""
+    batch: Any
+    if not workers.remote_workers():
+        batch = workers.local_worker().sample()
+    else:
+        sample_all = getattr(workers, "sample_all", None)
+        batches = (sample_all() if sample_all is not None
+                   else [f.result() for f in [h.call("sample") for h in workers.remote_workers()]])
+        batch = concat_samples(batches)
+    return _count_sampled(batch, metrics)
+
+
+def synchronous_parallel_sample(workers: types.WorkerSet, metrics: SharedMetrics, *,
+                                min_batch_size: int, count_steps_by: str = "env_steps",
+                                policies: Optional[Collection[str]] = None
+                                ) -> SampleBatchType:
+    """Sampling rounds (`sample_round`) until they hold `min_batch_size` steps, then their
+    concatenation: one item of `ParallelRollouts(workers, mode="bulk_sync")
+    [.for_each(SelectExperiences(policies))].combine(ConcatBatches(min_batch_size,
+    count_steps_by))` (RLlib 2.x's name for a synchronous sample). With `policies`, each
+    round keeps only their batches (after it was counted as sampled). The sampling time
+    goes to the `SAMPLE_TIMER` timer."""
+    concat = ConcatBatches(min_batch_size, count_steps_by)
+    with metrics.timers[SAMPLE_TIMER] as timer:
+        while True:
+            batch = sample_round(workers, metrics)
+            if policies is not None:
+                batch = select_experiences(batch, frozenset(policies))
+            out = concat.collect(batch)
+            if out is not None:
+                timer.push_units_processed(out.count)
+                return out
 
 
 @overload
@@ -215,26 +256,34 @@ class ConcatBatches:
         self.last_batch_time = time.perf_counter()
 
     def __call__(self, batch: types.Batch) -> List[SampleBatchType]:
+        out = self.collect(batch)
+        if out is None:
+            return []
+        now = time.perf_counter()
+        timer = get_shared_metrics().timers[SAMPLE_TIMER]
+        timer.push(now - self.last_batch_time)
+        timer.push_units_processed(out.count)
+        self.last_batch_time = now
+        return [out]
+
+    def collect(self, batch: types.Batch) -> Optional[SampleBatchType]:
+        """Buffers `batch`; the concatenation once `min_batch_size` steps are buffered
+        (the buffer then starts empty), else None."""
         _check_batch(batch, "ConcatBatches")
         self.buffer.append(batch)
         by_env = self.count_steps_by == "env_steps"
         self.count += batch.env_steps() if by_env else batch.agent_steps()
         if self.count < self.min_batch_size:
-            return []
+            return None
         if self.count > 2 * self.min_batch_size:
             logger.info("ConcatBatches collected %d steps for min_batch_size=%d; consider a "
                         "smaller rollout_fragment_length.", self.count, self.min_batch_size)
         # One batch passes as it is (no copy: a pixel batch is tens of MB).
         out = (cast(SampleBatchType, self.buffer[0]) if len(self.buffer) == 1
                else concat_samples(self.buffer))
-        now = time.perf_counter()
-        timer = get_shared_metrics().timers[SAMPLE_TIMER]
-        timer.push(now - self.last_batch_time)
-        timer.push_units_processed(out.count)
-        self.last_batch_time = now
         self.buffer = []
         self.count = 0
-        return [out]
+        return out
 
 
 class SelectExperiences:
@@ -271,17 +320,24 @@ class SelectExperiences:
         self.local_worker = local_worker
 
     def __call__(self, samples: SampleBatchType) -> SampleBatchType:
-        _check_batch(samples, "SelectExperiences")
-        if not isinstance(samples, MultiAgentBatch):
-            return samples
         ids = self.policy_ids
         if ids is None:
             if self.local_worker is None:  # __init__ took exactly one of the two
                 raise RuntimeError("neither a local worker nor remote workers")
             ids = frozenset(self.local_worker.policies_to_train)
-        return MultiAgentBatch(
-            {pid: b for pid, b in samples.policy_batches.items() if pid in ids}, samples.count,
-            policies_subset=True)
+        return select_experiences(samples, ids)
+
+
+def select_experiences(samples: SampleBatchType, policy_ids: Collection[str]
+                       ) -> SampleBatchType:
+    """The batches of `policy_ids` of a MultiAgentBatch (a SampleBatch as it is); see
+    `SelectExperiences`."""
+    _check_batch(samples, "SelectExperiences")
+    if not isinstance(samples, MultiAgentBatch):
+        return samples
+    return MultiAgentBatch(
+        {pid: b for pid, b in samples.policy_batches.items() if pid in policy_ids},
+        samples.count, policies_subset=True)
 
 
 class StandardizeFields:
@@ -307,15 +363,20 @@ class StandardizeFields:
         self.fields = list(fields)
 
     def __call__(self, samples: SampleBatchType) -> SampleBatchType:
-        _check_batch(samples, "StandardizeFields")
-        batches = (samples.policy_batches if isinstance(samples, MultiAgentBatch)
-                   else {DEFAULT_POLICY_ID: samples})
-        for policy_id, batch in batches.items():
-            for field in self.fields:
-                if field not in batch:
-                    raise KeyError(
-                        f"StandardizeFields: the batch of policy {policy_id!r} has no field "
-                        f"{field!r}; its columns are {sorted(batch.keys())}."
-                    )
-                batch[field] = standardized(batch[field])
-        return samples
+        return standardize_fields(samples, self.fields)
+
+
+def standardize_fields(samples: SampleBatchType, fields: Collection[str]) -> SampleBatchType:
+    """Standardizes `fields` of every policy batch in place (see `StandardizeFields`)."""
+    _check_batch(samples, "StandardizeFields")
+    batches = (samples.policy_batches if isinstance(samples, MultiAgentBatch)
+               else {DEFAULT_POLICY_ID: samples})
+    for policy_id, batch in batches.items():
+        for field in fields:
+            if field not in batch:
+                raise KeyError(
+                    f"StandardizeFields: the batch of policy {policy_id!r} has no field "
+                    f"{field!r}; its columns are {sorted(batch.keys())}."
+                )
+            batch[field] = standardized(batch[field])
+    return samples

@@ -19,13 +19,15 @@ import numpy as np
 
 from tfrl.core import types
 
+from tfrl.evaluation.worker_learning import do_minibatch_sgd, takes_sgd_settings
 from tfrl.execution.common import (AGENT_STEPS_TRAINED_COUNTER, LAST_TARGET_UPDATE_TS,
                                    LEARN_ON_BATCH_TIMER, LEARNER_INFO,
                                    NUM_TARGET_UPDATES, STEPS_SAMPLED_COUNTER,
                                    STEPS_TRAINED_COUNTER, STEPS_TRAINED_THIS_ITER_COUNTER,
-                                   WORKER_UPDATE_TIMER, _get_global_vars)
-from tfrl.execution.gradient_ops import ApplyGradients, AverageGradients, ComputeGradients
-from tfrl.execution.iter import get_shared_metrics
+                                   WORKER_UPDATE_TIMER, global_vars_of)
+from tfrl.execution.gradient_ops import (ApplyGradients, AverageGradients, ComputeGradients,
+                                         apply_gradients, compute_gradients)
+from tfrl.execution.iter import SharedMetrics, get_shared_metrics
 from tfrl.execution.rollout_ops import _check_batch
 from tfrl.data.sample_batch import MultiAgentBatch
 from tfrl.data.sample_batch import DEFAULT_POLICY_ID
@@ -33,7 +35,9 @@ from tfrl.data.sample_batch import DEFAULT_POLICY_ID
 T = TypeVar("T")
 
 __all__ = ["TrainOneStep", "MultiGPUTrainOneStep", "ComputeGradients", "ApplyGradients",
-           "AverageGradients", "UpdateTargetNetwork", "UpdateTargetIfNeeded"]
+           "AverageGradients", "UpdateTargetNetwork", "UpdateTargetIfNeeded",
+           "train_one_step", "sync_weights", "update_target_network", "learn_on_batch",
+           "compute_gradients", "apply_gradients"]
 
 
 def _check_int(value: Any, name: str, where: str, minimum: int) -> int:
@@ -42,8 +46,89 @@ def _check_int(value: Any, name: str, where: str, minimum: int) -> int:
     return int(value)
 
 
+def learn_on_batch(worker: types.Worker, batch: types.Batch, **sgd: Any
+                   ) -> Dict[str, types.LearnerInfo]:
+    """`worker.learn_on_batch(batch, **sgd)` with the SGD settings that are not None; a
+    worker whose `learn_on_batch(samples)` takes none (RLlib's signature) gets RLlib's
+    minibatch SGD from outside instead: one call per minibatch of each trained policy's
+    rows (`do_minibatch_sgd`)."""
+    sgd = {name: value for name, value in sgd.items() if value is not None}
+    if not sgd or takes_sgd_settings(worker.learn_on_batch, sgd):
+        return worker.learn_on_batch(batch, **sgd)
+    batches: Dict[str, Any] = (batch.policy_batches if isinstance(batch, MultiAgentBatch)
+                               else {DEFAULT_POLICY_ID: batch})
+    trained = set(worker.policies_to_train)
+    info = {}
+    for pid, rows in batches.items():
+        if pid not in trained:
+            continue
+
+        def learn(minibatch: Any, pid: str = pid) -> Any:
+            return worker.learn_on_batch(
+                MultiAgentBatch({pid: minibatch}, minibatch.count))[pid]
+
+        info[pid] = do_minibatch_sgd(rows, learn, sgd.get("num_sgd_iter"),
+                                     sgd.get("sgd_minibatch_size"))
+    return info
+
+
+def train_one_step(workers: types.WorkerSet, batch: types.Batch, metrics: SharedMetrics, *,
+                   num_sgd_iter: Optional[int] = None,
+                   sgd_minibatch_size: Optional[int] = None,
+                   shuffle_sequences: Optional[bool] = None
+                   ) -> Dict[str, types.LearnerInfo]:
+    """Learns on `batch` with the local worker (see `TrainOneStep`), counting it in
+    `metrics` (steps trained, `info[LEARNER_INFO]`, the `LEARN_ON_BATCH_TIMER` timer);
+    the learner info `{policy_id: {"learner_stats": ...}}`. The remote workers' weights
+    are not touched (`sync_weights` does that). An empty batch learns nothing: `{}`."""
+    _check_batch(batch, "TrainOneStep")
+    if batch.count == 0:  # a round without replay
+        return {}
+    timer = metrics.timers[LEARN_ON_BATCH_TIMER]
+    with timer:
+        info = learn_on_batch(workers.local_worker(), batch, num_sgd_iter=num_sgd_iter,
+                              sgd_minibatch_size=sgd_minibatch_size,
+                              shuffle_sequences=shuffle_sequences)
+        timer.push_units_processed(batch.count)
+    metrics.counters[STEPS_TRAINED_COUNTER] += batch.env_steps()
+    metrics.counters[AGENT_STEPS_TRAINED_COUNTER] += batch.agent_steps()
+    metrics.counters[STEPS_TRAINED_THIS_ITER_COUNTER] = batch.env_steps()
+    metrics.info[LEARNER_INFO] = info
+    return info
+
+
+def sync_weights(workers: types.WorkerSet, metrics: SharedMetrics,
+                 policies: Optional[Collection[str]] = None) -> None:
+    """Sends the local worker's weights of `policies` (None: all) to the remote workers
+    with the global vars (`{"timestep": steps sampled}`), which the local worker gets
+    too; timed in `WORKER_UPDATE_TIMER`."""
+    global_vars = global_vars_of(metrics)
+    if workers.remote_workers():
+        with metrics.timers[WORKER_UPDATE_TIMER]:
+            workers.sync_weights(policies=sorted(policies) if policies else None,
+                                 global_vars=global_vars)
+    workers.local_worker().set_global_vars(global_vars)
+
+
+def update_target_network(workers: types.WorkerSet, metrics: SharedMetrics,
+                          target_update_freq: int, by_steps_trained: bool = False,
+                          policies: Collection[str] = frozenset()) -> bool:
+    """Calls the policies' `update_target()` once `target_update_freq` steps were sampled
+    (or trained) since the last call (see `UpdateTargetNetwork`); whether it did."""
+    counters = metrics.counters
+    now = counters[STEPS_TRAINED_COUNTER if by_steps_trained else STEPS_SAMPLED_COUNTER]
+    if now - counters[LAST_TARGET_UPDATE_TS] < target_update_freq:
+        return False
+    local = workers.local_worker()
+    to_update = frozenset(policies or ()) or frozenset(local.policies_to_train)
+    local.foreach_trainable_policy(lambda policy, pid: pid in to_update and policy.update_target())
+    counters[NUM_TARGET_UPDATES] += 1
+    counters[LAST_TARGET_UPDATE_TS] = now
+    return True
+
+
 class _LearnOp:
-    """Shared bookkeeping of the learning operators: counters, timers, weight sync."""
+    """Shared bookkeeping of the learning operators."""
 
     def __init__(self, workers: types.WorkerSet, policies: Collection[str]):
         self.workers = workers
@@ -55,21 +140,6 @@ class _LearnOp:
             return sorted(self.policies)
         return list(self.local_worker.policies_to_train)
 
-    def _finish(self, batch: types.Batch, info: Dict[str, types.LearnerInfo]
-                ) -> Tuple[types.Batch, Dict[str, types.LearnerInfo]]:
-        metrics = get_shared_metrics()
-        metrics.counters[STEPS_TRAINED_COUNTER] += batch.env_steps()
-        metrics.counters[AGENT_STEPS_TRAINED_COUNTER] += batch.agent_steps()
-        metrics.counters[STEPS_TRAINED_THIS_ITER_COUNTER] = batch.env_steps()
-        metrics.info[LEARNER_INFO] = info
-        global_vars = _get_global_vars()
-        if self.workers.remote_workers():
-            with metrics.timers[WORKER_UPDATE_TIMER]:
-                self.workers.sync_weights(policies=sorted(self.policies) or None,
-                                          global_vars=global_vars)
-        self.local_worker.set_global_vars(global_vars)
-        return batch, info
-
 
 class TrainOneStep(_LearnOp):
     """Learns on each batch with the local worker, then syncs weights to the remote workers.
@@ -79,13 +149,16 @@ class TrainOneStep(_LearnOp):
     `info[LEARNER_INFO]` and the `LEARN_ON_BATCH_TIMER` / `WORKER_UPDATE_TIMER` timers.
     An empty batch (a round without replay, from `Replay(..., empty_when_not_ready=True)`)
     is returned with `info = {}`: nothing learned, no counter, info or weights touched.
+    The operator is `train_one_step` then `sync_weights` on the pipeline's metrics.
 
     `num_sgd_iter` and `sgd_minibatch_size` go to `local_worker.learn_on_batch` and from
     there to each policy's `learn_on_batch`, which runs all epochs and minibatches in one
     compiled call (a TFPolicy; see `tfrl.policy.tf_train_step` for the minibatch rule:
     per epoch a new shuffle, `floor(rows / sgd_minibatch_size)` full minibatches, the
     remaining rows of that epoch dropped; stats averaged over all steps). Left at None,
-    each policy uses its own config.
+    each policy uses its own config. A worker or policy whose `learn_on_batch(samples)`
+    takes no SGD settings (RLlib's signature) is called once per minibatch instead
+    (RLlib's `do_minibatch_sgd`).
 
     Args:
         workers: The WorkerSet.
@@ -110,16 +183,12 @@ class TrainOneStep(_LearnOp):
             else _check_int(sgd_minibatch_size, "sgd_minibatch_size", "TrainOneStep", 0))
 
     def __call__(self, batch: types.Batch) -> Tuple[types.Batch, Dict[str, types.LearnerInfo]]:
-        _check_batch(batch, "TrainOneStep")
-        if batch.count == 0:  # a round without replay (`Replay(empty_when_not_ready=True)`)
-            return batch, {}
-        timer = get_shared_metrics().timers[LEARN_ON_BATCH_TIMER]
-        with timer:
-            info = self.local_worker.learn_on_batch(
-                batch, num_sgd_iter=self.num_sgd_iter,
-                sgd_minibatch_size=self.sgd_minibatch_size)
-            timer.push_units_processed(batch.count)
-        return self._finish(batch, info)
+        metrics = get_shared_metrics()
+        info = train_one_step(self.workers, batch, metrics, num_sgd_iter=self.num_sgd_iter,
+                              sgd_minibatch_size=self.sgd_minibatch_size)
+        if batch.count:
+            sync_weights(self.workers, metrics, self.policies)
+        return batch, info
 
 
 class MultiGPUTrainOneStep(_LearnOp):
@@ -211,14 +280,12 @@ class MultiGPUTrainOneStep(_LearnOp):
                     f"MultiGPUTrainOneStep: the batch of policy {pid!r} ({rows} rows) must be "
                     f"divisible by the number of devices ({self.num_devices}) when "
                     "sgd_minibatch_size=0 (the whole batch is one minibatch).")
-        timer = get_shared_metrics().timers[LEARN_ON_BATCH_TIMER]
-        with timer:
-            info = self.local_worker.learn_on_batch(
-                batch, num_sgd_iter=self.num_sgd_iter,
-                sgd_minibatch_size=self.sgd_minibatch_size,
-                shuffle_sequences=self.shuffle_sequences)
-            timer.push_units_processed(batch.count)
-        return self._finish(batch, info)
+        metrics = get_shared_metrics()
+        info = train_one_step(self.workers, batch, metrics, num_sgd_iter=self.num_sgd_iter,
+                              sgd_minibatch_size=self.sgd_minibatch_size,
+                              shuffle_sequences=self.shuffle_sequences)
+        sync_weights(self.workers, metrics, self.policies)
+        return batch, info
 
 
 class UpdateTargetNetwork:
@@ -249,14 +316,8 @@ class UpdateTargetNetwork:
         self.policies = frozenset(policies or ())
 
     def __call__(self, item: T) -> T:
-        counters = get_shared_metrics().counters
-        now = counters[self.metric]
-        if now - counters[LAST_TARGET_UPDATE_TS] >= self.target_update_freq:
-            to_update = self.policies or frozenset(self.local_worker.policies_to_train)
-            self.local_worker.foreach_trainable_policy(
-                lambda policy, pid: pid in to_update and policy.update_target())
-            counters[NUM_TARGET_UPDATES] += 1
-            counters[LAST_TARGET_UPDATE_TS] = now
+        update_target_network(self.workers, get_shared_metrics(), self.target_update_freq,
+                              self.metric == STEPS_TRAINED_COUNTER, self.policies)
         return item
 
 

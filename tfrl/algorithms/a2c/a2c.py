@@ -1,10 +1,11 @@
 """A2C: synchronous advantage actor-critic, with optional gradient microbatching.
 
-Plan without `microbatch_size`: `ParallelRollouts` → `ConcatBatches(train_batch_size)`
-→ `TrainOneStep` → metrics. With it, gradients are computed per microbatch of
-`microbatch_size` steps, averaged over `ceil(train_batch_size / microbatch_size)`
-microbatches and applied once (`ComputeGradients` → `AverageGradients` →
-`ApplyGradients`), which bounds the memory of one gradient computation.
+`A2C.training_step` (and the same `execution_plan`) without `microbatch_size`: sample
+`train_batch_size` steps → learn → sync weights. With it, gradients are computed per
+microbatch of `microbatch_size` steps, averaged over
+`ceil(train_batch_size / microbatch_size)` microbatches and applied once
+(`ComputeGradients` → `AverageGradients` → `ApplyGradients`), which bounds the memory of
+one gradient computation.
 
 Example:
     >>> from tfrl.algorithms.a2c import A2CConfig
@@ -19,7 +20,12 @@ from tfrl.algorithms.a2c.a2c_tf_policy import A2CTFPolicy
 from tfrl.algorithms.algorithm import Algorithm, metrics_reporting
 from tfrl.algorithms.a2c.a2c_config import A2CConfig
 from tfrl.algorithms.pg.pg import concat_rollouts, execution_plan as pg_execution_plan
-from tfrl.execution.train_ops import ApplyGradients, AverageGradients, ComputeGradients
+from tfrl.execution.common import LEARNER_INFO
+from tfrl.execution.gradient_ops import average_gradients
+from tfrl.execution.rollout_ops import synchronous_parallel_sample
+from tfrl.execution.train_ops import (ApplyGradients, AverageGradients, ComputeGradients,
+                                      apply_gradients, compute_gradients, sync_weights,
+                                      train_one_step)
 from tfrl.core import types
 from tfrl.execution.iter import LocalIterator
 
@@ -45,6 +51,26 @@ class A2C(Algorithm):
     config_class = A2CConfig
     default_policy_class = A2CTFPolicy
     execution_plan = staticmethod(execution_plan)
+
+    def training_step(self) -> Dict[str, types.LearnerInfo]:
+        """Sample `train_batch_size` steps, learn, send the weights; with
+        `microbatch_size`, average the gradients of that many steps' microbatches and
+        apply them once."""
+        config, workers, metrics = self.config, self.workers, self.shared_metrics
+        steps_by = config["multiagent"]["count_steps_by"]
+        if not config["microbatch_size"]:
+            batch = synchronous_parallel_sample(
+                workers, metrics, min_batch_size=config["train_batch_size"],
+                count_steps_by=steps_by)
+            info = train_one_step(workers, batch, metrics)
+            sync_weights(workers, metrics)
+            return info
+        num_microbatches = math.ceil(config["train_batch_size"] / config["microbatch_size"])
+        gradients = [compute_gradients(workers, synchronous_parallel_sample(
+            workers, metrics, min_batch_size=config["microbatch_size"],
+            count_steps_by=steps_by), metrics) for _ in range(num_microbatches)]
+        apply_gradients(workers, *average_gradients(gradients), metrics)
+        return metrics.info[LEARNER_INFO]
 
 
 A2CConfig.algo_class = A2C

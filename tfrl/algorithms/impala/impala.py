@@ -267,10 +267,10 @@ def execution_plan(workers: types.WorkerSet, config: Dict[str, Any],
 class Impala(Algorithm):
     """IMPALA (see `ImpalaConfig`, `ImpalaTFPolicy` and the module docstring).
 
-    `stop()` ends the learner thread with the workers. A `train()` that raised rebuilds
-    the plan with a new learner thread (the old one is stopped; batches it had queued
-    are dropped, not trained on twice); with `recreate_failed_workers`, a crashed remote
-    worker is recreated within the `train()` call (see `train`).
+    `stop()` ends the learner thread with the workers. A `train()` that raised leaves a
+    new plan with a new learner thread (the old one is stopped; batches it had queued
+    are dropped, not trained on twice); with `recreate_failed_workers`, a crashed
+    remote worker is recreated within the `train()` call (see `train`).
     """
 
     config_class: ClassVar[Type[AlgorithmConfig]] = ImpalaConfig
@@ -304,9 +304,17 @@ class Impala(Algorithm):
         if isinstance(plan, LearnerPlan):
             plan.stop()
 
-    def _rebuild_execution_plan(self) -> None:
+    def _drop_plan(self) -> None:
+        """Stops the failed plan's learner thread and starts a new plan (a new learner
+        thread) at once; if that fails too, the next `train()` builds it, and the
+        error of the failed step is the one that reaches the caller."""
         self._stop_learner()
-        super()._rebuild_execution_plan()
+        super()._drop_plan()
+        try:
+            self._build_plan()
+        except Exception as e:  # Not hiding the step's own error.
+            logger.warning("Building a new plan after a failed step raised %s: %s; the "
+                           "next train() tries again.", type(e).__name__, e)
 
     def stop(self) -> None:
         """Stops the learner thread, then the workers."""

@@ -1,8 +1,8 @@
 """MARWIL: advantage-weighted imitation of logged (or sampled) data.
 
-Plan (as PG's): `ParallelRollouts` (bulk sync; the workers' `input` decides where the
-batches come from: their envs, or experience files) → `ConcatBatches(train_batch_size)`
-→ `TrainOneStep` → metrics. With file input, `evaluation_interval` runs the learnt policy
+`MARWIL.training_step` (as PG's): sample `train_batch_size` steps (the workers' `input`
+decides where the batches come from: their envs, or experience files) → learn → sync
+weights; `execution_plan` is PG's. With file input, `evaluation_interval` runs the learnt policy
 on the env (`evaluation_config={"input": "sampler"}` by default) and
 `input_evaluation` (e.g. `["is", "wis"]`) estimates it from the data.
 
@@ -12,10 +12,15 @@ Example:
     0.0
 """
 
+from typing import Dict
+
 from tfrl.algorithms.algorithm import Algorithm
 from tfrl.algorithms.marwil.marwil_config import MARWILConfig
 from tfrl.algorithms.marwil.marwil_tf_policy import MARWILTFPolicy
 from tfrl.algorithms.pg.pg import execution_plan
+from tfrl.core import types
+from tfrl.execution.rollout_ops import synchronous_parallel_sample
+from tfrl.execution.train_ops import sync_weights, train_one_step
 
 
 class MARWIL(Algorithm):
@@ -24,6 +29,16 @@ class MARWIL(Algorithm):
     config_class = MARWILConfig
     default_policy_class = MARWILTFPolicy
     execution_plan = staticmethod(execution_plan)
+
+    def training_step(self) -> Dict[str, types.LearnerInfo]:
+        """Read (or sample) `train_batch_size` steps, learn on them, send the weights."""
+        workers, metrics = self.workers, self.shared_metrics
+        batch = synchronous_parallel_sample(
+            workers, metrics, min_batch_size=self.config["train_batch_size"],
+            count_steps_by=self.config["multiagent"]["count_steps_by"])
+        info = train_one_step(workers, batch, metrics)
+        sync_weights(workers, metrics)
+        return info
 
 
 MARWILConfig.algo_class = MARWIL

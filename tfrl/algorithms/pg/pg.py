@@ -1,7 +1,8 @@
-"""PG: vanilla policy gradient; config and execution plan.
+"""PG: vanilla policy gradient; config, training step and execution plan.
 
-Plan: `ParallelRollouts` (bulk sync) → `ConcatBatches(train_batch_size)` →
-`TrainOneStep` → metrics.
+`PG.training_step`: sample `train_batch_size` steps → learn → sync weights. The same as
+RLlib's plan (`execution_plan`): `ParallelRollouts` (bulk sync) →
+`ConcatBatches(train_batch_size)` → `TrainOneStep` → metrics.
 
 Example:
     >>> from tfrl.algorithms.pg import PGConfig
@@ -14,8 +15,9 @@ from typing import Any, Dict
 from tfrl.algorithms.algorithm import Algorithm, metrics_reporting
 from tfrl.algorithms.pg.pg_config import PGConfig
 from tfrl.algorithms.pg.pg_tf_policy import PGTFPolicy
-from tfrl.execution.rollout_ops import ConcatBatches, ParallelRollouts
-from tfrl.execution.train_ops import TrainOneStep
+from tfrl.execution.rollout_ops import (ConcatBatches, ParallelRollouts,
+                                        synchronous_parallel_sample)
+from tfrl.execution.train_ops import TrainOneStep, sync_weights, train_one_step
 from tfrl.core import types
 from tfrl.execution.iter import LocalIterator
 from tfrl.utils.typing import SampleBatchType
@@ -44,6 +46,16 @@ class PG(Algorithm):
     config_class = PGConfig
     default_policy_class = PGTFPolicy
     execution_plan = staticmethod(execution_plan)
+
+    def training_step(self) -> Dict[str, types.LearnerInfo]:
+        """Sample `train_batch_size` steps, learn on them, send the new weights."""
+        workers, metrics = self.workers, self.shared_metrics
+        batch = synchronous_parallel_sample(
+            workers, metrics, min_batch_size=self.config["train_batch_size"],
+            count_steps_by=self.config["multiagent"]["count_steps_by"])
+        info = train_one_step(workers, batch, metrics)
+        sync_weights(workers, metrics)
+        return info
 
 
 PGConfig.algo_class = PG

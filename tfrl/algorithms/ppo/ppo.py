@@ -1,10 +1,12 @@
-"""PPO: config, the KL update operator and the execution plan.
+"""PPO: config, training step, the KL update operator and the execution plan.
 
-Plan: sample with every worker (`ParallelRollouts`, bulk sync) → keep the trained
-policies' experiences → concatenate to `train_batch_size` → standardize advantages (`normalize_advantages=
-"batch"`; "minibatch": the loss does, per minibatch) →
-`TrainOneStep` (the policy runs its `num_sgd_iter` epochs of `sgd_minibatch_size`
-minibatches in one compiled call) → `UpdateKL` → metrics.
+`PPO.training_step`: sample with every worker (bulk sync), keeping the trained policies'
+experiences, until `train_batch_size` steps → standardize advantages
+(`normalize_advantages="batch"`; "minibatch": the loss does, per minibatch) → learn (the
+policy runs its `num_sgd_iter` epochs of `sgd_minibatch_size` minibatches in one
+compiled call) → update the KL coefficients → sync weights. `execution_plan` is the same
+as RLlib's plan of operators (`ParallelRollouts` → `SelectExperiences` →
+`ConcatBatches` → `StandardizeFields` → `TrainOneStep` → `UpdateKL` → metrics).
 
 Example:
     >>> from tfrl.algorithms.ppo import PPOConfig
@@ -22,8 +24,9 @@ from tfrl.algorithms.ppo.ppo_tf_policy import PPOTFPolicy
 from tfrl.core import types
 from tfrl.execution.common import LEARNER_STATS_KEY
 from tfrl.execution.rollout_ops import (ConcatBatches, ParallelRollouts, SelectExperiences,
-                                        StandardizeFields)
-from tfrl.execution.train_ops import TrainOneStep
+                                        StandardizeFields, standardize_fields,
+                                        synchronous_parallel_sample)
+from tfrl.execution.train_ops import TrainOneStep, sync_weights, train_one_step
 from tfrl.execution.iter import LocalIterator
 
 logger = logging.getLogger(__name__)
@@ -43,28 +46,34 @@ class UpdateKL:
                                    Dict[str, types.LearnerInfo]]
                  ) -> Dict[str, types.LearnerInfo]:
         info = item[1] if isinstance(item, tuple) else item
-        local = self.workers.local_worker()
-        for pid, policy_info in info.items():
-            stats = policy_info.get(LEARNER_STATS_KEY, policy_info)
-            if "kl" not in stats:
-                continue
-            policy = local.get_policy(pid)
-            if policy is not None and hasattr(policy, "update_kl"):
-                new_coeff = policy.update_kl(float(stats["kl"]))
-                stats["cur_kl_coeff"] = new_coeff
-        remote = self.workers.remote_workers()
-        if remote:  # remote policies only act, but keep their state consistent
-            policies = {pid: local.get_policy(pid) for pid in info}
-            coeffs = {pid: p.kl_coeff for pid, p in policies.items()
-                      if p is not None and hasattr(p, "kl_coeff")}
-
-            def set_coeffs(worker):
-                for pid, coeff in coeffs.items():
-                    worker.get_policy(pid).kl_coeff = coeff
-            futures = [handle.apply(set_coeffs) for handle in remote]
-            for future in futures:
-                future.result(timeout=60)
+        update_kl(self.workers, info)
         return info
+
+
+def update_kl(workers: types.WorkerSet, info: Dict[str, types.LearnerInfo]) -> None:
+    """Adapts each trained policy's KL coefficient to the KL in its learner `info` (and
+    records it there as `cur_kl_coeff`); the remote workers' policies get the new
+    coefficients too."""
+    local = workers.local_worker()
+    for pid, policy_info in info.items():
+        stats = policy_info.get(LEARNER_STATS_KEY, policy_info)
+        if "kl" not in stats:
+            continue
+        policy = local.get_policy(pid)
+        if policy is not None and hasattr(policy, "update_kl"):
+            stats["cur_kl_coeff"] = policy.update_kl(float(stats["kl"]))
+    remote = workers.remote_workers()
+    if remote:  # remote policies only act, but keep their state consistent
+        policies = {pid: local.get_policy(pid) for pid in info}
+        coeffs = {pid: p.kl_coeff for pid, p in policies.items()
+                  if p is not None and hasattr(p, "kl_coeff")}
+
+        def set_coeffs(worker):
+            for pid, coeff in coeffs.items():
+                worker.get_policy(pid).kl_coeff = coeff
+        futures = [handle.apply(set_coeffs) for handle in remote]
+        for future in futures:
+            future.result(timeout=60)
 
 
 def execution_plan(workers: types.WorkerSet, config: Dict[str, Any]
@@ -94,6 +103,22 @@ class PPO(Algorithm):
     config_class = PPOConfig
     default_policy_class = PPOTFPolicy
     execution_plan = staticmethod(execution_plan)
+
+    def training_step(self) -> Dict[str, types.LearnerInfo]:
+        """Sample → concat → standardize → learn → update KL → sync weights."""
+        config, workers, metrics = self.config, self.workers, self.shared_metrics
+        trained = workers.local_worker().policies_to_train
+        batch = synchronous_parallel_sample(
+            workers, metrics, min_batch_size=config["train_batch_size"],
+            count_steps_by=config["multiagent"]["count_steps_by"],
+            policies=None if trained is None or callable(trained) else list(trained))
+        if config["normalize_advantages"] == "batch":
+            batch = standardize_fields(batch, ["advantages"])
+        info = train_one_step(workers, batch, metrics, num_sgd_iter=config["num_sgd_iter"],
+                              sgd_minibatch_size=config["sgd_minibatch_size"])
+        update_kl(workers, info)
+        sync_weights(workers, metrics)
+        return info
 
 
 PPOConfig.algo_class = PPO
