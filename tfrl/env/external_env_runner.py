@@ -23,6 +23,7 @@ from typing import Any, Callable, Dict, List, Optional
 
 from tfrl.env.external_env import ExternalEnv
 from tfrl.env.external_multi_agent_env import ExternalMultiAgentEnv
+from tfrl.env.policy_server_checks import space_range_error
 from tfrl.data.single_agent_episode import SingleAgentEpisode
 from tfrl.env.space_checks import action_error, observation_error
 from tfrl.data.sample_batch import MultiAgentBatch
@@ -199,9 +200,11 @@ class ExternalEnvRunner:
             if agent is None:
                 agent = record.agents[aid] = self._new_agent(eid, aid)
             policy = self.policies[agent.policy_id]
-            problem = observation_error(policy.observation_space, ob)
+            problem = (observation_error(policy.observation_space, ob)
+                       or space_range_error(policy.observation_space, ob, "observation"))
             if not problem and aid in off_policy:
-                problem = action_error(policy.action_space, off_policy[aid])
+                problem = (action_error(policy.action_space, off_policy[aid])
+                           or space_range_error(policy.action_space, off_policy[aid], "action"))
             if problem:
                 return f"agent {aid!r}: {problem}"
         return None
