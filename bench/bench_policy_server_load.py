@@ -18,7 +18,7 @@ Bad inputs: each request of `BAD_INPUTS` is sent once; its status and answer are
 printed (a markdown table).
 
     python bench/bench_policy_server_load.py [--clients=1,4,16] [--requests=300]
-        [--max_connections=8] [--timeout=120] [--attack_clients=4]
+        [--max_connections=8] [--timeout=120] [--attack_clients=4] [--attack_requests=1000]
 """
 
 import argparse
@@ -283,6 +283,9 @@ def main() -> None:
     parser.add_argument("--max_connections", type=int, default=8)
     parser.add_argument("--timeout", type=float, default=120.0)
     parser.add_argument("--attack_clients", type=int, default=4)
+    parser.add_argument("--attack_requests", type=int, default=1000,
+                        help="requests per client in the slow-senders rows (long enough "
+                             "for several header_timeout rounds)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)  # the refusals' warnings would drown the tables
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
@@ -302,7 +305,7 @@ def main() -> None:
           "REPORT_SAMPLES p50 / p99 ms | errors | 503 (busy) | slow senders closed |")
     print("|---|---|---|---|---|---|---|---|---|")
     for slow in (False, True):
-        r = run_load(args.attack_clients, args.requests, args.report_every,
+        r = run_load(args.attack_clients, args.attack_requests, args.report_every,
                      args.max_connections, args.timeout, slow_senders=slow)
         print(f"| {'64 headers + 4 bodies' if slow else 'none (quiet)'} | {r['clients']} | "
               f"{r['done']}/{r['requests']} | {r['done'] / r['wall_s']:.0f} | "

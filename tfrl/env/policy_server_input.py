@@ -30,7 +30,7 @@ Limits (each a keyword argument):
 - `max_connections` (default 64): requests served at once. A connection takes a slot
   once its request line and headers are in (and gives it back after the answer), so
   idle keep-alive connections and slow senders of headers hold none; a request over
-  the limit gets 503 + `Retry-After`. The bytes of bodies being read or decoded at
+  the limit waits up to 0.5 s for a slot, then gets 503 + `Retry-After`. The bytes of bodies being read or decoded at
   once are capped at `2 * max_request_bytes`, counted as they arrive (a body that is
   announced but trickles holds only what it sent; more get 503 + `Retry-After` too),
   which bounds the memory requests take: a decoded batch body peaks at ~4x its size,
@@ -101,8 +101,12 @@ _POLL_TIMEOUT_S = 0.2
 TOKEN_ENV_VAR = "TFRL_POLICY_SERVER_TOKEN"
 # Seconds a client is told to wait (Retry-After) when the server is busy.
 _RETRY_AFTER_S = 1
-# Seconds the serving thread spends reading a request it refuses (too many connections).
+# Seconds spent reading a request that is refused (too many connections).
 _REFUSE_READ_S = 0.25
+# Seconds a request whose headers are in waits for one of the `max_connections` slots.
+_SLOT_WAIT_S = 0.5
+# Refused connections waiting for their 503 answer; more are closed without one.
+_MAX_PENDING_REFUSALS = 64
 # JSON arrays/objects allowed in a body: one per this many bytes, plus a few.
 _BYTES_PER_CONTAINER = 32
 _FREE_CONTAINERS = 1000
@@ -220,6 +224,8 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
         self._open_connections = 0
         self._handler_threads: set = set()
         self._stop_event = threading.Event()
+        # Connections over the limits, waiting for their 503 (excess ones are just closed).
+        self._refusals: queue.Queue = queue.Queue(_MAX_PENDING_REFUSALS)
         try:
             ThreadingHTTPServer.__init__(self, (address, port), _PolicyRequestHandler)
         except OSError as e:
@@ -246,6 +252,7 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
             threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.1},
                              name="PolicyServer", daemon=True),
             threading.Thread(target=self._heartbeat, name="PolicyServerHeartbeat", daemon=True),
+            threading.Thread(target=self._refuse_loop, name="PolicyServerRefusals", daemon=True),
         ]
         for thread in self._service_threads:
             thread.start()
@@ -338,8 +345,8 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
 
     @property
     def threads(self) -> List[threading.Thread]:
-        """The threads this server started (serving, heartbeat, inference loop, serving
-        env); `stop()` ends them all."""
+        """The threads this server started (serving, heartbeat, refusals, inference loop,
+        serving env); `stop()` ends them all."""
         return [*self._service_threads, self._runner.thread, self._commands.env]
 
     def __enter__(self) -> "PolicyServerInput":
@@ -375,8 +382,10 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
             if refusal:
                 self._rejected[refusal[0]] += 1
         if refusal:
-            _refuse_busy(request, refusal[1])
-            self.shutdown_request(request)
+            try:  # answered by one thread, so that a flood cannot stall accepting
+                self._refusals.put_nowait((request, refusal[1]))
+            except queue.Full:
+                self.shutdown_request(request)
             return
         try:
             super().process_request(request, client_address)
@@ -469,6 +478,20 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
                                "the oldest batch (%d steps; %d batches dropped so far). Train "
                                "faster or raise max_queued_batches.",
                                self.samples_queue.maxsize, old.count, total)
+
+    def _refuse_loop(self) -> None:
+        while not self._stop_event.is_set():
+            try:
+                sock, message = self._refusals.get(timeout=_POLL_TIMEOUT_S)
+            except queue.Empty:
+                continue
+            _refuse_busy(sock, message)
+            self.shutdown_request(sock)
+        while True:
+            try:
+                self.shutdown_request(self._refusals.get_nowait()[0])
+            except queue.Empty:
+                return
 
     def _heartbeat(self) -> None:
         while not self._stop_event.wait(self.idle_timeout):
@@ -597,7 +620,7 @@ class _PolicyRequestHandler(BaseHTTPRequestHandler):
                                       "'Authorization: Bearer <token>' (PolicyClient(..., "
                                       "auth_token=...)); the token was missing or wrong.")
             n = self._body_length()
-            slot = server._connection_slots.acquire(blocking=False)
+            slot = server._connection_slots.acquire(timeout=_SLOT_WAIT_S)
             if not slot:
                 server._count("busy")
                 self._discard_small_body(n)
