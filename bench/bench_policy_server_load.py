@@ -196,7 +196,8 @@ def run_load(num_clients: int, requests: int, report_every: int, max_connections
             "wall_s": wall, "errors": len(errors) + missing * requests,
             "first_error": errors[0] if errors else ("client timed out" if missing else ""),
             "rejected_busy": stats["rejected_busy"], "queue_full": stats["rejected_queue_full"],
-            "slow_closed": stats.get("rejected_slow_header", 0) + stats.get("rejected_slow_body", 0),
+            "slow_closed": (stats.get("rejected_slow_header", 0)
+                            + stats.get("rejected_slow_body", 0)),
             **{f"{k}_p{q}_ms": (1e3 * np.percentile(v, q) if len(v) else float("nan"))
                for k, v in times.items() for q in (50, 99)}}
 

@@ -30,14 +30,14 @@ Limits (each a keyword argument):
 - `max_connections` (default 64): requests served at once. A connection takes a slot
   once its request line and headers are in (and gives it back after the answer), so
   idle keep-alive connections and slow senders of headers hold none; a request over
-  the limit waits up to 0.5 s for a slot, then gets 503 + `Retry-After`. The bytes of bodies being read or decoded at
-  once are capped at `2 * max_request_bytes`, counted as they arrive (a body that is
-  announced but trickles holds only what it sent; more get 503 + `Retry-After` too),
-  which bounds the memory requests take: a decoded batch body peaks at ~4x its size,
-  the worst JSON that is decoded (lists of short floats) at ~13x, so ~0.8 GB at most
-  with the defaults (tests/test_policy_server_fuzz.py measures it). Bodies with more
-  JSON arrays/objects than one per 32 bytes (+1000) are refused before decoding (they
-  would cost ~25x).
+  the limit waits up to 0.5 s for a slot, then gets 503 + `Retry-After`. The bytes of
+  bodies being read or decoded at once are capped at `2 * max_request_bytes`, counted
+  as they arrive (a body that is announced but trickles holds only what it sent; more
+  get 503 + `Retry-After` too), which bounds the memory requests take: a decoded batch
+  body peaks at ~4x its size, the worst JSON that is decoded (lists of short floats)
+  at ~13x, so ~0.8 GB at most with the defaults (tests/test_policy_server_fuzz.py
+  measures it). Bodies with more JSON arrays/objects than one per 32 bytes (+1000)
+  are refused before decoding (they would cost ~25x).
 - `max_open_connections` (default 512) and `max_connections_per_client` (default
   128, per client IP address): open connections (one thread each, blocked in a read
   when idle); more get 503 + `Retry-After` at once, without a thread.
