@@ -459,3 +459,28 @@ def test_uploaded_columns_that_overflow_float32_are_refused():
             index = 1 if column == "rewards" else 0
             assert error == (f"REPORT_SAMPLES: samples[0]: {column}[{index}] is "
                              f"{float(value[index])!r}, outside {F32} {column} is stored in.")
+
+
+def test_oversized_request_heads_get_431():
+    with make_server() as server:
+        sock = socket.create_connection((HOST, server.server_port), timeout=10)
+        sock.sendall(b"POST / HTTP/1.1\r\n")
+        try:
+            for i in range(100):  # 100 header lines of 60 KB: 6 MB, more than 256 KiB
+                sock.sendall(b"X-%d: %s\r\n" % (i, b"a" * 60_000))
+        except OSError:
+            pass  # the server answered and closed
+        sock.settimeout(5)
+        head = b""
+        try:
+            while True:
+                chunk = sock.recv(65536)
+                if not chunk:
+                    break
+                head += chunk
+        except OSError:
+            pass
+        sock.close()
+        assert head.startswith(b"HTTP/1.1 431"), head[:100]
+        assert server.stats()["rejected_invalid"] == 1
+        assert post(server, {"command": "GET_WEIGHTS"})[0] == 200

@@ -47,7 +47,7 @@ Limits (each a keyword argument):
   `min_body_rate` (default 64 KiB/s): after a grace of 10 s, a body must keep
   arriving at this rate on average. Slow senders are closed (408 for bodies) and
   counted in `stats()`. The token is checked as soon as the headers are in, before
-  any of the body is read.
+  any of the body is read. A request line and headers may take 256 KiB (431 beyond).
 - `episode_idle_timeout` (default 600 s): remote-inference episodes without any call
   for this long are dropped and counted (they no longer hold one of the 100
   concurrent-episode slots); ids of finished episodes are remembered in a window of
@@ -116,6 +116,8 @@ _INFLIGHT_BODIES = 2
 _BODY_GRACE_S = 10.0
 # Bytes of a body read (and reserved from the in-flight budget) at a time.
 _BODY_CHUNK = 2**20
+# Bytes read while a request line and headers arrive (the read-ahead may hold some body).
+_MAX_HEAD_BYTES = 2**18
 
 
 class PolicyServerInput(ThreadingHTTPServer, InputReader):
@@ -526,6 +528,8 @@ class _DeadlineReader(io.RawIOBase):
         self.sock = sock
         self.idle = idle
         self.deadline: Optional[float] = None
+        # Bytes that may still be read (None: no limit); _HeadTooLarge past it.
+        self.budget: Optional[int] = None
 
     def readable(self) -> bool:
         return True
@@ -536,11 +540,20 @@ class _DeadlineReader(io.RawIOBase):
             timeout = min(timeout, self.deadline - time.monotonic())
             if timeout <= 0:
                 raise TimeoutError("deadline passed")
+        if self.budget is not None and self.budget <= 0:
+            raise _HeadTooLarge
         self.sock.settimeout(timeout)
         try:
-            return self.sock.recv_into(buffer)
+            n = self.sock.recv_into(buffer)
         finally:
             self.sock.settimeout(self.idle)  # for writes and plain reads
+        if self.budget is not None:
+            self.budget -= n
+        return n
+
+
+class _HeadTooLarge(Exception):
+    """A request line and headers longer than `_MAX_HEAD_BYTES`."""
 
 
 class _PolicyRequestHandler(BaseHTTPRequestHandler):
@@ -573,6 +586,7 @@ class _PolicyRequestHandler(BaseHTTPRequestHandler):
                     return
                 reader.deadline = time.monotonic() + server.header_timeout
             self._first_request = False
+            reader.budget = _MAX_HEAD_BYTES
             self.raw_requestline = self.rfile.readline(65537)
             if not self.raw_requestline:
                 self.close_connection = True
@@ -591,6 +605,15 @@ class _PolicyRequestHandler(BaseHTTPRequestHandler):
                             server.header_timeout)
             self.close_connection = True
             return
+        except _HeadTooLarge:
+            server._count("invalid")  # pylint: disable=protected-access
+            reader.budget = None
+            self.requestline, self.request_version, self.command = "", "HTTP/1.1", ""
+            self.send_error(431, f"Request line and headers exceed {_MAX_HEAD_BYTES} bytes")
+            self.close_connection = True
+            return
+        finally:
+            reader.budget = None
         reader.deadline = None
         method = getattr(self, "do_" + self.command, None)
         if method is None:
