@@ -8,11 +8,17 @@ requests/s over all clients, p50/p99 latency of each command, errors (exceptions
 client: a refused request that `PolicyClient` did not retry away), 503s answered
 (connection cap) as counted by the server.
 
+Slow senders: the same load with `--attack_clients` clients, first quiet, then while
+64 connections trickle their headers (a request line, then one header byte per second)
+and 4 trickle 32 MiB bodies (one byte per second); a connection the server closes is
+opened again, so that 68 stay open or opening. Target: no errors, p99 within 2x the
+quiet row. Only 127.0.0.1; bounded in count (68 sockets) and time (the load's run).
+
 Bad inputs: each request of `BAD_INPUTS` is sent once; its status and answer are
 printed (a markdown table).
 
     python bench/bench_policy_server_load.py [--clients=1,4,16] [--requests=300]
-        [--max_connections=8] [--timeout=120]
+        [--max_connections=8] [--timeout=120] [--attack_clients=4] [--attack_requests=1000]
 """
 
 import argparse
@@ -23,6 +29,7 @@ import logging
 import multiprocessing as mp
 import os
 import platform
+import socket
 import threading
 import time
 
@@ -83,8 +90,60 @@ def _client(port: int, requests: int, report_every: int, out: mp.Queue) -> None:
     out.put((times, errors))
 
 
+class SlowSenders:
+    """`headers` connections trickling their headers and `bodies` trickling 32 MiB bodies
+    to 127.0.0.1:`port`, one byte per connection per `interval` s; closed ones reopen."""
+
+    def __init__(self, port: int, headers: int = 64, bodies: int = 4, interval: float = 1.0):
+        self.port, self.interval = port, interval
+        self.kinds = ["header"] * headers + ["body"] * bodies
+        self.socks = [None] * len(self.kinds)
+        self.reopened = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="SlowSenders", daemon=True)
+
+    def _open(self, kind: str):
+        sock = socket.create_connection(("127.0.0.1", self.port), timeout=2)
+        if kind == "header":
+            sock.sendall(b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+        else:
+            sock.sendall(b"POST / HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: %d\r\n\r\n{"
+                         % (32 * 2**20))
+        return sock
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            for i, kind in enumerate(self.kinds):
+                if self._stop.is_set():
+                    break
+                try:
+                    if self.socks[i] is None:
+                        self.socks[i] = self._open(kind)
+                    else:
+                        self.socks[i].sendall(b"X" if kind == "header" else b" ")
+                except OSError:  # closed by the server (or refused): open it again
+                    if self.socks[i] is not None:
+                        self.socks[i].close()
+                        self.reopened += 1
+                    self.socks[i] = None
+            self._stop.wait(self.interval)
+
+    def __enter__(self) -> "SlowSenders":
+        for i, kind in enumerate(self.kinds):
+            self.socks[i] = self._open(kind)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        for sock in self.socks:
+            if sock is not None:
+                sock.close()
+
+
 def run_load(num_clients: int, requests: int, report_every: int, max_connections: int,
-             timeout: float) -> dict:
+             timeout: float, slow_senders: bool = False) -> dict:
     from tfrl.env.policy_server_input import PolicyServerInput
     from tfrl.offline.io_context import IOContext
 
@@ -101,6 +160,9 @@ def run_load(num_clients: int, requests: int, report_every: int, max_connections
 
     drainer = threading.Thread(target=drain, daemon=True)
     drainer.start()
+    attack = SlowSenders(server.server_port) if slow_senders else None
+    if attack is not None:
+        attack.__enter__()
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
     procs = [ctx.Process(target=_client, args=(server.server_port, requests, report_every, out))
@@ -120,6 +182,8 @@ def run_load(num_clients: int, requests: int, report_every: int, max_connections
         p.join(5)
         if p.is_alive():
             p.kill()
+    if attack is not None:
+        attack.__exit__(None, None, None)
     stats = server.stats()
     stop.set()
     server.stop()
@@ -132,6 +196,8 @@ def run_load(num_clients: int, requests: int, report_every: int, max_connections
             "wall_s": wall, "errors": len(errors) + missing * requests,
             "first_error": errors[0] if errors else ("client timed out" if missing else ""),
             "rejected_busy": stats["rejected_busy"], "queue_full": stats["rejected_queue_full"],
+            "slow_closed": (stats.get("rejected_slow_header", 0)
+                            + stats.get("rejected_slow_body", 0)),
             **{f"{k}_p{q}_ms": (1e3 * np.percentile(v, q) if len(v) else float("nan"))
                for k, v in times.items() for q in (50, 99)}}
 
@@ -217,6 +283,10 @@ def main() -> None:
     parser.add_argument("--report_every", type=int, default=50)
     parser.add_argument("--max_connections", type=int, default=8)
     parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--attack_clients", type=int, default=4)
+    parser.add_argument("--attack_requests", type=int, default=1000,
+                        help="requests per client in the slow-senders rows (long enough "
+                             "for several header_timeout rounds)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)  # the refusals' warnings would drown the tables
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
@@ -230,6 +300,19 @@ def main() -> None:
               f"{r['GET_ACTION_p50_ms']:.1f} / {r['GET_ACTION_p99_ms']:.1f} | "
               f"{r['REPORT_SAMPLES_p50_ms']:.1f} / {r['REPORT_SAMPLES_p99_ms']:.1f} | "
               f"{r['errors']} | {r['rejected_busy']} |", flush=True)
+        if r["first_error"]:
+            print(f"  first error: {r['first_error']}")
+    print("\n| slow connections open | clients | requests | req/s | GET_ACTION p50 / p99 ms | "
+          "REPORT_SAMPLES p50 / p99 ms | errors | 503 (busy) | slow senders closed |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for slow in (False, True):
+        r = run_load(args.attack_clients, args.attack_requests, args.report_every,
+                     args.max_connections, args.timeout, slow_senders=slow)
+        print(f"| {'64 headers + 4 bodies' if slow else 'none (quiet)'} | {r['clients']} | "
+              f"{r['done']}/{r['requests']} | {r['done'] / r['wall_s']:.0f} | "
+              f"{r['GET_ACTION_p50_ms']:.1f} / {r['GET_ACTION_p99_ms']:.1f} | "
+              f"{r['REPORT_SAMPLES_p50_ms']:.1f} / {r['REPORT_SAMPLES_p99_ms']:.1f} | "
+              f"{r['errors']} | {r['rejected_busy']} | {r['slow_closed']} |", flush=True)
         if r["first_error"]:
             print(f"  first error: {r['first_error']}")
     print("\n| bad input | status | answer | served next request |")

@@ -9,6 +9,10 @@ Properties:
 - after every request (refused or not) a real `PolicyClient` plays an episode whose
   batch trains the policy;
 - NaN/inf observations and rewards are refused (400) and never reach the weights;
+- stateful (`test_episode_lifecycles_keep_training_and_memory_bounded`): episodes
+  started, stepped, ended and abandoned, metrics with arbitrary JSON values, in any
+  order: every step, what was queued trains, the metrics window summarises, and the
+  episodes and ids the server tracks stay bounded;
 - memory: see `test_memory_under_a_maximal_body`.
 
 Bounded: `max_examples` per test and `deadline=None`; ~30-60 s on a quiet machine.
@@ -32,12 +36,16 @@ import tree
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from hypothesis.stateful import (Bundle, RuleBasedStateMachine, consumes, invariant, rule,
+                                 run_state_machine_as_test)
 
 from tfrl.env import policy_protocol as P
 from tfrl.env.policy_client import PolicyClient
 from tfrl.env.policy_server_checks import reference_batch
 from tfrl.env.policy_server_input import PolicyServerInput
+from tfrl.env.external_env import ExternalEnv
 from tfrl.env.wire_format import dumps
+from tfrl.evaluation.metrics import summarize_episodes
 from tfrl.offline.io_context import IOContext
 from tfrl.policy.sample_batch import concat_samples
 
@@ -240,6 +248,117 @@ def test_non_finite_values_never_reach_the_weights(setup, observations, rewards)
     batches = queued(server, wait_for_rows=actions)
     assert sum(map(len, batches)) == actions  # one row per accepted observation
     train(batches + client_episode(server))
+
+
+# ---- Stateful: episode lifecycles and metrics ------------------------------------------
+
+# Seconds without a call after which the stateful test's server drops an episode.
+_IDLE_S = 0.3
+_MAX_CONCURRENT = 100  # make_serving_env's default
+_metric_values = json_values | st.floats(allow_nan=True, allow_infinity=True) | st.just(1e39)
+_metrics_dicts = st.fixed_dictionaries(
+    {"episode_length": st.integers(-2, 10) | st.just(10**40) | json_values,
+     "episode_reward": _reward_values | _metric_values},
+    optional={"custom_metrics": st.dictionaries(st.text(max_size=4), _metric_values,
+                                                max_size=3) | json_values,
+              "hist_data": st.dictionaries(st.text(max_size=4),
+                                           st.lists(_metric_values, max_size=3), max_size=2),
+              "perf_stats": st.dictionaries(st.text(max_size=4), _metric_values, max_size=2),
+              "agent_rewards": json_values,
+              "media": json_values,
+              "episode_faulty": json_values})
+
+
+def test_episode_lifecycles_keep_training_and_memory_bounded(setup):
+    _, policy, _, train = setup
+    server = PolicyServerInput(IOContext(config={"rollout_fragment_length": 8}), HOST, 0,
+                               idle_timeout=0.05, policy=policy, max_request_bytes=2**20,
+                               episode_idle_timeout=_IDLE_S)
+
+    class EpisodeLifecycles(RuleBasedStateMachine):
+        """Episodes started, stepped, ended, abandoned; metrics uploaded; all in HTTP."""
+
+        episodes = Bundle("episodes")
+
+        def __init__(self):
+            super().__init__()
+            self.window = []  # the metrics smoothing window an algorithm keeps (100)
+
+        def send(self, request):
+            status, payload = post(server, json.dumps(request, allow_nan=True).encode())
+            assert status in (200, 400), (status, payload)
+            event(f"{request['command']}: HTTP {status}")
+            return status, payload
+
+        @rule(target=episodes, episode_id=st.none() | st.text(max_size=3)
+              | st.just("x" * 300))
+        def start(self, episode_id):
+            status, payload = self.send({"command": P.START_EPISODE, "episode_id": episode_id})
+            if status == 400:
+                assert ("already" in payload["error"] or "expired" in payload["error"]
+                        or "Too many concurrent" in payload["error"]
+                        or "at most 256" in payload["error"]), payload
+                return "unknown-episode"
+            return payload["episode_id"]
+
+        @rule(n=st.integers(1, 60))
+        def start_and_abandon_many(self, n):
+            for _ in range(n):
+                self.send({"command": P.START_EPISODE, "episode_id": None})
+
+        @rule(episode_id=episodes, steps=st.integers(1, 3),
+              reward=_reward_values | st.just(1e39) | st.just(-1e300))
+        def step(self, episode_id, steps, reward):
+            for t in range(steps):
+                obs = np.full(4, 0.01 * t, np.float32)
+                self.send({"command": P.GET_ACTION, "episode_id": episode_id,
+                           "observation": obs.tolist()})
+                self.send({"command": P.LOG_RETURNS, "episode_id": episode_id,
+                           "reward": reward})
+
+        @rule(episode_id=consumes(episodes), truncated=st.booleans())
+        def end(self, episode_id, truncated):
+            self.send({"command": P.END_EPISODE, "episode_id": episode_id,
+                       "observation": [0.0, 0.0, 0.0, 0.0], "truncated": truncated})
+
+        @rule(episode_id=consumes(episodes))
+        def abandon(self, episode_id):
+            """The simulator forgets the episode; only expiry frees its slot."""
+
+        @rule(metrics=st.lists(_metrics_dicts, max_size=3))
+        def report_metrics(self, metrics):
+            self.send({"command": P.REPORT_SAMPLES, "samples": [], "metrics": metrics})
+
+        @rule()
+        def wait_for_expiry(self):
+            time.sleep(2 * _IDLE_S)  # the runner checks every _IDLE_S / 10
+            status, payload = self.send({"command": P.START_EPISODE, "episode_id": None})
+            assert status == 200, payload  # abandoned episodes no longer hold slots
+
+        @rule()
+        def train_step(self):
+            """What `Algorithm.train()` does with the server: learn on what was queued
+            (plus one batch of the server's own making) and summarise the metrics window."""
+            train(queued(server))
+            self.window = (self.window + server.get_metrics())[-100:]
+            result = summarize_episodes(self.window)
+            assert result["num_dropped_metric_values"] == 0, result  # the door held
+
+        @invariant()
+        def memory_is_bounded(self):
+            stats = server.stats()
+            assert stats["episodes"] <= _MAX_CONCURRENT + 1, stats
+            assert stats["finished_episode_ids"] <= ExternalEnv.finished_ids_window, stats
+            assert stats["queued_batches"] <= server.samples_queue.maxsize
+            assert stats["open_connections"] <= 16, stats
+
+    try:
+        run_state_machine_as_test(EpisodeLifecycles, settings=settings(
+            max_examples=6, stateful_step_count=12, deadline=None, derandomize=True,
+            suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
+                                   HealthCheck.data_too_large]))
+    finally:
+        server.stop()
 
 
 # ---- Memory ----------------------------------------------------------------------------

@@ -182,15 +182,15 @@ def test_bad_content_length_gets_400():
 
 
 def test_excess_connections_get_503_without_a_thread():
-    with make_server(max_connections=1) as server:
+    with make_server(max_open_connections=1) as server:
         holder = socket.create_connection((HOST, server.server_port), timeout=5)
         try:
-            time.sleep(0.3)  # the holder's connection now occupies the only slot
+            time.sleep(0.3)  # the holder's connection is now the only one allowed open
             started = time.monotonic()
             status, error, retry_after = post(server, dumps({"command": "GET_WEIGHTS"}))
             assert time.monotonic() - started < 2
             assert status == 503 and retry_after == "1"
-            assert error == ("The policy server is serving its maximum of 1 connections; "
+            assert error == ("The policy server has its maximum of 1 connections open; "
                              "retry later.")
             client = PolicyClient(server.address, inference_mode="remote", busy_retries=0)
             with pytest.raises(RuntimeError, match=r"HTTP 503"):
@@ -198,7 +198,25 @@ def test_excess_connections_get_503_without_a_thread():
             assert server.stats()["rejected_busy"] == 2
         finally:
             holder.close()
-        # A retrying client gets through once the slot is free again.
+        # A retrying client gets through once the connection is closed.
+        client = PolicyClient(server.address, inference_mode="remote")
+        assert len(client.start_episode()) == 32
+
+
+def test_excess_requests_get_503():
+    """`max_connections` counts requests being served: a connection holds a slot from its
+    headers to its answer (here: while its announced body does not arrive)."""
+    with make_server(max_connections=1) as server:
+        holder = socket.create_connection((HOST, server.server_port), timeout=5)
+        try:
+            holder.sendall(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n")
+            time.sleep(0.3)  # the holder's request now occupies the only slot
+            status, error, retry_after = post(server, dumps({"command": "GET_WEIGHTS"}))
+            assert status == 503 and retry_after == "1"
+            assert error == "The policy server is serving its maximum of 1 requests; retry later."
+            assert server.stats()["rejected_busy"] == 1
+        finally:
+            holder.close()
         client = PolicyClient(server.address, inference_mode="remote")
         assert len(client.start_episode()) == 32
 

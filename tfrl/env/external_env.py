@@ -26,13 +26,14 @@ Example:
 """
 
 import threading
+import time
 import uuid
 from typing import Any, Callable, Dict, List, Optional
 
 import gymnasium as gym
 
 from tfrl.env.external_env_base import _ExternalEnvToBaseEnv
-from tfrl.env.external_env_episode import ActionTicket, ExternalEnvEpisode
+from tfrl.env.external_env_episode import ActionTicket, ExternalEnvEpisode, RecentIds
 from tfrl.env.space_checks import action_error, observation_error
 from tfrl.utils.typing import EnvActionType, EnvInfoDict, EnvObsType, MultiAgentDict
 
@@ -56,9 +57,13 @@ class ExternalEnv(threading.Thread):
     Attributes:
         get_action_timeout: Seconds `get_action` waits for the policy before raising
             `TimeoutError` (default 300; None waits forever). tfrl extension.
+        finished_ids_window: How many ids of finished episodes are remembered (to
+            refuse their reuse with "has already completed"); older ids are forgotten,
+            so memory stays bounded. tfrl extension (class attribute).
     """
 
     _is_multi_agent = False
+    finished_ids_window = 10_000
 
     def __init__(self, action_space: gym.Space, observation_space: gym.Space,
                  max_concurrent: int = 100):
@@ -72,7 +77,7 @@ class ExternalEnv(threading.Thread):
         self.observation_space = observation_space
         self.get_action_timeout: Optional[float] = 300.0
         self._episodes: Dict[str, ExternalEnvEpisode] = {}
-        self._finished = set()
+        self._finished = RecentIds(self.finished_ids_window)
         self._results_avail_condition = threading.Condition()
         self._max_concurrent_episodes = max_concurrent
         self._env_stopped = False
@@ -117,7 +122,9 @@ class ExternalEnv(threading.Thread):
         with self._results_avail_condition:
             self._check_running()
             if episode_id in self._finished:
-                raise ValueError(f"Episode {episode_id} has already completed.")
+                reason = self._finished.reason(episode_id)
+                raise ValueError(f"Episode {episode_id} has already completed." if
+                                 reason == "completed" else f"Episode {episode_id} {reason}.")
             if episode_id in self._episodes:
                 raise ValueError(f"Episode {episode_id} is already started")
             running = sum(not e.ended for e in self._episodes.values())
@@ -281,17 +288,42 @@ class ExternalEnv(threading.Thread):
                 episode.set_dones(dones)
 
     def _get(self, episode_id: str) -> ExternalEnvEpisode:
-        """The running episode `episode_id` (caller holds the lock)."""
+        """The running episode `episode_id`, marked active (caller holds the lock)."""
         self._check_running()
         episode = self._episodes.get(episode_id) if isinstance(episode_id, str) else None
         if episode_id in self._finished:
+            reason = self._finished.reason(episode_id)
+            if reason != "completed":
+                raise ValueError(f"Episode {episode_id} {reason}.")
             raise ValueError(f"Episode {episode_id} has already completed.")
         if episode is None:
             raise ValueError(
                 f"Unknown episode id {episode_id!r}. Call start_episode() first and pass the "
                 "id it returns."
             )
+        episode.touch()
         return episode
+
+    def expire_idle_episodes(self, max_idle_s: float) -> List[str]:
+        """Drops the episodes the simulator left idle for more than `max_idle_s` seconds
+        (tfrl extension; a policy server calls it so that abandoned episodes do not
+        hold `max_concurrent` slots forever).
+
+        An episode is idle when it has not ended, no call waits for its action and
+        nothing of it was called for `max_idle_s`. Its unpolled data are discarded;
+        later calls with its id raise ValueError saying that it expired.
+
+        Returns:
+            The ids of the expired episodes.
+        """
+        now = time.monotonic()
+        with self._results_avail_condition:
+            expired = [eid for eid, e in self._episodes.items() if e.is_idle(now, max_idle_s)]
+            for eid in expired:
+                del self._episodes[eid]
+                self._finished.add(eid, f"expired: it was idle for more than {max_idle_s} s "
+                                        "(no call for it); start a new episode")
+        return expired
 
     def _check_running(self) -> None:
         if self._env_stopped:
@@ -312,6 +344,12 @@ class ExternalEnv(threading.Thread):
         problem = action_error(self.action_space, actions[_DUMMY_AGENT_ID])
         if problem:
             raise ValueError(f"Bad off-policy action: {problem}.")
+
+    def episode_counts(self) -> Dict[str, int]:
+        """`{"episodes": tracked episodes (running or not yet polled), "finished_ids":
+        remembered ids of finished episodes}` (tfrl extension; both bounded)."""
+        with self._results_avail_condition:
+            return {"episodes": len(self._episodes), "finished_ids": len(self._finished)}
 
     def has_ended_episodes(self) -> bool:
         """Whether an episode has ended but was not taken by a poll yet."""

@@ -14,6 +14,7 @@ This module is internal: all of its state is guarded by the owning env's lock.
 import collections
 import dataclasses
 import threading
+import time
 from typing import Any, Deque, Dict, Optional, Set
 
 from tfrl.utils.typing import AgentID, MultiAgentDict
@@ -83,6 +84,38 @@ class Item:
         return self.terminateds["__all__"] or self.truncateds["__all__"]
 
 
+class RecentIds:
+    """The ids of the last `capacity` finished episodes, with why each finished.
+
+    A bounded window: the oldest id is forgotten when a new one arrives at capacity
+    (starting an episode with a forgotten id then works again).
+
+    Args:
+        capacity: How many ids are remembered.
+    """
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self._reasons: "collections.OrderedDict[str, str]" = collections.OrderedDict()
+
+    def add(self, episode_id: str, reason: str = "completed") -> None:
+        """Remembers `episode_id` (forgetting the oldest id at capacity)."""
+        self._reasons[episode_id] = reason
+        self._reasons.move_to_end(episode_id)
+        while len(self._reasons) > self.capacity:
+            self._reasons.popitem(last=False)
+
+    def __contains__(self, episode_id: Any) -> bool:
+        return episode_id in self._reasons
+
+    def __len__(self) -> int:
+        return len(self._reasons)
+
+    def reason(self, episode_id: str) -> Optional[str]:
+        """Why `episode_id` finished ("completed", or an expiry message), or None."""
+        return self._reasons.get(episode_id)
+
+
 class ExternalEnvEpisode:
     """Logged but not yet polled data of one episode.
 
@@ -104,6 +137,18 @@ class ExternalEnvEpisode:
         self._dones: Dict[AgentID, bool] = {}
         self._info: MultiAgentDict = {}
         self._pending_ticket: Optional[ActionTicket] = None
+        # time.monotonic() of the simulator's last call for this episode (`touch`).
+        self.last_active = time.monotonic()
+
+    def touch(self) -> None:
+        """Records a call of the simulator for this episode (for idle expiry)."""
+        self.last_active = time.monotonic()
+
+    def is_idle(self, now: float, max_idle_s: float) -> bool:
+        """Whether the simulator left the episode alone (not ended, nobody waiting for an
+        action, no call) for more than `max_idle_s` seconds."""
+        return (not self.ended and not self.is_waiting() and self.polled_ticket is None
+                and now - self.last_active > max_idle_s)
 
     def add_rewards(self, rewards: MultiAgentDict) -> None:
         """Adds rewards (agent -> float) to each agent's running sum."""

@@ -18,11 +18,13 @@ of batched arrays (stored per step as extra model outputs); optionally
 
 import logging
 import threading
+import time
 from collections import defaultdict
 from typing import Any, Callable, Dict, List, Optional
 
 from tfrl.env.external_env import ExternalEnv
 from tfrl.env.external_multi_agent_env import ExternalMultiAgentEnv
+from tfrl.env.policy_server_checks import space_range_error
 from tfrl.data.single_agent_episode import SingleAgentEpisode
 from tfrl.env.space_checks import action_error, observation_error
 from tfrl.data.sample_batch import MultiAgentBatch
@@ -69,12 +71,16 @@ class ExternalEnvRunner:
             None only emits whole episodes.
         policy_lock: Held around every policy call (weights may be set concurrently).
         worker: Passed to `policy_mapping_fn`.
+        episode_idle_timeout: Seconds after which an episode its simulator stopped
+            calling is dropped (`ExternalEnv.expire_idle_episodes`; counted in
+            `expired_episodes`); None keeps episodes until they end.
     """
 
     def __init__(self, base_env: Any, policies: Dict[str, Any], emit: EmitFn, *,
                  policy_mapping_fn: Optional[Callable] = None, multiagent: bool = False,
                  rollout_fragment_length: Optional[int] = None,
-                 policy_lock: Optional[threading.Lock] = None, worker: Any = None):
+                 policy_lock: Optional[threading.Lock] = None, worker: Any = None,
+                 episode_idle_timeout: Optional[float] = None):
         if policy_mapping_fn is None and len(policies) != 1:
             raise ValueError(
                 f"A policy_mapping_fn is needed to serve several policies; received policies "
@@ -89,6 +95,9 @@ class ExternalEnvRunner:
         self.policy_lock = policy_lock or threading.Lock()
         self.worker = worker
         self.error: Optional[BaseException] = None
+        self.episode_idle_timeout = episode_idle_timeout
+        self.expired_episodes = 0
+        self._next_expiry_check = 0.0
         self._episodes: Dict[str, _EpisodeRecord] = {}
         self._stop_event = threading.Event()
         self._drain_requested = threading.Event()
@@ -126,10 +135,28 @@ class ExternalEnvRunner:
                 if self._drain_requested.is_set() and not self._ended_episodes_pending():
                     return
                 self.run_once()
+                self._expire_idle_episodes()
         except BaseException as e:  # pylint: disable=broad-except
             self.error = e
             logger.exception("ExternalEnvRunner failed; stopping its env.")
             self.base_env.stop()
+
+    def _expire_idle_episodes(self) -> None:
+        """Drops the env's idle episodes and their records (at most ~10 checks per
+        `episode_idle_timeout`)."""
+        timeout = self.episode_idle_timeout
+        now = time.monotonic()
+        if timeout is None or now < self._next_expiry_check:
+            return
+        self._next_expiry_check = now + min(timeout / 10, 1.0)
+        expired = self.base_env.external_env.expire_idle_episodes(timeout)
+        for eid in expired:
+            self._episodes.pop(eid, None)
+        if expired:
+            self.expired_episodes += len(expired)
+            logger.warning("Dropped %d episode(s) idle for more than %s s (%d so far): %s",
+                           len(expired), timeout, self.expired_episodes,
+                           ", ".join(e[:40] for e in expired[:5]))
 
     def _ended_episodes_pending(self) -> bool:
         return self.base_env.external_env.has_ended_episodes()
@@ -199,9 +226,11 @@ class ExternalEnvRunner:
             if agent is None:
                 agent = record.agents[aid] = self._new_agent(eid, aid)
             policy = self.policies[agent.policy_id]
-            problem = observation_error(policy.observation_space, ob)
+            problem = (observation_error(policy.observation_space, ob)
+                       or space_range_error(policy.observation_space, ob, "observation"))
             if not problem and aid in off_policy:
-                problem = action_error(policy.action_space, off_policy[aid])
+                problem = (action_error(policy.action_space, off_policy[aid])
+                           or space_range_error(policy.action_space, off_policy[aid], "action"))
             if problem:
                 return f"agent {aid!r}: {problem}"
         return None

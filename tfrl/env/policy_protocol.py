@@ -25,6 +25,8 @@ from typing import Any, Dict, Tuple
 
 # Bumped when a command or argument changes meaning.
 PROTOCOL_VERSION = 1
+# Longest episode id accepted (generated ids have 32 characters).
+MAX_EPISODE_ID_LENGTH = 256
 
 START_EPISODE = "START_EPISODE"
 GET_ACTION = "GET_ACTION"
@@ -61,7 +63,8 @@ def parse_request(request: Any) -> Tuple[str, Dict[str, Any]]:
 
     Raises:
         BadRequest: If the request is not a dict, has no or an unknown `"command"`,
-            lacks a required argument or has unexpected ones.
+            lacks a required argument or has unexpected ones, or an episode id is not a
+            str of at most `MAX_EPISODE_ID_LENGTH` characters.
     """
     if not isinstance(request, dict):
         raise BadRequest(
@@ -85,5 +88,11 @@ def parse_request(request: Any) -> Tuple[str, Dict[str, Any]]:
     episode_id = args.get("episode_id")
     if "episode_id" in required and command != GET_ACTION and not (
             isinstance(episode_id, str) or (command == START_EPISODE and episode_id is None)):
-        raise BadRequest(f"{command}: episode_id must be a str; received {episode_id!r}.")
+        raise BadRequest(f"{command}: episode_id must be a str; received {episode_id!r:.200}.")
+    ids = episode_id if isinstance(episode_id, list) else [episode_id]
+    for eid in ids:
+        if isinstance(eid, str) and len(eid) > MAX_EPISODE_ID_LENGTH:
+            raise BadRequest(f"{command}: episode_id has {len(eid)} characters; at most "
+                             f"{MAX_EPISODE_ID_LENGTH} are accepted (start_episode() without "
+                             "an id generates one of 32).")
     return command, args

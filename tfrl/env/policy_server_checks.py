@@ -6,8 +6,11 @@ holds an action outside the action space or a NaN reward fails (or, worse, silen
 trains NaN weights) long after the request was answered. So the server applies the
 sampler's checks at the door, and a batch is either fully valid or not taken:
 
-- every numeric value a client sends (observations, rewards, uploaded columns) is
-  finite;
+- every numeric value a client sends (observations, actions, rewards, uploaded
+  columns, episode metrics) is finite and fits the dtype it will be stored in (a
+  float64 of 1e39 is finite but becomes inf in a float32 column);
+- uploaded episode metrics are numbers (custom metrics, perf stats, hist data) in
+  dicts of bounded size (`episode_metrics_error`);
 - observations lie in the observation space (structure, shape, numeric dtype,
   bounds), actions in the action space (integer dtypes for discrete spaces);
 - an uploaded batch has exactly the columns, dtype kinds and row shapes of the
@@ -23,6 +26,8 @@ Example:
     'actions[2] is 7, not an integer in [0, 2) (the space is Discrete(2))'
     >>> nonfinite_error({"pos": [0.0, float("nan")]}, "observation")
     "observation['pos'][1] holds a non-finite number (nan)"
+    >>> reward_error(1e39)
+    'reward is 1e+39, outside the float32 range [-3.4028235e+38, 3.4028235e+38] it is stored in'
 """
 
 import copy
@@ -46,23 +51,40 @@ _SIMPLE = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.sp
 _BASE_COLUMNS = (SampleBatch.OBS, SampleBatch.ACTIONS, SampleBatch.REWARDS)
 # Columns whose values must lie in the observation / action space.
 _OBS_COLUMNS = (SampleBatch.OBS, SampleBatch.NEXT_OBS)
+# The dtype rewards and float columns are stored in when nothing else says so.
+_FLOAT_DTYPE = np.dtype(np.float32)
+# Bounds of uploaded episode metrics (per episode record).
+MAX_METRIC_KEYS = 256  # keys of each dict field (custom_metrics, perf_stats, ...)
+MAX_METRIC_NAME = 128  # characters of a metric name
+MAX_HIST_VALUES = 10_000  # numbers in all hist_data lists of an episode
+MAX_MEDIA_BYTES = 2**20  # bytes of all media values of an episode
+MAX_EPISODE_LENGTH = 2**31 - 1
+_METRICS_NUMBER_DICTS = ("custom_metrics", "perf_stats")
 
 
 class InvalidData(P.BadRequest):
     """Client data the server refuses (HTTP 400); the message names the field."""
 
 
-def nonfinite_error(value: Any, what: str) -> Optional[str]:
-    """Returns where `value` (a number, array or nest of them) holds NaN or inf, or None."""
+def nonfinite_error(value: Any, what: str, dtype: Any = None) -> Optional[str]:
+    """Returns where `value` (a number, array or nest of them) holds NaN or inf, or a
+    float outside the range of the float `dtype` it will be stored in, or None.
+
+    Args:
+        value: The value.
+        what: Its name in the message.
+        dtype: A float dtype (e.g. float32) the numbers must fit; None: the value's own
+            dtype (only finiteness is checked).
+    """
     if isinstance(value, dict):
         for key, sub in value.items():
-            problem = nonfinite_error(sub, f"{what}[{key!r}]")
+            problem = nonfinite_error(sub, f"{what}[{key!r}]", dtype)
             if problem:
                 return problem
         return None
     if isinstance(value, (list, tuple)) and not _is_flat_numbers(value):
         for i, sub in enumerate(value):
-            problem = nonfinite_error(sub, f"{what}[{i}]")
+            problem = nonfinite_error(sub, f"{what}[{i}]", dtype)
             if problem:
                 return problem
         return None
@@ -75,13 +97,37 @@ def nonfinite_error(value: Any, what: str) -> Optional[str]:
     if arr.dtype.kind not in "fc":
         return None
     bad = ~np.isfinite(arr)
+    if bad.any():
+        if arr.ndim == 0:
+            return f"{what} is not finite ({arr.item()!r})"
+        index = tuple(int(i) for i in np.argwhere(bad)[0])
+        where = what + "".join(f"[{i}]" for i in index)
+        return f"{where} holds a non-finite number ({arr[index].item()!r})"
+    return range_error(arr, what, dtype)
+
+
+def range_error(value: Any, what: str, dtype: Any) -> Optional[str]:
+    """Where the finite floats of `value` (an array or number) overflow the float `dtype`
+    they will be stored in (e.g. 1e39 for float32), or None (also for non-float dtypes)."""
+    if dtype is None or np.dtype(dtype).kind != "f":
+        return None
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "fc" or arr.size == 0:
+        return None
+    limit = float(np.finfo(dtype).max)
+    if arr.dtype.kind == "f" and np.finfo(arr.dtype).max <= limit:
+        return None
+    bad = np.abs(arr) > limit
     if not bad.any():
         return None
+    stored = np.dtype(dtype).name
+    text = str(np.finfo(dtype).max)
+    span = f"the {stored} range [-{text}, {text}]"
     if arr.ndim == 0:
-        return f"{what} is not finite ({arr.item()!r})"
+        return f"{what} is {arr.item()!r}, outside {span} it is stored in"
     index = tuple(int(i) for i in np.argwhere(bad)[0])
     where = what + "".join(f"[{i}]" for i in index)
-    return f"{where} holds a non-finite number ({arr[index].item()!r})"
+    return f"{where} is {arr[index].item()!r}, outside {span} {what} is stored in"
 
 
 def batch_error(space: gym.Space, batch: Any, what: str, *, integral: bool = False
@@ -123,6 +169,10 @@ def batch_error(space: gym.Space, batch: Any, what: str, *, integral: bool = Fal
     if isinstance(space, gym.spaces.Box):
         bad = ~((arr >= space.low) & (arr <= space.high))
         expected = f"in [{space.low.min()}, {space.high.max()}] and finite"
+        if not bad.any():
+            problem = range_error(arr, what, space.dtype)
+            if problem:
+                return problem + f" (the space is {space})"
     else:
         if integral and arr.dtype.kind not in "biu":
             return (f"{what} has dtype {arr.dtype}, expected integers (the space is {space})")
@@ -153,7 +203,33 @@ def observation_problem(space: Optional[gym.Space], observation: Any) -> Optiona
     if problem:
         return problem
     problem = batch_error(space, _as_one_row(space, observation), "observation")
-    return problem.replace("observation[0] is", "observation is", 1) if problem else None
+    if problem and problem.startswith("observation[0]"):
+        problem = "observation" + problem[len("observation[0]"):]
+    return problem
+
+
+def space_range_error(space: gym.Space, value: Any, what: str) -> Optional[str]:
+    """Where the floats of one `value` of `space` overflow the float dtype of its Box
+    (e.g. an action of 1e39 for a float32 Box with infinite bounds), or None."""
+    if isinstance(space, gym.spaces.Dict) and isinstance(value, dict):
+        for key, sub in space.spaces.items():
+            problem = space_range_error(sub, value.get(key), f"{what}[{key!r}]")
+            if problem:
+                return problem
+        return None
+    if isinstance(space, gym.spaces.Tuple) and isinstance(value, (list, tuple)):
+        for i, (sub, v) in enumerate(zip(space.spaces, value)):
+            problem = space_range_error(sub, v, f"{what}[{i}]")
+            if problem:
+                return problem
+        return None
+    if not isinstance(space, gym.spaces.Box) or value is None:
+        return None
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError):
+        return None
+    return range_error(arr, what, space.dtype)
 
 
 def _as_one_row(space: gym.Space, value: Any) -> Any:
@@ -178,9 +254,111 @@ def reward_error(reward: Any, what: str = "reward") -> Optional[str]:
     arr = np.asarray(reward)
     if arr.ndim != 0 or arr.dtype.kind not in "iuf":
         return f"{what} must be a finite number; received {_short(reward)}"
-    if not math.isfinite(float(arr)):
-        return f"{what} must be a finite number; received {float(arr)!r}"
+    try:
+        number = float(arr)
+    except OverflowError:  # a huge int
+        number = math.inf
+    if not math.isfinite(number):
+        return f"{what} must be a finite number; received {_short(reward)}"
+    return range_error(np.float64(number), what, _FLOAT_DTYPE)
+
+
+def number_error(value: Any, what: str) -> Optional[str]:
+    """Why `value` is not a finite real number within the float32 range (a metric,
+    stored and summarised as a float), or None."""
+    if isinstance(value, (np.ndarray, np.generic)) and np.ndim(value) == 0:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        return f"{what} must be a number; received {_short(value)}"
+    try:
+        number = float(value)
+    except OverflowError:
+        number = math.inf
+    if not math.isfinite(number):
+        return f"{what} must be a finite number; received {_short(value)}"
+    return range_error(np.float64(number), what, _FLOAT_DTYPE)
+
+
+def episode_metrics_error(metrics: Any) -> Optional[str]:
+    """Why an uploaded episode-metrics dict (RolloutMetrics fields) would not aggregate,
+    or None: `episode_length` an int in [0, 2**31), `episode_reward` and the values of
+    `agent_rewards`, `custom_metrics` and `perf_stats` finite numbers in the float32
+    range, `hist_data` values lists of such numbers, `media` values numbers, strings or
+    numeric arrays; at most `MAX_METRIC_KEYS` keys per dict, names of at most
+    `MAX_METRIC_NAME` characters, `MAX_HIST_VALUES` hist numbers and `MAX_MEDIA_BYTES`
+    of media per episode, `episode_faulty` a bool.
+
+    The caller has checked the field names and that the dict fields are dicts.
+    """
+    length = metrics["episode_length"]
+    if isinstance(length, bool) or not isinstance(length, numbers.Integral) or length < 0:
+        return f"episode_length must be an int >= 0; received {_short(length)}"
+    if length > MAX_EPISODE_LENGTH:
+        return (f"episode_length must be at most {MAX_EPISODE_LENGTH}; received "
+                f"{_short(length)}")
+    problem = number_error(metrics["episode_reward"], "episode_reward")
+    if problem:
+        return problem
+    if not isinstance(metrics.get("episode_faulty", False), bool):
+        return f"episode_faulty must be a bool; received {_short(metrics['episode_faulty'])}"
+    hist_values, media_bytes = 0, 0
+    for field in ("agent_rewards", "custom_metrics", "perf_stats", "hist_data", "media"):
+        values = metrics.get(field) or {}
+        if len(values) > MAX_METRIC_KEYS:
+            return f"{field} has {len(values)} keys; at most {MAX_METRIC_KEYS} are accepted"
+        for key, value in values.items():
+            if field == "agent_rewards":
+                name = f"{field}[{_short(key)}]"
+            elif not isinstance(key, str) or len(key) > MAX_METRIC_NAME:
+                return (f"{field} keys must be names of at most {MAX_METRIC_NAME} "
+                        f"characters; received {_short(key)}")
+            else:
+                name = f"{field}[{key!r}]"
+            if field in ("agent_rewards",) + _METRICS_NUMBER_DICTS:
+                problem = number_error(value, name)
+            elif field == "hist_data":
+                problem, n = _hist_error(value, name)
+                hist_values += n
+                if not problem and hist_values > MAX_HIST_VALUES:
+                    problem = (f"hist_data holds more than {MAX_HIST_VALUES} numbers; "
+                               "fewer are accepted per episode")
+            else:
+                problem, n = _media_error(value, name)
+                media_bytes += n
+                if not problem and media_bytes > MAX_MEDIA_BYTES:
+                    problem = (f"media holds more than {MAX_MEDIA_BYTES} bytes; less is "
+                               "accepted per episode")
+            if problem:
+                return problem
     return None
+
+
+def _hist_error(value: Any, what: str):
+    """(problem or None, count of numbers) of one hist_data entry."""
+    if isinstance(value, np.ndarray) and value.ndim == 1:
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)):
+        return f"{what} must be a list of numbers; received {_short(value)}", 0
+    if len(value) > MAX_HIST_VALUES:
+        return None, len(value)
+    for i, item in enumerate(value):
+        problem = number_error(item, f"{what}[{i}]")
+        if problem:
+            return problem, 0
+    return None, len(value)
+
+
+def _media_error(value: Any, what: str):
+    """(problem or None, bytes) of one media value."""
+    if isinstance(value, str):
+        return None, len(value)
+    if isinstance(value, np.ndarray) and value.dtype.kind in "biuf":
+        return nonfinite_error(value, what), value.nbytes
+    problem = number_error(value, what)
+    if problem:
+        return (f"{what} must be a number, a str or a numeric array; received "
+                f"{_short(value)}"), 0
+    return None, 8
 
 
 class BatchValidator:
@@ -250,11 +428,21 @@ class BatchValidator:
             elif column == SampleBatch.ACTIONS:
                 problem = batch_error(policy.action_space, value, column, integral=True)
             else:
-                problem = nonfinite_error(value, column)
+                problem = nonfinite_error(value, column, self._float_dtype(reference, column))
             if problem:
                 raise InvalidData(f"{where}: {problem}.")
             if reference is not None:
                 self._check_like_reference(column, value, reference[column], where)
+
+    @staticmethod
+    def _float_dtype(reference: Optional[Dict[str, Any]], column: str) -> Any:
+        """The float dtype the column is stored in: the reference's (when it has one
+        float dtype), float32 for rewards without a reference; None: no range check."""
+        if reference is None or column not in reference:
+            return _FLOAT_DTYPE if column == SampleBatch.REWARDS else None
+        kinds = {spec.dtype for spec in tree.flatten(reference[column])
+                 if spec.dtype.kind == "f"}
+        return min(kinds, key=lambda d: d.itemsize) if kinds else None
 
     @staticmethod
     def _check_like_reference(column: str, value: Any, reference: Any, where: str) -> None:
@@ -344,5 +532,10 @@ def _length(arr: np.ndarray) -> Any:
 
 
 def _short(value: Any) -> str:
-    text = repr(value.tolist() if isinstance(value, (np.ndarray, np.generic)) else value)
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 256:
+        return f"an int of {value.bit_length()} bits"  # repr() of a huge int may raise
+    try:
+        text = repr(value.tolist() if isinstance(value, (np.ndarray, np.generic)) else value)
+    except Exception:  # pylint: disable=broad-except
+        text = f"<{type(value).__name__}>"
     return text if len(text) <= 80 else text[:77] + "..."

@@ -11,8 +11,9 @@ import threading
 from typing import Any, Dict, Mapping, Optional
 
 from tfrl.env import policy_protocol as P
-from tfrl.env.policy_server_checks import (BatchValidator, InvalidData, nonfinite_error,
-                                           observation_problem, reward_error)
+from tfrl.env.policy_server_checks import (BatchValidator, InvalidData, episode_metrics_error,
+                                           nonfinite_error, observation_problem, reward_error,
+                                           space_range_error)
 from tfrl.env.wire_format import encodable_subset
 from tfrl.data.rollout_metrics import RolloutMetrics
 
@@ -28,7 +29,8 @@ def to_rollout_metrics(metrics: Any) -> RolloutMetrics:
             `episode_length` and `episode_reward` are required.
 
     Raises:
-        ValueError: If a field is unknown, missing, or of the wrong type (names it).
+        ValueError: If a field is unknown, missing, of the wrong type, or holds a value
+            that does not aggregate (see `episode_metrics_error`; names the field).
 
     Example:
         >>> to_rollout_metrics({"episode_length": 3, "episode_reward": 2.5})
@@ -44,12 +46,6 @@ def to_rollout_metrics(metrics: Any) -> RolloutMetrics:
     if unknown or missing:
         raise ValueError(f"Episode metrics: unknown fields {unknown}, missing fields {missing}; "
                          f"the fields are {list(RolloutMetrics._fields)}.")
-    length, reward = metrics["episode_length"], metrics["episode_reward"]
-    if isinstance(length, bool) or not isinstance(length, numbers.Integral) or length < 0:
-        raise ValueError(f"Episode metrics: episode_length must be an int >= 0; received "
-                         f"{length!r}.")
-    if isinstance(reward, bool) or not isinstance(reward, numbers.Real):
-        raise ValueError(f"Episode metrics: episode_reward must be a number; received {reward!r}.")
     fields = {k: metrics.get(k) or {} for k in _METRICS_DICTS}
     for key, value in fields.items():
         if not isinstance(value, Mapping):
@@ -57,7 +53,11 @@ def to_rollout_metrics(metrics: Any) -> RolloutMetrics:
     for key in fields["agent_rewards"]:
         if not (isinstance(key, tuple) and len(key) == 2):
             raise ValueError("Episode metrics: agent_rewards keys must be (agent_id, policy_id) "
-                             f"tuples; received {key!r}.")
+                             f"tuples; received {key!r:.200}.")
+    problem = episode_metrics_error(metrics)
+    if problem:
+        raise ValueError(f"Episode metrics: {problem}.")
+    length, reward = metrics["episode_length"], metrics["episode_reward"]
     return RolloutMetrics(int(length), float(reward), episode_faulty=bool(
         metrics.get("episode_faulty", False)), **{k: dict(v) for k, v in fields.items()})
 
@@ -146,6 +146,9 @@ class PolicyServerCommands:
     def _log_action(self, episode_id: str, observation: Any, action: Any) -> dict:
         self._check_observation("LOG_ACTION: observation", observation)
         problem = nonfinite_error(action, "action")
+        if not problem and not self.multiagent:
+            space = next(iter(self.policies.values())).action_space
+            problem = space_range_error(space, action, "action")
         if problem:
             raise InvalidData(f"LOG_ACTION: {problem}.")
         self.env.log_action(episode_id, observation, action)

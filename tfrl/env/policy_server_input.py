@@ -27,14 +27,32 @@ Limits (each a keyword argument):
   `rollout_fragment_length`) of Atari frames is ~15 MB and fits with room to spare;
   CartPole-size rows take ~0.2 KB (~150k rows). Raise it for bigger uploads, or
   lower `rollout_fragment_length` of local-inference clients.
-- `max_connections` (default 64): connections served at once (one thread each);
-  more get 503 with `Retry-After` at once, without a thread. The bytes of bodies
-  being read or decoded at once are capped at `2 * max_request_bytes` (more get
-  503 + `Retry-After` too), which bounds the memory requests take: a decoded batch
+- `max_connections` (default 64): requests served at once. A connection takes a slot
+  once its request line and headers are in (and gives it back after the answer), so
+  idle keep-alive connections and slow senders of headers hold none; a request over
+  the limit waits up to 0.5 s for a slot, then gets 503 + `Retry-After`. The bytes of
+  bodies being read or decoded at once are capped at `2 * max_request_bytes`, counted
+  as they arrive (a body that is announced but trickles holds only what it sent; more
+  get 503 + `Retry-After` too), which bounds the memory requests take: a decoded batch
   body peaks at ~4x its size, the worst JSON that is decoded (lists of short floats)
   at ~13x, so ~0.8 GB at most with the defaults (tests/test_policy_server_fuzz.py
   measures it). Bodies with more JSON arrays/objects than one per 32 bytes (+1000)
   are refused before decoding (they would cost ~25x).
+- `max_open_connections` (default 512) and `max_connections_per_client` (default
+  128, per client IP address): open connections (one thread each, blocked in a read
+  when idle); more get 503 + `Retry-After` at once, without a thread.
+- `header_timeout` (default 10 s): the request line and headers must arrive within
+  this time (from the connection's start, or on a keep-alive connection from the
+  request's first byte; a keep-alive connection may idle 60 s between requests);
+  `min_body_rate` (default 64 KiB/s): after a grace of 10 s, a body must keep
+  arriving at this rate on average. Slow senders are closed (408 for bodies) and
+  counted in `stats()`. The token is checked as soon as the headers are in, before
+  any of the body is read. A request line and headers may take 256 KiB (431 beyond).
+- `episode_idle_timeout` (default 600 s): remote-inference episodes without any call
+  for this long are dropped and counted (they no longer hold one of the 100
+  concurrent-episode slots); ids of finished episodes are remembered in a window of
+  10,000 (`ExternalEnv.finished_ids_window`), and episode ids have at most 256
+  characters.
 - `max_queued_batches` (default 64): batches waiting for `next()`. When full, a
   `REPORT_SAMPLES` gets 503 + `Retry-After` (nothing of it is queued; `PolicyClient`
   retries), and a batch from remote inference pushes out the oldest queued one; the
@@ -52,7 +70,9 @@ Example (with a policy object instead of a rollout worker):
     ...     port = server.server_port  # port 0: the OS picked a free one
 """
 
+import collections
 import hmac
+import io
 import logging
 import os
 import queue
@@ -81,13 +101,23 @@ _POLL_TIMEOUT_S = 0.2
 TOKEN_ENV_VAR = "TFRL_POLICY_SERVER_TOKEN"
 # Seconds a client is told to wait (Retry-After) when the server is busy.
 _RETRY_AFTER_S = 1
-# Seconds the serving thread spends reading a request it refuses (too many connections).
+# Seconds spent reading a request that is refused (too many connections).
 _REFUSE_READ_S = 0.25
+# Seconds a request whose headers are in waits for one of the `max_connections` slots.
+_SLOT_WAIT_S = 0.5
+# Refused connections waiting for their 503 answer; more are closed without one.
+_MAX_PENDING_REFUSALS = 64
 # JSON arrays/objects allowed in a body: one per this many bytes, plus a few.
 _BYTES_PER_CONTAINER = 32
 _FREE_CONTAINERS = 1000
 # In-flight body bytes allowed, as a multiple of max_request_bytes.
 _INFLIGHT_BODIES = 2
+# Seconds a body may take before `min_body_rate` applies.
+_BODY_GRACE_S = 10.0
+# Bytes of a body read (and reserved from the in-flight budget) at a time.
+_BODY_CHUNK = 2**20
+# Bytes read while a request line and headers arrive (the read-ahead may hold some body).
+_MAX_HEAD_BYTES = 2**18
 
 
 class PolicyServerInput(ThreadingHTTPServer, InputReader):
@@ -112,8 +142,14 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
             the worker's `multiagent` flag, or True with several policies or a
             `policy_mapping_fn`.
         max_request_bytes: tfrl extension: largest request body (see the module doc).
-        max_connections: tfrl extension: connections served at once.
+        max_connections: tfrl extension: requests served at once.
         max_queued_batches: tfrl extension: batches queued for `next()`.
+        max_open_connections: tfrl extension: open connections (each a thread).
+        max_connections_per_client: tfrl extension: open connections per client IP.
+        header_timeout: tfrl extension: seconds for a request's line and headers.
+        min_body_rate: tfrl extension: bytes/s a body must average after 10 s.
+        episode_idle_timeout: tfrl extension: seconds after which an episode without
+            calls is dropped; None keeps episodes until they end.
         auth_token: tfrl extension: shared secret every request must carry; None
             reads the `TFRL_POLICY_SERVER_TOKEN` env var ("" or unset: no token).
 
@@ -122,7 +158,7 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
             failure is logged as RLlib does: "Creating a PolicyServer on
             <host>:<port> failed!").
         ValueError: If there is no policy to serve, or several without a mapping fn,
-            or a limit is not an int >= 1.
+            or a limit is not an int >= 1 (a timeout or rate not a number > 0).
     """
 
     daemon_threads = True
@@ -134,15 +170,28 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
                  policy: Any = None, policy_mapping_fn: Optional[Callable] = None,
                  multiagent: Optional[bool] = None, max_request_bytes: int = 32 * 2**20,
                  max_connections: int = 64, max_queued_batches: int = 64,
-                 auth_token: Optional[str] = None):
+                 auth_token: Optional[str] = None, max_open_connections: int = 512,
+                 max_connections_per_client: int = 128, header_timeout: float = 10.0,
+                 min_body_rate: float = 65536.0,
+                 episode_idle_timeout: Optional[float] = 600.0):
         if not isinstance(idle_timeout, (int, float)) or idle_timeout <= 0:
             raise ValueError(f"idle_timeout must be a number > 0 (seconds). Received: "
                              f"idle_timeout={idle_timeout!r}.")
         for name, value in (("max_request_bytes", max_request_bytes),
                             ("max_connections", max_connections),
-                            ("max_queued_batches", max_queued_batches)):
+                            ("max_queued_batches", max_queued_batches),
+                            ("max_open_connections", max_open_connections),
+                            ("max_connections_per_client", max_connections_per_client)):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an int >= 1. Received: {name}={value!r}.")
+        for name, value in (("header_timeout", header_timeout), ("min_body_rate", min_body_rate),
+                            ("episode_idle_timeout", episode_idle_timeout)):
+            if value is None and name == "episode_idle_timeout":
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)) \
+                    or not value > 0 or value == float("inf"):
+                raise ValueError(f"{name} must be a finite number > 0. Received: "
+                                 f"{name}={value!r}.")
         if auth_token is None:
             auth_token = os.environ.get(TOKEN_ENV_VAR) or None
         if auth_token is not None and (not isinstance(auth_token, str) or not auth_token):
@@ -150,12 +199,18 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
                              f"auth_token={type(auth_token).__name__}.")
         self.max_request_bytes = max_request_bytes
         self.max_connections = max_connections
+        self.max_open_connections = max_open_connections
+        self.max_connections_per_client = max_connections_per_client
+        self.header_timeout = float(header_timeout)
+        self.min_body_rate = float(min_body_rate)
+        self._open_per_client: Dict[str, int] = collections.Counter()
         self._auth = None if auth_token is None else f"Bearer {auth_token}".encode("utf-8")
         self._connection_slots = threading.BoundedSemaphore(max_connections)
         self._inflight_bytes = 0
         self._dropped_batches = 0
         self._dropped_steps = 0
-        self._rejected = {"busy": 0, "queue_full": 0, "unauthorized": 0, "invalid": 0}
+        self._rejected = {"busy": 0, "queue_full": 0, "unauthorized": 0, "invalid": 0,
+                          "client_connections": 0, "slow_header": 0, "slow_body": 0}
         self.rollout_worker = getattr(ioctx, "worker", None)
         self.samples_queue: queue.Queue = queue.Queue(max_queued_batches)
         self.metrics_queue: queue.Queue = queue.Queue()
@@ -168,8 +223,11 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
         self._requests_done = threading.Condition(self._lock)
         self._busy_requests = 0
         self._connections: set = set()
+        self._open_connections = 0
         self._handler_threads: set = set()
         self._stop_event = threading.Event()
+        # Connections over the limits, waiting for their 503 (excess ones are just closed).
+        self._refusals: queue.Queue = queue.Queue(_MAX_PENDING_REFUSALS)
         try:
             ThreadingHTTPServer.__init__(self, (address, port), _PolicyRequestHandler)
         except OSError as e:
@@ -189,12 +247,14 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
             env.to_base_env(poll_timeout=_POLL_TIMEOUT_S), policies, self._put_results,
             policy_mapping_fn=policy_mapping_fn, multiagent=multiagent,
             rollout_fragment_length=fragment_length(config),
-            policy_lock=policy_lock, worker=self.rollout_worker)
+            policy_lock=policy_lock, worker=self.rollout_worker,
+            episode_idle_timeout=episode_idle_timeout)
         self._runner.start()
         self._service_threads = [
             threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.1},
                              name="PolicyServer", daemon=True),
             threading.Thread(target=self._heartbeat, name="PolicyServerHeartbeat", daemon=True),
+            threading.Thread(target=self._refuse_loop, name="PolicyServerRefusals", daemon=True),
         ]
         for thread in self._service_threads:
             thread.start()
@@ -239,13 +299,23 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
 
     def stats(self) -> Dict[str, int]:
         """Counters of the server's limits: batches queued now, batches and steps
-        dropped from the full queue, and requests refused per reason (`busy`: too many
-        connections or bytes in flight, `queue_full`, `unauthorized`, `invalid`: 4xx)."""
+        dropped from the full queue, requests or connections refused per reason
+        (`busy`: too many requests, connections or bytes in flight;
+        `client_connections`: too many connections of one client; `queue_full`;
+        `unauthorized`; `invalid`: 4xx; `slow_header`, `slow_body`: closed for
+        sending too slowly), connections open now, episodes tracked now (running or
+        not yet processed), remembered ids of finished episodes, and idle episodes
+        expired so far."""
+        counts = self._commands.env.episode_counts()
         with self._lock:
             return {"queued_batches": self.samples_queue.qsize(),
                     "dropped_batches": self._dropped_batches,
                     "dropped_steps": self._dropped_steps,
-                    **{f"rejected_{k}": v for k, v in self._rejected.items()}}
+                    **{f"rejected_{k}": v for k, v in self._rejected.items()},
+                    "open_connections": len(self._connections),
+                    "episodes": counts["episodes"],
+                    "finished_episode_ids": counts["finished_ids"],
+                    "expired_episodes": self._runner.expired_episodes}
 
     def stop(self, timeout: float = 5.0) -> None:
         """Stops serving: waiting requests fail (503), sockets close, threads are joined."""
@@ -277,8 +347,8 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
 
     @property
     def threads(self) -> List[threading.Thread]:
-        """The threads this server started (serving, heartbeat, inference loop, serving
-        env); `stop()` ends them all."""
+        """The threads this server started (serving, heartbeat, refusals, inference loop,
+        serving env); `stop()` ends them all."""
         return [*self._service_threads, self._runner.thread, self._commands.env]
 
     def __enter__(self) -> "PolicyServerInput":
@@ -297,16 +367,32 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
 
     def process_request(self, request, client_address) -> None:
         # Runs in the serving thread: refuse excess connections without a thread.
-        if not self._connection_slots.acquire(blocking=False):
-            self._count("busy")
-            _refuse_busy(request, f"The policy server is serving its maximum of "
-                                  f"{self.max_connections} connections; retry later.")
-            self.shutdown_request(request)
+        client = str(client_address[0]) if client_address else ""
+        with self._lock:
+            if self._open_connections >= self.max_open_connections:
+                refusal = ("busy", f"The policy server has its maximum of "
+                                   f"{self.max_open_connections} connections open; retry later.")
+            elif self._open_per_client[client] >= self.max_connections_per_client:
+                refusal = ("client_connections",
+                           f"The policy server has {self.max_connections_per_client} "
+                           f"connections of {client} open, its maximum per client "
+                           "(max_connections_per_client); close some or retry later.")
+            else:
+                refusal = None
+                self._open_connections += 1
+                self._open_per_client[client] += 1
+            if refusal:
+                self._rejected[refusal[0]] += 1
+        if refusal:
+            try:  # answered by one thread, so that a flood cannot stall accepting
+                self._refusals.put_nowait((request, refusal[1]))
+            except queue.Full:
+                self.shutdown_request(request)
             return
         try:
             super().process_request(request, client_address)
         except BaseException:
-            self._connection_slots.release()
+            self._connection_closed(client)
             raise
 
     def process_request_thread(self, request, client_address) -> None:
@@ -319,14 +405,22 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
             with self._lock:
                 self._connections.discard(request)
                 self._handler_threads.discard(threading.current_thread())
-            self._connection_slots.release()
+            self._connection_closed(str(client_address[0]) if client_address else "")
+
+    def _connection_closed(self, client: str) -> None:
+        with self._lock:
+            self._open_connections -= 1
+            self._open_per_client[client] -= 1
+            if not self._open_per_client[client]:
+                del self._open_per_client[client]
 
     def _count(self, reason: str) -> None:
         with self._lock:
             self._rejected[reason] += 1
 
     def _reserve_body(self, n: int) -> bool:
-        """Reserves `n` bytes of the in-flight body budget; False if it is used up."""
+        """Reserves `n` more bytes of the in-flight body budget; False if it is used up
+        (the first reservation always succeeds: one body may always be read)."""
         with self._lock:
             if self._inflight_bytes and \
                     self._inflight_bytes + n > _INFLIGHT_BODIES * self.max_request_bytes:
@@ -387,6 +481,20 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
                                "faster or raise max_queued_batches.",
                                self.samples_queue.maxsize, old.count, total)
 
+    def _refuse_loop(self) -> None:
+        while not self._stop_event.is_set():
+            try:
+                sock, message = self._refusals.get(timeout=_POLL_TIMEOUT_S)
+            except queue.Empty:
+                continue
+            _refuse_busy(sock, message)
+            self.shutdown_request(sock)
+        while True:
+            try:
+                self.shutdown_request(self._refusals.get_nowait()[0])
+            except queue.Empty:
+                return
+
     def _heartbeat(self) -> None:
         while not self._stop_event.wait(self.idle_timeout):
             with self._put_lock:
@@ -410,14 +518,112 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
         return self._commands.handle(request)
 
 
+class _DeadlineReader(io.RawIOBase):
+    """A socket's reads with a deadline (an absolute `time.monotonic()` value) on top of
+    the per-read `idle` timeout: a sender that trickles a byte now and then cannot hold
+    a read open past the deadline. Raises TimeoutError when it passes."""
+
+    def __init__(self, sock: socket.socket, idle: float):
+        super().__init__()
+        self.sock = sock
+        self.idle = idle
+        self.deadline: Optional[float] = None
+        # Bytes that may still be read (None: no limit); _HeadTooLarge past it.
+        self.budget: Optional[int] = None
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        timeout = self.idle
+        if self.deadline is not None:
+            timeout = min(timeout, self.deadline - time.monotonic())
+            if timeout <= 0:
+                raise TimeoutError("deadline passed")
+        if self.budget is not None and self.budget <= 0:
+            raise _HeadTooLarge
+        self.sock.settimeout(timeout)
+        try:
+            n = self.sock.recv_into(buffer)
+        finally:
+            self.sock.settimeout(self.idle)  # for writes and plain reads
+        if self.budget is not None:
+            self.budget -= n
+        return n
+
+
+class _HeadTooLarge(Exception):
+    """A request line and headers longer than `_MAX_HEAD_BYTES`."""
+
+
 class _PolicyRequestHandler(BaseHTTPRequestHandler):
     """Reads one POSTed wire-format request, runs it, writes the JSON response."""
 
     protocol_version = "HTTP/1.1"
     server_version = "tfrl-PolicyServer"
     disable_nagle_algorithm = True
-    # Seconds a connection may stay idle, or a request body may take to arrive.
+    # Seconds a keep-alive connection may stay idle between requests (and the longest
+    # single wait for a read or write).
     timeout = 60.0
+
+    def setup(self) -> None:
+        super().setup()
+        self._reader = _DeadlineReader(self.connection, self.timeout)
+        self.rfile = io.BufferedReader(self._reader, 65536)
+        # The first request's line and headers are due `header_timeout` after connecting.
+        self._reader.deadline = time.monotonic() + self.server.header_timeout
+        self._first_request = True
+
+    def handle_one_request(self) -> None:
+        """Reads the request line and headers within the header deadline, then serves
+        the request (as BaseHTTPRequestHandler does, with deadlines and counting)."""
+        server, reader = self.server, self._reader
+        try:
+            if not self._first_request:  # keep-alive: idle until the next request's byte
+                reader.deadline = None
+                if not self.rfile.peek(1):
+                    self.close_connection = True
+                    return
+                reader.deadline = time.monotonic() + server.header_timeout
+            self._first_request = False
+            reader.budget = _MAX_HEAD_BYTES
+            self.raw_requestline = self.rfile.readline(65537)
+            if not self.raw_requestline:
+                self.close_connection = True
+                return
+            if len(self.raw_requestline) > 65536:
+                self.requestline, self.request_version, self.command = "", "", ""
+                self.send_error(414)
+                return
+            if not self.parse_request():
+                return
+        except TimeoutError:
+            if reader.deadline is not None:  # not an idle keep-alive connection
+                server._count("slow_header")  # pylint: disable=protected-access
+                logger.info("Closed a connection from %s: its request line and headers did "
+                            "not arrive within %s s (header_timeout).", self.address_string(),
+                            server.header_timeout)
+            self.close_connection = True
+            return
+        except _HeadTooLarge:
+            server._count("invalid")  # pylint: disable=protected-access
+            reader.budget = None
+            self.requestline, self.request_version, self.command = "", "HTTP/1.1", ""
+            self.send_error(431, f"Request line and headers exceed {_MAX_HEAD_BYTES} bytes")
+            self.close_connection = True
+            return
+        finally:
+            reader.budget = None
+        reader.deadline = None
+        method = getattr(self, "do_" + self.command, None)
+        if method is None:
+            self.send_error(501, f"Unsupported method ({self.command!r})")
+            return
+        try:
+            method()
+            self.wfile.flush()
+        except TimeoutError:
+            self.close_connection = True
 
     def do_POST(self) -> None:  # pylint: disable=invalid-name
         self.server._begin_request()  # pylint: disable=protected-access
@@ -428,7 +634,8 @@ class _PolicyRequestHandler(BaseHTTPRequestHandler):
 
     def _serve_post(self) -> None:
         server = self.server
-        reserved = 0
+        reserved = [0]
+        slot = False
         try:
             if not server._authorized(self.headers.get("Authorization")):
                 server._count("unauthorized")
@@ -436,18 +643,19 @@ class _PolicyRequestHandler(BaseHTTPRequestHandler):
                                       "'Authorization: Bearer <token>' (PolicyClient(..., "
                                       "auth_token=...)); the token was missing or wrong.")
             n = self._body_length()
-            if not server._reserve_body(n):
+            slot = server._connection_slots.acquire(timeout=_SLOT_WAIT_S)
+            if not slot:
                 server._count("busy")
-                raise _HTTPError(503, "The policy server is reading too many request bodies "
-                                      "at once; retry later.", retry=True)
-            reserved = n
-            body = self._read_body(n)
+                self._discard_small_body(n)
+                raise _HTTPError(503, f"The policy server is serving its maximum of "
+                                      f"{server.max_connections} requests; retry later.",
+                                 retry=True)
+            body = self._read_body(n, reserved)
             _check_containers(body)
             request = loads(body)
             response = server._handle(request)
         except _HTTPError as e:
-            if e.status != 503:
-                self.close_connection = True
+            self.close_connection = True  # the body may be unread
             return self._send(e.status, {"error": str(e)}, retry=e.retry)
         except queue.Full:
             return self._send(503, {"error": "The policy server's sample queue is full "
@@ -466,8 +674,10 @@ class _PolicyRequestHandler(BaseHTTPRequestHandler):
                     logger.warning("Refused a request from %s: %s", self.address_string(), e)
             return self._send(status, {"error": message})
         finally:
-            if reserved:
-                server._release_body(reserved)
+            if reserved[0]:
+                server._release_body(reserved[0])
+            if slot:
+                server._connection_slots.release()
         self._send(200, response)
 
     def do_GET(self) -> None:  # pylint: disable=invalid-name
@@ -487,15 +697,62 @@ class _PolicyRequestHandler(BaseHTTPRequestHandler):
                                   f"{self.server.max_request_bytes} bytes (max_request_bytes).")
         return n
 
-    def _read_body(self, n: int) -> bytes:
+    def _read_body(self, n: int, reserved: list) -> bytes:
+        """Reads the `n` bytes of the body, reserving them from the in-flight budget as
+        they arrive (`reserved[0]` holds the bytes reserved, for the caller to release).
+
+        Raises:
+            _HTTPError: 408 if the body arrives slower than `min_body_rate` (after
+                `_BODY_GRACE_S`), 400 if the connection ends first, 503 if the
+                in-flight budget is used up.
+        """
+        server, reader = self.server, self._reader
+        chunks, received = [], 0
+        start = time.monotonic()
         try:
-            body = self.rfile.read(n)
-        except (TimeoutError, OSError):
-            body = b""
-        if len(body) != n:
-            raise _HTTPError(400, f"Truncated request body: received {len(body)} of the {n} "
+            while received < n:
+                size = min(n - received, _BODY_CHUNK)
+                if not server._reserve_body(size):
+                    server._count("busy")
+                    raise _HTTPError(503, "The policy server is reading too many request "
+                                          "bodies at once; retry later.", retry=True)
+                reserved[0] += size
+                reader.deadline = start + _BODY_GRACE_S + received / server.min_body_rate
+                chunk = self.rfile.read1(size)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                received += len(chunk)
+                if len(chunk) < size:  # give back what this read did not use
+                    server._release_body(size - len(chunk))
+                    reserved[0] -= size - len(chunk)
+        except TimeoutError:  # the rate deadline passed, or no byte came for `timeout` s
+            server._count("slow_body")
+            raise _HTTPError(408, f"Request body arrived too slowly: {received} of {n} bytes "
+                                  f"in {time.monotonic() - start:.1f} s; after the first "
+                                  f"{_BODY_GRACE_S:g} s the server needs "
+                                  f"{server.min_body_rate:g} bytes/s (min_body_rate).") from None
+        except OSError:
+            pass
+        finally:
+            reader.deadline = None
+        if received != n:
+            raise _HTTPError(400, f"Truncated request body: received {received} of the {n} "
                                   "bytes announced by Content-Length.")
-        return body
+        return b"".join(chunks)
+
+    def _discard_small_body(self, n: int) -> None:
+        """Reads (for at most `_REFUSE_READ_S`) a body of up to 64 KiB that is refused, so
+        that closing the connection does not reset it before the client reads the answer."""
+        if n > 2**16:
+            return
+        self._reader.deadline = time.monotonic() + _REFUSE_READ_S
+        try:
+            self.rfile.read(n)
+        except OSError:
+            pass
+        finally:
+            self._reader.deadline = None
 
     def _send(self, status: int, payload: Dict[str, Any], retry: bool = False) -> None:
         body = dumps(payload)

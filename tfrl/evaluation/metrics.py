@@ -22,7 +22,9 @@ Example:
 import collections
 import concurrent.futures
 import logging
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+import math
+import numbers
+from typing import Any, Dict, Iterable, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -77,6 +79,64 @@ def collect_episodes(
     return episodes, pending
 
 
+class _Dropped:
+    """Counts the metric values `summarize_episodes` cannot aggregate (and logs the first)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self, what: str, value: Any) -> None:
+        if not self.count:
+            logger.warning("Dropped a metric value that cannot be aggregated: %s=%s (expected a "
+                           "finite number); later ones are only counted in the result's "
+                           "'num_dropped_metric_values'.", what, _short(value))
+        self.count += 1
+
+
+def _short(value: Any) -> str:
+    try:
+        text = repr(value)
+    except Exception:  # pylint: disable=broad-except - e.g. a huge int's repr
+        text = f"<{type(value).__name__}>"
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+def _finite(value: Any) -> Optional[float]:
+    """`value` as a float if it is a finite real number (Python or numpy scalar), else None."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if not isinstance(value, (numbers.Real, np.bool_)):
+        return None
+    try:
+        number = float(value)
+    except (OverflowError, ValueError, TypeError):
+        return None
+    return number if math.isfinite(number) else None
+
+
+def _custom_value(value: Any) -> Optional[Any]:
+    """A custom metric as aggregated: a real number (NaN included: it means "no value this
+    episode" and is left out silently), or None if it is anything else."""
+    if isinstance(value, np.ndarray) and value.ndim == 0:
+        value = value[()]
+    if not isinstance(value, (numbers.Real, np.bool_)):
+        return None
+    try:
+        number = float(value)
+    except (OverflowError, ValueError, TypeError):
+        return None
+    return None if math.isinf(number) else value
+
+
+def _items(ep: Any, field: str, drop: _Dropped) -> List[Tuple[Any, Any]]:
+    """The items of a dict field of an episode record ([] and counted if not a dict)."""
+    value = getattr(ep, field)
+    if isinstance(value, Mapping):
+        return list(value.items())
+    drop(field, value)
+    return []
+
+
 def _stats(values: List[float]) -> Tuple[float, float, float]:
     if not values:
         return float("nan"), float("nan"), float("nan")
@@ -104,7 +164,14 @@ def summarize_episodes(
         `policy_reward_min/mean/max` (per policy id other than "default_policy"),
         `custom_metrics`, `hist_stats` (`episode_reward`, `episode_lengths`,
         `policy_<id>_reward` and each episode's `hist_data`), `sampler_perf` (the mean of
-        each perf stat), `episode_media` and `off_policy_estimator`.
+        each perf stat), `episode_media`, `off_policy_estimator` and (tfrl extension)
+        `num_dropped_metric_values`.
+
+    A value that cannot be aggregated (not a finite real number; a custom metric may
+    be NaN, which means "no value"; an episode length that is not an int >= 0; a record
+    field that is not a dict; a hist_data entry that is not a list of finite numbers)
+    is left out and counted in `num_dropped_metric_values`: one bad record in the
+    smoothing window must not make every later `train()` fail.
     """
     if new_episodes is None:
         new_episodes = episodes
@@ -116,26 +183,57 @@ def summarize_episodes(
     media = collections.defaultdict(list)
     estimates = collections.defaultdict(lambda: collections.defaultdict(list))
     num_faulty = 0
+    drop = _Dropped()
     for ep in episodes:
         if not isinstance(ep, RolloutMetrics) and hasattr(ep, "estimator_name"):
             for k, v in ep.metrics.items():
-                estimates[ep.estimator_name][k].append(v)
+                number = _finite(v)
+                if number is None:
+                    drop(f"off_policy_estimator/{ep.estimator_name}/{k}", v)
+                else:
+                    estimates[ep.estimator_name][k].append(number)
             continue
-        for k, v in ep.perf_stats.items():
-            perf[k].append(v)
+        if not isinstance(ep, RolloutMetrics):
+            drop("episode", ep)
+            continue
+        for k, v in _items(ep, "perf_stats", drop):
+            number = _finite(v)
+            if number is None:
+                drop(f"perf_stats/{k}", v)
+            else:
+                perf[k].append(number)
         if ep.episode_faulty:
             num_faulty += 1
             continue
-        lengths.append(ep.episode_length)
-        rewards.append(ep.episode_reward)
-        for k, v in ep.custom_metrics.items():
-            custom[k].append(v)
-        for (_, policy_id), reward in ep.agent_rewards.items():
-            if policy_id != DEFAULT_POLICY_ID:
-                policy_rewards[policy_id].append(reward)
-        for k, v in ep.hist_data.items():
-            hist[k] += list(v)
-        for k, v in ep.media.items():
+        length, reward = ep.episode_length, _finite(ep.episode_reward)
+        if isinstance(length, (bool, np.bool_)) or not isinstance(length, numbers.Integral) \
+                or length < 0:
+            drop("episode_length", length)
+        else:
+            lengths.append(length)
+        if reward is None:
+            drop("episode_reward", ep.episode_reward)
+        else:
+            rewards.append(ep.episode_reward)
+        for k, v in _items(ep, "custom_metrics", drop):
+            value = _custom_value(v)
+            if value is None:
+                drop(f"custom_metrics/{k}", v)
+            else:
+                custom[k].append(value)
+        for key, v in _items(ep, "agent_rewards", drop):
+            number = _finite(v)
+            if number is None or not (isinstance(key, tuple) and len(key) == 2):
+                drop(f"agent_rewards/{key}", v)
+            elif key[1] != DEFAULT_POLICY_ID:
+                policy_rewards[key[1]].append(v)
+        for k, v in _items(ep, "hist_data", drop):
+            values = list(v) if isinstance(v, (list, tuple, np.ndarray)) else None
+            if values is None or any(_finite(x) is None for x in values):
+                drop(f"hist_data/{k}", v)
+            else:
+                hist[k] += values
+        for k, v in _items(ep, "media", drop):
             media[k].append(v)
 
     reward_min, reward_mean, reward_max = _stats(rewards)
@@ -172,6 +270,7 @@ def summarize_episodes(
         "sampler_perf": {k: float(np.mean(v)) for k, v in perf.items()},
         "off_policy_estimator": {
             name: {k: float(np.mean(v)) for k, v in m.items()} for name, m in estimates.items()},
+        "num_dropped_metric_values": drop.count,
     }
 
 
