@@ -5,6 +5,8 @@ Example:
     [0.5, 0.5]
 """
 
+from collections import OrderedDict
+from types import MappingProxyType
 from typing import Any, Optional
 
 import numpy as np
@@ -25,3 +27,25 @@ def softmax(x: Any, axis: int = -1, epsilon: Optional[float] = None) -> np.ndarr
     exp = np.exp(x - np.max(x, axis=axis, keepdims=True))
     return np.maximum(exp / np.sum(exp, axis=axis, keepdims=True),
                       SMALL_NUMBER if epsilon is None else epsilon)
+
+
+def make_action_immutable(obj: Any) -> Any:
+    """Return `obj` read-only: a numpy array gets `writeable=False` (in place), a dict
+    becomes a `types.MappingProxyType`; anything else comes back unchanged.
+
+    Apply it over a nested action with `tree.traverse(make_action_immutable, action,
+    top_down=False)`, as RLlib does before handing actions to the env.
+
+    Example:
+        >>> a = make_action_immutable(np.zeros(2))
+        >>> a.flags["WRITEABLE"]
+        False
+    """
+    if isinstance(obj, np.ndarray):
+        obj.setflags(write=False)
+        return obj
+    if isinstance(obj, OrderedDict):
+        return MappingProxyType(dict(obj))
+    if isinstance(obj, dict):
+        return MappingProxyType(obj)
+    return obj
