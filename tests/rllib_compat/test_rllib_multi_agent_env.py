@@ -225,8 +225,8 @@ def test_sample_from_early_done_env():
     assert ag0_ts[-1] == ag1_ts[-1]
 
 
-@pytest.mark.skip(reason=(
-    "Not yet: hangs. FlexAgentsMultiAgent reaches a state where its one live agent is "
+@pytest.mark.xfail(run=False, strict=True, reason=(
+    "Not yet (not run: it hangs). FlexAgentsMultiAgent reaches a state where its one live agent is "
     "never observed again and the episode never ends; RLlib keeps stepping the env with "
     "no actions and counts those env steps (batches of env steps without agent rows), "
     "tfrl's sampler counts only env steps with an observed agent, so sample() never "
