@@ -256,6 +256,19 @@ def tuned_files(algo: str) -> str:
 # --------------------------------------------------------------------------- the CLI
 
 
+def rllib_compat_table() -> str:
+    """The count table of RLlib's ported tests, as README.md holds it (between its
+    `rllib-compat-table` markers; tests/rllib_compat/test_rllib_compat_table.py checks it
+    against the test files)."""
+    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    match = re.search(r"<!-- rllib-compat-table:begin -->\n(.*?)<!-- rllib-compat-table:end -->",
+                      text, re.S)
+    if not match:
+        raise ValueError("README.md has no rllib-compat-table markers")
+    return match.group(1).strip()
+
+
 def cli_reference() -> str:
     """`tfrl --help`'s text and one table of flags per command, from the absl flags."""
     from absl import flags

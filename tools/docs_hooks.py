@@ -84,6 +84,8 @@ def on_page_markdown(markdown: str, page: Any, config: Any, files: Files) -> str
                 return _results(arg, page_path)
             if kind == "cli":
                 return docs_gen.cli_reference()
+            if kind == "rllib-compat":
+                return docs_gen.rllib_compat_table()
         except (ValueError, FileNotFoundError) as e:
             raise PluginError(f"{page_path}: {match.group(0)}: {e}") from e
         raise PluginError(f"{page_path}: unknown marker {match.group(0)!r}; see "
