@@ -100,9 +100,11 @@ class MockVectorEnv(VectorEnv):
         super().__init__(self.env.observation_space, self.env.action_space, mocked_num_envs)
         self.episode_len = episode_length
         self.ts = 0
+        self._seed = 0  # the first reset seeds CartPole: tests stay deterministic
 
     def vector_reset(self, *, seeds=None, options=None):
-        obs, info = self.env.reset()
+        obs, info = self.env.reset(seed=self._seed)
+        self._seed = None
         return [obs] * self.num_envs, [info] * self.num_envs
 
     def reset_at(self, index=None, *, seed=None, options=None):

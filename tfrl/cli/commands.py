@@ -208,7 +208,7 @@ def _saved_counts(algo: Any) -> Dict[str, int]:
     """The iteration, env steps and episodes the algorithm's checkpoint holds: an
     iteration interrupted (Ctrl-C, SIGTERM) after it counted itself is saved, though its
     result never reached the progress line."""
-    counters = algo.train_exec_impl.shared_metrics.counters
+    counters = algo.shared_metrics.counters
     return {"training_iteration": int(algo.iteration),
             "timesteps_total": int(counters.get("num_env_steps_sampled", 0)),
             "episodes_total": int(algo._episodes_total)}  # what save() writes
