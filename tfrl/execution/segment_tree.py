@@ -156,19 +156,6 @@ class SumSegmentTree(SegmentTree):
     def __init__(self, capacity: int):
         super().__init__(capacity, operation=np.add, neutral_element=0.0)
 
-    def _set_one(self, i: int, value: float) -> None:
-        """`tree[i] = value` for one index: the same parents' `_combine` as the
-        vectorized path, without its per-call array set-up (a scalar insert is ~10x
-        cheaper this way)."""
-        if not 0 <= i < self.capacity:
-            raise IndexError(f"{type(self).__name__}: indices must be in [0, {self.capacity}); "
-                             f"received [{i}].")
-        self.levels[-1][i] = value
-        for level in range(len(self.levels) - 2, -1, -1):
-            i //= self.FANOUT
-            children = self.levels[level + 1][i * self.FANOUT:(i + 1) * self.FANOUT]
-            self.levels[level][i] = self._combine(children[None, :])[0]
-
     def _combine(self, children: np.ndarray) -> np.ndarray:
         return children @ _ONES
 
