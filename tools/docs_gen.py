@@ -11,13 +11,16 @@ time, so no page keeps a copy that could drift:
 - `tuned_files(algo)`: the tuned experiment files of an algorithm, their row in the tuned
   files' README and their contents.
 - `cli_reference()`: `tfrl --help` and a table of each command's absl flags.
+- `rllib_compat_table()` / `rllib_compat_folder_table()`: the counts of RLlib's ported
+  tests (tests/rllib_compat/), per file (the docs) or per RLlib folder (README.md).
 - `result_panels(algo)` / `plot_panels(panels)`: the numbers `bench/RESULTS.md` records for
   an algorithm beside its peer (per seed), as matplotlib bar charts (PNG bytes).
 
 Run it to print a part: `python tools/docs_gen.py config PPO`, `... tuned SAC`, `... cli`,
-`... results DQN`.
+`... results DQN`, `... rllib-compat [folders]`.
 """
 
+import ast
 import dataclasses
 import glob
 import io
@@ -256,17 +259,77 @@ def tuned_files(algo: str) -> str:
 # --------------------------------------------------------------------------- the CLI
 
 
-def rllib_compat_table() -> str:
-    """The count table of RLlib's ported tests, as README.md holds it (between its
-    `rllib-compat-table` markers; tests/rllib_compat/test_rllib_compat_table.py checks it
-    against the test files)."""
-    with open(os.path.join(ROOT, "README.md"), encoding="utf-8") as f:
-        text = f.read()
-    match = re.search(r"<!-- rllib-compat-table:begin -->\n(.*?)<!-- rllib-compat-table:end -->",
-                      text, re.S)
-    if not match:
-        raise ValueError("README.md has no rllib-compat-table markers")
-    return match.group(1).strip()
+RLLIB_COMPAT_DIR = os.path.join(ROOT, "tests", "rllib_compat")
+#: Files of tests/rllib_compat/ that test the folder itself, not a port of an RLlib file.
+RLLIB_COMPAT_SELF = {"test_rllib_compat_helpers.py", "test_rllib_compat_table.py"}
+
+
+def _xfail_keywords(decorator: Any) -> Optional[Dict[str, Any]]:
+    """The keywords of an `xfail` mark (`pytest.mark.xfail(...)`), or None."""
+    if isinstance(decorator, ast.Call) and isinstance(decorator.func, ast.Attribute) \
+            and decorator.func.attr == "xfail":
+        return {kw.arg: kw.value for kw in decorator.keywords}
+    if isinstance(decorator, ast.Attribute) and decorator.attr == "xfail":
+        return {}
+    return None
+
+
+def rllib_compat_files(folder: str = RLLIB_COMPAT_DIR) -> Dict[str, Tuple[str, int, int]]:
+    """{file name: (RLlib path, tests ported, strict xfails)} of the ported RLlib test
+    files (`test_rllib_*.py`), read from their `RLLIB_PATH` constant, their `test_*`
+    functions and methods, and their `xfail` marks."""
+    files: Dict[str, Tuple[str, int, int]] = {}
+    for name in sorted(os.listdir(folder)):
+        if not (name.startswith("test_rllib_") and name.endswith(".py")) \
+                or name in RLLIB_COMPAT_SELF:
+            continue
+        tree = ast.parse(open(os.path.join(folder, name), encoding="utf-8").read())
+        constants = {target.id: node.value.value for node in tree.body
+                     if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+                     for target in node.targets if isinstance(target, ast.Name)}
+        functions = [node for node in tree.body if isinstance(node, ast.FunctionDef)]
+        functions += [item for node in tree.body if isinstance(node, ast.ClassDef)
+                      for item in node.body if isinstance(item, ast.FunctionDef)]
+        tests = [fn for fn in functions if fn.name.startswith("test_")]
+        xfails = sum(1 for fn in tests for decorator in fn.decorator_list
+                     if _xfail_keywords(decorator) is not None)
+        path = constants.get("RLLIB_PATH")
+        if not isinstance(path, str):
+            raise ValueError(f"tests/rllib_compat/{name} has no RLLIB_PATH constant")
+        files[name] = (path, len(tests), xfails)
+    return files
+
+
+def rllib_compat_table(folder: str = RLLIB_COMPAT_DIR) -> str:
+    """The count table of RLlib's ported tests, one row per ported file (the docs' Coming
+    from RLlib page; tests/rllib_compat/test_rllib_compat_table.py checks it)."""
+    files = rllib_compat_files(folder)
+    out = ["| file | RLlib file | ported | passing | strict xfail |",
+           "|---|---|---:|---:|---:|"]
+    for name, (path, tests, xfails) in files.items():
+        out.append(f"| `{name}` | `{path}` | {tests} | {tests - xfails} | {xfails} |")
+    tests = sum(f[1] for f in files.values())
+    xfails = sum(f[2] for f in files.values())
+    out.append(f"| `total` |  | {tests} | {tests - xfails} | {xfails} |")
+    return "\n".join(out)
+
+
+def rllib_compat_folder_table(folder: str = RLLIB_COMPAT_DIR) -> str:
+    """The same counts summed per RLlib folder (README.md's table, between its
+    `rllib-compat-table` markers)."""
+    folders: Dict[str, List[int]] = {}
+    for path, tests, xfails in rllib_compat_files(folder).values():
+        counts = folders.setdefault(os.path.dirname(path), [0, 0, 0])
+        counts[0] += 1
+        counts[1] += tests
+        counts[2] += xfails
+    out = ["| RLlib folder | files | ported | passing | strict xfail |",
+           "|---|---:|---:|---:|---:|"]
+    for name, (n, tests, xfails) in sorted(folders.items()):
+        out.append(f"| `{name}/` | {n} | {tests} | {tests - xfails} | {xfails} |")
+    n, tests, xfails = (sum(c[i] for c in folders.values()) for i in range(3))
+    out.append(f"| `total` | {n} | {tests} | {tests - xfails} | {xfails} |")
+    return "\n".join(out)
 
 
 def cli_reference() -> str:
@@ -510,7 +573,7 @@ def plot_panel(panel: Panel) -> bytes:
 
 def main(argv: Sequence[str]) -> int:
     sys.path.insert(0, ROOT)
-    usage = "usage: docs_gen.py config ALGO | common | tuned ALGO | cli | results ALGO"
+    usage = "usage: docs_gen.py config ALGO | common | tuned ALGO | cli | results ALGO | rllib-compat [folders]"
     if not argv:
         print(usage, file=sys.stderr)
         return 2
@@ -523,6 +586,8 @@ def main(argv: Sequence[str]) -> int:
         print(tuned_files(args[0]))
     elif part == "cli":
         print(cli_reference())
+    elif part == "rllib-compat":
+        print(rllib_compat_folder_table() if args == ["folders"] else rllib_compat_table())
     elif part == "results" and args:
         for panel in result_panels(args[0]):
             print(panel)

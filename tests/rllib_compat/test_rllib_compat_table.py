@@ -1,19 +1,30 @@
-"""The ported RLlib tests are counted where users read about them: README.md's table in
-"Where tfrl differs from RLlib" must list every `test_rllib_*.py` file of this folder with
-the RLlib file it ports, how many of RLlib's test functions it ports, how many pass and how
-many are strict xfails, and the totals. The counts come from the files themselves (their
-`RLLIB_PATH`, their `test_*` functions and methods, their `xfail` marks), so the table
-cannot drift from the suite. Every xfail must be strict and give its reason."""
+"""The ported RLlib tests are counted where users read about them, in two tables:
+
+- the documentation site's "Coming from RLlib" page lists every `test_rllib_*.py` file of
+  this folder with the RLlib file it ports, how many of RLlib's test functions it ports,
+  how many pass and how many are strict xfails, and the totals (generated at build time by
+  `tools/docs_gen.rllib_compat_table`);
+- README.md's "Where tfrl differs from RLlib" holds the same counts summed per RLlib
+  folder, between its `rllib-compat-table` markers.
+
+The counts come from the files themselves (their `RLLIB_PATH`, their `test_*` functions
+and methods, their `xfail` marks), read here independently of the generator, so neither
+table can drift from the suite. Every xfail must be strict and give its reason."""
 
 import ast
 import os
 import re
+
+import sys
 
 import pytest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 README = os.path.join(os.path.dirname(os.path.dirname(HERE)), "README.md")
 SELF = {"test_rllib_compat_helpers.py", "test_rllib_compat_table.py"}
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "tools"))
+
+import docs_gen  # noqa: E402  (tools/ is not a package)
 
 
 def _is_xfail(decorator):
@@ -75,10 +86,32 @@ def test_every_ported_file_names_its_rllib_source():
         assert tests > 0, name
 
 
-def test_readme_table_matches_the_files():
+def _table_rows(markdown):
+    return [[cell.strip() for cell in line.strip().strip("|").split("|")]
+            for line in markdown.splitlines() if line.startswith("| `")]
+
+
+def test_docs_table_matches_the_files():
     files = ported_files()
     expected = [[f"`{name}`", f"`{path}`", str(tests), str(tests - xfails), str(xfails)]
                 for name, (path, _, tests, xfails) in files.items()]
     total = [sum(f[2] for f in files.values()), sum(f[3] for f in files.values())]
     expected.append(["`total`", "", str(total[0]), str(total[0] - total[1]), str(total[1])])
+    assert _table_rows(docs_gen.rllib_compat_table()) == expected
+
+
+def test_readme_table_sums_the_files_per_rllib_folder():
+    folders = {}
+    for path, _, tests, xfails in ported_files().values():
+        counts = folders.setdefault(os.path.dirname(path), [0, 0, 0])
+        counts[0] += 1
+        counts[1] += tests
+        counts[2] += xfails
+    expected = [[f"`{folder}/`", str(n), str(tests), str(tests - xfails), str(xfails)]
+                for folder, (n, tests, xfails) in sorted(folders.items())]
+    n, tests, xfails = (sum(c[i] for c in folders.values()) for i in range(3))
+    expected.append(["`total`", str(n), str(tests), str(tests - xfails), str(xfails)])
     assert readme_rows() == expected
+    # The README's block is exactly what the generator prints (so it can be regenerated
+    # with `python tools/docs_gen.py rllib-compat folders`).
+    assert docs_gen.rllib_compat_folder_table() in open(README, encoding="utf-8").read()
