@@ -32,11 +32,13 @@ import os
 import sys
 from typing import Any, Dict, Mapping, Optional, TextIO, Tuple, Union
 
+from tfrl.utils import quiet as quiet_start
+
 #: The environment variable that turns `--smoke` on by default (for CI).
 SMOKE_ENV_VAR = "TFRL_EXAMPLE_SMOKE"
 
 #: TensorFlow's C++ log threshold; tfrl sets it (to 3) only when the user did not.
-TF_LOG_LEVEL_VAR = "TF_CPP_MIN_LOG_LEVEL"
+TF_LOG_LEVEL_VAR = quiet_start.TF_LOG_LEVEL_VAR
 
 #: A column: a result key (`/` follows nested dicts), or `(key, format spec)`.
 Column = Union[str, Tuple[str, str]]
@@ -53,11 +55,13 @@ def quiet_tensorflow(verbose: Optional[bool] = None) -> None:
     """Imports TensorFlow for a program (the CLI, the examples), hiding its C++ start-up
     notices (oneDNN, CUDA, CPU features); call it before anything imports TensorFlow.
 
-    Unless `verbose`, or the user set `TF_CPP_MIN_LOG_LEVEL` below 2 themselves: sets
-    `TF_CPP_MIN_LOG_LEVEL=3` if unset, imports TensorFlow with stderr (file descriptor
-    2) redirected to /dev/null (TensorFlow writes its notices while its libraries load,
-    before that variable is read), and lowers TensorFlow's Python logger to warnings.
-    Python errors raised by the import still show. With `verbose` the notices stay.
+    Unless `verbose`, `TFRL_VERBOSE=1`, or the user set `TF_CPP_MIN_LOG_LEVEL` below 2
+    themselves: sets `TF_CPP_MIN_LOG_LEVEL=3` if unset, imports TensorFlow with stderr
+    (file descriptor 2) captured and written back without the start-up notices
+    (TensorFlow writes them while its libraries load, before that variable is read; see
+    `tfrl.utils.quiet`, which `import tfrl` already set up), and lowers TensorFlow's
+    Python logger to warnings. Python errors raised by the import still show. With
+    `verbose` the notices stay, also in Ray workers started later.
 
     Either way the import runs with Python's cyclic garbage collector paused, then one
     full collection frees the import's garbage and `gc.freeze()` moves the objects that
@@ -74,38 +78,30 @@ def quiet_tensorflow(verbose: Optional[bool] = None) -> None:
     """
     if verbose is None:
         verbose = "--verbose" in sys.argv[1:]
-    quiet = not verbose
-    if quiet:
+    # TFRL_VERBOSE=1, or the user's own TF_CPP_MIN_LOG_LEVEL below 2, asks for the notices.
+    verbose = bool(verbose) or quiet_start.verbose_requested()
+    quiet_start.set_verbose(verbose)  # also undoes `import tfrl`'s quiet start if verbose
+    if not verbose:
         os.environ.setdefault(TF_LOG_LEVEL_VAR, "3")
-        try:
-            level = int(os.environ[TF_LOG_LEVEL_VAR])
-        except ValueError:
-            level = 0
-        quiet = level >= 2  # below 2 the user asked for TensorFlow's notices
     if "tensorflow" not in sys.modules:
-        _import_tensorflow(quiet)
-    if quiet:
+        _import_tensorflow(not verbose)
+    if not verbose:
         logging.getLogger("tensorflow").setLevel(logging.WARNING)
 
 
 def _import_tensorflow(quiet: bool) -> None:
     """Imports TensorFlow with the garbage collector paused, then collects and freezes
-    (see `quiet_tensorflow`); with `quiet`, stderr goes to /dev/null meanwhile."""
+    (see `quiet_tensorflow`); with `quiet`, stderr is captured meanwhile and written
+    back without TensorFlow's start-up notices (`tfrl.utils.quiet.filter_notices`)."""
     collecting = gc.isenabled()
     gc.disable()
-    saved = devnull = None
     try:
         if quiet:
-            sys.stderr.flush()
-            saved = os.dup(2)
-            devnull = os.open(os.devnull, os.O_WRONLY)
-            os.dup2(devnull, 2)
-        importlib.import_module("tensorflow")
+            with quiet_start.FilteredStderr():
+                importlib.import_module("tensorflow")
+        else:
+            importlib.import_module("tensorflow")
     finally:
-        if saved is not None:
-            os.dup2(saved, 2)
-            os.close(saved)
-            os.close(devnull)
         gc.collect()
         gc.freeze()
         if collecting:

@@ -14,7 +14,7 @@ from typing import Any, Callable, Deque, Dict, List, Optional, Sequence, Tuple
 import ray
 from ray.exceptions import GetTimeoutError, RayActorError, RayTaskError
 
-from tfrl.backends.ray import init_ray
+from tfrl.backends.ray import actor_runtime_env, init_ray
 from tfrl.env.utils.sub_env_runner import (
     Reply,
     SubEnvError,
@@ -95,7 +95,10 @@ class RayEnvPool:
                 self.actors.append(actor)
         else:
             creator = pickle_env_creator(make_env)
-            self.actors = [_RemoteSubEnvActor.remote(creator, i, multiagent)
+            runtime_env = actor_runtime_env()  # TensorFlow as quiet as the driver's
+            actor_class = (_RemoteSubEnvActor.options(runtime_env=runtime_env)
+                           if runtime_env else _RemoteSubEnvActor)
+            self.actors = [actor_class.remote(creator, i, multiagent)
                            for i in range(num_envs)]
         self._refs: Dict[int, Deque[Tuple[str, ray.ObjectRef]]] = {
             i: collections.deque() for i in range(num_envs)

@@ -27,7 +27,7 @@ from typing import Any, Callable, Dict, Optional
 import ray
 from ray.exceptions import RayActorError, RayError, RayTaskError
 
-from tfrl.backends.ray import init_ray
+from tfrl.backends.ray import actor_runtime_env, init_ray
 from tfrl.evaluation.worker_handle import WorkerCrashedError, WorkerHandle
 
 logger = logging.getLogger(__name__)
@@ -108,6 +108,9 @@ class RayWorkerHandle(WorkerHandle):
             options["resources"] = dict(resources)
         if memory:
             options["memory"] = memory
+        runtime_env = actor_runtime_env()  # TensorFlow's notices as quiet as the driver's
+        if runtime_env:
+            options["runtime_env"] = runtime_env
         actor = _RemoteWorkerActor.options(**options).remote(factory)
         return cls(actor, worker_index)
 
