@@ -387,9 +387,15 @@ def test_tfrl_tensorboard_events_have_grouped_tags_and_values(run):
         steps, _as_float32(history["episode_reward_mean"])))
     assert [v for _, v in tensors["learner/default_policy/total_loss"]] == pytest.approx(
         history[LOSS_KEY])
-    assert [v for _, v in tensors["learner/default_policy/num_traces/learn_on_batch"]] == [
+    assert [v for _, v in tensors[
+        "debug/learner/default_policy/num_traces/learn_on_batch"]] == [
         1.0, 1.0, 1.0]  # The retrace counter: one trace, never retraced.
-    assert [v for _, v in tensors["counters/num_env_steps_trained"]] == [64.0, 128.0, 192.0]
+    assert [v for _, v in tensors["debug/counters/num_env_steps_trained"]] == [
+        64.0, 128.0, 192.0]
+    # The curves users read stay at the top; tfrl's internals are one debug/ group.
+    assert "counters/timesteps_total" in tensors and "debug/misc/timestamp" in tensors
+    assert not any(tag.startswith(("misc/", "learner/default_policy/num_traces"))
+                   for tag in tensors)
     assert "timers/learn_time_ms" in tensors and "timers/time_this_iter_s" in tensors
     # Histogram buckets ([left, right, count] rows): the counts sum to the number of
     # episodes in each iteration's metrics window, the edges span their rewards.

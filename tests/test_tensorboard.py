@@ -28,10 +28,11 @@ RESULT = {
 EXPECTED_SCALARS = {
     "counters/timesteps_total": 64.0, "counters/training_iteration": 1.0,
     "sampler/episode_reward_mean": 9.5, "sampler/episodes_this_iter": 2.0,
-    "misc/timestamp": 5.0, "sampler/sampler_perf/mean_env_wait_ms": 0.25,
+    "debug/misc/timestamp": 5.0, "debug/sampler/sampler_perf/mean_env_wait_ms": 0.25,
     "sampler/policy_reward_mean/p0": 4.0, "learner/p0/kl": 0.125,
-    "learner/p0/num_traces": 1.0, "learner/p0/num_traces/learn_on_batch": 1.0,
-    "learner/p0/num_traces/compute_actions": 2.0, "counters/num_env_steps_sampled": 64.0,
+    "debug/learner/p0/num_traces": 1.0, "debug/learner/p0/num_traces/learn_on_batch": 1.0,
+    "debug/learner/p0/num_traces/compute_actions": 2.0,
+    "debug/counters/num_env_steps_sampled": 64.0,
     "timers/learn_time_ms": 3.0, "timers/time_this_iter_s": 0.5,
     "evaluation/episode_reward_mean": 20.0,
 }
@@ -46,15 +47,24 @@ def read_tensors(logdir):
 
 @pytest.mark.parametrize("key, tag", [
     ("info/learner/p0/learner_stats/kl", "learner/p0/kl"),
-    ("info/learner/p0/num_traces/value", "learner/p0/num_traces/value"),
+    ("info/learner/p0/num_traces/value", "debug/learner/p0/num_traces/value"),
+    ("info/learner/p0/learner_stats/num_grad_updates", "debug/learner/p0/num_grad_updates"),
+    ("info/learner/p0/learner_stats/total_loss", "learner/p0/total_loss"),
     ("info/num_env_steps_sampled", None),
-    ("num_agent_steps_trained", "counters/num_agent_steps_trained"),
+    ("num_agent_steps_trained", "debug/counters/num_agent_steps_trained"),
+    ("timesteps_total", "counters/timesteps_total"),
+    ("training_iteration", "counters/training_iteration"),
     ("episodes_total", "counters/episodes_total"),
     ("time_total_s", "timers/time_total_s"),
     ("custom_metrics/length_mean", "sampler/custom_metrics/length_mean"),
-    ("num_faulty_episodes", "sampler/num_faulty_episodes"),
+    ("num_faulty_episodes", "debug/sampler/num_faulty_episodes"),
+    ("sampler_perf/mean_env_wait_ms", "debug/sampler/sampler_perf/mean_env_wait_ms"),
+    ("episode_reward_mean", "sampler/episode_reward_mean"),
+    ("episodes_this_iter", "sampler/episodes_this_iter"),
+    ("timers/learn_throughput", "timers/learn_throughput"),
     ("evaluation/episode_len_mean", "evaluation/episode_len_mean"),
-    ("something_else", "misc/something_else"),
+    ("something_else", "debug/misc/something_else"),
+    ("timestamp", "debug/misc/timestamp"),
 ])
 def test_result_tag_groups_by_prefix(key, tag):
     assert result_tag(key) == tag
@@ -72,7 +82,11 @@ def test_log_result_writes_grouped_scalars_read_back_as_tensors(tmp_path):
         "evaluation/hist_stats/episode_reward"}
     assert [(s, float(v)) for s, v in tensors["sampler/episode_reward_mean"]] == [
         (64, 9.5), (128, 11.0)]
-    assert float(tensors["learner/p0/num_traces/compute_actions"][0][1]) == 2.0
+    assert float(tensors["debug/learner/p0/num_traces/compute_actions"][0][1]) == 2.0
+    # Internals are one group: every tag is under a user-facing group or debug/.
+    top = {tag.split("/")[0] for tag in tensors}
+    assert top == {"counters", "sampler", "learner", "timers", "evaluation", "hist_stats",
+                   "debug"}
 
 
 def test_hist_stats_become_histograms(tmp_path):

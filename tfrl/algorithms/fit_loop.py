@@ -82,7 +82,8 @@ def fit(algorithm: Any, total_timesteps: Optional[int] = None,
         callbacks: `keras.callbacks.Callback` instances (tfrl `Callback`s may also take
             the RL hooks).
         verbose: 0 silent; 1 (or "auto") a `ProgressLogger` that rewrites one line on a
-            terminal (one line per iteration elsewhere); 2 one line per iteration. A
+            terminal (elsewhere one line every 10 s at most, `TFRL_PROGRESS_INTERVAL_S`,
+            and the last one); 2 one line per iteration. A
             `ProgressLogger` or `keras.callbacks.ProgbarLogger` in `callbacks` replaces
             the default display.
 
@@ -118,7 +119,8 @@ def fit(algorithm: Any, total_timesteps: Optional[int] = None,
         epochs = None if threshold is None else max(math.ceil(threshold), start_epoch + 1)
     if verbose and not any(isinstance(cb, (keras.callbacks.ProgbarLogger, ProgressLogger))
                            for cb in callbacks):
-        # verbose=1 refreshes one line on a terminal; 2 prints one line per iteration.
+        # verbose=1 refreshes one line on a terminal (elsewhere throttled lines); 2 prints
+        # one line per iteration.
         callbacks.append(ProgressLogger(stop=stopper.stop if stopper else None,
                                         refresh=None if verbose == 1 else False))
     model = AlgorithmModel(algorithm)

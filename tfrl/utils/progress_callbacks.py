@@ -12,7 +12,11 @@ progress display.
   env steps per second of this run, the elapsed time and the ETA against the stop
   criteria (`timesteps_total`, `training_iteration` or `time_total_s`) and `fit`'s
   budget, whichever comes first. On a terminal it may refresh one line
-  (`refresh`); `summary()` prints the final line of a run.
+  (`refresh`); `summary()` prints the final line of a run. When the display is chosen
+  automatically (`refresh=None`) and the output is not a terminal (a log file, CI), lines
+  are throttled to one every `interval_s` seconds (default `TFRL_PROGRESS_INTERVAL_S`
+  from the environment, else 10 s): the first result, then the first one at least that
+  long after the last line printed, and the last one when training ends.
 
 `tfrl train`, `tfrl.utils.progress.train_until`, the examples and `fit(verbose=1|2)` all
 print through `ProgressLogger`. Both callbacks read the full result of the iteration
@@ -30,6 +34,8 @@ Example:
     iter   1  steps    200  reward   21.50    100 steps/s  elapsed 0:00:02  ETA 0:00:08
 """
 
+import math
+import os
 import sys
 import time
 from typing import Any, Callable, Dict, Mapping, Optional, TextIO
@@ -39,7 +45,15 @@ import keras
 from tfrl.utils.progress import (DEFAULT_COLUMNS, Column, check_stop, format_duration,
                                  format_result, stop_reason)
 
-__all__ = ["ProgressLogger", "StopOnCriteria"]
+__all__ = ["ProgressLogger", "StopOnCriteria", "PROGRESS_INTERVAL_ENV_VAR",
+           "DEFAULT_INTERVAL_S"]
+
+#: Seconds between progress lines when output is not a terminal (`ProgressLogger`'s
+#: automatic display); overridden by the environment variable below.
+DEFAULT_INTERVAL_S = 10.0
+#: Environment variable with the seconds between non-terminal progress lines (0: every
+#: line).
+PROGRESS_INTERVAL_ENV_VAR = "TFRL_PROGRESS_INTERVAL_S"
 
 
 def _result(callback: keras.callbacks.Callback, logs: Optional[Mapping[str, Any]]
@@ -88,8 +102,13 @@ class ProgressLogger(keras.callbacks.Callback):
         every: Print every `every`-th iteration (by `training_iteration`); the last
             result of the run is printed when training ends, if it was not yet.
         refresh: Rewrite one line with `\\r` instead of printing one per iteration; None:
-            when `stream` is a terminal.
+            when `stream` is a terminal, and elsewhere throttle the lines (`interval_s`).
         quiet: Print no progress lines (`summary()` still prints).
+        interval_s: Print a line only when at least this many seconds passed since the
+            last one printed (the first result always prints; the last one of the run
+            prints when training ends). None: 0 when `refresh` is given or `stream` is a
+            terminal; otherwise `TFRL_PROGRESS_INTERVAL_S` from the environment, else
+            `DEFAULT_INTERVAL_S` (10 s).
         stream: Where to print (default stdout).
         clock: Time source (for tests).
     """
@@ -97,7 +116,8 @@ class ProgressLogger(keras.callbacks.Callback):
     def __init__(self, stop: Optional[Mapping[str, float]] = None,
                  columns: Optional[Mapping[str, Column]] = None, timing: bool = True,
                  every: int = 1, refresh: Optional[bool] = False, quiet: bool = False,
-                 stream: Optional[TextIO] = None, clock: Callable[[], float] = time.monotonic):
+                 stream: Optional[TextIO] = None, clock: Callable[[], float] = time.monotonic,
+                 interval_s: Optional[float] = None):
         super().__init__()
         if isinstance(every, bool) or not isinstance(every, int) or every < 1:
             raise ValueError(f"ProgressLogger(every={every!r}): expected a positive integer "
@@ -107,8 +127,17 @@ class ProgressLogger(keras.callbacks.Callback):
         self.timing = timing
         self.every = every
         self.stream = stream or sys.stdout
-        self.refresh = (bool(getattr(self.stream, "isatty", lambda: False)())
-                        if refresh is None else refresh)
+        terminal = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.refresh = terminal if refresh is None else refresh
+        if interval_s is None:
+            interval_s = (_interval_from_env() if refresh is None and not terminal
+                          else 0.0)
+        if isinstance(interval_s, bool) or not isinstance(interval_s, (int, float)) \
+                or not math.isfinite(interval_s) or interval_s < 0:
+            raise ValueError(f"ProgressLogger(interval_s={interval_s!r}): expected seconds "
+                             ">= 0 between progress lines (0: every line).")
+        self.interval_s = float(interval_s)
+        self._last_printed: Optional[float] = None  # clock time of the last line (throttle)
         self.quiet = quiet
         self.clock = clock
         self.targets: Dict[str, float] = dict(self.stop or {})
@@ -134,6 +163,7 @@ class ProgressLogger(keras.callbacks.Callback):
             self.targets["training_iteration"] = params["epochs"]
         self.targets.update(self.stop or {})
         self.last, self._pending = {}, False
+        self._last_printed = None
 
     def on_epoch_end(self, epoch: int, logs: Optional[Dict[str, Any]] = None) -> None:
         self.update(_result(self, logs))
@@ -153,6 +183,12 @@ class ProgressLogger(keras.callbacks.Callback):
         iteration = result.get("training_iteration")
         self._pending = self.every > 1 and isinstance(iteration, (int, float)) and bool(
             int(iteration) % self.every)
+        if not self._pending and self.interval_s > 0:
+            now = self.clock()
+            if self._last_printed is not None and now - self._last_printed < self.interval_s:
+                self._pending = True
+            else:
+                self._last_printed = now
         if not self.quiet and not self._pending:
             self._write(self.line(result))
 
@@ -221,6 +257,22 @@ class ProgressLogger(keras.callbacks.Callback):
             self.stream.write("\n")
             self.stream.flush()
             self._line_open = False
+
+
+def _interval_from_env() -> float:
+    """`TFRL_PROGRESS_INTERVAL_S` as seconds, else `DEFAULT_INTERVAL_S`."""
+    text = os.environ.get(PROGRESS_INTERVAL_ENV_VAR)
+    if text is None or not text.strip():
+        return DEFAULT_INTERVAL_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not math.isfinite(value) or value < 0:
+        raise ValueError(f"{PROGRESS_INTERVAL_ENV_VAR}={text!r}: expected seconds >= 0 "
+                         "between progress lines when output is not a terminal (0: one "
+                         "line per iteration).")
+    return value
 
 
 def train_until(algo: Any, stop: Mapping[str, float],

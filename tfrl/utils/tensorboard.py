@@ -4,14 +4,18 @@
 leaves; also the `logs` of `Algorithm.fit()`). `TensorBoardLogger(logdir)` writes a
 result dict of `Algorithm.train()` as:
 
-- one scalar per numeric metric, its tag grouped by prefix (`result_tag`):
-  `sampler/...` (episode returns and lengths, episode counts, `sampler_perf/...`,
-  per-policy rewards, custom metrics), `learner/<policy_id>/...` (the policy's learner
-  stats, and `learner/<policy_id>/num_traces/<function>`: how often each compiled
-  function of the policy was traced -- the retrace counter), `timers/...` (including
-  `time_this_iter_s`, `time_total_s`), `counters/...` (step counters,
-  `training_iteration`, `timesteps_total`, `episodes_total`, ...),
-  `evaluation/...`, and `misc/...` for anything else;
+- one scalar per numeric metric, its tag grouped by prefix (`result_tag`). The curves
+  users read stay at the top: `sampler/...` (episode returns and lengths, episodes per
+  iteration, per-policy rewards, custom metrics), `learner/<policy_id>/...` (the
+  policy's losses and learner stats), `timers/...` (including `time_this_iter_s`,
+  `time_total_s`, throughputs), `counters/...` (`timesteps_total`, `episodes_total`,
+  `training_iteration`) and `evaluation/...`. The internals go under one `debug/` group
+  (`DEBUG_PREFIX`): `debug/learner/<policy_id>/num_traces/<function>` (how often each
+  compiled function was traced -- the retrace counter), the learner's bookkeeping
+  (`num_grad_updates`, `num_nonfinite_updates_skipped`, ...),
+  `debug/sampler/sampler_perf/...`, fault and episode counts, the other step counters
+  (`debug/counters/num_env_steps_sampled`, ...) and `debug/misc/...` for anything else
+  (`timestamp`, ...);
 - one histogram per `hist_stats` list (`hist_stats/episode_reward`,
   `hist_stats/episode_lengths`, ...; `evaluation/hist_stats/...` for evaluation rounds);
 - the graph of each policy's model (`log_policy_graphs`), traced with a
@@ -33,6 +37,10 @@ Example:
     'learner/default_policy/kl'
     >>> result_tag("timers/learn_time_ms"), result_tag("episode_reward_mean")
     ('timers/learn_time_ms', 'sampler/episode_reward_mean')
+    >>> result_tag("info/learner/default_policy/num_traces/learn_on_batch")
+    'debug/learner/default_policy/num_traces/learn_on_batch'
+    >>> result_tag("timestamp"), result_tag("num_env_steps_sampled")
+    ('debug/misc/timestamp', 'debug/counters/num_env_steps_sampled')
 """
 
 import numbers
@@ -43,7 +51,18 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-__all__ = ["TensorBoard", "TensorBoardLogger", "flatten_result", "result_tag"]
+__all__ = ["DEBUG_PREFIX", "TensorBoard", "TensorBoardLogger", "flatten_result", "result_tag"]
+
+#: The group of the tags that show tfrl's internals rather than learning progress.
+DEBUG_PREFIX = "debug/"
+#: The counters that stay at the top level; every other counter is under `debug/`.
+_MAIN_COUNTERS = {"timesteps_total", "episodes_total", "training_iteration"}
+#: Learner stats that are bookkeeping, not learning curves (first part of the stat's key).
+_DEBUG_LEARNER_STATS = {"num_traces", "num_grad_updates", "num_nonfinite_updates_skipped",
+                        "num_agent_steps_trained", "num_steps_trained",
+                        "num_grad_updates_lifetime", "diff_num_grad_updates_vs_sampler_policy"}
+#: Sampler keys (after `sampler/`) that are internals.
+_DEBUG_SAMPLER_PREFIXES = ("sampler_perf/", "num_faulty_episodes", "num_episodes")
 
 _COUNTER_KEYS = {"training_iteration", "iterations_since_restore", "timesteps_total",
                  "agent_timesteps_total", "episodes_total", "num_healthy_workers"}
@@ -75,7 +94,30 @@ def flatten_result(result: Dict[str, Any], prefix: str = "") -> Dict[str, float]
 
 def result_tag(key: str) -> Optional[str]:
     """The TensorBoard tag of a flattened result key, or None if it is not logged
-    (`info/...` counters repeat `counters/...`)."""
+    (`info/...` counters repeat `counters/...`); internals get the `debug/` prefix."""
+    tag = _grouped_tag(key)
+    if tag is None or not _is_debug(tag):
+        return tag
+    return DEBUG_PREFIX + tag
+
+
+def _is_debug(tag: str) -> bool:
+    """Whether a grouped tag shows an internal (see the module docstring)."""
+    group, _, rest = tag.partition("/")
+    if group == "misc":
+        return True
+    if group == "counters":
+        return rest not in _MAIN_COUNTERS
+    if group == "sampler":
+        return rest.startswith(_DEBUG_SAMPLER_PREFIXES)
+    if group == "learner":
+        stat = rest.split("/")[1:2]
+        return bool(stat) and stat[0] in _DEBUG_LEARNER_STATS
+    return False
+
+
+def _grouped_tag(key: str) -> Optional[str]:
+    """The tag of a flattened result key before internals move under `debug/`."""
     parts = key.split("/")
     if parts[0] == "info":
         if len(parts) >= 4 and parts[1] == "learner":
