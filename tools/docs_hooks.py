@@ -26,6 +26,7 @@ for _path in (_TOOLS, os.path.dirname(_TOOLS)):
         sys.path.insert(0, _path)
 
 import docs_gen  # noqa: E402  (tools/ is put on the path just above)
+import tfrl  # noqa: E402,F401  (first: hides TensorFlow's start-up notices in the build log)
 from mkdocs.exceptions import PluginError  # noqa: E402
 from mkdocs.structure.files import File, Files  # noqa: E402
 
