@@ -404,7 +404,7 @@ def test_tfrl_tensorboard_events_have_grouped_tags_and_values(run):
     for (_, buckets), rewards in zip(hist, run["recorder"].hist_rewards):
         assert buckets[:, 2].sum() == len(rewards)
         assert (buckets[0, 0], buckets[-1, 1]) == (min(rewards), max(rewards))
-    assert all(k.split("/")[0] in {"sampler", "learner", "timers", "counters", "misc",
+    assert all(k.split("/")[0] in {"sampler", "learner", "timers", "counters", "debug",
                                    "hist_stats"} for k in tensors)
 
 
