@@ -573,7 +573,8 @@ def plot_panel(panel: Panel) -> bytes:
 
 def main(argv: Sequence[str]) -> int:
     sys.path.insert(0, ROOT)
-    usage = "usage: docs_gen.py config ALGO | common | tuned ALGO | cli | results ALGO | rllib-compat [folders]"
+    usage = ("usage: docs_gen.py config ALGO | common | tuned ALGO | cli | results ALGO | "
+             "rllib-compat [folders]")
     if not argv:
         print(usage, file=sys.stderr)
         return 2
