@@ -39,3 +39,18 @@ def test_readme_python_blocks_run():
     assert blocks, "README.md has no python example"
     for block in blocks:
         exec(compile(block, "README.md", "exec"), {})
+
+
+def test_readme_is_short_and_its_links_resolve():
+    # Issue 30: the README fits on two screens (at most 150 lines); the rest is the
+    # documentation site (docs/), which its links must reach.
+    with open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    assert len(text.splitlines()) <= 150
+    for marker in ("main-command", "test-command", "rllib-compat-table"):
+        assert f"<!-- {marker}:begin -->" in text and f"<!-- {marker}:end -->" in text
+    targets = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text)
+    assert any(t.startswith("docs/") for t in targets)
+    missing = [t for t in targets if "://" not in t
+               and not os.path.exists(os.path.join(REPO_ROOT, t))]
+    assert not missing, f"README.md links to files that do not exist: {missing}"
