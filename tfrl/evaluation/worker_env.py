@@ -23,8 +23,10 @@
 Seeding: sub-env `i` of worker `w` is reset once with seed `seed + 1000 * w + i` (and its
 action space seeded the same), so every worker and sub-env explores differently and runs
 are reproducible. The check's reset of a seeded env is that seeding reset (one reset, the
-same seed): checking changes no random stream. An env without a seed gets one extra
-`reset()` (sub-env 0 only).
+same seed): checking changes no random stream. The check's reset of an unseeded env
+starts its first episode (`vectorize` hands it to the vector env), so the env is not
+reset twice either; only where sub-env 0 is replaced (gymnasium's native vector env, whose
+sub-envs are new) or runs in another process does the check's reset stay an extra one.
 """
 
 import dataclasses
@@ -86,7 +88,7 @@ def seed_env(env: Any, seed: Optional[int]) -> None:
         space.seed(seed)
 
 
-def check_env(env: Any, seed: Optional[int] = None) -> None:
+def check_env(env: Any, seed: Optional[int] = None) -> Optional[tuple]:
     """Checks a gymnasium env (or MultiAgentEnv) just created: its spaces, and that
     `reset(seed=seed)` works and returns gymnasium's `(obs, info)` with an observation
     that fits the observation space (structure, shape, numeric dtype; see
@@ -101,6 +103,9 @@ def check_env(env: Any, seed: Optional[int] = None) -> None:
         env: The env.
         seed: The env's seed (None: an unseeded `reset()`).
 
+    Returns:
+        The `(obs, info)` of the check's reset, or None if the env was not checked.
+
     Raises:
         ValueError: If the spaces are not gymnasium spaces, or the reset result or its
             observation does not fit; the message says how to turn the check off.
@@ -109,7 +114,7 @@ def check_env(env: Any, seed: Optional[int] = None) -> None:
     """
     if isinstance(env, (BaseEnv, ExternalEnv, VectorEnv)) or not isinstance(env, gym.Env):
         seed_env(env, seed)
-        return
+        return None
     name = type(env.unwrapped).__name__
     off = "(or set disable_env_checking=True to skip this check)"
     multi_agent = isinstance(env.unwrapped, MultiAgentEnv)
@@ -147,6 +152,7 @@ def check_env(env: Any, seed: Optional[int] = None) -> None:
     space = getattr(env, "action_space", None)
     if seed is not None and isinstance(space, gym.Space):
         space.seed(seed)
+    return result
 
 
 def record_env_wrapper(env: Any, record_env: Union[bool, str], log_dir: Optional[str]) -> Any:
@@ -200,6 +206,11 @@ class SubEnvMaker:
             (the worker's `on_sub_environment_created` callback); dropped when pickled.
         deepmind: None, or `wrap_deepmind`'s keyword options: ALE envs with raw screens
             are wrapped in the DeepMind pipeline (before recording and seeding).
+
+    Attributes:
+        first_reset: The `(obs, info)` of the check's reset of an unseeded env prepared
+            with `check=True`, until `vectorize` hands it to the vector env (which
+            then starts the env's first episode with it instead of resetting again).
     """
 
     def __init__(self, env_creator: Callable[[EnvContext], Any], env_context: EnvContext,
@@ -216,6 +227,7 @@ class SubEnvMaker:
         self.log_dir = log_dir
         self.on_created = on_created
         self.deepmind = None if deepmind is None else dict(deepmind)
+        self.first_reset: Optional[tuple] = None
 
     def context(self, vector_index: int) -> EnvContext:
         """The EnvContext of sub-env `vector_index`."""
@@ -237,7 +249,10 @@ class SubEnvMaker:
             env = record_env_wrapper(self.wrap(env), self.record_env, self.log_dir)
         seed = env_seed(self.seed, ctx.worker_index, ctx.vector_index)
         if check:
-            check_env(env, seed)
+            result = check_env(env, seed)
+            # A seeded env's check is its seeding reset, after which the sampler resets
+            # it as before; an unseeded env's first episode is the check's reset.
+            self.first_reset = result if seed is None else None
         else:
             seed_env(env, seed)
         if self.on_created is not None:
@@ -254,6 +269,7 @@ class SubEnvMaker:
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["on_created"] = None  # the callback lives in the worker's process
+        state["first_reset"] = None
         return state
 
 
@@ -314,16 +330,26 @@ def vectorize(env: Any, maker: SubEnvMaker, num_envs: int, remote_worker_envs: b
     Returns:
         The BaseEnv the sampler polls.
     """
+    first_reset, maker.first_reset = maker.first_reset, None
     custom = policy_config.get("custom_vector_env")
     if custom is not None:
         return custom(env)
+    first = env
     if not remote_worker_envs:
         native = _native_vector_env(env, num_envs, maker)
         if native is not None:
             env = native
-    return BaseEnv.to_base_env(
+    base_env = BaseEnv.to_base_env(
         env, make_env=maker, num_envs=num_envs, remote_envs=remote_worker_envs,
         remote_env_batch_wait_ms=remote_env_batch_wait_ms, policy_config=policy_config)
+    if first_reset is not None:
+        # Sub-env 0 was reset by the env check: its first episode starts there, without
+        # a second reset (an env counting its resets runs as it would unchecked).
+        target = getattr(base_env, "vector_env", base_env)
+        envs = getattr(target, "envs", None)
+        if envs and envs[0] is first and callable(getattr(target, "adopt_reset", None)):
+            target.adopt_reset(0, first_reset)
+    return base_env
 
 
 def applies_deepmind(env: Any) -> bool:
