@@ -163,7 +163,7 @@ class RolloutWorker:
         """Sub-env 0 from the env creator (prepared: validated, checked unless
         `disable_env_checking`, seeded, recorded), or None."""
         env = self.args.env_creator(self.env_context.copy_with_overrides())
-        check = not self.policy_config.get("disable_env_checking", False)
+        check = not self.policy_config.get("disable_env_checking")
         return None if env is None else self.make_sub_env_fn.prepare(env, self.env_context,
                                                                       check=check)
 
