@@ -1,5 +1,6 @@
-"""RLlib's TensorFlow helpers (`ray.rllib.utils.tf_utils`): one-hot encoding by space and
-flattening nested inputs into one tensor. Importing this module imports TensorFlow.
+"""RLlib's TensorFlow helpers (`ray.rllib.utils.tf_utils`): one-hot encoding by space,
+flattening nested inputs into one tensor, and `get_tf_eager_cls_if_necessary`. Importing
+this module imports TensorFlow.
 
 Example:
     >>> import gymnasium as gym
@@ -66,3 +67,10 @@ def flatten_inputs_to_1d_tensor(inputs: Any, spaces_struct: Any = None,
             out.append(tf.reshape(tf.cast(x, tf.float32), (rows, -1)))
     merged = tf.concat(out, axis=-1)
     return tf.reshape(merged, (batch, shape[1], -1)) if time_axis else merged
+
+
+def get_tf_eager_cls_if_necessary(orig_cls: type, config: Any) -> type:
+    """RLlib's switch to the eager (TF2) version of a TF1 policy class: tfrl's TF policies
+    are TF2 policies already, so `orig_cls` itself."""
+    del config
+    return orig_cls
