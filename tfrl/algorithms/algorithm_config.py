@@ -315,6 +315,9 @@ class AlgorithmConfig(PolicyConfig, Mapping[str, Any], metaclass=_ConfigMeta):
     def __len__(self) -> int:
         return len(self.to_dict())
 
+    def __bool__(self) -> bool:
+        return True  # a config is truthy, as before it read as a dict (no to_dict() call)
+
     def __setitem__(self, key: str, value: Any) -> None:
         raise dataclasses.FrozenInstanceError(
             f"Cannot set item [{key!r}] of an already frozen AlgorithmConfig "
