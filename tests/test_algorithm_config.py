@@ -332,3 +332,40 @@ def test_update_from_dict_returns_the_changed_config():
     config = AlgorithmConfig().update_from_dict({"callbacks": callbacks})
     assert config.callbacks_class is callbacks
     assert config.serialize()["callbacks"] == f"{callbacks.__module__}.{callbacks.__qualname__}"
+
+
+def test_a_config_reads_as_rllibs_flat_dict():
+    config = PPOConfig().training(lr=0.01, **{"lambda": 0.9}).rollouts(num_rollout_workers=2)
+    flat = config.to_dict()
+    # RLlib 2.x's AlgorithmConfig supports item access with the dict keys, field names
+    # and 2.x aliases alike.
+    assert (config["lr"], config["lambda"], config["lambda_"]) == (0.01, 0.9, 0.9)
+    assert config["num_workers"] == config["num_rollout_workers"] == config.num_workers == 2
+    assert config["callbacks"] is DefaultCallbacks and config["framework"] == "tf2"
+    assert config.get("clip_param") == 0.3 and config.get("not_a_key", 7) == 7
+    assert "lr" in config and "num_rollout_workers" in config and "not_a_key" not in config
+    with pytest.raises(KeyError, match="not_a_key"):
+        config["not_a_key"]
+    # Iterating, keys(), items(), len() and dict(): exactly the flat dict of to_dict().
+    assert list(config) == list(flat) and list(config.keys()) == list(flat)
+    assert dict(config) == flat and dict(config.items()) == flat and len(config) == len(flat)
+    assert {**config, "lr": 1.0}["lr"] == 1.0
+    assert isinstance(config, typing.Mapping)
+    # Still a frozen dataclass: equality and assignment as before.
+    assert config == PPOConfig.from_dict(flat) and config != flat
+    with pytest.raises(dataclasses.FrozenInstanceError, match=re.escape(
+            "Cannot set item ['lr'] of an already frozen AlgorithmConfig (PPOConfig)")):
+        config["lr"] = 1.0
+
+
+def test_algo_config_is_the_frozen_config_with_both_kinds_of_access():
+    algo = PG(config={"num_workers": 0, "lr": 0.02, "train_batch_size": 8,
+                      "rollout_fragment_length": 8}, env="CartPole-v1")
+    try:
+        # RLlib 2.x: algo.config is the AlgorithmConfig; RLlib 1.x: it is the flat dict.
+        assert isinstance(algo.config, PGConfig) and algo.config is algo.algo_config
+        assert algo.config.lr == 0.02 and algo.config["lr"] == 0.02
+        assert algo.config["train_batch_size"] == 8 and algo.config.get("env") == "CartPole-v1"
+        assert dict(algo.config) == algo.algo_config.to_dict()
+    finally:
+        algo.stop()

@@ -293,3 +293,25 @@ def test_make_multi_agent_checks_num_agents():
     with pytest.raises(ValueError, match=r"Unknown env 'CartPol-v1'.*Did you mean 'CartPole-v1'"):
         make_multi_agent("CartPol-v1")
     assert len(make_multi_agent("CartPole-v1")().envs) == 1
+
+
+def test_an_adopted_reset_starts_the_sub_envs_first_episode_once():
+    from tfrl.env.multi_agent_env import MultiAgentEnvWrapper
+
+    resets = []
+
+    class Counted(make_multi_agent(lambda cfg: CounterEnv())):
+        def reset(self, *, seed=None, options=None):
+            resets.append(seed)
+            return super().reset(seed=seed, options=options)
+
+    env = Counted({"num_agents": 2})
+    checked = env.reset()  # as a rollout worker's env check does
+    base = MultiAgentEnvWrapper(existing_envs=[env], num_envs=1)
+    base.adopt_reset(0, checked)
+    obs = base.poll()[0]
+    assert resets == [None] and set(obs[0]) == {0, 1}
+    base.try_reset(0)
+    assert resets == [None, None]
+    with pytest.raises(ValueError, match="adopt_reset: unknown env id 3"):
+        base.adopt_reset(3, checked)

@@ -139,6 +139,94 @@ def test_env_creator_must_return_an_env(stub_sampler):
         RolloutWorker(env_creator=3, policy_spec=CountingPolicy)
 
 
+class _ResetCounter(CounterEnv):
+    """CounterEnv counting its resets (and their seeds); `fail` makes reset() raise."""
+
+    def __init__(self, fail=False, result=None, obs_shape=None):
+        super().__init__()
+        self.fail, self.result, self.resets = fail, result, []
+        if obs_shape is not None:
+            self.observation_space = gym.spaces.Box(0.0, 1000.0, obs_shape, np.float32)
+
+    def reset(self, *, seed=None, options=None):
+        self.resets.append(seed)
+        if self.fail:
+            raise RuntimeError("kaboom")
+        out = super().reset(seed=seed, options=options)
+        return self.result if self.result is not None else out
+
+
+def test_env_check_resets_the_new_env_and_fails_the_construction():
+    # RLlib's workers check their env right after creating it: a failing reset() fails
+    # the worker's construction, not its first sample().
+    with pytest.raises(RuntimeError, match="kaboom") as err:
+        RolloutWorker(env_creator=lambda ctx: _ResetCounter(fail=True),
+                      policy_spec=CountingPolicy)
+    assert "in the env check right after the env was created" in "".join(err.value.__notes__)
+    # disable_env_checking=True turns the check off: the env fails when sampled.
+    w = RolloutWorker(env_creator=lambda ctx: _ResetCounter(fail=True), policy_spec=CountingPolicy,
+                      policy_config={"disable_env_checking": True})
+    with pytest.raises(RuntimeError, match="kaboom"):
+        w.sample()
+
+
+@pytest.mark.parametrize("env, match", [
+    (lambda: _ResetCounter(result=np.zeros(3, np.float32)),
+     r"_ResetCounter.reset\(\) returned array\(\[0., 0., 0.\], dtype=float32\); expected "
+     r"gymnasium's tuple \(obs, info\)"),
+    (lambda: _ResetCounter(obs_shape=(4,)),
+     r"The observation of _ResetCounter.reset\(\) does not fit the env's observation space: "
+     r"observation has shape \(3,\), expected \(4,\)"),
+    (lambda: _ResetCounter(result=(np.zeros(3, np.float32), None)),
+     r"_ResetCounter.reset\(\) returned an info of type NoneType; expected a dict"),
+])
+def test_env_check_errors_say_what_was_returned_and_how_to_skip_the_check(env, match):
+    with pytest.raises(ValueError, match=match) as err:
+        RolloutWorker(env_creator=lambda ctx: env(), policy_spec=CountingPolicy)
+    assert "disable_env_checking=True" in str(err.value)
+
+
+def test_env_check_of_a_seeded_env_is_its_seeding_reset():
+    w = RolloutWorker(env_creator=lambda ctx: _ResetCounter(), policy_spec=CountingPolicy, seed=5,
+                      rollout_fragment_length=4)
+    assert w.env.resets == [5]  # one reset, with the env's seed: no random stream moves
+    off = RolloutWorker(env_creator=lambda ctx: _ResetCounter(), policy_spec=CountingPolicy,
+                        seed=5, rollout_fragment_length=4,
+                        policy_config={"disable_env_checking": True})
+    assert off.env.resets == [5]
+    np.testing.assert_array_equal(w.sample()["obs"], off.sample()["obs"])
+    assert w.env.resets == off.env.resets == [5, None, None]
+
+
+@pytest.mark.parametrize("num_envs", [1, 2])
+def test_env_check_reset_of_an_unseeded_env_starts_its_first_episode(num_envs):
+    # The sampler does not reset sub-env 0 again: its first episode is the check's reset.
+    w = RolloutWorker(env_creator=lambda ctx: _ResetCounter(), policy_spec=CountingPolicy,
+                      num_envs=num_envs, rollout_fragment_length=4)
+    assert w.env.resets == [None]
+    batch = w.sample()
+    assert w.env.resets == [None, None]  # the check's reset, then episode 1's
+    first = batch["obs"][batch["env_id"] == 0]
+    np.testing.assert_array_equal(first[:, 1:], [[0, 0], [0, 1], [0, 2], [1, 0]])
+
+
+def test_env_check_of_a_multi_agent_env_starts_its_first_episode():
+    resets = []
+
+    class Counted(TwoAgentEnv):
+        def reset(self, *, seed=None, options=None):
+            resets.append(seed)
+            return super().reset(seed=seed, options=options)
+
+    w = RolloutWorker(env_creator=lambda ctx: Counted({"length": 4}),
+                      policy_spec={"pa": (CountingPolicy, None, None, {}),
+                                   "pb": (CountingPolicy, None, None, {})},
+                      policy_mapping_fn=agent_to_policy, rollout_fragment_length=4)
+    assert resets == [None]
+    w.sample()
+    assert resets == [None]  # one episode of 4 steps, started by the check's reset
+
+
 def test_multiple_policies_need_multi_agent_env(stub_sampler):
     with pytest.raises(ValueError, match="Have multiple policies \\['p', 'q'\\], but the env CounterEnv"):
         RolloutWorker(env_creator=lambda ctx: CounterEnv(),

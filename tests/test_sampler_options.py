@@ -1,13 +1,17 @@
 """SyncSampler options and errors: horizon, soft_horizon, no_done_at_end, reward and
 action processing, bad observations, NaN rewards, unknown policy ids."""
 
+from types import SimpleNamespace
+
 import numpy as np
 import pytest
 
+from tfrl.env.vector_env import VectorEnv
 from tfrl.evaluation.sampler import SyncSampler
 
 from sampler_helpers import (DictOnlyBaseEnv, FakePolicy, FakeWorker, counter_vector_env,
                              counter_worker, make_sampler, scripted_env, scripted_worker)
+from toy_envs import CounterEnv
 
 PATHS = ["vector", "generic"]
 
@@ -37,10 +41,118 @@ def test_soft_horizon_ends_episodes_without_resetting_the_env(path):
     b = sampler.next()
     assert b["t"].tolist() == [0, 1, 2, 3, 0, 1, 2, 3, 0, 1]
     assert b["obs"][:, 2].tolist() == list(range(10))  # the env was never reset
-    assert b["truncateds"].tolist() == [False, False, False, True] * 2 + [False, False]
+    # RLlib records done=False at a soft horizon (the env goes on): only the env's own
+    # end is flagged.
+    assert not b["truncateds"].any()
     assert b["terminateds"].tolist() == [False] * 9 + [True]
+    assert b["dones"].tolist() == [False] * 9 + [True]
     assert len(set(b["eps_id"].tolist())) == 3
     assert [m.episode_length for m in sampler.get_metrics()] == [4, 4, 2]
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_soft_horizon_chunk_bootstraps_from_the_value_of_its_next_observation(path):
+    from tfrl.algorithms.on_policy_policy import bootstrap_value
+
+    base = _wrap(counter_vector_env(1, lengths=[10]), path)
+    b = make_sampler(counter_worker(), base, horizon=4, soft_horizon=True,
+                     rollout_fragment_length=10).next()
+    critic = SimpleNamespace(config={"no_done_at_end": False},
+                             value=lambda obs, states=None, **kw: obs.sum(axis=1))
+    first, _, last = b.split_by_episode()
+    # obs = [sub-env, episode, t]: the step at the horizon leads to t=4 of the same
+    # (never reset) env episode, whose value the logical episode bootstraps with.
+    assert first["new_obs"][-1].tolist() == [0.0, 0.0, 4.0]
+    assert bootstrap_value(critic, first) == 4.0
+    assert bootstrap_value(critic, last) == 0.0  # the env's own termination
+
+
+class _HalfTrainedEnv(CounterEnv):
+    """CounterEnv whose odd episodes say `training_enabled=False` in every step's info."""
+
+    def step(self, action):
+        obs, reward, terminated, truncated, info = super().step(action)
+        return obs, reward, terminated, truncated, {
+            **info, "training_enabled": self.episode % 2 == 0}
+
+
+def _half_trained_env(path, length=3):
+    envs = [_HalfTrainedEnv(0, length=length)]
+    return _wrap(VectorEnv.vectorize_gym_envs(existing_envs=envs, num_envs=1).to_base_env(),
+                 path)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_steps_whose_info_disables_training_are_left_out_of_the_batch(path):
+    sampler = make_sampler(counter_worker(), _half_trained_env(path), rollout_fragment_length=12)
+    b = sampler.next()
+    # Episodes 0 and 2 (of 0..3 in the 12 env steps) are kept, 1 and 3 left out.
+    assert b["obs"][:, 1].tolist() == [0, 0, 0, 2, 2, 2]
+    assert b["t"].tolist() == [0, 1, 2] * 2
+    # Every episode still counts in the metrics.
+    assert [m.episode_length for m in sampler.get_metrics()] == [3, 3, 3, 3]
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_a_fragment_cut_leaves_out_the_chunk_whose_last_info_disables_training(path):
+    # RLlib decides per chunk, on the agent's last info when the chunk is cut.
+    sampler = make_sampler(counter_worker(), _half_trained_env(path), rollout_fragment_length=4)
+    first = sampler.next()  # episode 0 (kept) and the first step of episode 1 (left out)
+    assert first["obs"][:, 1].tolist() == [0, 0, 0]
+    second = sampler.next()  # the rest of episode 1 (left out), 2 steps of episode 2
+    assert second["obs"][:, 1].tolist() == [2, 2]
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("complete", [False, True])
+def test_a_fragment_with_every_step_left_out_is_an_empty_multi_agent_batch(path, complete):
+    from tfrl.policy.multi_agent_batch import MultiAgentBatch
+
+    class NeverTrained(CounterEnv):
+        def step(self, action):
+            obs, reward, terminated, truncated, info = super().step(action)
+            return obs, reward, terminated, truncated, {"training_enabled": False}
+
+    base = _wrap(VectorEnv.vectorize_gym_envs(existing_envs=[NeverTrained(0, length=3)],
+                                              num_envs=1).to_base_env(), path)
+    b = make_sampler(counter_worker(), base, rollout_fragment_length=5,
+                     multiple_episodes_in_batch=not complete).next()
+    # RLlib's empty MultiAgentBatch: no policy batches, the env steps still counted.
+    assert isinstance(b, MultiAgentBatch) and b.policy_batches == {}
+    assert b.env_steps() == (3 if complete else 5)
+
+
+class _ActionRecorder(CounterEnv):
+    """CounterEnv with Box actions that keeps every action it is given."""
+
+    def __init__(self, *args, **kwargs):
+        import gymnasium as gym
+
+        super().__init__(*args, **kwargs)
+        self.action_space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+        self.actions = []
+
+    def step(self, action):
+        self.actions.append(action)
+        return super().step(0)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_the_env_gets_read_only_actions(path):
+    import gymnasium as gym
+
+    envs = [_ActionRecorder(i, length=3) for i in range(2)]
+    base = _wrap(VectorEnv.vectorize_gym_envs(existing_envs=envs, num_envs=2).to_base_env(),
+                 path)
+    worker = counter_worker(action_space=gym.spaces.Box(-1.0, 1.0, (2,), np.float32))
+    b = make_sampler(worker, base, rollout_fragment_length=6).next()
+    actions = [a for env in envs for a in env.actions]
+    assert len(actions) == 6
+    # As RLlib's envs: read-only arrays (views, not copies of the policy's actions).
+    assert all(isinstance(a, np.ndarray) and not a.flags.writeable for a in actions)
+    with pytest.raises(ValueError, match="read-only"):
+        actions[0][0] = 5.0
+    assert b["actions"].flags.writeable
 
 
 @pytest.mark.parametrize("path", PATHS)

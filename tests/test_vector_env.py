@@ -581,3 +581,22 @@ def test_resets_in_step_and_lazy_infos_of_the_array_bridge():
     base.send_action_array(np.array([0, 1]))
     p = base.poll_arrays()
     assert p.infos == [{}, {}] and not base.last_poll_quiet
+
+
+def test_an_adopted_reset_starts_the_sub_envs_first_episode_once():
+    envs = [CounterEnv(0), CounterEnv(1)]
+    vec = VectorEnv.vectorize_gym_envs(existing_envs=envs, num_envs=2)
+    checked = envs[0].reset()  # as a rollout worker's env check does
+    vec.adopt_reset(0, checked)
+    base = vec.to_base_env()
+    obs = base.poll()[0]
+    # Sub-env 0 is not reset again: its episode 0 is the adopted reset's.
+    assert obs[0]["agent0"].tolist() == [0, 0, 0] and envs[0].episode == 0
+    assert obs[1]["agent0"].tolist() == [1, 0, 0]
+    # Only once, and never for a reset with a seed or options.
+    assert vec.reset_at(0)[0].tolist() == [0, 1, 0]
+    vec.adopt_reset(0, checked)
+    assert vec.reset_at(0, seed=3)[0].tolist() == [0, 2, 0]
+    assert vec.reset_at(0)[0].tolist() == [0, 3, 0]
+    with pytest.raises(IndexError, match="out of range"):
+        vec.adopt_reset(5, checked)

@@ -25,11 +25,6 @@ RLLIB_PATH = "rllib/algorithms/tests/test_algorithm_config.py"
 RLLIB_COMMIT = "02ddf2d11a3a70fb5814c1cdb9e38c34c6bebab5"
 
 
-@pytest.mark.xfail(strict=True, raises=AttributeError, reason=(
-    "Not yet (not a deliberate difference): `algo.config` is RLlib 1.x's dict "
-    "(`algo.config['lr']`), not 2.x's AlgorithmConfig (`algo.config.lr`); Algorithm is "
-    "being rewritten on another branch. The build itself works (AlgorithmConfig("
-    "algo_class=PPO) builds a PPO with the keys set on the generic config)."))
 def test_running_specific_algo_with_generic_config():
     """Some algo can run with the generic AlgorithmConfig."""
     config = (AlgorithmConfig(algo_class=PPO)

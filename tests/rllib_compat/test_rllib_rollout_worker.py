@@ -114,10 +114,6 @@ def test_global_vars_update():
     agent.stop()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Not yet (not a deliberate difference): RLlib's workers check each env right after "
-    "creating it (gymnasium's env checker resets it), so an env whose reset raises fails "
-    "the algorithm's construction; tfrl's workers first reset an env when sampling."))
 def test_no_step_on_init():
     register_env("fail", lambda _: FailOnStepEnv())
     # Fails already when the algorithm is built: the env check right after the env is
@@ -209,9 +205,6 @@ def test_action_normalization():
     ev.stop()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Not yet (not a deliberate difference): the sampler hands the env read-only views, "
-    "but the vector-env adapter passes each sub-env a writeable copy."))
 def test_action_immutability():
     action_space = gym.spaces.Box(0.0001, 0.0002, (5,))
     mutable = []
@@ -297,10 +290,6 @@ def test_hard_horizon():
     ev.stop()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Not yet decided: at a soft horizon RLlib records done=False (the env goes on), "
-    "tfrl records truncated=True (so `dones` holds 3 cuts, not 1); both bootstrap from "
-    "the value of the next observation."))
 def test_soft_horizon():
     ev = RolloutWorker(env_creator=lambda _: MockEnv(episode_length=10), policy_spec=MockPolicy,
                        batch_mode="complete_episodes", rollout_fragment_length=10,
@@ -564,10 +553,6 @@ def test_wrap_multi_agent_env():
     ev.stop()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Not yet (not a deliberate difference): RLlib leaves out of the batch the steps "
-    "whose info says training_enabled=False; tfrl's sampler reads training_enabled "
-    "only from ExternalEnv episodes (start_episode(training_enabled=False))."))
 def test_no_training():
     class NoTrainingEnv(MockEnv):
         def __init__(self, episode_length, training_enabled):

@@ -93,8 +93,9 @@ class Algorithm:
         logger_creator: Accepted for RLlib compatibility; unused.
 
     Attributes:
-        config: The flat RLlib-style config dict (read-only by convention).
-        algo_config: The frozen config dataclass.
+        config: The frozen config (RLlib 2.x's `algo.config.lr`), which also reads as
+            RLlib 1.x's flat dict (`algo.config["lr"]`, `dict(algo.config)`).
+        algo_config: The same config object (tfrl's earlier name for it).
         workers: The training `WorkerSet`.
         evaluation_workers: The evaluation `WorkerSet`, or None.
         iteration: Number of completed `train()` calls.
@@ -120,7 +121,7 @@ class Algorithm:
                 "input (config.offline_data(input_=lambda ioctx: PolicyServerInput(ioctx, "
                 "address, port)) with .environment(observation_space=..., action_space=...)).")
         self.algo_config = algo_config
-        self.config = algo_config.to_dict()
+        self.config: AlgorithmConfig = algo_config
         self.iteration = 0
         self._time_total = 0.0
         self._episodes_total = 0
@@ -238,7 +239,8 @@ class Algorithm:
     def _build_plan(self) -> None:
         """Builds the execution plan on the algorithm's counters, timers, info and
         episode window."""
-        plan = self.execution_plan(self.workers, self.config)
+        # Plans take RLlib 1.x's flat config dict.
+        plan = self.execution_plan(self.workers, self.config.to_dict())
         plan.shared_metrics.restore(self.shared_metrics.save())
         plan.shared_metrics.timers = self.shared_metrics.timers
         self.shared_metrics = plan.shared_metrics

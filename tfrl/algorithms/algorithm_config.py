@@ -13,7 +13,11 @@ Three ways to build one, all returning new frozen objects:
   num_rollout_workers=0).training(lr=1e-3)`, then `.build()` for the algorithm.
 
 `to_dict()` gives the flat RLlib-style dict that `WorkerSet`, `RolloutWorker`, the
-policies and the execution operators read.
+policies and the execution operators read. As RLlib 2.x's, a config also reads as that
+dict: `config["lr"]`, `config.get("lambda")`, `"gamma" in config`, `keys()`/`items()`
+(the keys of `to_dict()`), `dict(config)`; so `algo.config`, which is the algorithm's
+frozen config, serves both RLlib 2.x code (`algo.config.lr`) and 1.x code
+(`algo.config["lr"]`). Item assignment raises, as attribute assignment does.
 
 Deviation from RLlib: `num_workers` defaults to 0 (sampling in the driver process; Ray
 actors are opt-in), and `framework` accepts only "tf2".
@@ -22,15 +26,19 @@ Example:
     >>> config = AlgorithmConfig.from_dict({"env": "CartPole-v1", "num_workers": 0})
     >>> config.rollouts(rollout_fragment_length=50).to_dict()["rollout_fragment_length"]
     50
+    >>> config["num_workers"], config.get("lambda"), config.num_workers
+    (0, None, 0)
     >>> AlgorithmConfig.from_dict({"num_wrkers": 1})
     Traceback (most recent call last):
     ...
     tfrl.utils.config_keys.UnknownKeyError: Unknown AlgorithmConfig key 'num_wrkers'. Did you mean 'num_workers'? ...
 """
 
+import abc
 import copy
 import dataclasses
-from typing import Any, ClassVar, Dict, Mapping, Optional, Union
+from typing import (Any, ClassVar, Dict, ItemsView, Iterator, KeysView, Mapping, Optional,
+                    Union, ValuesView)
 
 import gymnasium as gym
 
@@ -99,6 +107,22 @@ def _name_frozen_config_errors(cls: type) -> None:
         cls.__delattr__ = _frozen_delattr  # type: ignore[assignment]
 
 
+# Per config class: every key item access reads (dict keys, field names, aliases) ->
+# field name.
+_KEY_NAMES: Dict[type, Dict[str, str]] = {}
+
+
+def _key_names(cls: type) -> Dict[str, str]:
+    names = _KEY_NAMES.get(cls)
+    if names is None:
+        fields = [f.name for f in dataclasses.fields(cls)]
+        names = {k: v for k, v in ALIASES.items() if v in fields}
+        names.update({FIELD_KEYS.get(n, n): n for n in fields})
+        names.update({n: n for n in fields})
+        _KEY_NAMES[cls] = names
+    return names
+
+
 def _same(a: Any, b: Any) -> bool:
     try:
         return bool(a is b or a == b)
@@ -116,9 +140,10 @@ _MULTIAGENT_DEFAULTS: Dict[str, Any] = {
     "observation_fn": None, "count_steps_by": "env_steps"}
 
 
-class _ConfigMeta(type):
+class _ConfigMeta(abc.ABCMeta):
     """Lets `AlgorithmConfig(algo_class=PPO, ...)` (RLlib 2.x's generic config for a
-    given algorithm) name the algorithm that `build()` builds."""
+    given algorithm) name the algorithm that `build()` builds. (An ABCMeta: a config is
+    a read-only `Mapping` of its RLlib dict keys.)"""
 
     def __call__(cls, *args: Any, algo_class: Optional[type] = None, **kwargs: Any) -> Any:
         config = super().__call__(*args, **kwargs)
@@ -128,7 +153,7 @@ class _ConfigMeta(type):
 
 
 @dataclasses.dataclass(frozen=True)
-class AlgorithmConfig(PolicyConfig, metaclass=_ConfigMeta):
+class AlgorithmConfig(PolicyConfig, Mapping[str, Any], metaclass=_ConfigMeta):
     """Keys common to every algorithm (RLlib's COMMON_CONFIG); see the module docstring.
 
     The keys the policy reads (`lr`, `grad_clip`, `num_sgd_iter`, `sgd_minibatch_size`,
@@ -251,6 +276,54 @@ class AlgorithmConfig(PolicyConfig, metaclass=_ConfigMeta):
     @staticmethod
     def _field_key(name: str) -> str:
         return FIELD_KEYS.get(name, name)
+
+    # ------------------------------------------------- dict-style reading
+
+    def __getitem__(self, key: str) -> Any:
+        """`config[key]`: the value of an RLlib dict key (`"lr"`, `"lambda"`,
+        `"callbacks"`, ...), field name or alias (`"num_rollout_workers"`).
+
+        Raises:
+            KeyError: For a key this config does not have.
+        """
+        name = _key_names(type(self)).get(key)
+        if name is None:
+            raise KeyError(key)
+        return getattr(self, name)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        """`config[key]`, or `default` for a key this config does not have."""
+        name = _key_names(type(self)).get(key)
+        return default if name is None else getattr(self, name)
+
+    def __contains__(self, key: object) -> bool:
+        return isinstance(key, str) and key in _key_names(type(self))
+
+    def keys(self) -> KeysView[str]:
+        """The keys of `to_dict()` (RLlib's flat dict)."""
+        return self.to_dict().keys()
+
+    def values(self) -> ValuesView[Any]:
+        return self.to_dict().values()
+
+    def items(self) -> ItemsView[str, Any]:
+        return self.to_dict().items()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.to_dict())
+
+    def __len__(self) -> int:
+        return len(self.to_dict())
+
+    def __bool__(self) -> bool:
+        return True  # a config is truthy, as before it read as a dict (no to_dict() call)
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        raise dataclasses.FrozenInstanceError(
+            f"Cannot set item [{key!r}] of an already frozen AlgorithmConfig "
+            f"({type(self).__name__}): tfrl's configs are always frozen. Use "
+            f"config.replace(**{{{key!r}: ...}}) or a builder method (config.training(...)), "
+            "which return a new config.")
 
     def validate(self) -> None:
         """Raises `ValueError` for a value of the wrong type or range (naming the key)

@@ -11,7 +11,7 @@ execution operators: `ParallelRollouts(bulk_sync)` → `StoreToReplayBuffer`, an
 continues exactly as the uninterrupted one.
 """
 
-from typing import Any, Dict
+from typing import Any, Dict, Mapping
 
 from tfrl.algorithms.algorithm import Algorithm, metrics_reporting
 from tfrl.algorithms.off_policy_plan import (LearningRounds, learning_schedule,
@@ -38,7 +38,7 @@ class OffPolicyAlgorithm(Algorithm):
     local_replay_buffer: LocalReplayBuffer  # made when the algorithm is built
 
     @staticmethod
-    def target_updates_in_graph(config: Dict[str, Any]) -> bool:
+    def target_updates_in_graph(config: Mapping[str, Any]) -> bool:
         """Whether the policies update their targets inside the compiled learning call
         (then the plan does not call `update_target()` every
         `target_network_update_freq` steps). Default: False."""

@@ -18,7 +18,7 @@ SAC's do: `target_updates_in_graph=True`). Nothing is replayed before
 `Concurrently`), as RLlib's DQN execution plan does.
 """
 
-from typing import Any, Dict, Optional, Tuple, Union
+from typing import Any, Dict, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
@@ -40,7 +40,7 @@ NUM_SAMPLE_ROUNDS = "num_sample_rounds"
 NUM_NONFINITE_TD_ERRORS = "num_nonfinite_td_errors"
 
 
-def learning_schedule(config: Dict[str, Any]) -> Tuple[int, int]:
+def learning_schedule(config: Mapping[str, Any]) -> Tuple[int, int]:
     """`(rounds_per_phase, steps_per_phase)`: a learning phase (`steps_per_phase`
     gradient steps of `train_batch_size` rows, in one compiled call) follows every
     `rounds_per_phase`-th sampling round.
@@ -91,7 +91,7 @@ def beta_schedule(replay_buffer_config: Dict[str, Any]) -> Union[float, Schedule
                           final, initial_p=beta)
 
 
-def make_replay_buffer(config: Dict[str, Any]) -> LocalReplayBuffer:
+def make_replay_buffer(config: Mapping[str, Any]) -> LocalReplayBuffer:
     """The `LocalReplayBuffer` of a replay-based algorithm's config: one replay holds the
     rows of a whole learning phase (`steps_per_phase * train_batch_size`)."""
     rb = config["replay_buffer_config"]

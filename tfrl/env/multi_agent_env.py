@@ -298,6 +298,8 @@ class MultiAgentEnvWrapper(BaseEnv):
         self._seen: Dict[int, Set[AgentID]] = {i: set() for i in range(num_envs)}
         self._pending: Dict[int, MultiAgentDict] = {}
         self._started: Set[int] = set()  # sub-envs reset at least once
+        # Reset results of sub-envs reset by their creator (see `adopt_reset`).
+        self._adopted: Dict[int, Tuple[MultiAgentDict, MultiAgentDict]] = {}
         # Per sub-env: rewards and flags of agents not yet observed since they were given.
         self._held: Dict[int, Tuple[dict, dict, dict]] = {}
 
@@ -361,12 +363,21 @@ class MultiAgentEnvWrapper(BaseEnv):
         return self.envs[0].get_agent_ids()
 
     # ----------------------------------------------------------------- internals
+    def adopt_reset(self, env_id: int, result: Tuple[MultiAgentDict, MultiAgentDict]) -> None:
+        """Sub-env `env_id` was just reset (e.g. by a rollout worker's env check) and
+        returned `result`: its next reset without seed or options returns `result`
+        instead of resetting it again, so the env's first episode is that reset's."""
+        self._check_env_id(env_id, "adopt_reset")
+        self._adopted[env_id] = result
+
     def _reset(self, env_id: int, seed: Optional[int], options: Optional[dict]) -> Tuple[dict, dict]:
         self._pending.pop(env_id, None)
         self._held.pop(env_id, None)
         self._seen[env_id] = set()
         self._started.add(env_id)
-        result = self.envs[env_id].reset(seed=seed, options=options)
+        adopted = self._adopted.pop(env_id, None)
+        result = (adopted if adopted is not None and seed is None and options is None
+                  else self.envs[env_id].reset(seed=seed, options=options))
         if not (isinstance(result, tuple) and len(result) == 2
                 and isinstance(result[0], dict) and isinstance(result[1], dict)):
             raise ValueError(

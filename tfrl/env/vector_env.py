@@ -267,6 +267,14 @@ class _VectorizedGymEnv(VectorEnv):
             num_envs,
         )
         self.envs = envs
+        # Reset results of sub-envs reset by their creator (see `adopt_reset`).
+        self._adopted: Dict[int, Tuple[EnvObsType, EnvInfoDict]] = {}
+
+    def adopt_reset(self, index: int, result: Tuple[EnvObsType, EnvInfoDict]) -> None:
+        """Sub-env `index` was just reset (e.g. by a rollout worker's env check) and
+        returned `result`: its next reset without seed or options returns `result`
+        instead of resetting it again, so the env's first episode is that reset's."""
+        self._adopted[self._index(index)] = result
 
     def vector_reset(
         self, *, seeds: Seeds = None, options: Optional[dict] = None
@@ -314,6 +322,9 @@ class _VectorizedGymEnv(VectorEnv):
         return _Transitions(ids, obs, rewards, terms, truncs, infos, first, False)
 
     def _reset_env(self, i: int, seed: Optional[int], options: Optional[dict]) -> Tuple[Any, dict]:
+        if self._adopted and seed is None and options is None and i in self._adopted:
+            return self._adopted.pop(i)
+        self._adopted.pop(i, None)
         result = self.envs[i].reset(seed=seed, options=options)
         if not (isinstance(result, tuple) and len(result) == 2):
             raise ValueError(

@@ -5,6 +5,10 @@ Both sampler loops (the generic `env_runner` and the array-based `vector_env_run
 produce per-agent trajectory chunks as column dicts and hand them to
 `postprocess_episode_chunks`, so the batches they build are identical.
 
+A chunk whose agent's last info says `training_enabled=False` (RLlib's rule, used by
+policy clients and by envs that mark steps not to learn from) is left out: not
+postprocessed, not in the batch; its steps still count as sampled.
+
 Columns of a chunk before postprocessing: `obs`, `new_obs`, `actions`,
 `rewards` (float32, clipped), `terminateds`, `truncateds`, `dones`, `infos`, `eps_id`
 (int64), `unroll_id`, `agent_index`, `t`, `env_id`, `prev_actions`/`prev_rewards` (if
@@ -188,13 +192,25 @@ class AgentCollector:
         return sample_batch_from_columns(data, n)
 
 
+def training_enabled(batch: SampleBatch) -> bool:
+    """Whether a trajectory chunk may be trained on: False if the info of its last row
+    (the agent's last info when the chunk was cut) holds a false `training_enabled`
+    (RLlib's sampler skips such chunks at postprocessing)."""
+    infos = batch.get(Columns.INFOS)
+    if infos is None or not len(infos):
+        return True
+    last = infos[-1]
+    return not (isinstance(last, dict) and not last.get("training_enabled", True))
+
+
 def postprocess_episode_chunks(batches: Dict[Any, tuple], episode: Any, policy_map: Any,
                                callbacks: Any, worker: Any, output: "FragmentOutput") -> None:
     """Postprocesses the chunks of one episode's agents and adds them to `output`.
 
     Each agent's policy sees the other agents' chunks (`other_agent_batches`,
     agent id -> `(policy, batch)`); then `callbacks.on_postprocess_trajectory` runs for
-    each agent in order of `batches`.
+    each agent in order of `batches`. Chunks not to train on (`training_enabled`) are
+    only shown to the other agents.
 
     Args:
         batches: Agent id -> `(policy_id, SampleBatch)` (chunks with at least one row).
@@ -205,6 +221,8 @@ def postprocess_episode_chunks(batches: Dict[Any, tuple], episode: Any, policy_m
         output: Receives the postprocessed batches.
     """
     pre = {agent_id: (policy_map[pid], batch) for agent_id, (pid, batch) in batches.items()}
+    batches = {agent_id: item for agent_id, item in batches.items()
+               if training_enabled(item[1])}
     post = {}
     for agent_id, (pid, batch) in batches.items():
         policy = policy_map[pid]
@@ -228,6 +246,8 @@ def postprocess_single_chunk(agent_id: Any, policy_id: str, batch: SampleBatch, 
     """`postprocess_episode_chunks` for an episode with one agent (no other agents'
     batches), skipping `on_postprocess_trajectory` if `call_callback` is False (the
     callbacks do not override it)."""
+    if not training_enabled(batch):
+        return
     policy = policy_map[policy_id]
     exploration = getattr(policy, "exploration", None)
     if exploration is not None and hasattr(exploration, "postprocess_trajectory"):
@@ -271,11 +291,15 @@ class FragmentOutput:
         self.batches.setdefault(policy_id, []).append(batch)
 
     def build(self) -> Any:
-        """The fragment's SampleBatch or MultiAgentBatch; resets this output."""
+        """The fragment's SampleBatch or MultiAgentBatch; resets this output.
+
+        A fragment whose steps were all left out (`training_enabled`) is an empty
+        MultiAgentBatch counting its env steps, as RLlib's."""
         policy_batches = {pid: (b[0] if len(b) == 1 else concat_samples(b))
                           for pid, b in self.batches.items()}
         env_steps = self.env_steps
         self.batches, self.env_steps, self.agent_steps = {}, 0, 0
-        if not self.multiagent and set(policy_batches) <= {DEFAULT_POLICY_ID}:
-            return policy_batches.get(DEFAULT_POLICY_ID, SampleBatch())
+        if (not self.multiagent and DEFAULT_POLICY_ID in policy_batches
+                and len(policy_batches) == 1):
+            return policy_batches[DEFAULT_POLICY_ID]
         return MultiAgentBatch(policy_batches, env_steps)

@@ -23,7 +23,7 @@ import tree
 from tfrl.env.base_env import ASYNC_RESET_RETURN
 from tfrl.evaluation.collectors import AgentCollector, postprocess_episode_chunks
 from tfrl.evaluation.runner_core import RunnerCore
-from tfrl.evaluation.sampling_ops import check_reward, now
+from tfrl.evaluation.sampling_ops import check_reward, now, read_only
 from tfrl.utils.spaces.space_utils import to_numpy_batch
 
 
@@ -53,15 +53,6 @@ def hard_horizon_problem(base_env: Any, horizon: Any, soft_horizon: bool) -> Opt
         "vectorization_mode='sync' (its sub-envs reset one by one); or set soft_horizon=True "
         "to end episodes at the horizon without resetting the env."
     )
-
-
-def _read_only(action: Any) -> Any:
-    """A read-only view of an array action (as RLlib sends them), so that an env that
-    changes the action it got cannot change the policy's action in the batch."""
-    if isinstance(action, np.ndarray):
-        action = action.view()
-        action.flags.writeable = False
-    return action
 
 
 class _EnvState:
@@ -200,7 +191,10 @@ class EnvRunner(RunnerCore):
             info = env_infos.get(agent_id, {})
             if coll.pending is not None:
                 reward = env_rewards.get(agent_id)
-                keep = not (self.no_done_at_end and episode_end)
+                # RLlib records done=False at a soft horizon (the env goes on; the
+                # trajectory bootstraps from its next observation) and with no_done_at_end.
+                keep = not ((self.no_done_at_end and episode_end)
+                            or (hit_horizon and self.soft_horizon))
                 coll.add_row(obs_row, 0.0 if reward is None else reward, term and keep,
                              trunc and keep, info)
                 rows += 1
@@ -318,8 +312,8 @@ class EnvRunner(RunnerCore):
                 state = self._active[env_id]
                 episode = state.episode
                 action = actions[i] if simple else tree.map_structure(lambda a: a[i], actions)
-                env_action = _read_only(env_actions[i]) if simple else tree.map_structure(
-                    lambda a: _read_only(a[i]), env_actions)
+                env_action = read_only(env_actions[i]) if simple else tree.map_structure(
+                    lambda a: read_only(a[i]), env_actions)
                 logged = off_policy.get(env_id, {}).get(agent_id) if off_policy else None
                 if logged is not None:
                     action = logged

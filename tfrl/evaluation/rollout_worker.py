@@ -160,9 +160,12 @@ class RolloutWorker:
                 or bool(getattr(self, "reward_estimators", None)))
 
     def _make_env(self) -> Any:
-        """Sub-env 0 from the env creator (prepared: validated, seeded, recorded), or None."""
+        """Sub-env 0 from the env creator (prepared: validated, checked unless
+        `disable_env_checking`, seeded, recorded), or None."""
         env = self.args.env_creator(self.env_context.copy_with_overrides())
-        return None if env is None else self.make_sub_env_fn.prepare(env, self.env_context)
+        check = not self.policy_config.get("disable_env_checking")
+        return None if env is None else self.make_sub_env_fn.prepare(env, self.env_context,
+                                                                      check=check)
 
     def _vectorize(self, env: Any) -> Any:
         args = self.args

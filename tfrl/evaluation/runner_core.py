@@ -40,7 +40,9 @@ class RunnerCore:
         soft_horizon: At the horizon, end the episode logically without a reset:
             `on_episode_end` fires, then the same `Episode` continues after
             `Episode.soft_reset()` without another `on_episode_start` (RLlib's sampler
-            starts episodes only for new or reset sub-envs).
+            starts episodes only for new or reset sub-envs). The step at the horizon is
+            recorded with terminated=truncated=False, as RLlib records done=False there
+            (the env goes on); postprocessing bootstraps from its next observation.
         no_done_at_end: Record terminated/truncated False at episode ends.
         clip_rewards: True (sign), a number (clip) or False/None.
         normalize_actions: Unsquash Box actions into the bounds.
@@ -147,9 +149,10 @@ class RunnerCore:
         return steps >= self.rollout_fragment_length
 
     def emit_fragment(self) -> None:
-        """Builds the output collected so far into a batch for the sampler."""
+        """Builds the output collected so far into a batch for the sampler (an empty
+        MultiAgentBatch if its steps were all left out as not to train on)."""
         self.output.multiagent = set(self.policy_map) != {DEFAULT_POLICY_ID}
-        if self.output.batches:
+        if self.output.batches or self.output.env_steps:
             self.ready.append(self.output.build())
         else:
             self.output.env_steps = self.output.agent_steps = 0

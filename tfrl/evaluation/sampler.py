@@ -82,9 +82,11 @@ class SyncSampler(SamplerInput):
             (complete_episodes): one batch per finished episode.
         normalize_actions: Unsquash Box actions from [-1, 1] into the bounds.
         clip_actions: Clip Box actions to the bounds.
-        soft_horizon: At the horizon, end the episode (bootstrapping as if truncated)
-            without resetting the env; `on_episode_end` fires, and the same Episode
-            continues (soft-reset) without another `on_episode_start`, as in RLlib.
+        soft_horizon: At the horizon, end the episode without resetting the env;
+            `on_episode_end` fires, and the same Episode continues (soft-reset) without
+            another `on_episode_start`, as in RLlib. As RLlib, the batch records the step
+            at the horizon with terminated=truncated=False (the env goes on), so
+            postprocessing bootstraps from the value of its next observation.
         no_done_at_end: Record terminated=truncated=False at episode ends.
         observation_fn: `(agent_obs, worker, base_env, policies, episode) -> agent_obs`.
         sample_collector_class: Not supported (ignored with a warning).

@@ -1,5 +1,5 @@
-"""Small vectorized operations of the samplers: action unsquashing and clipping, reward
-clipping, checks of observations and rewards, and timing statistics.
+"""Small vectorized operations of the samplers: action unsquashing and clipping,
+read-only actions for the env, reward clipping, checks of observations and rewards, and timing statistics.
 
 Example:
     >>> import gymnasium as gym
@@ -63,6 +63,16 @@ class ActionProcessor:
         if self.clip:
             return np.clip(a, box.low, box.high).astype(box.dtype, copy=False)
         return a
+
+
+def read_only(action: Any) -> Any:
+    """A read-only view of an array action (RLlib hands envs immutable actions), so that
+    an env that changes the action it got cannot change the policy's action in the
+    batch; a view, not a copy. Other values come back unchanged."""
+    if isinstance(action, np.ndarray):
+        action = action.view()
+        action.flags.writeable = False
+    return action
 
 
 def _bounded(box: gym.spaces.Box) -> bool:

@@ -28,7 +28,7 @@ import numpy as np
 from tfrl.evaluation.collectors import postprocess_single_chunk
 from tfrl.evaluation.runner_core import RunnerCore
 from tfrl.evaluation.sampling_ops import (check_rewards_array, clip_rewards_array, now,
-                                         rewards_may_be_bad)
+                                         read_only, rewards_may_be_bad)
 from tfrl.evaluation.vector_chunks import ChunkBuffer, row
 from tfrl.models.preprocessors import NoPreprocessor
 from tfrl.utils.filter import NoFilter
@@ -178,8 +178,10 @@ class VectorEnvRunner(RunnerCore):
             t3 = now()
             perf.inference_time += t3 - t2
             chunks.write_actions(t, actions, extras)
-            env.send_action_array(actions if process_actions is None
-                                  else process_actions(actions))
+            # The env gets a read-only view (as RLlib's envs do): an env that changes
+            # its action cannot change the recorded one.
+            env.send_action_array(read_only(actions if process_actions is None
+                                            else process_actions(actions)))
             if self.render:
                 env.try_render()
             perf.action_processing_time += now() - t3
@@ -297,8 +299,9 @@ class VectorEnvRunner(RunnerCore):
         if self.no_done_at_end:
             terminated = truncated = False
         else:
+            # At a soft horizon the env goes on: RLlib records done=False there.
             terminated = bool(self._vp.terminateds[i])
-            truncated = soft or bool(self._vp.truncateds[i])
+            truncated = bool(self._vp.truncateds[i])
         chunk = self._chunk(i, t, terminated, truncated)  # (the next one starts after t)
         if chunk is not None:
             self._postprocess(chunk, episode)

@@ -3,7 +3,11 @@
 `RolloutWorker` delegates everything about its environment here:
 
 * `validate_env` checks that an env is of a supported kind;
-* `SubEnvMaker` creates (and validates, wraps, seeds) sub-env `vector_index` of a worker;
+* `check_env` checks a worker's first env right after its creation, as RLlib's workers
+  do (unless `disable_env_checking`): it resets the env, so an env whose `reset()`
+  raises or returns no gymnasium `(obs, info)` fails when the worker (and so the
+  algorithm) is built, not at its first `sample()`;
+* `SubEnvMaker` creates (and validates, checks, wraps, seeds) sub-env `vector_index` of a worker;
   it is picklable, so sub-processes (`remote_worker_envs`) can run it. With `deepmind`
   options (the worker's `preprocessor_pref="deepmind"`) it wraps ALE envs that return
   raw screens in the DeepMind pipeline (`tfrl.env.wrappers.atari.wrap_deepmind`);
@@ -18,7 +22,11 @@
 
 Seeding: sub-env `i` of worker `w` is reset once with seed `seed + 1000 * w + i` (and its
 action space seeded the same), so every worker and sub-env explores differently and runs
-are reproducible.
+are reproducible. The check's reset of a seeded env is that seeding reset (one reset, the
+same seed): checking changes no random stream. The check's reset of an unseeded env
+starts its first episode (`vectorize` hands it to the vector env), so the env is not
+reset twice either; only where sub-env 0 is replaced (gymnasium's native vector env, whose
+sub-envs are new) or runs in another process does the check's reset stay an extra one.
 """
 
 import dataclasses
@@ -34,6 +42,7 @@ from tfrl.env.env_context import EnvContext
 from tfrl.env.external_env import ExternalEnv
 from tfrl.env.external_multi_agent_env import ExternalMultiAgentEnv
 from tfrl.env.multi_agent_env import MultiAgentEnv
+from tfrl.env.space_checks import observation_error
 from tfrl.env.vector_env import VectorEnv
 from tfrl.env.wrappers import atari
 from tfrl.env.wrappers.atari import is_atari  # noqa: F401  (re-exported: the worker's check)
@@ -77,6 +86,73 @@ def seed_env(env: Any, seed: Optional[int]) -> None:
     space = getattr(env, "single_action_space", None) or getattr(env, "action_space", None)
     if isinstance(space, gym.Space):
         space.seed(seed)
+
+
+def check_env(env: Any, seed: Optional[int] = None) -> Optional[tuple]:
+    """Checks a gymnasium env (or MultiAgentEnv) just created: its spaces, and that
+    `reset(seed=seed)` works and returns gymnasium's `(obs, info)` with an observation
+    that fits the observation space (structure, shape, numeric dtype; see
+    `tfrl.env.space_checks.observation_error`). That reset seeds the env as `seed_env`
+    does, so a seeded env is reset once, checked or not. The env is not stepped (the
+    sampler checks every step's values).
+
+    Other kinds of env (vector envs, BaseEnvs, external envs) are only seeded: RLlib's
+    checker does not check vector or external envs either.
+
+    Args:
+        env: The env.
+        seed: The env's seed (None: an unseeded `reset()`).
+
+    Returns:
+        The `(obs, info)` of the check's reset, or None if the env was not checked.
+
+    Raises:
+        ValueError: If the spaces are not gymnasium spaces, or the reset result or its
+            observation does not fit; the message says how to turn the check off.
+        Exception: Whatever the env's `reset()` raises, with a note that the env check
+            called it.
+    """
+    if isinstance(env, (BaseEnv, ExternalEnv, VectorEnv)) or not isinstance(env, gym.Env):
+        seed_env(env, seed)
+        return None
+    name = type(env.unwrapped).__name__
+    off = "(or set disable_env_checking=True to skip this check)"
+    multi_agent = isinstance(env.unwrapped, MultiAgentEnv)
+    if not multi_agent:
+        for what in ("observation_space", "action_space"):
+            space = getattr(env, what, None)
+            if not isinstance(space, gym.Space):
+                raise ValueError(
+                    f"The env {name} has {what}={space!r}; expected a gymnasium.spaces.Space. "
+                    f"Set self.{what} in the env's __init__ {off}.")
+    try:
+        result = env.reset(seed=seed)
+    except Exception as e:
+        e.add_note(f"(raised by {name}.reset() in the env check right after the env was "
+                   f"created; a working reset() is needed to sample from it)")
+        raise
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise ValueError(
+            f"{name}.reset() returned {result!r}; expected gymnasium's tuple (obs, info). "
+            f"Return `obs, info` from reset() {off}.")
+    obs, info = result
+    if multi_agent:
+        if not (isinstance(obs, dict) and isinstance(info, dict)):
+            raise ValueError(
+                f"{name}.reset() returned ({type(obs).__name__}, {type(info).__name__}); a "
+                f"MultiAgentEnv returns two dicts, agent id -> obs and agent id -> info {off}.")
+    else:
+        problem = observation_error(env.observation_space, obs)
+        if problem:
+            raise ValueError(f"The observation of {name}.reset() does not fit the env's "
+                             f"observation space: {problem}. Fix reset() or the space {off}.")
+        if not isinstance(info, dict):
+            raise ValueError(f"{name}.reset() returned an info of type "
+                             f"{type(info).__name__}; expected a dict {off}.")
+    space = getattr(env, "action_space", None)
+    if seed is not None and isinstance(space, gym.Space):
+        space.seed(seed)
+    return result
 
 
 def record_env_wrapper(env: Any, record_env: Union[bool, str], log_dir: Optional[str]) -> Any:
@@ -130,6 +206,11 @@ class SubEnvMaker:
             (the worker's `on_sub_environment_created` callback); dropped when pickled.
         deepmind: None, or `wrap_deepmind`'s keyword options: ALE envs with raw screens
             are wrapped in the DeepMind pipeline (before recording and seeding).
+
+    Attributes:
+        first_reset: The `(obs, info)` of the check's reset of an unseeded env prepared
+            with `check=True`, until `vectorize` hands it to the vector env (which
+            then starts the env's first episode with it instead of resetting again).
     """
 
     def __init__(self, env_creator: Callable[[EnvContext], Any], env_context: EnvContext,
@@ -146,6 +227,7 @@ class SubEnvMaker:
         self.log_dir = log_dir
         self.on_created = on_created
         self.deepmind = None if deepmind is None else dict(deepmind)
+        self.first_reset: Optional[tuple] = None
 
     def context(self, vector_index: int) -> EnvContext:
         """The EnvContext of sub-env `vector_index`."""
@@ -157,14 +239,22 @@ class SubEnvMaker:
         env = self.env_creator(ctx)
         return self.prepare(env, ctx)
 
-    def prepare(self, env: Any, ctx: EnvContext) -> Any:
-        """Validates, wraps and seeds an env just created for `ctx`."""
+    def prepare(self, env: Any, ctx: EnvContext, check: bool = False) -> Any:
+        """Validates, wraps and seeds an env just created for `ctx`; with `check`, checks
+        it (`check_env`, whose reset is the seeding reset)."""
         validate_env(env, ctx)
         if self.validate is not None:
             self.validate(env, ctx)
         if not isinstance(env, BaseEnv):
             env = record_env_wrapper(self.wrap(env), self.record_env, self.log_dir)
-        seed_env(env, env_seed(self.seed, ctx.worker_index, ctx.vector_index))
+        seed = env_seed(self.seed, ctx.worker_index, ctx.vector_index)
+        if check:
+            result = check_env(env, seed)
+            # A seeded env's check is its seeding reset, after which the sampler resets
+            # it as before; an unseeded env's first episode is the check's reset.
+            self.first_reset = result if seed is None else None
+        else:
+            seed_env(env, seed)
         if self.on_created is not None:
             self.on_created(env, ctx)
         return env
@@ -179,6 +269,7 @@ class SubEnvMaker:
     def __getstate__(self) -> dict:
         state = self.__dict__.copy()
         state["on_created"] = None  # the callback lives in the worker's process
+        state["first_reset"] = None
         return state
 
 
@@ -239,16 +330,26 @@ def vectorize(env: Any, maker: SubEnvMaker, num_envs: int, remote_worker_envs: b
     Returns:
         The BaseEnv the sampler polls.
     """
+    first_reset, maker.first_reset = maker.first_reset, None
     custom = policy_config.get("custom_vector_env")
     if custom is not None:
         return custom(env)
+    first = env
     if not remote_worker_envs:
         native = _native_vector_env(env, num_envs, maker)
         if native is not None:
             env = native
-    return BaseEnv.to_base_env(
+    base_env = BaseEnv.to_base_env(
         env, make_env=maker, num_envs=num_envs, remote_envs=remote_worker_envs,
         remote_env_batch_wait_ms=remote_env_batch_wait_ms, policy_config=policy_config)
+    if first_reset is not None:
+        # Sub-env 0 was reset by the env check: its first episode starts there, without
+        # a second reset (an env counting its resets runs as it would unchecked).
+        target = getattr(base_env, "vector_env", base_env)
+        envs = getattr(target, "envs", None)
+        if envs and envs[0] is first and callable(getattr(target, "adopt_reset", None)):
+            target.adopt_reset(0, first_reset)
+    return base_env
 
 
 def applies_deepmind(env: Any) -> bool:

@@ -17,7 +17,7 @@ Example:
     0.01
 """
 
-from typing import Any, Dict
+from typing import Any, Mapping
 
 from tfrl.algorithms.off_policy_algorithm import OffPolicyAlgorithm
 from tfrl.algorithms.sac.sac_config import SACConfig
@@ -35,7 +35,7 @@ class SAC(OffPolicyAlgorithm):
     default_policy_class = SACTFPolicy
 
     @staticmethod
-    def target_updates_in_graph(config: Dict[str, Any]) -> bool:
+    def target_updates_in_graph(config: Mapping[str, Any]) -> bool:
         """Soft target updates after every gradient step with
         `target_network_update_freq=0`, else every that many sampled steps (outside)."""
         return config["target_network_update_freq"] == 0

@@ -18,7 +18,7 @@ Example:
     3
 """
 
-from typing import Any, ClassVar, Dict, Type
+from typing import Any, ClassVar, Mapping, Type
 
 from tfrl.algorithms.algorithm_config import AlgorithmConfig
 from tfrl.algorithms.off_policy_algorithm import OffPolicyAlgorithm
@@ -36,7 +36,7 @@ class TD3(OffPolicyAlgorithm):
     default_policy_class = TD3TFPolicy
 
     @staticmethod
-    def target_updates_in_graph(config: Dict[str, Any]) -> bool:
+    def target_updates_in_graph(config: Mapping[str, Any]) -> bool:
         """The targets move with the delayed actor updates, inside the learning call."""
         return True
 
