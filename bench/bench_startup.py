@@ -21,7 +21,7 @@ machine whose load changes), two fresh subprocesses in that tree (first on sys.p
   trains until the config's stop criteria (solved, or 100k steps) or `--iterations`.
   Its peak RSS is `resource.getrusage(RUSAGE_SELF).ru_maxrss` at the end of the run.
 
-The config is `examples/tuned/ppo_cartpole.yaml` (= `examples/ppo_cartpole.py`'s). The
+The config is `tfrl/tuned/ppo_cartpole.yaml` (= `examples/ppo_cartpole.py`'s). The
 parent prints every run, then per tree the median and range of each mark, including the
 PPO peak minus the TF peak of the same round and `first_train_after_tf` (the first
 learning step counted from the end of `import tensorflow`, whose own time swings most
@@ -70,7 +70,7 @@ marks["import_tf"] = time.time() - START
 import tfrl.algorithms.ppo
 from tfrl.cli.experiment import build_config, resolve_experiment
 marks["import_tfrl"] = time.time() - START
-experiment = resolve_experiment("examples/tuned/ppo_cartpole.yaml")
+experiment = resolve_experiment("tfrl/tuned/ppo_cartpole.yaml")
 algo = build_config(experiment).build()
 marks["built"] = time.time() - START
 result = algo.train()

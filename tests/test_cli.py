@@ -170,7 +170,7 @@ class InterruptOnSecondResult(DefaultCallbacks):
 def test_dry_run_prints_the_learning_test_config():
     from test_ppo_learning import cartpole_config
 
-    out = run_tfrl("train", f"--config={REPO_ROOT}/examples/tuned/ppo_cartpole.yaml", "--dry_run")
+    out = run_tfrl("train", f"--config={REPO_ROOT}/tfrl/tuned/ppo_cartpole.yaml", "--dry_run")
     resolved = json.loads(out)
     # The CLI prints what JSON cannot hold (the callbacks class) as its repr.
     expected = json.loads(json.dumps(cartpole_config(0).to_dict(), default=repr))
@@ -337,7 +337,7 @@ def test_checkpoint_errors(trained, tmp_path, capsys):
 @pytest.mark.slow  # trains TD3 for two short iterations (~15 s)
 def test_train_td3_with_its_tuned_file(tmp_path):
     logdir = str(tmp_path / "td3")
-    out = run_tfrl("train", "--algo=TD3", f"--config={REPO_ROOT}/examples/tuned/td3_pendulum.yaml",
+    out = run_tfrl("train", "--algo=TD3", f"--config={REPO_ROOT}/tfrl/tuned/td3_pendulum.yaml",
                 "--stop=training_iteration=2", "--config_override=timesteps_per_iteration=400",
                 "--config_override=num_steps_sampled_before_learning_starts=200",
                 f"--logdir={logdir}")

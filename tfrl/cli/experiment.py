@@ -84,7 +84,7 @@ def load_experiment_file(path: str) -> Experiment:
     """
     if not os.path.isfile(path):
         raise CliError(f"Config file {path!r} does not exist. Pass --config=<path to a "
-                       ".yaml or .json file>, e.g. examples/tuned/ppo_cartpole.yaml.")
+                       ".yaml or .json file>, e.g. tfrl/tuned/ppo_cartpole.yaml.")
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()

@@ -3,7 +3,7 @@
 Usage:
 
     tfrl train --algo=PPO --env=CartPole-v1 --stop=timesteps_total=100000
-    tfrl train --config=examples/tuned/ppo_cartpole.yaml [--dry_run]
+    tfrl train --config=ppo_cartpole [--dry_run]
     tfrl train ... --config_override=lr=1e-3 --config_override=model.fcnet_hiddens=[64,64]
     tfrl train ... --logdir=runs/ppo --checkpoint_every=10 [--restore=CHECKPOINT]
     tfrl evaluate --checkpoint=runs/ppo/checkpoint_000050 --episodes=10 [--explore] [--render]

@@ -111,7 +111,7 @@ def record_env_wrapper(env: Any, record_env: Union[bool, str], log_dir: Optional
     except gym.error.DependencyNotInstalled as e:
         raise ImportError(
             f"record_env={record_env!r} records videos with gymnasium's RecordVideo, which needs "
-            f"moviepy: pip install 'tfrl[video]' (or moviepy) ({e})."
+            f"moviepy: pip install moviepy, or 'tfrl[video]' ({e})."
         ) from e
 
 
