@@ -78,6 +78,10 @@ def sb3_hints(valid_keys: Iterable[str]) -> Dict[str, str]:
             continue
         for marker, answer in answers:
             if marker is None or marker in valid:
-                hints[name] = f"{name} is Stable-Baselines3's name; tfrl's key is {answer}."
+                if answer.startswith("none: "):
+                    hints[name] = (f"{name} is Stable-Baselines3's name; tfrl has no such "
+                                   f"key: {answer[len('none: '):]}.")
+                else:
+                    hints[name] = f"{name} is Stable-Baselines3's name; tfrl's key is {answer}."
                 break
     return hints

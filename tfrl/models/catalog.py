@@ -318,6 +318,7 @@ def _lookup(value: Any, registry: Dict[str, Any], key: str) -> Any:
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise ValueError(
             f"No {key} registered under {value!r}. Registered: {sorted(registry)}.{hint} "
-            f"Register it with ModelCatalog.register_{key}(name, cls)."
+            f"Register it with ModelCatalog.register_{key}(name, cls), or pass the class "
+            "itself (tfrl's command line takes 'package.module:ClassName')."
         )
     return registry[value]
