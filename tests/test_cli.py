@@ -23,7 +23,7 @@ from tfrl.cli.experiment import build_config
 from tfrl.cli.main import main
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TINY = ["--algo=PPO", "--env=CartPole-v1", "--seed=0",
+TINY = ["--algo=PPO", "--env=CartPole-v1", "--notuned", "--seed=0",
         "--config_override=train_batch_size=64", "--config_override=rollout_fragment_length=8",
         "--config_override=num_envs_per_worker=2", "--config_override=sgd_minibatch_size=32",
         "--config_override=num_sgd_iter=2", "--config_override=model.fcnet_hiddens=[16]"]
@@ -194,8 +194,8 @@ def test_resource_flags_and_seed_go_into_the_config():
 
 
 def test_each_call_starts_from_default_flags():
-    run_tfrl("train", "--algo=PG", "--env=CartPole-v1", "--seed=3", "--dry_run")
-    out = run_tfrl("train", "--algo=PG", "--env=CartPole-v1", "--dry_run")
+    run_tfrl("train", "--algo=PG", "--env=CartPole-v1", "--notuned", "--seed=3", "--dry_run")
+    out = run_tfrl("train", "--algo=PG", "--env=CartPole-v1", "--notuned", "--dry_run")
     assert json.loads(out)["resolved_config"]["seed"] is None
 
 
@@ -292,8 +292,9 @@ def test_export_policy_checkpoint_format(trained):
     (["train", "--algo=A2C", "--env=CartPole-v1", "--config_override=lr=.nan", "--dry_run"],
      "tfrl train: error: A2CConfig: lr must be a finite float > 0; received nan (float)."),
     (["trian", "--algo=PPO"], "tfrl: error: unknown command 'trian'. Did you mean 'train'? "
-                              "Commands: train, evaluate, export."),
-    ([], "tfrl: error: expected one command (train, evaluate or export); received no command."),
+                              "Commands: train, evaluate, export, list."),
+    ([], "tfrl: error: expected one command (train, evaluate, export, list); received no "
+         "command. Run e.g. `tfrl train --algo=PPO --env=CartPole-v1`, or `tfrl --help`."),
     (["train", "--episodes=3"], "tfrl train: error: --episodes is not a flag of `tfrl train` "
                                 "(it belongs to tfrl evaluate); remove it."),
     (["train", "--algo=PPO", "--num_wrkers=2"],

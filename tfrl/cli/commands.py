@@ -339,6 +339,9 @@ def evaluate(exp: Experiment, checkpoint: str, episodes: int = 10, explore: bool
     if record:
         record = os.path.abspath(record)
         eval_config["record_env"] = record
+        # Frames are drawn off-screen: pygame needs no display (and SDL does not complain
+        # on stderr about a missing XDG_RUNTIME_DIR on a headless machine).
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     algo = _build(exp, {"num_workers": 0, "evaluation_num_workers": 0,
                         "evaluation_interval": None, "evaluation_duration": int(episodes),
                         "evaluation_duration_unit": "episodes",

@@ -330,6 +330,15 @@ def _check_module_env(env: str) -> None:
                        f"gymnasium.register({env_id!r}, entry_point=...).")
 
 
+def imports_user_code(exp: Experiment) -> bool:
+    """Whether checking `exp` imports a user's module (`--env=module:EnvId`, `callbacks` or
+    `model.custom_model` as "module:ClassName"), which may import TensorFlow."""
+    model = exp.config.get("model")
+    named = [exp.env, exp.config.get("callbacks"),
+             model.get("custom_model") if isinstance(model, dict) else None]
+    return any(isinstance(value, str) and ":" in value for value in named)
+
+
 def _resolve_classes(config: Dict[str, Any]) -> Dict[str, Any]:
     """`callbacks` and `model.custom_model` given as "package.module:ClassName" strings,
     imported (a custom_model name without ":" is a registered model's name)."""

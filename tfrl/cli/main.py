@@ -67,7 +67,7 @@ readable).
 
 import os
 import sys
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Tuple
 
 from absl import app, flags
 from absl import logging as absl_logging
@@ -75,8 +75,8 @@ from absl import logging as absl_logging
 import tfrl
 from tfrl.algorithms.registry import ALGORITHMS
 from tfrl.cli import commands
-from tfrl.cli.experiment import (CliError, check_config, check_names, resolve_experiment,
-                                 tuned_for)
+from tfrl.cli.experiment import (CliError, check_config, check_names, imports_user_code,
+                                 resolve_experiment, tuned_for)
 from tfrl.utils.progress import quiet_tensorflow
 
 FLAGS = flags.FLAGS
@@ -229,21 +229,19 @@ def dispatch(positional: Sequence[str]) -> int:
     return commands.SIGTERM_EXIT_STATUS if received else status
 
 
-def _tuned_file(command: str) -> Optional[str]:
-    """The tuned file `tfrl train --algo=A --env=E` uses (without --config or --restore),
-    announced on stdout; else None."""
+def _tuned_file(command: str) -> Tuple[Optional[str], str]:
+    """The tuned file `tfrl train --algo=A --env=E` uses (without --config or --restore)
+    and the line that announces it; else (None, "")."""
     if not (command == "train" and FLAGS.tuned and FLAGS.algo and FLAGS.env
             and not FLAGS.config and not FLAGS.restore):
-        return None
+        return None, ""
     found = tuned_for(FLAGS.algo, FLAGS.env)
     if not found:
-        return None
+        return None, ""
     name, path = found[0]
     others = f"; also tuned: {', '.join(n for n, _ in found[1:])}" if found[1:] else ""
-    if not FLAGS.dry_run:  # the dry run's JSON names it (config_file)
-        sys.stdout.write(f"Using the tuned file {name} ({path}){others}. --notuned for "
-                         "the algorithm's defaults.\n")
-    return path
+    return path, (f"Using the tuned file {name} ({path}){others}. --notuned for the "
+                  "algorithm's defaults.\n")
 
 
 def _run_command(command: str) -> int:
@@ -261,13 +259,18 @@ def _run_command(command: str) -> int:
         else:
             base = commands.experiment_of_checkpoint(
                 commands.check_checkpoint(FLAGS.checkpoint))
-        exp = resolve_experiment(FLAGS.config or _tuned_file(command), FLAGS.algo, FLAGS.env,
+        tuned_file, announcement = _tuned_file(command)
+        exp = resolve_experiment(FLAGS.config or tuned_file, FLAGS.algo, FLAGS.env,
                                  settings, FLAGS.config_override, FLAGS["stop"].value
                                  if command == "train" else None, base=base)
+        if imports_user_code(exp):  # a user's module may import TensorFlow: quietly
+            quiet_tensorflow(verbose=FLAGS.verbose)
         check_names(exp)
         check_config(exp)  # keys and values, before TensorFlow loads
         if command == "evaluate":
             commands.check_display(FLAGS.render, FLAGS.record)
+        if not FLAGS.dry_run:  # a dry run's JSON names the file (config_file)
+            sys.stdout.write(announcement)
         # Imports TensorFlow (quietly unless --verbose) before anything else does.
         quiet_tensorflow(verbose=FLAGS.verbose)
         if not FLAGS.verbose:

@@ -163,8 +163,12 @@ class SubEnvMaker:
         if self.validate is not None:
             self.validate(env, ctx)
         if not isinstance(env, BaseEnv):
-            env = record_env_wrapper(self.wrap(env), self.record_env, self.log_dir)
+            env = self.wrap(env)
         seed_env(env, env_seed(self.seed, ctx.worker_index, ctx.vector_index))
+        if not isinstance(env, BaseEnv):
+            # After the seeding reset: RecordVideo counts resets as episodes, and would
+            # write that reset's single frame as the first video.
+            env = record_env_wrapper(env, self.record_env, self.log_dir)
         if self.on_created is not None:
             self.on_created(env, ctx)
         return env
