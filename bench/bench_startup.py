@@ -53,7 +53,7 @@ print("BENCH " + json.dumps(marks), flush=True)
 PPO_CHILD = r"""
 import time
 START = time.time()
-import resource, json, sys
+import resource, json, os, sys
 MAX_ITERATIONS = int(sys.argv[1])
 marks = {}
 # TensorFlow through tfrl first, as examples/ppo_cartpole.py does (older trees: a plain
@@ -70,7 +70,10 @@ marks["import_tf"] = time.time() - START
 import tfrl.algorithms.ppo
 from tfrl.cli.experiment import build_config, resolve_experiment
 marks["import_tfrl"] = time.time() - START
-experiment = resolve_experiment("tfrl/tuned/ppo_cartpole.yaml")
+# The tuned file: in the package since issue 30, in examples/tuned/ before it.
+experiment = resolve_experiment(next(p for p in ("tfrl/tuned/ppo_cartpole.yaml",
+                                                 "examples/tuned/ppo_cartpole.yaml")
+                                      if os.path.exists(p)))
 algo = build_config(experiment).build()
 marks["built"] = time.time() - START
 result = algo.train()
