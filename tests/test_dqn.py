@@ -328,7 +328,7 @@ def test_td_errors_match_the_loss_math():
 
 def test_tfrl_train_runs_dqn_and_the_tuned_file_resolves(tmp_path):
     logdir = str(tmp_path / "run")
-    out = run_tfrl("train", "--algo=DQN", "--env=CartPole-v1", "--seed=0",
+    out = run_tfrl("train", "--algo=DQN", "--env=CartPole-v1", "--notuned", "--seed=0",
               "--config_override=timesteps_per_iteration=64",
               "--config_override=learning_starts=32", "--config_override=hiddens=[8]",
               "--config_override=model.fcnet_hiddens=[16]", "--stop=training_iteration=2",

@@ -31,7 +31,7 @@ import yaml
 
 from tfrl import tuned
 from tfrl.algorithms.registry import ALGORITHMS, canonical_name, get_config_class
-from tfrl.env.registry import get_env_creator
+from tfrl.env.registry import _ENV_CREATORS, get_env_creator
 from tfrl.models.model_defaults import check_model_keys
 from tfrl.utils import yaml_io
 from tfrl.utils.yaml_io import yaml_value
@@ -302,7 +302,7 @@ def check_names(exp: Experiment) -> None:
         raise CliError("No env given; pass --env=CartPole-v1 (a gymnasium id or a name "
                        "registered with tfrl.env.registry.register_env) or set env: in the "
                        "--config file.")
-    if isinstance(exp.env, str) and ":" in exp.env:
+    if isinstance(exp.env, str) and ":" in exp.env and exp.env not in _ENV_CREATORS:
         _check_module_env(exp.env)
     try:
         get_env_creator(exp.env)

@@ -314,16 +314,17 @@ def main(argv: Sequence[str]) -> int:
 def run() -> None:
     """The `tfrl` console script (absl `app.run`).
 
-    The current directory goes first on the import path, as `python -m tfrl` puts it
-    there, so that `--env=mypkg.envs:GoToGoal-v0` and `callbacks: mypkg.cb:MyCallbacks`
-    find a package in the directory the user runs `tfrl` from.
+    The current directory joins the import path (as with `python -m tfrl`, but last,
+    so that a file such as `yaml.py` there cannot shadow an installed module), so that
+    `--env=mypkg.envs:GoToGoal-v0` and `callbacks: mypkg.cb:MyCallbacks` find a package
+    in the directory the user runs `tfrl` from.
     """
     argv = sys.argv
     answer = _early_answer(argv)
     if answer is not None:
         sys.exit(answer)
     if "" not in sys.path and os.getcwd() not in sys.path:
-        sys.path.insert(0, os.getcwd())
+        sys.path.append(os.getcwd())
     app.run(dispatch, argv=argv, flags_parser=parse_argv)
 
 
