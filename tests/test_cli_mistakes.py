@@ -323,3 +323,15 @@ def test_record_writes_one_video_per_scheduled_episode(checkpoint, tmp_path):
         with open(videos / name) as f:
             clip = json.load(f)
         assert clip["shape"] == [400, 600, 3] and clip["frames"] >= 2
+
+
+def test_every_extra_the_cli_names_is_in_setup_py():
+    import re
+
+    from tfrl.cli.commands import EXTRAS
+
+    with open(os.path.join(REPO_ROOT, "setup.py"), encoding="utf-8") as f:
+        setup_py = f.read()
+    extras = set(re.findall(r'^    "([a-z]+)": ', setup_py, re.M))
+    assert set(EXTRAS.values()) <= extras, set(EXTRAS.values()) - extras
+    assert {"video", "atari", "mujoco", "ray"} <= extras

@@ -20,6 +20,7 @@ import glob
 import importlib.util
 import json
 import os
+import re
 import signal
 import sys
 import threading
@@ -194,12 +195,12 @@ class BuildError(Exception):
 def _missing_extra(error: BaseException) -> Optional[str]:
     """`pip install 'tfrl[<extra>]'` advice for an error that names a missing optional
     package, or None."""
-    name = getattr(error, "name", None) or ""
-    text = f"{name} {error}".lower()
-    for module, extra in EXTRAS.items():
-        if name.split(".")[0] == module or (name == "" and module in text):
-            return f"pip install 'tfrl[{extra}]'"
-    return None
+    if isinstance(error, ImportError):
+        named = {(error.name or "").split(".")[0]}
+    else:  # gymnasium: "MuJoCo is not installed, run `pip install "gymnasium[mujoco]"`"
+        named = set(re.findall(r"[a-z_0-9]+", str(error).lower()))
+    extra = next((extra for module, extra in EXTRAS.items() if module in named), None)
+    return f"pip install 'tfrl[{extra}]'" if extra else None
 
 
 @contextlib.contextmanager

@@ -261,8 +261,7 @@ def tuned_for(algo: str, env: str) -> List[Tuple[str, str]]:
     algo = canonical_name(algo)
     found = []
     for name in tuned.names():
-        path = tuned.path(name)
-        assert path is not None  # a listed name
+        path = tuned.path(name) or name  # a listed name has a path
         exp = load_experiment_file(path)
         if exp.algo == algo and exp.env == env:
             found.append((name, path))
@@ -286,10 +285,12 @@ def _one_line(error: Exception) -> str:
 
 def check_names(exp: Experiment) -> None:
     """Checks that `exp` names a registered algorithm and a known env (cheap: imports
-    neither TensorFlow nor the algorithm).
+    neither TensorFlow nor the algorithm; a `module:EnvId` env imports that module), and
+    sets `exp.algo` to the registered spelling of a name given in any case.
 
     Raises:
-        CliError: For a missing or unknown algorithm or env.
+        CliError: For a missing or unknown algorithm or env (naming the extra to install
+            for a suite whose package is missing).
     """
     if not exp.algo:
         raise CliError("No algorithm given; pass --algo=PPO (or PG, A2C) or set algo: in "
