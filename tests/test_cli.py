@@ -308,7 +308,7 @@ def test_mistakes_exit_2_with_one_line(capsys, args, message):
 
 
 @pytest.mark.slow  # trains (or reuses the module's 20 s training run)
-def test_checkpoint_errors(trained, tmp_path, capsys):
+def test_checkpoint_errors(trained, tmp_path, capsys, monkeypatch):
     logdir, _ = trained
     checkpoint = f"{logdir}/checkpoint_000001"
     assert _fails(capsys, "evaluate", f"--checkpoint={tmp_path}") == (
@@ -320,6 +320,7 @@ def test_checkpoint_errors(trained, tmp_path, capsys):
         "tfrl export: error: --policy_id='p1' is not a policy of this checkpoint; pass one of "
         "['default_policy'].")
     if importlib.util.find_spec("pygame") is None:  # render_mode="human" reaches the env
+        monkeypatch.setenv("DISPLAY", ":99")  # past the display check: see test_cli_mistakes
         assert _fails(capsys, "evaluate", f"--checkpoint={checkpoint}", "--render") == (
             "tfrl evaluate: error: pygame is not installed, run `pip install "
             "\"gymnasium[classic-control]\"` (needed by --render), or evaluate without "
