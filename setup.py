@@ -34,7 +34,7 @@ PETTINGZOO_REQUIRES = ["pettingzoo>=1.27,<2", "mpe2>=1.1"]
 # 10x10 games (MinAtar/Breakout-v1, ...) register themselves with gymnasium.
 ATARI_REQUIRES = ["ale-py>=0.10", "opencv-python-headless>=4.8"]
 MINATAR_REQUIRES = ["minatar>=1.0.15"]
-# MuJoCo's control tasks (HalfCheetah-v5, Hopper-v5, ...: examples/tuned/ppo_halfcheetah.yaml,
+# MuJoCo's control tasks (HalfCheetah-v5, Hopper-v5, ...: tfrl/tuned/ppo_halfcheetah.yaml,
 # ppo_hopper.yaml) through gymnasium's own extra (mujoco's wheels; no OpenGL needed).
 MUJOCO_REQUIRES = ["gymnasium[mujoco]==1.4.*"]
 
@@ -43,6 +43,9 @@ MUJOCO_REQUIRES = ["gymnasium[mujoco]==1.4.*"]
 # cannot read). ray[rllib] itself is in no extra: ray[rllib] 2.60 pins gymnasium==1.2.2
 # against tfrl's 1.4 (tests/test_offline_rllib_interop.py runs in a venv of its own).
 OFFLINE_REQUIRES = ["lz4>=4"]
+# Videos of episodes (`tfrl evaluate --record=DIR`, the `record_env` config key): gymnasium's
+# RecordVideo writes them with moviepy.
+VIDEO_REQUIRES = ["moviepy>=1.0.3"]
 
 EXTRAS_REQUIRE = {
     # Ray is in the test extra so that CI exercises the Ray backends too; TFP is the
@@ -57,6 +60,7 @@ EXTRAS_REQUIRE = {
              "import-linter>=2.1", "grimp>=3.5", "mypy>=1.10"] + TFP_REQUIRES + PETTINGZOO_REQUIRES
             + ATARI_REQUIRES + MINATAR_REQUIRES + MUJOCO_REQUIRES + OFFLINE_REQUIRES,
     "offline": OFFLINE_REQUIRES,
+    "video": VIDEO_REQUIRES,
     "tfp": TFP_REQUIRES,
     "atari": ATARI_REQUIRES,
     "minatar": MINATAR_REQUIRES,
@@ -86,6 +90,8 @@ setup(
     long_description_content_type="text/markdown",
     python_requires=">=3.10",
     packages=find_packages(include=["tfrl", "tfrl.*"]),
+    # The tuned experiment files (`tfrl train --config=ppo_cartpole`, `tfrl list`).
+    package_data={"tfrl.tuned": ["*.yaml", "README.md"]},
     install_requires=INSTALL_REQUIRES,
     extras_require=EXTRAS_REQUIRE,
     entry_points={"console_scripts": ["tfrl=tfrl.cli.main:run"]},

@@ -14,7 +14,7 @@ script parses, then a summary with the ratios and the issue's targets.
 
 Parts:
 
-- `train`: `examples/tuned/<algo>_cartpole.yaml` (2 Ray workers of 0.5 CPU, 8 envs
+- `train`: `tfrl/tuned/<algo>_cartpole.yaml` (2 Ray workers of 0.5 CPU, 8 envs
   each, fragments of 50, train batches of 400) on a local Ray runtime of 2 CPUs, until
   a mean return of 150 over 100 episodes or `--max_steps` / `--max_wall_s`. Reports
   env steps sampled and trained per second and the seconds and env steps to 150, all
@@ -54,7 +54,7 @@ TARGET = 150.0
 
 
 def tuned(algo: str) -> str:
-    return os.path.join(REPO, "examples", "tuned", f"{algo.lower()}_cartpole.yaml")
+    return os.path.join(REPO, "tfrl", "tuned", f"{algo.lower()}_cartpole.yaml")
 
 
 def _train_loop(train, reward_and_counts, max_steps: int, max_wall_s: float) -> dict:

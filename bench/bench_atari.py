@@ -12,7 +12,7 @@ Settings (RL Baselines3 Zoo's Atari PPO), for both frameworks: 8 envs x 128 step
 coefficient 0.5, grad-norm 0.5, Adam epsilon 1e-5, clip 0.1 kept constant (the zoo decays
 it too; tfrl's clip is constant), shared conv features: the Nature DQN network (3 convs +
 dense 512) with frames scaled to [0, 1] inside the model. tfrl runs
-`examples/tuned/ppo_breakout.yaml` with the budget's lr schedule and the seed.
+`tfrl/tuned/ppo_breakout.yaml` with the budget's lr schedule and the seed.
 
 Both see the same env: ALE/Breakout-v5 (its sticky actions, 0.25, unless
 `--repeat-action-probability`) in the DeepMind pipeline of `tfrl.env.wrappers.atari`
@@ -49,7 +49,7 @@ from bench_ppo_cartpole import _fmt, _rss_mb, hide_tensorflow, launch, summarize
 ENV_ID = "ALE/Breakout-v5"
 NUM_ENVS = 8
 TUNED_BREAKOUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                              "examples", "tuned", "ppo_breakout.yaml")
+                              "tfrl", "tuned", "ppo_breakout.yaml")
 TARGET_SPEEDUP, RSS_ALLOWANCE_MB = 1.5, 400.0
 
 

@@ -6,7 +6,7 @@
     python bench/bench_mujoco.py --steps 1000 --eval-episodes 1   # smoke check (tiny budget)
 
 Settings: RL Baselines3 Zoo's tuned MuJoCo settings on both sides. tfrl runs
-`examples/tuned/sac_halfcheetah.yaml` / `td3_halfcheetah.yaml` (the zoo's values in tfrl's
+`tfrl/tuned/sac_halfcheetah.yaml` / `td3_halfcheetah.yaml` (the zoo's values in tfrl's
 keys; the files say how each is translated), SB3 the zoo's hyperparameters:
 
 - SAC: SB3's SAC defaults (lr 3e-4, batch 256, buffer 1M, gamma 0.99, tau 0.005, twin
@@ -55,8 +55,8 @@ from bench_ppo_cartpole import (_fmt, bench_parser, frameworks_to_compare, hide_
                                 launch, print_result, run_interleaved, summarize)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TUNED = {"SAC": os.path.join(REPO, "examples", "tuned", "sac_halfcheetah.yaml"),
-         "TD3": os.path.join(REPO, "examples", "tuned", "td3_halfcheetah.yaml")}
+TUNED = {"SAC": os.path.join(REPO, "tfrl", "tuned", "sac_halfcheetah.yaml"),
+         "TD3": os.path.join(REPO, "tfrl", "tuned", "td3_halfcheetah.yaml")}
 ZOO_LEARNING_STARTS = 10_000
 SMOOTHING = 10  # training episodes in `train R` (HalfCheetah's are 1000 steps each)
 TARGET_WALL_RATIO = 0.5

@@ -10,7 +10,7 @@ lists, which RLlib reads too) and `TFRecordWriter`, then times:
    (`TFRecordReader.dataset(train_batch_size)`: parallel interleave, block shuffle,
    prefetch);
 2. learn only: `PPOTFPolicy.learn_on_batch` on one prepared batch
-   (examples/tuned/ppo_cartpole.yaml: 256 rows, 20 epochs of 2 minibatches);
+   (tfrl/tuned/ppo_cartpole.yaml: 256 rows, 20 epochs of 2 minibatches);
 3. read + learn for each input (rows/s into `learn_on_batch`);
 4. RLlib's `JsonReader` on the same JSON files (train_batch_size 256 per `next()`): in
    this process where `ray.rllib` imports, else in a child process of `--rllib_python`
@@ -142,7 +142,7 @@ def main(argv):
           f"{len(tfr_w.files)} shards")
 
     yaml = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                        "examples", "tuned", "ppo_cartpole.yaml")
+                        "tfrl", "tuned", "ppo_cartpole.yaml")
     config = build_config(resolve_experiment(yaml)).to_dict()
     policy = PPOTFPolicy(gym.spaces.Box(-np.inf, np.inf, (4,), np.float32),
                          gym.spaces.Discrete(2), config)

@@ -6,7 +6,7 @@
 
 Sections (issue 15), each with RL Baselines3 Zoo's tuned settings on both sides:
 
-- DQN, CartPole-v1, 50,000 steps: tfrl runs `examples/tuned/dqn_cartpole_zoo.yaml` (the
+- DQN, CartPole-v1, 50,000 steps: tfrl runs `tfrl/tuned/dqn_cartpole_zoo.yaml` (the
   zoo's settings in tfrl's keys; the file says how each one is translated and what still
   differs from SB3; `tests/test_dqn_sb3_parity.py` checks that one learning phase ends at
   SB3's weights). Target 400. DQN with these settings is unstable late in training: the
@@ -62,7 +62,7 @@ from bench_ppo_cartpole import (_fmt, _rss_mb, bench_parser, frameworks_to_compa
                                 summarize)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-DQN_ZOO = os.path.join(REPO, "examples", "tuned", "dqn_cartpole_zoo.yaml")
+DQN_ZOO = os.path.join(REPO, "tfrl", "tuned", "dqn_cartpole_zoo.yaml")
 SMOOTHING = 100  # episodes in the mean return (SB3's episode buffer)
 EVAL_EPISODES = 10  # greedy episodes after training
 # tfrl's SAC: env steps per sampling round, each followed by as many gradient steps in

@@ -7,7 +7,7 @@ Settings (RL Baselines3 Zoo's tuned CartPole PPO): 8 envs, n_steps 32 (batch 256
 minibatch 256, 20 epochs, gamma 0.98, GAE lambda 0.8, lr 1e-3 decayed linearly to 0,
 clip 0.2, value coefficient 0.5, no entropy bonus, grad clip 0.5, Adam epsilon 1e-5, 64x64
 tanh policy and value networks with orthogonal hidden layers; one intra/inter-op thread for
-TF and one torch thread. tfrl runs `examples/tuned/ppo_cartpole.yaml` with these settings
+TF and one torch thread. tfrl runs `tfrl/tuned/ppo_cartpole.yaml` with these settings
 put back where the tuned file departs from them (`ISSUE_SETTINGS`: its lambda 0.9,
 minibatch 128, entropy bonus and slower lr decay solve more seeds, see the file).
 
@@ -34,10 +34,10 @@ from typing import Callable, Dict, List, Optional, Sequence
 SOLVED = 475.0
 # tfrl's side of the comparison: the tuned example (also the learning test's config).
 TUNED_CARTPOLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                              "examples", "tuned", "ppo_cartpole.yaml")
+                              "tfrl", "tuned", "ppo_cartpole.yaml")
 
 
-#: The settings above, where examples/tuned/ppo_cartpole.yaml differs from them (both
+#: The settings above, where tfrl/tuned/ppo_cartpole.yaml differs from them (both
 #: frameworks run these; the lr decays to 0 over the run's budget, as SB3's schedule does).
 ISSUE_SETTINGS = ["lambda=0.8", "sgd_minibatch_size=256", "entropy_coeff=0.0"]
 

@@ -78,7 +78,7 @@ TFRL_CONFIG = {
     "gamma": 0.98, "lambda": 0.9, "entropy_coeff": 0.01, "vf_loss_coeff": 0.5,
     "clip_param": 0.2, "vf_clip_param": 1e6, "kl_coeff": 0.0, "grad_clip": 0.5,
     "optimizer": {"epsilon": 1e-5},
-    # XLA-compiled loss and gradients (examples/tuned/ppo_lstm_stateless_cartpole.yaml).
+    # XLA-compiled loss and gradients (tfrl/tuned/ppo_lstm_stateless_cartpole.yaml).
     "jit_compile": True,
     "model": {"fcnet_hiddens": [], "post_fcnet_hiddens": [64], "post_fcnet_activation": "tanh",
               "fcnet_weights_initializer": "orthogonal",

@@ -21,7 +21,7 @@ machine whose load changes), two fresh subprocesses in that tree (first on sys.p
   trains until the config's stop criteria (solved, or 100k steps) or `--iterations`.
   Its peak RSS is `resource.getrusage(RUSAGE_SELF).ru_maxrss` at the end of the run.
 
-The config is `examples/tuned/ppo_cartpole.yaml` (= `examples/ppo_cartpole.py`'s). The
+The config is `tfrl/tuned/ppo_cartpole.yaml` (= `examples/ppo_cartpole.py`'s). The
 parent prints every run, then per tree the median and range of each mark, including the
 PPO peak minus the TF peak of the same round and `first_train_after_tf` (the first
 learning step counted from the end of `import tensorflow`, whose own time swings most
@@ -53,7 +53,7 @@ print("BENCH " + json.dumps(marks), flush=True)
 PPO_CHILD = r"""
 import time
 START = time.time()
-import resource, json, sys
+import resource, json, os, sys
 MAX_ITERATIONS = int(sys.argv[1])
 marks = {}
 # TensorFlow through tfrl first, as examples/ppo_cartpole.py does (older trees: a plain
@@ -70,7 +70,10 @@ marks["import_tf"] = time.time() - START
 import tfrl.algorithms.ppo
 from tfrl.cli.experiment import build_config, resolve_experiment
 marks["import_tfrl"] = time.time() - START
-experiment = resolve_experiment("examples/tuned/ppo_cartpole.yaml")
+# The tuned file: in the package since issue 30, in examples/tuned/ before it.
+experiment = resolve_experiment(next(p for p in ("tfrl/tuned/ppo_cartpole.yaml",
+                                                 "examples/tuned/ppo_cartpole.yaml")
+                                      if os.path.exists(p)))
 algo = build_config(experiment).build()
 marks["built"] = time.time() - START
 result = algo.train()

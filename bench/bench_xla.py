@@ -71,7 +71,7 @@ def main(argv):
         timings.clear()
         algos = {}
         for jit in (False, True):
-            experiment = resolve_experiment(os.path.join(_ROOT, "examples", "tuned", TUNED[name]),
+            experiment = resolve_experiment(os.path.join(_ROOT, "tfrl", "tuned", TUNED[name]),
                                             overrides=[f"jit_compile={jit}"])
             config = build_config(experiment)
             algos[jit] = get_algorithm_class(experiment.algo)(config=config)

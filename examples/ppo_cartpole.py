@@ -8,7 +8,7 @@ Settings: RL Baselines3 Zoo's tuned CartPole PPO (8 envs x 32 steps per batch of
 20 epochs, gamma 0.98, clip 0.2, 64x64 tanh networks, no KL penalty, grad clip 0.5,
 Adam epsilon 1e-5) with GAE lambda 0.9, two minibatches of 128 per epoch, entropy bonus
 0.01 and lr 1e-3 decayed linearly to 0 over 200k steps, which solve every seed (80 of 80
-measured, 51-72k steps); the same config as examples/tuned/ppo_cartpole.yaml.
+measured, 51-72k steps); the same config as tfrl/tuned/ppo_cartpole.yaml.
 Prints one progress line per 10 iterations (and the last one); exits 0 when solved or
 when the budget is spent. `--verbose` shows TensorFlow's start-up notices.
 """

@@ -9,11 +9,11 @@ from absl import flags
 from tfrl.cli.main import main
 
 TUNED_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                         "examples", "tuned")
+                         "tfrl", "tuned")
 
 
 def tuned(name: str) -> str:
-    """The path of `examples/tuned/<name>`."""
+    """The path of `tfrl/tuned/<name>`."""
     return os.path.join(TUNED_DIR, name)
 
 

@@ -2,7 +2,7 @@
 
 Skipped without Ray. The workers ask for half a CPU each (the machine has 2 CPUs; a
 whole-CPU actor beyond them would wait forever); every wait has a timeout. Settings as in
-examples/tuned/a3c_cartpole.yaml.
+tfrl/tuned/a3c_cartpole.yaml.
 """
 
 import pytest

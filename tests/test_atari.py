@@ -219,7 +219,7 @@ def test_rllib_preference_leaves_raw_frames_and_no_vector_env():
 
 
 TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                     "examples", "tuned")
+                     "tfrl", "tuned")
 
 
 @pytest.mark.parametrize("game", ["pong", "breakout"])

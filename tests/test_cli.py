@@ -23,7 +23,7 @@ from tfrl.cli.experiment import build_config
 from tfrl.cli.main import main
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TINY = ["--algo=PPO", "--env=CartPole-v1", "--seed=0",
+TINY = ["--algo=PPO", "--env=CartPole-v1", "--notuned", "--seed=0",
         "--config_override=train_batch_size=64", "--config_override=rollout_fragment_length=8",
         "--config_override=num_envs_per_worker=2", "--config_override=sgd_minibatch_size=32",
         "--config_override=num_sgd_iter=2", "--config_override=model.fcnet_hiddens=[16]"]
@@ -170,7 +170,7 @@ class InterruptOnSecondResult(DefaultCallbacks):
 def test_dry_run_prints_the_learning_test_config():
     from test_ppo_learning import cartpole_config
 
-    out = run_tfrl("train", f"--config={REPO_ROOT}/examples/tuned/ppo_cartpole.yaml", "--dry_run")
+    out = run_tfrl("train", f"--config={REPO_ROOT}/tfrl/tuned/ppo_cartpole.yaml", "--dry_run")
     resolved = json.loads(out)
     # The CLI prints what JSON cannot hold (the callbacks class) as its repr.
     expected = json.loads(json.dumps(cartpole_config(0).to_dict(), default=repr))
@@ -194,8 +194,8 @@ def test_resource_flags_and_seed_go_into_the_config():
 
 
 def test_each_call_starts_from_default_flags():
-    run_tfrl("train", "--algo=PG", "--env=CartPole-v1", "--seed=3", "--dry_run")
-    out = run_tfrl("train", "--algo=PG", "--env=CartPole-v1", "--dry_run")
+    run_tfrl("train", "--algo=PG", "--env=CartPole-v1", "--notuned", "--seed=3", "--dry_run")
+    out = run_tfrl("train", "--algo=PG", "--env=CartPole-v1", "--notuned", "--dry_run")
     assert json.loads(out)["resolved_config"]["seed"] is None
 
 
@@ -292,8 +292,9 @@ def test_export_policy_checkpoint_format(trained):
     (["train", "--algo=A2C", "--env=CartPole-v1", "--config_override=lr=.nan", "--dry_run"],
      "tfrl train: error: A2CConfig: lr must be a finite float > 0; received nan (float)."),
     (["trian", "--algo=PPO"], "tfrl: error: unknown command 'trian'. Did you mean 'train'? "
-                              "Commands: train, evaluate, export."),
-    ([], "tfrl: error: expected one command (train, evaluate or export); received no command."),
+                              "Commands: train, evaluate, export, list."),
+    ([], "tfrl: error: expected one command (train, evaluate, export, list); received no "
+         "command. Run e.g. `tfrl train --algo=PPO --env=CartPole-v1`, or `tfrl --help`."),
     (["train", "--episodes=3"], "tfrl train: error: --episodes is not a flag of `tfrl train` "
                                 "(it belongs to tfrl evaluate); remove it."),
     (["train", "--algo=PPO", "--num_wrkers=2"],
@@ -307,7 +308,7 @@ def test_mistakes_exit_2_with_one_line(capsys, args, message):
 
 
 @pytest.mark.slow  # trains (or reuses the module's 20 s training run)
-def test_checkpoint_errors(trained, tmp_path, capsys):
+def test_checkpoint_errors(trained, tmp_path, capsys, monkeypatch):
     logdir, _ = trained
     checkpoint = f"{logdir}/checkpoint_000001"
     assert _fails(capsys, "evaluate", f"--checkpoint={tmp_path}") == (
@@ -319,6 +320,7 @@ def test_checkpoint_errors(trained, tmp_path, capsys):
         "tfrl export: error: --policy_id='p1' is not a policy of this checkpoint; pass one of "
         "['default_policy'].")
     if importlib.util.find_spec("pygame") is None:  # render_mode="human" reaches the env
+        monkeypatch.setenv("DISPLAY", ":99")  # past the display check: see test_cli_mistakes
         assert _fails(capsys, "evaluate", f"--checkpoint={checkpoint}", "--render") == (
             "tfrl evaluate: error: pygame is not installed, run `pip install "
             "\"gymnasium[classic-control]\"` (needed by --render), or evaluate without "
@@ -337,7 +339,7 @@ def test_checkpoint_errors(trained, tmp_path, capsys):
 @pytest.mark.slow  # trains TD3 for two short iterations (~15 s)
 def test_train_td3_with_its_tuned_file(tmp_path):
     logdir = str(tmp_path / "td3")
-    out = run_tfrl("train", "--algo=TD3", f"--config={REPO_ROOT}/examples/tuned/td3_pendulum.yaml",
+    out = run_tfrl("train", "--algo=TD3", f"--config={REPO_ROOT}/tfrl/tuned/td3_pendulum.yaml",
                 "--stop=training_iteration=2", "--config_override=timesteps_per_iteration=400",
                 "--config_override=num_steps_sampled_before_learning_starts=200",
                 f"--logdir={logdir}")

@@ -17,7 +17,7 @@ from tfrl.utils.progress import format_duration, result_value, stop_reason
 from tfrl.utils.progress_callbacks import ProgressLogger, StopOnCriteria
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-TUNED = os.path.join(REPO_ROOT, "examples", "tuned")
+TUNED = os.path.join(REPO_ROOT, "tfrl", "tuned")
 
 
 def _write(tmp_path, name, text):
@@ -217,7 +217,7 @@ TUNED_FILES = sorted(f for f in os.listdir(TUNED) if f.endswith((".yaml", ".yml"
 def test_every_tuned_file_builds_its_algorithms_config_and_is_listed(name, tmp_path):
     # Each file's keys and values pass its algorithm's config checks (without making its
     # env: the Atari, MuJoCo and MinAtar files need their extras for that), and
-    # examples/tuned/README.md has a row for it. The offline files read data made by
+    # tfrl/tuned/README.md has a row for it. The offline files read data made by
     # their tests (`input` under /tmp): here an existing directory stands in for it.
     from tfrl.algorithms.registry import get_algorithm_class
     from tfrl.models.catalog import merge_model_config
@@ -232,7 +232,7 @@ def test_every_tuned_file_builds_its_algorithms_config_and_is_listed(name, tmp_p
     config = config_class.from_dict(config)
     merge_model_config(config.model)
     with open(os.path.join(TUNED, "README.md"), encoding="utf-8") as f:
-        assert f"`{name}`" in f.read(), f"examples/tuned/README.md has no row for {name}"
+        assert f"`{name}`" in f.read(), f"tfrl/tuned/README.md has no row for {name}"
 
 
 @pytest.mark.parametrize("exp,message", [

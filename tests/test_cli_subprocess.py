@@ -20,7 +20,7 @@ from tfrl.cli.experiment import build_config
 
 REPO_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SCRIPT = shutil.which("tfrl", path=os.path.dirname(sys.executable))
-TINY = ["--algo=PPO", "--env=CartPole-v1", "--seed=0", "--tf_threads=1",
+TINY = ["--algo=PPO", "--env=CartPole-v1", "--notuned", "--seed=0", "--tf_threads=1",
         "--config_override=train_batch_size=64", "--config_override=rollout_fragment_length=8",
         "--config_override=num_envs_per_worker=2", "--config_override=sgd_minibatch_size=32",
         "--config_override=num_sgd_iter=2", "--config_override=model.fcnet_hiddens=[16]"]

@@ -1,10 +1,10 @@
 """CQL learns Pendulum-v1 from data that tfrl writes itself (no downloads).
 
 The data (tfrl.examples.offline_data.make_pendulum_dataset, once per module, in a
-temporary directory): SAC with examples/tuned/sac_pendulum.yaml trains for 3,000 env
+temporary directory): SAC with tfrl/tuned/sac_pendulum.yaml trains for 3,000 env
 steps (seed 0), then its stochastic policy writes 10k steps (mean return about -629; the
 env gets the policy's actions unsquashed, as the samplers send them).
-CQL (examples/tuned/cql_pendulum.yaml, 2,550 gradient steps) reaches a greedy mean
+CQL (tfrl/tuned/cql_pendulum.yaml, 2,550 gradient steps) reaches a greedy mean
 return >= -400 over 10 real episodes, on the mean of three learner seeds (each above
 the data).
 """
@@ -21,7 +21,7 @@ from tfrl.examples.offline_data import make_pendulum_dataset
 pytestmark = pytest.mark.learning
 
 TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                     "examples", "tuned", "cql_pendulum.yaml")
+                     "tfrl", "tuned", "cql_pendulum.yaml")
 
 
 @pytest.fixture(scope="module")

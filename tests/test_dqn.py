@@ -328,7 +328,7 @@ def test_td_errors_match_the_loss_math():
 
 def test_tfrl_train_runs_dqn_and_the_tuned_file_resolves(tmp_path):
     logdir = str(tmp_path / "run")
-    out = run_tfrl("train", "--algo=DQN", "--env=CartPole-v1", "--seed=0",
+    out = run_tfrl("train", "--algo=DQN", "--env=CartPole-v1", "--notuned", "--seed=0",
               "--config_override=timesteps_per_iteration=64",
               "--config_override=learning_starts=32", "--config_override=hiddens=[8]",
               "--config_override=model.fcnet_hiddens=[16]", "--stop=training_iteration=2",
@@ -343,7 +343,7 @@ def test_tfrl_train_runs_dqn_and_the_tuned_file_resolves(tmp_path):
 
 
 def test_tfrl_train_runs_dqn_from_the_tuned_file(tmp_path):
-    # `tfrl train --algo=DQN` with examples/tuned/dqn_cartpole.yaml as it is, shortened to
+    # `tfrl train --algo=DQN` with tfrl/tuned/dqn_cartpole.yaml as it is, shortened to
     # one 256-step round (the file's rollout_fragment_length) learning from step 128 on,
     # with small nets: training_intensity 32 makes that round one learning phase of
     # 32 * 256 / 64 = 128 gradient steps of 64 rows, in one compiled call.
@@ -367,7 +367,7 @@ def test_tfrl_train_runs_dqn_from_the_tuned_file(tmp_path):
 
 def test_zoo_file_holds_rl_zoos_cartpole_settings():
     # RL Baselines3 Zoo's CartPole DQN: train_freq 256, gradient_steps 128, batch 64.
-    zoo = os.path.join(os.path.dirname(__file__), "..", "examples", "tuned",
+    zoo = os.path.join(os.path.dirname(__file__), "..", "tfrl", "tuned",
                        "dqn_cartpole_zoo.yaml")
     config = build_config(resolve_experiment(zoo))
     assert isinstance(config, DQNConfig)

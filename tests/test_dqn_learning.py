@@ -1,5 +1,5 @@
 """DQN learns CartPole-v1: mean return >= 400 within 50k env steps for 3 of 3 seeds, with
-the tuned example (examples/tuned/dqn_cartpole.yaml)."""
+the tuned example (tfrl/tuned/dqn_cartpole.yaml)."""
 
 import os
 
@@ -12,7 +12,7 @@ pytestmark = pytest.mark.learning
 
 MAX_STEPS = 50_000
 TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                     "examples", "tuned", "dqn_cartpole.yaml")
+                     "tfrl", "tuned", "dqn_cartpole.yaml")
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -1,7 +1,7 @@
 """tfrl's DQN learning phase against Stable-Baselines3's `DQN.train` (the bench extra;
 skipped without torch and SB3).
 
-With RL Zoo's CartPole settings (examples/tuned/dqn_cartpole_zoo.yaml: 1-step plain Q,
+With RL Zoo's CartPole settings (tfrl/tuned/dqn_cartpole_zoo.yaml: 1-step plain Q,
 Huber loss, gradient norm clipped at 10, Adam, the target network held during the phase),
 one tfrl learning call of K minibatches and SB3's `train(gradient_steps=K)` on the same
 minibatches from the same weights end at the same weights. SB3's torch Adam is swapped
@@ -27,7 +27,7 @@ from tfrl.algorithms.dqn import DQNTFPolicy  # noqa: E402
 from tfrl.cli.experiment import build_config, resolve_experiment  # noqa: E402
 from tfrl.data.sample_batch import SampleBatch  # noqa: E402
 
-ZOO = os.path.join(os.path.dirname(__file__), "..", "examples", "tuned",
+ZOO = os.path.join(os.path.dirname(__file__), "..", "tfrl", "tuned",
                    "dqn_cartpole_zoo.yaml")
 HIDDEN = [32, 32]
 BATCH, STEPS = 64, 24

@@ -1,5 +1,5 @@
 """IMPALA and APPO learn CartPole-v1: a mean return >= 150 (RLlib's tuned-example bar)
-within 500k env steps, from the tuned files (examples/tuned/impala_cartpole.yaml,
+within 500k env steps, from the tuned files (tfrl/tuned/impala_cartpole.yaml,
 appo_cartpole.yaml).
 
 - On Ray (marked `ray`; skipped without Ray): 2 remote workers as Ray actors with 0.5 CPU
@@ -26,7 +26,7 @@ TARGET = 150.0
 MAX_STEPS = 500_000
 MAX_WALL_S = 600  # per run: a run that has not learned by then fails, it does not hang
 TUNED = {name: os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                            "examples", "tuned", f"{name.lower()}_cartpole.yaml")
+                            "tfrl", "tuned", f"{name.lower()}_cartpole.yaml")
          for name in ("IMPALA", "APPO")}
 
 

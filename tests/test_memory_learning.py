@@ -3,7 +3,7 @@
 Repeat-after-me (k=1, two symbols, 20-step episodes; `tfrl.examples.envs.repeat_after_me`):
 optimum 19, and 0 for every memoryless policy (the symbol to repeat is independent of the
 current observation). The LSTM run is the tuned example
-`examples/tuned/ppo_lstm_repeat_after_me.yaml`; the MLP run is the same config with
+`tfrl/tuned/ppo_lstm_repeat_after_me.yaml`; the MLP run is the same config with
 `use_lstm` off and the same budget. Wall time: ~10 s each on a quiet core (~25 s loaded).
 """
 
@@ -19,7 +19,7 @@ from tfrl.examples.envs import RepeatAfterMe
 pytestmark = pytest.mark.learning
 
 TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                     "examples", "tuned", "ppo_lstm_repeat_after_me.yaml")
+                     "tfrl", "tuned", "ppo_lstm_repeat_after_me.yaml")
 ENV = RepeatAfterMe(delay=1, num_symbols=2, episode_len=20)
 #: 95 % of the optimum (19): the mean return over the last 100 training episodes.
 TARGET = 0.95 * ENV.optimal_return

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.learning
 
 ENV = "MinAtar/Breakout-v1"
 TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                     "examples", "tuned", "ppo_minatar_breakout.yaml")
+                     "tfrl", "tuned", "ppo_minatar_breakout.yaml")
 
 
 def random_mean_return(episodes=300, seed=0):

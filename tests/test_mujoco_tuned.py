@@ -15,7 +15,7 @@ from tfrl.cli.experiment import build_config, resolve_experiment  # noqa: E402
 from tfrl.utils.filter import MeanStdFilter  # noqa: E402
 
 TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                     "examples", "tuned")
+                     "tfrl", "tuned")
 
 # file -> (env, obs size, action size, (minibatch, epochs, gamma, lambda, lr, clip)):
 # the zoo's hyperparams/ppo.yml entries for HalfCheetah and Hopper.

@@ -1,10 +1,10 @@
 """BC and MARWIL learn from CartPole data that tfrl writes itself (no downloads).
 
 The data (tfrl.examples.offline_data, once per test session, in a temporary directory):
-a PPO policy trained with examples/tuned/ppo_cartpole.yaml to a mean return of 450
+a PPO policy trained with tfrl/tuned/ppo_cartpole.yaml to a mean return of 450
 writes 20k expert steps; the mixed dataset holds 40k steps, one expert episode in 40 and
 the others of the opposite policy (short episodes that start with wrong actions).
-BC (examples/tuned/bc_cartpole.yaml) learns the expert data to a greedy mean return of
+BC (tfrl/tuned/bc_cartpole.yaml) learns the expert data to a greedy mean return of
 >= 400; on the mixed data, MARWIL (marwil_cartpole.yaml, beta 1) beats BC trained for
 as many iterations on the same data, and so does discrete CQL (cql_cartpole.yaml,
 CQL_DQN: DQN plus the conservative penalty).
@@ -22,7 +22,7 @@ from tfrl.examples.offline_data import make_cartpole_datasets
 pytestmark = pytest.mark.learning
 
 TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                     "examples", "tuned")
+                     "tfrl", "tuned")
 
 
 @pytest.fixture(scope="session")

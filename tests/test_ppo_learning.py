@@ -11,7 +11,7 @@ pytestmark = pytest.mark.learning
 
 CARTPOLE_STEPS = 100_000
 TUNED_CARTPOLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                              "examples", "tuned", "ppo_cartpole.yaml")
+                              "tfrl", "tuned", "ppo_cartpole.yaml")
 
 
 def cartpole_config(seed):

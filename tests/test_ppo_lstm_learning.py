@@ -27,7 +27,7 @@ from tfrl.cli.experiment import build_config, resolve_experiment
 pytestmark = pytest.mark.learning
 
 TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                     "examples", "tuned", "ppo_lstm_stateless_cartpole.yaml")
+                     "tfrl", "tuned", "ppo_lstm_stateless_cartpole.yaml")
 
 
 @pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.slow),

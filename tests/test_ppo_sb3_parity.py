@@ -1,7 +1,7 @@
 """tfrl's PPO learning phase on pixels against Stable-Baselines3's `PPO.train` (the bench
 extra; skipped without torch and SB3).
 
-With the tuned Breakout settings (examples/tuned/ppo_breakout.yaml, RL Zoo's Atari PPO:
+With the tuned Breakout settings (tfrl/tuned/ppo_breakout.yaml, RL Zoo's Atari PPO:
 clip 0.1, value coefficient 0.5, entropy 0.01, grad-norm 0.5, Adam epsilon 1e-5, 4 epochs
 of minibatches of 256, the Nature CNN shared by policy and value) and SB3's `CnnPolicy`
 from the same initial weights, one tfrl `learn_on_batch` and one SB3 `train()` on the same
@@ -47,7 +47,7 @@ from tfrl.core.columns import Columns  # noqa: E402
 from tfrl.data.sample_batch import SampleBatch  # noqa: E402
 from tfrl.execution.rollout_ops import standardized  # noqa: E402
 
-TUNED = os.path.join(os.path.dirname(__file__), "..", "examples", "tuned",
+TUNED = os.path.join(os.path.dirname(__file__), "..", "tfrl", "tuned",
                      "ppo_breakout.yaml")
 N_ENVS, N_STEPS, N_ACTIONS = 8, 128, 4
 OBS_SPACE = gym.spaces.Box(0, 255, (84, 84, 4), np.uint8)

@@ -8,7 +8,7 @@ a third whole-CPU actor would wait forever). The test asserts that the workers' 
 run on the worker node (Ray node ids), that the batches of both reached the learner
 (each got the learner's weights back with the global timestep, which the driver sends
 only to a worker whose batch it just queued), and that IMPALA reaches a mean return of
-150 on CartPole-v1 from `examples/tuned/impala_cartpole.yaml` (~40k env steps there).
+150 on CartPole-v1 from `tfrl/tuned/impala_cartpole.yaml` (~40k env steps there).
 
 Skipped without Ray; marked `ray`, `slow` and `learning`. Every wait is bounded: node
 start-up, actor start-up (TensorFlow imports take seconds), each remote call, and the
@@ -37,7 +37,7 @@ MAX_TRAIN_S = 75.0  # a run that has not learned by then fails; it does not hang
 TIMEOUT = 60.0  # each remote call, and the nodes' start-up
 NODE_RESOURCE = "tfrl_worker_node"
 TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                     "examples", "tuned", "impala_cartpole.yaml")
+                     "tfrl", "tuned", "impala_cartpole.yaml")
 
 
 @pytest.fixture(scope="module")

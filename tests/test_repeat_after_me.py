@@ -13,7 +13,7 @@ from tfrl.examples.envs import RepeatAfterMe
 
 ENV_ID = "tfrl.examples.envs:RepeatAfterMe-v0"
 TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                     "examples", "tuned", "ppo_lstm_repeat_after_me.yaml")
+                     "tfrl", "tuned", "ppo_lstm_repeat_after_me.yaml")
 
 
 def _run(env, policy, seed):

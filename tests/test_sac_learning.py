@@ -1,6 +1,6 @@
 """SAC learns: mean return >= -250 on Pendulum-v1 within 20k env steps, and the discrete
 variant >= 200 on CartPole-v1 within 50k, each for 3 of 3 seeds, with the tuned examples
-(examples/tuned/sac_pendulum.yaml, sac_cartpole.yaml). Seed 0 of each runs in CI; seeds
+(tfrl/tuned/sac_pendulum.yaml, sac_cartpole.yaml). Seed 0 of each runs in CI; seeds
 1 and 2 are also marked `slow` (each run takes 1-2 minutes on a busy 2-core machine)."""
 
 import os
@@ -13,7 +13,7 @@ from tfrl.cli.experiment import build_config, resolve_experiment
 pytestmark = pytest.mark.learning
 
 TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                     "examples", "tuned")
+                     "tfrl", "tuned")
 SEEDS = [0, pytest.param(1, marks=pytest.mark.slow), pytest.param(2, marks=pytest.mark.slow)]
 
 

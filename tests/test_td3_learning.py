@@ -1,5 +1,5 @@
 """TD3 learns Pendulum-v1: mean return >= -250 within 20k env steps for 3 of 3 seeds, with
-the tuned example (examples/tuned/td3_pendulum.yaml)."""
+the tuned example (tfrl/tuned/td3_pendulum.yaml)."""
 
 import os
 
@@ -12,7 +12,7 @@ pytestmark = pytest.mark.learning
 
 MAX_STEPS = 20_000
 TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
-                     "examples", "tuned", "td3_pendulum.yaml")
+                     "tfrl", "tuned", "td3_pendulum.yaml")
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -36,10 +36,8 @@ import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 RESULTS_MD = os.path.join(ROOT, "bench", "RESULTS.md")
-# Where tuned experiment files live (the first folder that has any wins): the package's
-# own folder once they ship inside it, else the repository's examples/tuned/.
-TUNED_DIRS = (os.path.join(ROOT, "tfrl", "tuned"), os.path.join(ROOT, "tfrl", "examples", "tuned"),
-              os.path.join(ROOT, "examples", "tuned"))
+# Where tuned experiment files live: inside the package (tfrl.tuned.TUNED_DIR).
+TUNED_DIRS = (os.path.join(ROOT, "tfrl", "tuned"),)
 
 
 # --------------------------------------------------------------------------- config keys
@@ -244,7 +242,8 @@ def tuned_files(algo: str) -> str:
             f"{k} {v}" for k, v in (exp.get("stop") or {}).items())))
         out.append(f"| `{name}` | {_cell(what)} | {_cell(stops)} |")
     out.append("")
-    out.append(f"Run one with `tfrl train --config={rel}/<file>`. The files:")
+    out.append(f"Run one by name with `tfrl train --config=<name>` (the file name without "
+               f"`.yaml`; the files ship inside the package, in `{rel}/`). The files:")
     out.append("")
     for name, text, _ in found:
         out.append(f'??? example "{name}"')

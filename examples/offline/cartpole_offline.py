@@ -1,14 +1,14 @@
 """Offline RL on CartPole-v1 with data tfrl makes itself (no downloads).
 
-1. PPO (examples/tuned/ppo_cartpole.yaml) trains to a mean return of 450;
+1. PPO (tfrl/tuned/ppo_cartpole.yaml) trains to a mean return of 450;
 2. it writes an expert dataset (`<out>/expert`) and a mixed-quality one (`<out>/mixed`:
    some expert episodes, many short episodes of the opposite policy) as JSON lines;
 3. BC learns from the expert data, BC and MARWIL from the mixed data
-   (examples/tuned/bc_cartpole.yaml, marwil_cartpole.yaml);
+   (tfrl/tuned/bc_cartpole.yaml, marwil_cartpole.yaml);
 4. each learnt policy is evaluated by real rollouts (`evaluate()`) and, from the mixed
    data, by the off-policy estimators (IS, WIS, DR);
 5. discrete CQL (CQL on a Discrete action space: CQLDQN) learns from the mixed data
-   (examples/tuned/cql_cartpole.yaml), evaluated by real rollouts.
+   (tfrl/tuned/cql_cartpole.yaml), evaluated by real rollouts.
 
     python examples/offline/cartpole_offline.py --out=data/offline/cartpole
 
@@ -36,11 +36,12 @@ from tfrl.algorithms.ppo import PPOTFPolicy  # noqa: E402
 from tfrl.algorithms.registry import get_algorithm_class  # noqa: E402
 from tfrl.cli.experiment import build_config, resolve_experiment  # noqa: E402
 from tfrl.data.sample_batch import concat_samples  # noqa: E402
+from tfrl.tuned import TUNED_DIR  # noqa: E402
 from tfrl.examples.offline_data import make_cartpole_datasets  # noqa: E402
 from tfrl.offline.estimators import estimator_class  # noqa: E402
 from tfrl.offline.json_reader import JsonReader  # noqa: E402
 
-TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tuned")
+TUNED = TUNED_DIR
 
 
 def train(algo_name: str, data: str, iterations, seed: int, smoke: bool, tuned=None):

@@ -1,9 +1,9 @@
 """Offline RL on Pendulum-v1 with data tfrl makes itself (no downloads).
 
-1. SAC (examples/tuned/sac_pendulum.yaml) trains for 3,000 env steps: partly trained;
+1. SAC (tfrl/tuned/sac_pendulum.yaml) trains for 3,000 env steps: partly trained;
 2. its stochastic policy writes 10k steps of Pendulum episodes (`<out>`, JSON lines;
    mean return about -555; the env gets the actions as the samplers send them);
-3. CQL (examples/tuned/cql_pendulum.yaml) and, for comparison, BC learn from the data;
+3. CQL (tfrl/tuned/cql_pendulum.yaml) and, for comparison, BC learn from the data;
 4. each learnt policy is evaluated greedily by real rollouts (10 episodes).
 
     python examples/offline/pendulum_offline.py --out=data/offline/pendulum
@@ -30,9 +30,10 @@ from tfrl.algorithms.bc import BC, BCConfig  # noqa: E402
 from tfrl.algorithms.cql import CQL  # noqa: E402
 from tfrl.algorithms.sac import SACTFPolicy  # noqa: E402
 from tfrl.cli.experiment import build_config, resolve_experiment  # noqa: E402
+from tfrl.tuned import TUNED_DIR  # noqa: E402
 from tfrl.examples.offline_data import make_pendulum_dataset  # noqa: E402
 
-TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tuned")
+TUNED = TUNED_DIR
 SMOKE_CQL = ["num_steps_sampled_before_learning_starts=1000", "timesteps_per_iteration=1000",
              "replay_buffer_config.capacity=1000", "evaluation_duration=2",
              "evaluation_interval=1"]

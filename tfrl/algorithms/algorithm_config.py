@@ -43,6 +43,7 @@ from typing import (Any, ClassVar, Dict, ItemsView, Iterator, KeysView, Mapping,
 import gymnasium as gym
 
 from tfrl.algorithms.registry import all_config_classes
+from tfrl.algorithms.sb3_keys import sb3_hints
 from tfrl.evaluation.callbacks import DefaultCallbacks
 from tfrl.offline.input_creators import DEFAULT_INPUT, check_input_config
 from tfrl.offline.json_writer import DEFAULT_MAX_FILE_SIZE
@@ -177,7 +178,8 @@ class AlgorithmConfig(PolicyConfig, Mapping[str, Any], metaclass=_ConfigMeta):
     normalize_actions: bool = True
     disable_env_checking: bool = False
     render_env: bool = False
-    record_env: bool = False
+    # True: videos under the worker's log dir; a str: videos in that folder (RLlib's forms).
+    record_env: Union[bool, str] = False
     # Rollouts.
     num_workers: int = 0
     num_envs_per_worker: int = 1
@@ -350,6 +352,9 @@ class AlgorithmConfig(PolicyConfig, Mapping[str, Any], metaclass=_ConfigMeta):
             fail(f"callbacks must be a DefaultCallbacks subclass; received {callbacks!r}.")
         if self.remote_backend not in ("ray", "thread"):
             fail(f"remote_backend must be 'ray' or 'thread'; received {self.remote_backend!r}.")
+        if not (isinstance(self.record_env, (bool, str)) and self.record_env != ""):
+            fail(f"record_env must be a bool or a folder for the videos (a non-empty str); "
+                 f"received {self.record_env!r} ({type(self.record_env).__name__}).")
         try:
             check_input_config(self.input)
             check_output_config({"output": self.output, "output_format": self.output_format,
@@ -441,7 +446,9 @@ class AlgorithmConfig(PolicyConfig, Mapping[str, Any], metaclass=_ConfigMeta):
     @classmethod
     def _to_fields(cls, given: Mapping[str, Any], where: str) -> Dict[str, Any]:
         names = {f.name for f in dataclasses.fields(cls)}
-        check_keys({k: v for k, v in given.items() if k not in names}, cls.valid_keys(), where)
+        valid = cls.valid_keys()
+        check_keys({k: v for k, v in given.items() if k not in names}, valid, where,
+                   hints=sb3_hints(valid))
         out = {}
         for key, value in given.items():
             name = ALIASES.get(key, key)

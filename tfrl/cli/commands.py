@@ -1,4 +1,5 @@
-"""The CLI commands as plain functions: `train`, `evaluate`, `export`, `dry_run`.
+"""The CLI commands as plain functions: `train`, `evaluate`, `export`, `dry_run`,
+`list_all`.
 
 They take an `Experiment` (see `tfrl.cli.experiment`) and plain arguments, never flags,
 and report user mistakes as `CliError`. `train` writes into its logdir:
@@ -15,18 +16,23 @@ and report user mistakes as `CliError`. `train` writes into its logdir:
 
 import contextlib
 import datetime
+import glob
+import importlib.util
 import json
 import os
+import re
 import signal
 import sys
 import threading
 from typing import Any, Dict, Iterator, List, Optional, TextIO, Tuple
 
+import gymnasium as gym
 import numpy as np
 
+from tfrl import tuned
 from tfrl.algorithms.checkpoints import STATE_FILE, CheckpointError, resolve_checkpoint
-from tfrl.algorithms.registry import get_algorithm_class
-from tfrl.cli.experiment import CliError, Experiment, build_config
+from tfrl.algorithms.registry import ALGORITHMS, canonical_name, get_algorithm_class
+from tfrl.cli.experiment import CliError, Experiment, build_config, load_experiment_file
 from tfrl.env.registry import _ENV_CREATORS
 from tfrl.utils.progress import DEFAULT_COLUMNS
 
@@ -37,6 +43,11 @@ RESULT_FILE = "result.json"
 FORMATS = ("saved_model", "checkpoint")
 #: The exit status of `tfrl train` ended by SIGTERM (128 + 15, the shell's convention).
 SIGTERM_EXIT_STATUS = 128 + signal.SIGTERM
+#: Optional packages (the top-level module, or a word of gymnasium's "... is not
+#: installed" message) -> the extra of setup.py that installs them.
+EXTRAS = {"ale_py": "atari", "cv2": "atari", "mujoco": "mujoco", "minatar": "minatar",
+          "pettingzoo": "pettingzoo", "mpe2": "pettingzoo", "ray": "ray", "lz4": "offline",
+          "moviepy": "video", "tensorflow_probability": "tfp", "tf_keras": "tfp"}
 
 
 class Terminated(KeyboardInterrupt):
@@ -129,9 +140,96 @@ def dry_run(exp: Experiment, stream: Optional[TextIO] = None) -> Dict[str, Any]:
     return resolved
 
 
+def list_all(algo: Optional[str] = None, env: Optional[str] = None,
+             stream: Optional[TextIO] = None) -> List[Tuple[str, str, str, str]]:
+    """Prints the registered algorithms and the tuned files (those of `algo` and `env`
+    if given); returns the tuned files' rows (name, algo, env, stop criteria)."""
+    stream = stream or sys.stdout
+    rows = []
+    for name in tuned.names():
+        exp = load_experiment_file(tuned.path(name) or name)
+        if (algo and exp.algo != canonical_name(algo)) or (env and exp.env != env):
+            continue
+        stop = ", ".join(f"{k}={v}" for k, v in exp.stop.items())
+        rows.append((name, str(exp.algo), str(exp.env), stop))
+    stream.write(f"Algorithms (--algo, any case): {', '.join(sorted(ALGORITHMS))}\n\n")
+    if not rows:
+        stream.write("No tuned file matches; tfrl list shows them all.\n")
+        return rows
+    stream.write(f"Tuned files (--config=NAME; in {tuned.TUNED_DIR}):\n")
+    widths = [max(len(row[i]) for row in rows + [("NAME", "ALGO", "ENV", "")])
+              for i in range(3)]
+    for row in [("NAME", "ALGO", "ENV", "STOPS AT")] + rows:
+        stream.write("  " + "  ".join(cell.ljust(w) for cell, w in zip(row, widths))
+                     + f"  {row[3]}\n")
+    return rows
+
+
+def check_display(render: bool, record: Optional[str]) -> None:
+    """Checks `tfrl evaluate`'s `--render` and `--record` before anything is built:
+    rendering in a window needs a display (on Linux: DISPLAY or WAYLAND_DISPLAY; without
+    one pygame may crash the process), recording needs moviepy.
+
+    Raises:
+        CliError: For both flags at once, a window without a display, or a missing
+            moviepy.
+    """
+    if render and record:
+        raise CliError("--render and --record exclude each other (an env renders either "
+                       "to a window or to frames); pass one.")
+    if (render and sys.platform.startswith("linux")
+            and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))):
+        raise CliError("--render opens a window, but there is no display (DISPLAY and "
+                       "WAYLAND_DISPLAY are unset); write videos with --record=DIR instead.")
+    if record and importlib.util.find_spec("moviepy") is None:
+        raise CliError("--record writes videos with moviepy, which is not installed: pip "
+                       "install 'tfrl[video]'.")
+
+
+class BuildError(Exception):
+    """A `ValueError` or `TypeError` raised while an algorithm was built from a config
+    that passed `check_config`: the config does not fit the env (or names something
+    that does not exist). Its message is the original's, on one line."""
+
+
+def _missing_extra(error: BaseException) -> Optional[str]:
+    """`pip install 'tfrl[<extra>]'` advice for an error that names a missing optional
+    package, or None."""
+    if isinstance(error, ImportError):
+        named = {(error.name or "").split(".")[0]}
+    else:  # gymnasium: "MuJoCo is not installed, run `pip install "gymnasium[mujoco]"`"
+        named = set(re.findall(r"[a-z_0-9]+", str(error).lower()))
+    extra = next((extra for module, extra in EXTRAS.items() if module in named), None)
+    return f"pip install 'tfrl[{extra}]'" if extra else None
+
+
+@contextlib.contextmanager
+def user_errors(verbose: bool = False) -> Iterator[None]:
+    """Turns the errors a user's config or env causes while an algorithm is built or run
+    into one-line `CliError`s (with `verbose`, the original traceback instead): a
+    missing optional package (naming the extra to install) and the `ValueError` /
+    `TypeError` an algorithm raises for an env it cannot learn on (e.g. DQN on a Box
+    action space) or a model it cannot build (an unregistered `custom_model`).
+    """
+    try:
+        yield
+    except (ImportError, gym.error.DependencyNotInstalled) as e:
+        advice = _missing_extra(e)
+        if verbose or advice is None:
+            raise
+        raise CliError(f"{' '.join(str(e).split())} ({advice}).") from None
+    except BuildError as e:
+        if verbose:
+            raise e.__cause__ or e
+        raise CliError(f"{e} (--verbose shows the traceback).") from None
+
+
 def _build(exp: Experiment, extra: Optional[Dict[str, Any]] = None) -> Any:
     config = build_config(exp, extra)
-    return get_algorithm_class(exp.algo)(config=config)
+    try:
+        return get_algorithm_class(exp.algo)(config=config)
+    except (ValueError, TypeError) as e:
+        raise BuildError(" ".join(str(e).split())) from e
 
 
 def _restore(algo: Any, checkpoint: str) -> None:
@@ -215,36 +313,62 @@ def _saved_counts(algo: Any) -> Dict[str, int]:
 
 
 def evaluate(exp: Experiment, checkpoint: str, episodes: int = 10, explore: bool = False,
-             render: bool = False, stream: Optional[TextIO] = None) -> Dict[str, Any]:
+             render: bool = False, record: Optional[str] = None,
+             stream: Optional[TextIO] = None) -> Dict[str, Any]:
     """Restores `checkpoint` and runs `episodes` episodes (deterministic actions unless
-    `explore`); prints and returns the evaluation metrics."""
+    `explore`); prints and returns the evaluation metrics.
+
+    Args:
+        render: Show the episodes in a window (`render_mode="human"`).
+        record: Write videos of the episodes into this directory (`record_env` with
+            `render_mode="rgb_array"`; gymnasium's RecordVideo and its episode schedule).
+
+    Raises:
+        CliError: For a bad checkpoint or episode count, `--render` without a display,
+            a missing moviepy, or an env that recorded no video.
+    """
     if episodes < 1:
         raise CliError(f"--episodes={episodes} must be >= 1.")
+    check_display(render, record)
     checkpoint = check_checkpoint(checkpoint)
-    eval_config = {"explore": explore, "render_env": render, "num_envs_per_worker": 1}
-    if render and isinstance(exp.env, str) and exp.env not in _ENV_CREATORS:
-        eval_config["env_config"] = {**exp.config.get("env_config", {}), "render_mode": "human"}
+    eval_config: Dict[str, Any] = {"explore": explore, "render_env": render,
+                                   "num_envs_per_worker": 1}
+    render_mode = "human" if render else "rgb_array" if record else None
+    if render_mode and isinstance(exp.env, str) and exp.env not in _ENV_CREATORS:
+        eval_config["env_config"] = {**exp.config.get("env_config", {}),
+                                     "render_mode": render_mode}
+    if record:
+        record = os.path.abspath(record)
+        eval_config["record_env"] = record
+        # Frames are drawn off-screen: pygame needs no display (and SDL does not complain
+        # on stderr about a missing XDG_RUNTIME_DIR on a headless machine).
+        os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     algo = _build(exp, {"num_workers": 0, "evaluation_num_workers": 0,
                         "evaluation_interval": None, "evaluation_duration": int(episodes),
                         "evaluation_duration_unit": "episodes",
                         "evaluation_config": eval_config})
-    from gymnasium.error import DependencyNotInstalled
-
     try:
         _restore(algo, checkpoint)
         metrics = algo.evaluate()["evaluation"]
-    except DependencyNotInstalled as e:  # e.g. pygame, for render_mode="human"
+    except gym.error.DependencyNotInstalled as e:  # e.g. pygame, for render_mode="human"
         raise CliError(f"{' '.join(str(e).split())} (needed by --render), or evaluate "
                        "without --render.") from None
     finally:
         algo.stop()
     returns = metrics.get("hist_stats", {}).get("episode_reward", [])
+    videos = sorted(glob.glob(os.path.join(record, "*.mp4"))) if record else []
+    if record and not videos:
+        raise CliError(f"--record={record!r}: no video was written; the env must render "
+                       "frames (render_mode='rgb_array'): a gymnasium id does, an env made "
+                       "by register_env must pass env_config's render_mode on.")
     (stream or sys.stdout).write(
         f"Evaluated {len(returns)} episodes of {exp.env} "
         f"({'stochastic' if explore else 'deterministic'} actions): return mean "
         f"{metrics['episode_reward_mean']:.2f}, min {metrics['episode_reward_min']:.2f}, "
         f"max {metrics['episode_reward_max']:.2f}; length mean "
         f"{metrics['episode_len_mean']:.1f}\n")
+    if videos:
+        (stream or sys.stdout).write(f"Videos: {len(videos)} in {record}\n")
     return metrics
 
 

@@ -4,8 +4,10 @@ An `Experiment` is what `tfrl train` runs: an algorithm name, an env, a plain co
 dict (only YAML/JSON values, so it can be written next to the checkpoints and read back
 by `tfrl evaluate` / `tfrl export`) and stop criteria. `load_experiment_file` reads the
 file format described in `tfrl.cli.main`; `apply_overrides` applies
-`--config_override` strings; `build_config` turns an experiment into the algorithm's
-config object, reporting every user mistake as a one-line `CliError`.
+`--config_override` strings; `check_config` checks an experiment's config without
+TensorFlow and `build_config` turns it into the algorithm's config object, reporting
+every user mistake as a one-line `CliError`; `tuned_for` finds the tuned files of an
+algorithm and env.
 
 Example:
     >>> apply_overrides({"model": {"fcnet_hiddens": [32]}},
@@ -24,9 +26,13 @@ import os
 import re
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
+import gymnasium as gym
 import yaml
-from tfrl.algorithms.registry import ALGORITHMS, get_algorithm_class
-from tfrl.env.registry import get_env_creator
+
+from tfrl import tuned
+from tfrl.algorithms.registry import ALGORITHMS, canonical_name, get_config_class
+from tfrl.env.registry import _ENV_CREATORS, get_env_creator
+from tfrl.models.model_defaults import check_model_keys
 from tfrl.utils import yaml_io
 from tfrl.utils.yaml_io import yaml_value
 
@@ -53,17 +59,24 @@ class Experiment:
         env: Env name (registered or gymnasium id), or None.
         config: The algorithm config keys the user set (plain YAML/JSON values).
         stop: Result key -> threshold; training stops when any is reached.
+        config_file: The experiment file it was read from (None: flags only); recorded,
+            not read back.
     """
 
     algo: Optional[str] = None
     env: Optional[str] = None
     config: Dict[str, Any] = dataclasses.field(default_factory=dict)
     stop: Dict[str, float] = dataclasses.field(default_factory=dict)
+    config_file: Optional[str] = None
 
     def to_json(self) -> Dict[str, Any]:
-        """The experiment as a JSON-serializable dict (the file format)."""
-        return {"algo": self.algo, "env": self.env, "stop": dict(self.stop),
-                "config": copy.deepcopy(self.config)}
+        """The experiment as a JSON-serializable dict (the file format, plus
+        `config_file` when there is one)."""
+        out = {"algo": self.algo, "env": self.env, "stop": dict(self.stop),
+               "config": copy.deepcopy(self.config)}
+        if self.config_file:
+            out["config_file"] = self.config_file
+        return out
 
 
 def _closest(key: str, valid: Iterable[str]) -> str:
@@ -83,8 +96,13 @@ def load_experiment_file(path: str) -> Experiment:
             top-level keys.
     """
     if not os.path.isfile(path):
+        stem = os.path.splitext(os.path.basename(path))[0]
+        if tuned.path(stem):
+            raise CliError(f"Config file {path!r} does not exist. A tuned file of that name "
+                           f"ships with tfrl: pass --config={stem} (tfrl list shows them).")
         raise CliError(f"Config file {path!r} does not exist. Pass --config=<path to a "
-                       ".yaml or .json file>, e.g. examples/tuned/ppo_cartpole.yaml.")
+                       ".yaml or .json file> or the name of a tuned file (tfrl list shows "
+                       "them), e.g. --config=ppo_cartpole.")
     try:
         with open(path, encoding="utf-8") as f:
             text = f.read()
@@ -109,6 +127,8 @@ def load_experiment_file(path: str) -> Experiment:
             and isinstance(next(iter(doc.values())), dict)):
         doc = next(iter(doc.values()))  # RLlib's form: {experiment_name: {run: ..., ...}}
     for key in doc:
+        if key == "config_file":  # written into experiment.json; not an input
+            continue
         if key not in FILE_KEYS:
             raise CliError(f"Config file {path!r} has the unknown top-level key {key!r}."
                            f"{_closest(key, FILE_KEYS)} Top-level keys are algo, env, stop "
@@ -210,6 +230,8 @@ def resolve_experiment(config_file: Optional[str] = None, algo: Optional[str] = 
     """
     exp = copy.deepcopy(base) if base is not None else Experiment()
     if config_file:
+        config_file = find_config_file(config_file)
+        exp.config_file = config_file
         loaded = load_experiment_file(config_file)
         exp.algo = loaded.algo or exp.algo
         exp.env = loaded.env or exp.env
@@ -225,13 +247,35 @@ def resolve_experiment(config_file: Optional[str] = None, algo: Optional[str] = 
     return exp
 
 
+def find_config_file(name: str) -> str:
+    """`--config`'s file: `name` if it is a file, else the tuned file of that name
+    (`ppo_cartpole`), else `name` (which `load_experiment_file` reports as missing)."""
+    if os.path.isfile(name):
+        return name
+    return tuned.path(name) or name
+
+
+def tuned_for(algo: str, env: str) -> List[Tuple[str, str]]:
+    """The tuned files for `algo` (any case) on `env`, as (name, path): the shortest
+    name first (`dqn_cartpole` before `dqn_cartpole_zoo`)."""
+    algo = canonical_name(algo)
+    found = []
+    for name in tuned.names():
+        path = tuned.path(name) or name  # a listed name has a path
+        exp = load_experiment_file(path)
+        if exp.algo == algo and exp.env == env:
+            found.append((name, path))
+    return sorted(found, key=lambda item: (len(item[0]), item[0]))
+
+
 def _import(spec: str, what: str) -> Any:
     module_name, sep, name = spec.rpartition(":") if ":" in spec else spec.rpartition(".")
     try:
         return getattr(importlib.import_module(module_name), name)
     except (ImportError, AttributeError, ValueError) as e:
         raise CliError(f"{what}={spec!r} cannot be imported ({type(e).__name__}: {e}); give "
-                       "'package.module:ClassName' of a class on PYTHONPATH.") from None
+                       "'package.module:ClassName' of a class in the current directory or "
+                       "on PYTHONPATH.") from None
 
 
 def _one_line(error: Exception) -> str:
@@ -241,14 +285,17 @@ def _one_line(error: Exception) -> str:
 
 def check_names(exp: Experiment) -> None:
     """Checks that `exp` names a registered algorithm and a known env (cheap: imports
-    neither TensorFlow nor the algorithm).
+    neither TensorFlow nor the algorithm; a `module:EnvId` env imports that module), and
+    sets `exp.algo` to the registered spelling of a name given in any case.
 
     Raises:
-        CliError: For a missing or unknown algorithm or env.
+        CliError: For a missing or unknown algorithm or env (naming the extra to install
+            for a suite whose package is missing).
     """
     if not exp.algo:
         raise CliError("No algorithm given; pass --algo=PPO (or PG, A2C) or set algo: in "
                        "the --config file.")
+    exp.algo = canonical_name(exp.algo)
     if exp.algo not in ALGORITHMS:
         raise CliError(f"Unknown algorithm {exp.algo!r}.{_closest(exp.algo, ALGORITHMS)} "
                        f"Pass --algo with one of {', '.join(sorted(ALGORITHMS))}.")
@@ -256,28 +303,84 @@ def check_names(exp: Experiment) -> None:
         raise CliError("No env given; pass --env=CartPole-v1 (a gymnasium id or a name "
                        "registered with tfrl.env.registry.register_env) or set env: in the "
                        "--config file.")
+    if isinstance(exp.env, str) and ":" in exp.env and exp.env not in _ENV_CREATORS:
+        _check_module_env(exp.env)
     try:
         get_env_creator(exp.env)
+    except ImportError as e:  # a suite's package (ale-py, minatar)
+        raise CliError(_one_line(e)) from None
     except (ValueError, TypeError) as e:
         raise CliError(_one_line(e).replace(" Register a creator", " Pass --env=<gymnasium "
                                             "id>, or register a creator")) from None
 
 
-def build_config(exp: Experiment, extra: Optional[Dict[str, Any]] = None) -> Any:
+def _check_module_env(env: str) -> None:
+    """`module:EnvId` (gymnasium's form): the module imports and registers the id."""
+    module_name, _, env_id = env.partition(":")
+    try:
+        importlib.import_module(module_name)
+    except ImportError as e:
+        raise CliError(f"--env={env!r}: the module {module_name!r} cannot be imported "
+                       f"({type(e).__name__}: {e}); run tfrl from the directory that holds "
+                       "it, or add that directory to PYTHONPATH.") from None
+    if env_id not in gym.registry:
+        close = difflib.get_close_matches(env_id, list(gym.registry), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise CliError(f"--env={env!r}: importing {module_name!r} registered no gymnasium "
+                       f"id {env_id!r}.{hint} Register it in that module with "
+                       f"gymnasium.register({env_id!r}, entry_point=...).")
+
+
+def imports_user_code(exp: Experiment) -> bool:
+    """Whether checking `exp` imports a user's module (`--env=module:EnvId`, `callbacks` or
+    `model.custom_model` as "module:ClassName"), which may import TensorFlow."""
+    model = exp.config.get("model")
+    named = [exp.env, exp.config.get("callbacks"),
+             model.get("custom_model") if isinstance(model, dict) else None]
+    return any(isinstance(value, str) and ":" in value for value in named)
+
+
+def _resolve_classes(config: Dict[str, Any]) -> Dict[str, Any]:
+    """`callbacks` and `model.custom_model` given as "package.module:ClassName" strings,
+    imported (a custom_model name without ":" is a registered model's name)."""
+    if isinstance(config.get("callbacks"), str):
+        config["callbacks"] = _import(config["callbacks"], "callbacks")
+    model = config.get("model")
+    if isinstance(model, dict) and isinstance(model.get("custom_model"), str) \
+            and ":" in model["custom_model"]:
+        config["model"] = {**model, "custom_model": _import(model["custom_model"],
+                                                            "custom_model")}
+    return config
+
+
+def check_config(exp: Experiment, extra: Optional[Dict[str, Any]] = None) -> Any:
     """The algorithm's config object for `exp` (plus `extra` keys, e.g. evaluation
-    settings), after checking the algorithm, env, keys and model keys.
+    settings), after checking the algorithm, env, keys, values and model keys; imports
+    no TensorFlow (unless a class the config names does).
 
     Raises:
         CliError: For an unknown algorithm or env, an unknown key (naming the closest
-            valid one) or an invalid value.
+            valid one, or tfrl's key for a Stable-Baselines3 name) or an invalid value.
     """
     check_names(exp)
-    config = {**copy.deepcopy(exp.config), **(extra or {}), "env": exp.env}
-    if isinstance(config.get("callbacks"), str):
-        config["callbacks"] = _import(config["callbacks"], "callbacks")
-    config_class = get_algorithm_class(exp.algo, return_config=True)[1]
+    config = _resolve_classes({**copy.deepcopy(exp.config), **(extra or {}), "env": exp.env})
     try:
-        algo_config = config_class.from_dict(config)
+        algo_config = get_config_class(exp.algo).from_dict(config)
+        check_model_keys(algo_config.model or {})
+    except (ValueError, TypeError) as e:
+        raise CliError(f"{_one_line(e)} Fix it in --config or --config_override (run with "
+                       "--dry_run to see every key).") from None
+    return algo_config
+
+
+def build_config(exp: Experiment, extra: Optional[Dict[str, Any]] = None) -> Any:
+    """`check_config`, then the model config's values (which imports TensorFlow).
+
+    Raises:
+        CliError: As `check_config`, and for an invalid model config value.
+    """
+    algo_config = check_config(exp, extra)
+    try:
         from tfrl.models.catalog import merge_model_config  # Deferred: imports TensorFlow.
 
         merge_model_config(algo_config.model)

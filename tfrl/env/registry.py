@@ -37,7 +37,7 @@ _ENV_CREATORS: Dict[str, EnvCreator] = {}
 # None if importing the module registers them, pip package).
 _SUITES = {
     "ALE": ("ale_py", None, "tfrl[atari]"),
-    "MinAtar": ("minatar.gym", "register_envs", "minatar"),
+    "MinAtar": ("minatar.gym", "register_envs", "tfrl[minatar]"),
 }
 
 

@@ -187,7 +187,7 @@ def record_env_wrapper(env: Any, record_env: Union[bool, str], log_dir: Optional
     except gym.error.DependencyNotInstalled as e:
         raise ImportError(
             f"record_env={record_env!r} records videos with gymnasium's RecordVideo, which needs "
-            f"moviepy: pip install moviepy ({e})."
+            f"moviepy: pip install moviepy, or 'tfrl[video]' ({e})."
         ) from e
 
 
@@ -246,7 +246,7 @@ class SubEnvMaker:
         if self.validate is not None:
             self.validate(env, ctx)
         if not isinstance(env, BaseEnv):
-            env = record_env_wrapper(self.wrap(env), self.record_env, self.log_dir)
+            env = self.wrap(env)
         seed = env_seed(self.seed, ctx.worker_index, ctx.vector_index)
         if check:
             result = check_env(env, seed)
@@ -255,6 +255,14 @@ class SubEnvMaker:
             self.first_reset = result if seed is None else None
         else:
             seed_env(env, seed)
+        if not isinstance(env, BaseEnv):
+            # After the seeding reset: RecordVideo counts resets as episodes, and would
+            # write that reset's single frame as the first video. A recorded env's first
+            # episode starts with the sampler's own reset, which the recorder sees.
+            recorded = record_env_wrapper(env, self.record_env, self.log_dir)
+            if recorded is not env:
+                self.first_reset = None
+            env = recorded
         if self.on_created is not None:
             self.on_created(env, ctx)
         return env

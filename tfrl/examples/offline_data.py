@@ -1,7 +1,7 @@
 """Offline datasets made by tfrl itself: a trained PPO policy writes CartPole episodes, a
 partly trained SAC policy Pendulum episodes.
 
-- `train_expert(seed)`: PPO with the tuned `examples/tuned/ppo_cartpole.yaml` settings,
+- `train_expert(seed)`: PPO with the tuned `tfrl/tuned/ppo_cartpole.yaml` settings,
   trained until its mean return reaches `target` (or `max_steps` env steps);
 - `write_episodes(policy, out_dir, ...)`: episodes acted by a policy (sampled, with
   `action_prob`/`action_logp` logged for off-policy estimation), one line per episode
@@ -17,7 +17,7 @@ with wrong actions) under `root`; examples/offline/ and the BC / MARWIL learning
 use it. BC on `mixed` imitates the majority at the start states and fails; MARWIL
 weights the expert's actions by their higher returns.
 
-`make_pendulum_dataset(out_dir)`: SAC with the tuned `examples/tuned/sac_pendulum.yaml`
+`make_pendulum_dataset(out_dir)`: SAC with the tuned `tfrl/tuned/sac_pendulum.yaml`
 settings trains for `sac_steps` env steps (3,000: short of solving Pendulum; the data
 hold a mean return of about -555, from solved episodes to -1,500), then its
 stochastic policy writes `num_steps` steps of whole Pendulum-v1 episodes (one line per
@@ -40,12 +40,11 @@ from tfrl.algorithms.sac import SAC, SACConfig
 from tfrl.core.columns import Columns
 from tfrl.data.sample_batch import SampleBatch
 from tfrl.offline.json_writer import JsonWriter
+from tfrl import tuned
 from tfrl.utils import yaml_io
 
-TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), "examples", "tuned")
-TUNED_PPO = os.path.join(TUNED, "ppo_cartpole.yaml")
-TUNED_SAC = os.path.join(TUNED, "sac_pendulum.yaml")
+TUNED_PPO = tuned.path("ppo_cartpole")
+TUNED_SAC = tuned.path("sac_pendulum")
 
 
 def _write_episode(writer: Any, rows: Dict[str, list], eps_id: int,

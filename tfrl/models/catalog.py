@@ -21,7 +21,7 @@ import keras
 import numpy as np
 import tree
 
-from tfrl.models.model_defaults import _INITIALIZER_KEYS, MODEL_DEFAULTS
+from tfrl.models.model_defaults import _INITIALIZER_KEYS, MODEL_DEFAULTS, check_model_keys
 from tfrl.models.preprocessors import Preprocessor, get_preprocessor
 from tfrl.models.tf import tf_action_dist as dists
 from tfrl.models.tf.custom_model import adopt_custom_model
@@ -58,11 +58,7 @@ def merge_model_config(model_config: Optional[dict] = None) -> dict:
             not implement set to a non-default value, or malformed hidden sizes.
     """
     model_config = dict(model_config or {})
-    for key in model_config:
-        if key not in MODEL_DEFAULTS:
-            close = difflib.get_close_matches(key, list(MODEL_DEFAULTS), n=1)
-            hint = f"Did you mean {close[0]!r}?" if close else "See MODEL_DEFAULTS for valid keys."
-            raise ValueError(f"Unknown model config key. Received: {key!r}. {hint}")
+    check_model_keys(model_config)
     for key in _NOT_IMPLEMENTED:
         if key in model_config and model_config[key] != MODEL_DEFAULTS[key]:
             raise ValueError(
@@ -322,6 +318,7 @@ def _lookup(value: Any, registry: Dict[str, Any], key: str) -> Any:
         hint = f" Did you mean {close[0]!r}?" if close else ""
         raise ValueError(
             f"No {key} registered under {value!r}. Registered: {sorted(registry)}.{hint} "
-            f"Register it with ModelCatalog.register_{key}(name, cls)."
+            f"Register it with ModelCatalog.register_{key}(name, cls), or pass the class "
+            "itself (tfrl's command line takes 'package.module:ClassName')."
         )
     return registry[value]

@@ -10,6 +10,7 @@ Example:
 """
 
 import copy
+import difflib
 from typing import Any, Dict, Mapping
 
 # The model config keys and their defaults (RLlib's classic-stack MODEL_DEFAULTS).
@@ -89,3 +90,17 @@ def model_setting(model_config: Mapping[str, Any], key: str) -> Any:
     if key not in MODEL_DEFAULTS:
         raise KeyError(f"{key!r} is not a model config key; see MODEL_DEFAULTS for the keys.")
     return model_config[key] if key in model_config else copy.copy(MODEL_DEFAULTS[key])
+
+
+def check_model_keys(model_config: Mapping[str, Any]) -> None:
+    """Raises for a key of `model_config` that is not a model config key (naming the
+    closest one). `tfrl.models.catalog.merge_model_config` checks the values too.
+
+    Raises:
+        ValueError: For an unknown key.
+    """
+    for key in model_config:
+        if key not in MODEL_DEFAULTS:
+            close = difflib.get_close_matches(key, list(MODEL_DEFAULTS), n=1)
+            hint = f"Did you mean {close[0]!r}?" if close else "See MODEL_DEFAULTS for valid keys."
+            raise ValueError(f"Unknown model config key. Received: {key!r}. {hint}")

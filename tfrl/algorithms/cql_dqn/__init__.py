@@ -1,7 +1,10 @@
 """Discrete conservative Q-learning on DQN (`CQLDQN`; `tfrl.algorithms.cql.CQL` builds it
 for Discrete action spaces), learning from offline data."""
 
-from tfrl.algorithms.cql_dqn.cql_dqn_tf_policy import CQLDQNTFPolicy
-from tfrl.algorithms.cql_dqn.cql_dqn import CQLDQN, DEFAULT_CONFIG, CQLDQNConfig
+from tfrl.utils.lazy_exports import lazy_exports
 
-__all__ = ["CQLDQNTFPolicy", "CQLDQN", "CQLDQNConfig", "DEFAULT_CONFIG"]
+# Lazy (imported on first use): the CLI reads a config class without TensorFlow.
+__getattr__, __all__ = lazy_exports(__name__, {
+    "tfrl.algorithms.cql_dqn.cql_dqn_tf_policy": ["CQLDQNTFPolicy"],
+    "tfrl.algorithms.cql_dqn.cql_dqn": ["CQLDQN", "DEFAULT_CONFIG", "CQLDQNConfig"],
+})

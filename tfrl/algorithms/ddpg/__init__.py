@@ -1,6 +1,9 @@
 """DDPG (RLlib's `ray.rllib.algorithms.ddpg`): TD3's deterministic actor-critic with one
 critic, no target smoothing and no delayed updates (see `tfrl.algorithms.td3`)."""
 
-from tfrl.algorithms.ddpg.ddpg import DDPG, DEFAULT_CONFIG, DDPGConfig, DDPGTFPolicy
+from tfrl.utils.lazy_exports import lazy_exports
 
-__all__ = ["DDPG", "DDPGConfig", "DDPGTFPolicy", "DEFAULT_CONFIG"]
+# Lazy (imported on first use): the CLI reads a config class without TensorFlow.
+__getattr__, __all__ = lazy_exports(__name__, {
+    "tfrl.algorithms.ddpg.ddpg": ["DDPG", "DEFAULT_CONFIG", "DDPGConfig", "DDPGTFPolicy"],
+})

@@ -2,7 +2,10 @@
 (`impala_loss`), the config (`impala_config`), the policy (`impala_tf_policy`) and the
 algorithm with its asynchronous plan (`impala`)."""
 
-from tfrl.algorithms.impala.impala import DEFAULT_CONFIG, Impala, ImpalaConfig
-from tfrl.algorithms.impala.impala_tf_policy import ImpalaTFPolicy, VTraceTFPolicy
+from tfrl.utils.lazy_exports import lazy_exports
 
-__all__ = ["Impala", "ImpalaConfig", "ImpalaTFPolicy", "VTraceTFPolicy", "DEFAULT_CONFIG"]
+# Lazy (imported on first use): the CLI reads a config class without TensorFlow.
+__getattr__, __all__ = lazy_exports(__name__, {
+    "tfrl.algorithms.impala.impala": ["DEFAULT_CONFIG", "Impala", "ImpalaConfig"],
+    "tfrl.algorithms.impala.impala_tf_policy": ["ImpalaTFPolicy", "VTraceTFPolicy"],
+})

@@ -1,6 +1,9 @@
 """Policy gradient (RLlib's `ray.rllib.algorithms.pg`)."""
 
-from tfrl.algorithms.pg.pg_tf_policy import PGTFPolicy
-from tfrl.algorithms.pg.pg import DEFAULT_CONFIG, PG, PGConfig
+from tfrl.utils.lazy_exports import lazy_exports
 
-__all__ = ["PGTFPolicy", "PG", "PGConfig", "DEFAULT_CONFIG"]
+# Lazy (imported on first use): the CLI reads a config class without TensorFlow.
+__getattr__, __all__ = lazy_exports(__name__, {
+    "tfrl.algorithms.pg.pg_tf_policy": ["PGTFPolicy"],
+    "tfrl.algorithms.pg.pg": ["DEFAULT_CONFIG", "PG", "PGConfig"],
+})

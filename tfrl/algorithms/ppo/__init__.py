@@ -1,10 +1,9 @@
 """Proximal policy optimization (RLlib's `ray.rllib.algorithms.ppo`)."""
 
-from tfrl.algorithms.ppo.ppo_tf_policy import PPOTFPolicy
-from tfrl.algorithms.ppo.ppo import DEFAULT_CONFIG, PPO, PPOConfig, UpdateKL
+from tfrl.utils.lazy_exports import lazy_exports
 
-# RLlib 2.x's names of its TF1 (graph) and TF2 (eager) PPO policies: tfrl has one.
-PPOTF1Policy = PPOTF2Policy = PPOTFPolicy
-
-__all__ = ["PPOTFPolicy", "PPOTF1Policy", "PPOTF2Policy", "PPO", "PPOConfig", "UpdateKL",
-           "DEFAULT_CONFIG"]
+# Lazy (imported on first use): the CLI reads a config class without TensorFlow.
+__getattr__, __all__ = lazy_exports(__name__, {
+    "tfrl.algorithms.ppo.ppo_tf_policy": ["PPOTFPolicy", "PPOTF1Policy", "PPOTF2Policy"],
+    "tfrl.algorithms.ppo.ppo": ["DEFAULT_CONFIG", "PPO", "PPOConfig", "UpdateKL"],
+})

@@ -66,3 +66,7 @@ class PPOTFPolicy(KLCoeffPolicy):
              train_batch: Dict[str, tf.Tensor]) -> tf.Tensor:
         """PPO's loss alone (RLlib's signature)."""
         return PPOTFPolicy.loss_and_stats(self, model, dist_class, train_batch)[0]
+
+
+# RLlib 2.x's names of its TF1 (graph) and TF2 (eager) PPO policies: tfrl has one.
+PPOTF1Policy = PPOTF2Policy = PPOTFPolicy

@@ -2,7 +2,10 @@
 critic, no target smoothing and no delay, is `tfrl.algorithms.ddpg`): deterministic
 actor-critics for Box actions."""
 
-from tfrl.algorithms.td3.td3_tf_policy import TD3TFPolicy
-from tfrl.algorithms.td3.td3 import TD3, TD3_DEFAULT_CONFIG, TD3Config
+from tfrl.utils.lazy_exports import lazy_exports
 
-__all__ = ["TD3", "TD3Config", "TD3TFPolicy", "TD3_DEFAULT_CONFIG"]
+# Lazy (imported on first use): the CLI reads a config class without TensorFlow.
+__getattr__, __all__ = lazy_exports(__name__, {
+    "tfrl.algorithms.td3.td3_tf_policy": ["TD3TFPolicy"],
+    "tfrl.algorithms.td3.td3": ["TD3", "TD3_DEFAULT_CONFIG", "TD3Config"],
+})
