@@ -19,7 +19,7 @@ import numpy as np
 
 from tfrl.core import types
 
-from tfrl.evaluation.worker_learning import do_minibatch_sgd, takes_sgd_settings
+from tfrl.evaluation.rollout_worker.learning import do_minibatch_sgd, takes_sgd_settings
 from tfrl.execution.common import (AGENT_STEPS_TRAINED_COUNTER, LAST_TARGET_UPDATE_TS,
                                    LEARN_ON_BATCH_TIMER, LEARNER_INFO,
                                    NUM_TARGET_UPDATES, STEPS_SAMPLED_COUNTER,

@@ -46,7 +46,7 @@ from tfrl.algorithms.algorithm_config import AlgorithmConfig
 from tfrl.algorithms.impala.impala_config import ImpalaConfig
 from tfrl.algorithms.impala.impala_tf_policy import ImpalaTFPolicy
 from tfrl.core import types
-from tfrl.evaluation.worker_handle import WorkerCrashedError
+from tfrl.evaluation.worker_set.handles import WorkerCrashedError
 from tfrl.execution.common import (AGENT_STEPS_TRAINED_COUNTER, LEARNER_INFO,
                                    STEPS_TRAINED_COUNTER, _get_global_vars)
 from tfrl.execution.concurrency_ops import Concurrently, Dequeue, Enqueue

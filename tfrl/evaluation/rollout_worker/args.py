@@ -50,9 +50,9 @@ import warnings
 from typing import Any, Callable, Dict, Optional
 
 from tfrl.env.registry import get_env_creator
-from tfrl.evaluation import worker_set_config as wsc
+from tfrl.evaluation.rollout_worker import config as wsc
 from tfrl.evaluation.callbacks import DefaultCallbacks
-from tfrl.evaluation.worker_policies import normalize_policy_specs
+from tfrl.evaluation.rollout_worker.policies import normalize_policy_specs
 from tfrl.offline.estimators import estimator_class
 from tfrl.offline.input_creators import (
     DEFAULT_INPUT, checked_input_creator, input_creator_from_config)
@@ -169,7 +169,7 @@ def v1_kwargs(kwargs: Dict[str, Any]) -> Dict[str, Any]:
     `default_policy_class=`); 1.x keyword arguments are returned unchanged.
 
     The config maps to the arguments as `WorkerSet` maps it
-    (`tfrl.evaluation.worker_set_config.worker_kwargs`): `multiagent.policies` (a dict of
+    (`tfrl.evaluation.rollout_worker.config.worker_kwargs`): `multiagent.policies` (a dict of
     specs, or a set/list of ids) with `default_policy_class` for the specs without a
     class; `num_workers` defaults to the config's; `rollout_fragment_length="auto"` is
     the config's `get_rollout_fragment_length(worker_index)`.
