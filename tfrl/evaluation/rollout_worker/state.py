@@ -1,24 +1,39 @@
-"""Saving and restoring a rollout worker, and snapshotting/syncing its filters.
+"""A rollout worker's state — the one layout that `RolloutWorker.save`/`get_state` and an
+Algorithm's checkpoint both use — and snapshotting/syncing its observation filters.
 
-`save_worker` pickles what RLlib's `RolloutWorker.save` does — the observation filters,
-each policy's `get_state()` and the `PolicySpec`s (with the env's original observation
-spaces, so a policy can be rebuilt) — plus the global vars. Filters travel as their
-`get_state()` dicts (numpy arrays), not as objects.
+`get_worker_state(worker)` is a dict of plain values and numpy arrays:
 
-`restore_worker` rebuilds missing policies from their specs and then sets their state
-too (RLlib re-adds them without their state; tfrl restores it, so a restored worker
-acts like the saved one).
+    {"format": "tfrl.RolloutWorker.v2",
+     "policies": {pid: policy.get_state()},    # weights, optimizer variables, counters, ...
+     "filters": {pid: filter.get_state()},
+     "global_vars": {...},
+     "policy_specs": {pid: PolicySpec}}         # only with `specs=True`
+
+`save_worker` pickles it with the `PolicySpec`s (with the env's original observation
+spaces, so a policy can be rebuilt), as RLlib's `RolloutWorker.save` does; an Algorithm
+checkpoints it without them (its checkpoint holds no classes). Filters travel as their
+`get_state()` dicts, not as objects.
+
+`set_worker_state` rebuilds missing policies from their specs and then sets their state
+too (RLlib re-adds them without their state; tfrl restores it, so a restored worker acts
+like the saved one); with `same_policies=True` (an Algorithm's restore) the saved and the
+present policy ids must match. A state whose weights hold NaN or inf is refused before
+any policy is changed. The layout of tfrl's first worker saves (`"state"` in place of
+`"policies"`) is read too.
 """
 
 import logging
 import pickle
 from typing import Any, Dict
 
+from tfrl.policy.nonfinite import NonFiniteStateError
+from tfrl.policy.tf_policy import TFPolicy
+from tfrl.policy.tf_policy_state import check_finite_state
 from tfrl.utils.filter import Filter
 
 logger = logging.getLogger(__name__)
 
-_FORMAT = "tfrl.RolloutWorker.v1"
+_FORMAT = "tfrl.RolloutWorker.v2"
 
 
 def get_filters(filters: Dict[Any, Filter], flush_after: bool = False) -> Dict[Any, Filter]:
@@ -46,15 +61,22 @@ def sync_filters(filters: Dict[Any, Filter], new_filters: Dict[Any, Filter]) -> 
         f.sync(new_filters[pid])
 
 
-def get_worker_state(worker: Any) -> Dict[str, Any]:
-    """The worker's filters, policy states, policy specs and global vars as a dict."""
-    return {
+def get_worker_state(worker: Any, *, specs: bool = True) -> Dict[str, Any]:
+    """The worker's policy states, filter states, global vars (and policy specs) as a dict.
+
+    Args:
+        worker: A RolloutWorker (or anything with `policy_map`, `filters`, `global_vars`).
+        specs: Include `policy_specs` (classes and spaces, to rebuild missing policies).
+    """
+    state = {
         "format": _FORMAT,
+        "policies": {pid: p.get_state() for pid, p in worker.policy_map.items()},
         "filters": {pid: f.get_state() for pid, f in worker.filters.items()},
-        "state": {pid: p.get_state() for pid, p in worker.policy_map.items()},
-        "policy_specs": dict(worker.policy_map.policy_specs),
-        "global_vars": worker.global_vars,
+        "global_vars": dict(worker.global_vars or {}),
     }
+    if specs:
+        state["policy_specs"] = dict(worker.policy_map.policy_specs)
+    return state
 
 
 def save_worker(worker: Any) -> bytes:
@@ -75,7 +97,7 @@ def restore_worker(worker: Any, objs: bytes) -> None:
     set_worker_state(worker, data)
 
 
-def set_worker_state(worker: Any, data: Dict[str, Any]) -> None:
+def set_worker_state(worker: Any, data: Dict[str, Any], *, same_policies: bool = False) -> None:
     """Restores a `get_worker_state` dict into `worker`.
 
     Policies present are given their saved state; missing ones with a saved spec are
@@ -83,17 +105,33 @@ def set_worker_state(worker: Any, data: Dict[str, Any]) -> None:
     are skipped with a warning. Filters are set to the saved statistics (with an empty
     buffer); global vars are set if saved.
 
+    Args:
+        worker: The worker to restore into.
+        data: A `get_worker_state` dict.
+        same_policies: Require the worker to have exactly the saved policy ids.
+
     Raises:
-        ValueError: If `data` is not such a dict.
+        ValueError: If `data` is not such a dict, or (`same_policies`) the policy ids differ.
+        NonFiniteStateError: If a policy's weights or optimizer variables hold NaN or inf
+            (checked for every present policy before any is restored).
     """
-    if not isinstance(data, dict) or "state" not in data or "filters" not in data:
+    policies = data.get("policies", data.get("state")) if isinstance(data, dict) else None
+    if not isinstance(policies, dict) or "filters" not in data:
         raise ValueError(
             "restore() expects bytes from RolloutWorker.save() (set_state() a dict from "
             f"get_state()); received {type(data).__name__}"
             f"{' with keys ' + str(sorted(data)) if isinstance(data, dict) else ''}."
         )
+    if same_policies:
+        saved, present = sorted(policies), sorted(worker.policy_map)
+        if saved != present:
+            raise ValueError(f"restore(): the checkpoint holds policies {saved}; this algorithm "
+                             f"has {present}. Build it with the same multiagent policies.")
+    for pid, policy_state in policies.items():
+        if pid in worker.policy_map:
+            _check_finite(pid, worker.policy_map[pid], policy_state)
     specs = data.get("policy_specs", {})
-    for pid, state in data["state"].items():
+    for pid, policy_state in policies.items():
         if pid not in worker.policy_map:
             spec = specs.get(pid)
             if spec is None:
@@ -103,10 +141,18 @@ def set_worker_state(worker: Any, data: Dict[str, Any]) -> None:
             worker.add_policy(policy_id=pid, policy_cls=spec.policy_class,
                               observation_space=spec.observation_space,
                               action_space=spec.action_space, config=spec.config)
-        worker.policy_map[pid].set_state(state)
-    for pid, fstate in data["filters"].items():
+        worker.policy_map[pid].set_state(policy_state)
+    for pid, filter_state in data["filters"].items():
         if pid in worker.filters:
-            worker.filters[pid].set_state(fstate)
+            worker.filters[pid].set_state(filter_state)
             worker.filters[pid].clear_buffer()
     if data.get("global_vars"):
         worker.set_global_vars(data["global_vars"])
+
+
+def _check_finite(pid: Any, policy: Any, policy_state: Any) -> None:
+    if isinstance(policy, TFPolicy) and isinstance(policy_state, dict):
+        try:
+            check_finite_state(policy, policy_state)
+        except NonFiniteStateError as error:
+            raise NonFiniteStateError(f"policy {pid!r}: {error}") from None
