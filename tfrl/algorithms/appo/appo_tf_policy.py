@@ -20,7 +20,7 @@ import tensorflow as tf
 from tfrl.algorithms.appo.appo_config import APPOConfig
 from tfrl.algorithms.appo.appo_loss import appo_surrogate_loss
 from tfrl.algorithms.impala.impala_tf_policy import ImpalaTFPolicy
-from tfrl.algorithms.kl_coeff import KLCoeffPolicy
+from tfrl.algorithms.ppo.kl_coeff import KLCoeffPolicy
 from tfrl.algorithms.on_policy_policy import OnPolicyTFPolicy
 from tfrl.core.columns import Columns
 from tfrl.policy import space_specs

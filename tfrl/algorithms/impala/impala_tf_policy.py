@@ -35,10 +35,10 @@ import tree
 from tfrl.algorithms.a2c.a2c_loss import a2c_loss
 from tfrl.algorithms.impala import vtrace as vt
 from tfrl.algorithms.impala.impala_config import ImpalaConfig
-from tfrl.algorithms.on_policy_policy import OnPolicyTFPolicy, bootstrap_value
+from tfrl.algorithms.on_policy_policy import OnPolicyTFPolicy
 from tfrl.algorithms.policy_checks import check_no_recurrent_model
 from tfrl.core.columns import Columns
-from tfrl.evaluation.postprocessing import compute_advantages
+from tfrl.evaluation.postprocessing import bootstrap_value, compute_advantages
 from tfrl.policy.train_columns import autograph_converted
 
 

@@ -29,9 +29,9 @@ import tensorflow as tf
 
 from tfrl.algorithms.marwil.marwil_config import MARWILConfig
 from tfrl.algorithms.marwil.marwil_loss import marwil_loss
-from tfrl.algorithms.on_policy_policy import OnPolicyTFPolicy, bootstrap_value
+from tfrl.algorithms.on_policy_policy import OnPolicyTFPolicy
 from tfrl.core.columns import Columns
-from tfrl.evaluation.postprocessing import compute_advantages
+from tfrl.evaluation.postprocessing import bootstrap_value, compute_advantages
 from tfrl.policy.train_columns import autograph_converted
 
 

@@ -15,7 +15,7 @@ from typing import Dict, Tuple
 import keras
 import tensorflow as tf
 
-from tfrl.algorithms.kl_coeff import KLCoeffPolicy
+from tfrl.algorithms.ppo.kl_coeff import KLCoeffPolicy
 from tfrl.algorithms.ppo.ppo_config import PPOConfig
 from tfrl.algorithms.loss_math import minibatch_standardized
 from tfrl.algorithms.ppo.ppo_loss import ppo_loss
