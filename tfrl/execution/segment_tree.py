@@ -17,6 +17,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from tfrl.utils.checks import check_int
+
 
 class SegmentTree:
     """A tree of fan-out `FANOUT` whose inner nodes hold `operation` of their children.
@@ -43,10 +45,7 @@ class SegmentTree:
     BULK_SEARCH_LEAVES_PER_QUERY = 1000
 
     def __init__(self, capacity: int, operation: np.ufunc, neutral_element: float):
-        if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) \
-                or capacity < 1:
-            raise ValueError(f"{type(self).__name__}(capacity=...) must be an int >= 1; "
-                             f"received {capacity!r}.")
+        check_int(capacity, f"{type(self).__name__}(capacity=...)", 1)
         self.capacity = int(capacity)
         self.operation = operation
         self.neutral_element = float(neutral_element)
