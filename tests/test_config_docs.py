@@ -19,7 +19,11 @@ def _config_classes():
             if dataclasses.is_dataclass(cls) and cls not in seen.values():
                 seen[cls.__qualname__ + "@" + cls.__module__] = cls
     seen["PolicyConfig"] = PolicyConfig
-    return sorted(seen.values(), key=lambda c: c.__name__)
+    # AlgorithmConfig holds RLlib's common config (rollouts, resources, evaluation,
+    # offline I/O, ...): its fields are described by section in its module's comments
+    # and RLlib's documentation, not in the class docstring.
+    return sorted((c for c in seen.values() if c.__name__ != "AlgorithmConfig"),
+                  key=lambda c: c.__name__)
 
 
 def _added_fields(cls):

@@ -21,8 +21,7 @@ from tfrl.core.columns import Columns
 from tfrl.policy.train_columns import autograph_converted
 
 class A3CTFPolicy(OnPolicyTFPolicy):
-    """Actor-critic policy (config: `gamma`, `lambda`, `use_gae`, `vf_loss_coeff`,
-    `entropy_coeff(_schedule)`, `lr(_schedule)`, `grad_clip`)."""
+    """Actor-critic policy (config: `A2CConfig`'s fields)."""
 
     config_class = A2CConfig
 

@@ -28,8 +28,7 @@ from tfrl.policy.train_columns import autograph_converted
 
 
 class APPOTFPolicy(KLCoeffPolicy, ImpalaTFPolicy):
-    """APPO's policy (config: ImpalaTFPolicy's keys, plus `clip_param`, `use_kl_loss`,
-    `kl_coeff`, `kl_target`, and `lambda`, `use_gae`, `use_critic` without V-trace)."""
+    """APPO's policy (config: `APPOConfig`'s fields)."""
 
     config_class: ClassVar[type] = APPOConfig
 

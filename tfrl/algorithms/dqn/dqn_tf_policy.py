@@ -47,9 +47,7 @@ TARGET_WEIGHTS = "target_weights"
 
 
 class DQNTFPolicy(TFPolicy):
-    """DQN policy (config: `dueling`, `hiddens`, `double_q`, `n_step`, `gamma`,
-    `td_error_loss_fn`, `exploration_config`, `lr(_schedule)`, `adam_epsilon`,
-    `grad_clip`); see the module docstring.
+    """DQN policy (config: `DQNConfig`'s fields); see the module docstring.
 
     Raises:
         ValueError: For an action space that is not `Discrete`, or a recurrent model

@@ -36,7 +36,7 @@ from tfrl.policy.train_columns import autograph_converted
 
 
 class MARWILTFPolicy(OnPolicyTFPolicy):
-    """MARWIL (config: `beta`, `vf_coeff`, `gamma`, `lr`, the moving-average keys);
+    """MARWIL (config: `MARWILConfig`'s fields);
     behavior cloning with `beta=0`."""
 
     config_class = MARWILConfig

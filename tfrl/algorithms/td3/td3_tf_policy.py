@@ -182,10 +182,7 @@ class _NumpyActorCritic:
 
 
 class TD3TFPolicy(TFPolicy):
-    """TD3's (and DDPG's) policy; see the module docstring. Config keys: `TD3Config`'s
-    (`twin_q`, `policy_delay`, `smooth_target_policy`, `target_noise`,
-    `target_noise_clip`, the hiddens and activations, `actor_lr`, `critic_lr`, `tau`,
-    `gamma`, `n_step`, `use_huber`, `huber_threshold`, `l2_reg`, `exploration_config`).
+    """TD3's (and DDPG's) policy (config: `TD3Config`'s fields); see the module docstring.
 
     Raises:
         ValueError: For an action space that is not a bounded Box (naming SAC's discrete
