@@ -1,7 +1,8 @@
 """NumpyInference: a dense TFPolicy's actions and values in numpy, on a copy of its weights.
 
-A concrete TF function call costs ~0.2-0.4 ms; the same small MLP in numpy ~0.05 ms,
-which is what a sampler stepping a handful of environments pays per step. This path
+A concrete TF function call has a fixed cost several times that of the same small MLP
+in numpy, and a sampler stepping a handful of environments pays it every step (numbers:
+bench/RESULTS.md, "Numbers that were in docstrings"). This path
 serves policies whose acting model (`policy.action_model`, default `policy.model`) is
 the catalog's `FullyConnectedNetwork` (activations tanh/relu/elu/swish/linear) over a
 `Box` observation space, with a `Categorical`, `MultiCategorical`, `DiagGaussian`,
@@ -85,8 +86,8 @@ def mlp_forward(x: np.ndarray, layers: Sequence[DenseParams]) -> np.ndarray:
 
 class WeightReader:
     """Copies a fixed list of variables to numpy in one compiled call (reading them one
-    by one costs one TensorFlow op call each: ~0.1 ms apiece, paid after every learning
-    call by the numpy acting paths).
+    by one costs one TensorFlow op call each, paid after every learning call by the numpy
+    acting paths).
 
     Args:
         variables: The variables (Keras or TensorFlow), read in this order.
