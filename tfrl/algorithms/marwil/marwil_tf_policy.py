@@ -17,8 +17,8 @@ Example:
     >>> batch = policy.postprocess_trajectory(SampleBatch(
     ...     obs=np.zeros((3, 4), np.float32), actions=np.zeros(3, np.int64),
     ...     rewards=np.ones(3, np.float32), terminateds=np.array([False, False, True])))
-    >>> batch["advantages"].tolist()
-    [1.75, 1.5, 1.0]
+    >>> batch["advantages"].tolist(), policy.get_state()["moving_average_sqd_adv_norm"]
+    ([1.75, 1.5, 1.0], 100.0)
 """
 
 from typing import Any, Dict, Tuple
