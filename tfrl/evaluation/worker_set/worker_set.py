@@ -283,14 +283,9 @@ class WorkerSet:
     # Sampling and failures (see `failures.RemoteWorkers`).
 
     def sample_all(self, timeout_s: Optional[float] = None) -> List[Any]:
-        """One `sample()` per remote worker, in parallel (or the local worker's, if none).
-
-        Args:
-            timeout_s: Longest wait for the batches (default: `sample_timeout_s`); each
-                recreation adds `worker_restore_timeout_s`.
-
-        Returns:
-            The batches, in worker-index order.
+        """One `sample()` per remote worker, in parallel (or the local worker's, if none):
+        the batches in worker-index order. `timeout_s` and the recreation of failed
+        workers as in `failures.RemoteWorkers.sample_all`.
 
         Raises:
             ValueError: If the set has no workers at all.
