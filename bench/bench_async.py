@@ -24,7 +24,7 @@ Parts:
   RLlib's name (an unmapped key is an error, so the settings cannot drift apart), on
   the same Ray resources, timed the same way. `--rllib_stack old` (the default) is
   RLlib's old API stack (`RolloutWorker`s and a learner thread: the programming model
-  tfrl follows); `--rllib_stack new` is the EnvRunner/Learner stack with a local
+  tfrl follows); `--rllib_stack new` is the SamplingLoop/Learner stack with a local
   learner (`num_learners=0`). On the 2-core dev VM (2026-11-27) the new stack's IMPALA
   sampled nothing (20 s of empty `train()` iterations; 50 s with RLlib's defaults)
   while its APPO ran, so the old stack is the default; a run is cut at `--max_wall_s`

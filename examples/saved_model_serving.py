@@ -12,7 +12,7 @@ deterministic one, so TF Serving and `saved_model_cli` work out of the box:
 Run:
     python examples/saved_model_serving.py                  # 40 iterations (10k steps), then serve
     python examples/saved_model_serving.py --smoke          # 1 tiny one (or TFRL_EXAMPLE_SMOKE=1)
-    python examples/saved_model_serving.py --export_dir /tmp/cartpole_policy
+    python examples/saved_model_serving.py --export_dir cartpole_policy  # any directory
 """
 
 import os

@@ -146,7 +146,7 @@ def test_module_key_sets_for_worker_set():
 def test_every_worker_set_and_policy_key_is_accepted():
     from tfrl.algorithms.a2c import A2CTFPolicy
     from tfrl.algorithms.ppo import PPOTFPolicy
-    from tfrl.evaluation import worker_set_config as wsc
+    from tfrl.evaluation.rollout_worker import config as wsc
     from tfrl.policy.tf_policy import DEFAULT_CONFIG as policy_defaults
 
     assert wsc.worker_keys() <= AlgorithmConfig.valid_keys()
@@ -159,7 +159,7 @@ def test_every_worker_set_and_policy_key_is_accepted():
 def test_worker_set_key_list_is_derived_from_the_config_dataclasses():
     from tfrl.algorithms.pg import PGTFPolicy
     from tfrl.algorithms.ppo import PPOTFPolicy
-    from tfrl.evaluation import worker_set_config as wsc
+    from tfrl.evaluation.rollout_worker import config as wsc
     from tfrl.algorithms.registry import ALGORITHMS
 
     classes = []

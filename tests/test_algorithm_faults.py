@@ -13,7 +13,7 @@ import pytest
 import tfrl
 from tfrl.algorithms.pg import PG
 from tfrl.evaluation.callbacks import DefaultCallbacks
-from tfrl.evaluation.worker_handle import WorkerTimeoutError
+from tfrl.evaluation.worker_set.handles import WorkerTimeoutError
 from tfrl.evaluation.worker_set import WorkerSet
 from tfrl.policy.nonfinite import NonFiniteUpdateError
 

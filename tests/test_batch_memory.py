@@ -12,7 +12,7 @@ from tfrl.algorithms.dqn.dqn_tf_policy import DQNTFPolicy
 from tfrl.algorithms.impala.impala_tf_policy import ImpalaTFPolicy
 from tfrl.algorithms.ppo.ppo_tf_policy import PPOTFPolicy
 from tfrl.evaluation.rollout_worker import RolloutWorker
-from tfrl.evaluation.vector_chunks import ChunkBuffer
+from tfrl.evaluation.sampling.vector_chunks import ChunkBuffer
 from tfrl.execution.iter import LocalIterator, SharedMetrics
 from tfrl.execution.rollout_ops import ConcatBatches
 from tfrl.data.sample_batch import SampleBatch

@@ -40,10 +40,10 @@ ALLOWED: Dict[Tuple[str, str], str] = {
     ("env/external_env_runner.py", "rollout_fragment_length"):
         "the policy client/server's config may be partial; 200 is also the fallback for "
         "'auto' and bad values; tfrl.env sits below tfrl.algorithms (AlgorithmConfig).",
-    ("evaluation/rollout_worker.py", "gamma"):
+    ("evaluation/rollout_worker/rollout_worker.py", "gamma"):
         "a RolloutWorker may be built on its own from a partial policy_config (as in "
         "RLlib); AlgorithmConfig lives in tfrl.algorithms, above tfrl.evaluation.",
-    ("evaluation/worker_setup.py", "framework"):
+    ("evaluation/rollout_worker/args.py", "framework"):
         "a RolloutWorker may be built on its own from a partial policy_config (as in "
         "RLlib); AlgorithmConfig lives in tfrl.algorithms, above tfrl.evaluation.",
 }

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from execution_helpers import FakeWorker, FakeWorkerSet, InlineHandle, make_workers
-from tfrl.evaluation.worker_handle import ThreadWorkerHandle
+from tfrl.evaluation.worker_set.handles import ThreadWorkerHandle
 from tfrl.execution.common import (AGENT_STEPS_SAMPLED_COUNTER, GRAD_WAIT_TIMER, LEARNER_INFO,
                                    SAMPLE_TIMER, STEPS_SAMPLED_COUNTER)
 from tfrl.execution.iter import SharedMetrics, from_items, metrics_context

@@ -108,7 +108,7 @@ def test_learner_workers_bad_values(config, match):
 
 
 def test_remote_rollout_workers_learn_in_their_own_process_only():
-    from tfrl.evaluation.worker_policies import merged_policy_config
+    from tfrl.evaluation.rollout_worker.policies import merged_policy_config
     from tfrl.policy.policy import PolicySpec
 
     spec = PolicySpec(None, OBS_SPACE, ACT_SPACE, None)

@@ -72,3 +72,17 @@ def test_a_learning_call_that_applied_nothing_leaves_the_kl_coefficient():
     UpdateKL(workers)(("batch", {"default_policy": {"learner_stats": stats}}))
     assert policy.kl_coeff == pytest.approx(0.2)
     assert policy.get_state()["kl_coeff"] == pytest.approx(0.2)
+
+
+def test_updated_kl_coeff_hand_numbers():
+    from tfrl.algorithms.ppo.ppo_loss import updated_kl_coeff
+
+    # kl_target = 0.01: above 2 * 0.01 = 0.02 -> 0.2 * 1.5 = 0.3; below 0.01 / 2 = 0.005
+    # -> 0.2 * 0.5 = 0.1; in [0.005, 0.02] (bounds included) -> 0.2 unchanged.
+    assert updated_kl_coeff(0.2, 0.03, 0.01) == pytest.approx(0.3, rel=1e-15)
+    assert updated_kl_coeff(0.2, 0.004, 0.01) == pytest.approx(0.1, rel=1e-15)
+    assert updated_kl_coeff(0.2, 0.01, 0.01) == 0.2
+    assert updated_kl_coeff(0.2, 0.02, 0.01) == 0.2
+    assert updated_kl_coeff(0.2, 0.005, 0.01) == 0.2
+    # Two raises in a row: 0.2 * 1.5 * 1.5 = 0.45.
+    assert updated_kl_coeff(updated_kl_coeff(0.2, 1.0, 0.01), 1.0, 0.01) == pytest.approx(0.45)

@@ -19,9 +19,9 @@ import pytest
 from rollout_worker_helpers import CountingPolicy, TwoAgentEnv, agent_to_policy, install_stub_sampler
 from toy_envs import CounterEnv
 from tfrl.algorithms.callbacks import DefaultCallbacks
-from tfrl.evaluation import worker_env
+from tfrl.evaluation.rollout_worker import env as worker_env
 from tfrl.evaluation.rollout_worker import RolloutWorker, get_global_worker
-from tfrl.evaluation.worker_setup import ARG_NAMES, WorkerArgs, check_worker_args
+from tfrl.evaluation.rollout_worker.args import ARG_NAMES, WorkerArgs, check_worker_args
 from tfrl.policy.multi_agent_batch import MultiAgentBatch
 from tfrl.policy.policy import PolicySpec
 from tfrl.policy.sample_batch import SampleBatch

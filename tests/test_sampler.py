@@ -4,8 +4,8 @@ and the array-based loop against the generic one."""
 import numpy as np
 import pytest
 
-from tfrl.evaluation.env_runner import EnvRunner
-from tfrl.evaluation.vector_env_runner import VectorEnvRunner
+from tfrl.evaluation.sampling.loop import SamplingLoop
+from tfrl.evaluation.sampling.vector_loop import VectorSamplingLoop
 from tfrl.policy.sample_batch import SampleBatch
 
 from sampler_helpers import (DictOnlyBaseEnv, counter_vector_env, counter_worker,
@@ -31,7 +31,7 @@ def _rows_by_env(batches):
 @pytest.mark.parametrize("path", PATHS)
 def test_truncate_mode_fragments_have_exactly_the_fragment_length(path):
     sampler = make_sampler(counter_worker(), _env(path, 3), rollout_fragment_length=10)
-    expected = VectorEnvRunner if path == "vector" else EnvRunner
+    expected = VectorSamplingLoop if path == "vector" else SamplingLoop
     assert type(sampler.runner) is expected
     batches = [sampler.next() for _ in range(6)]
     assert [b.count for b in batches] == [10] * 6

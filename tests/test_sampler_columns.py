@@ -6,8 +6,8 @@ import random
 import numpy as np
 import pytest
 
-from tfrl.evaluation.env_runner import EnvRunner
-from tfrl.evaluation.vector_env_runner import VectorEnvRunner
+from tfrl.evaluation.sampling.loop import SamplingLoop
+from tfrl.evaluation.sampling.vector_loop import VectorSamplingLoop
 
 from sampler_helpers import (DictOnlyBaseEnv, FakeRNNPolicy, NoPrevPolicy, counter_vector_env,
                              counter_worker, make_sampler)
@@ -16,7 +16,7 @@ from sampler_helpers import (DictOnlyBaseEnv, FakeRNNPolicy, NoPrevPolicy, count
 def test_recurrent_state_columns_and_reset_per_episode():
     worker = counter_worker(policy_cls=FakeRNNPolicy)
     sampler = make_sampler(worker, counter_vector_env(1, lengths=[3]), rollout_fragment_length=5)
-    assert type(sampler.runner) is EnvRunner  # recurrent policies use the generic loop
+    assert type(sampler.runner) is SamplingLoop  # recurrent policies use the generic loop
     b = sampler.next()
     # state_out = state_in + [1, sum(obs)], obs = [0, episode, t]; reset per episode.
     np.testing.assert_array_equal(b["state_in_0"][:, 0], [0, 1, 2, 0, 1])
@@ -65,7 +65,7 @@ def test_dict_observations_are_preprocessed_and_paths_agree():
                                                 envs[0].action_space, {})})
         sampler = make_sampler(worker, base if path == "vector" else DictOnlyBaseEnv(base),
                                rollout_fragment_length=7)
-        assert type(sampler.runner) is (VectorEnvRunner if path == "vector" else EnvRunner)
+        assert type(sampler.runner) is (VectorSamplingLoop if path == "vector" else SamplingLoop)
         batches.append(sampler.next())
     vec, gen = batches
     assert vec["obs"].shape == (7, 3) and vec["obs"].dtype == np.float32
@@ -74,7 +74,7 @@ def test_dict_observations_are_preprocessed_and_paths_agree():
 
 
 def test_sample_batch_shortcut_matches_the_constructor():
-    from tfrl.evaluation import collectors
+    from tfrl.evaluation.sampling import collectors as collectors
     from tfrl.policy.sample_batch import SampleBatch
 
     data = {"obs": np.zeros((3, 2), np.float32), "infos": np.array([{}, {}, {}], object),

@@ -5,7 +5,7 @@ import gymnasium as gym
 import numpy as np
 
 from tfrl.env.external_env import ExternalEnv
-from tfrl.evaluation.env_runner import EnvRunner
+from tfrl.evaluation.sampling.loop import SamplingLoop
 
 from sampler_helpers import FakePolicy, FakeWorker, make_sampler
 
@@ -41,7 +41,7 @@ def test_external_env_episodes_with_logged_actions():
     worker = FakeWorker({"default_policy": (FakePolicy, OBS, env.action_space, {})})
     sampler = make_sampler(worker, env, rollout_fragment_length=float("inf"),
                            multiple_episodes_in_batch=False)
-    assert type(sampler.runner) is EnvRunner
+    assert type(sampler.runner) is SamplingLoop
     first, second = sampler.next(), sampler.next()
     for batch, eid in ((first, "ep0"), (second, "ep1")):
         assert batch["env_id"].tolist() == [eid] * 3

@@ -5,7 +5,7 @@ import gymnasium as gym
 import numpy as np
 
 from tfrl.env.base_env import BaseEnv
-from tfrl.evaluation.env_runner import EnvRunner
+from tfrl.evaluation.sampling.loop import SamplingLoop
 from tfrl.policy.multi_agent_batch import MultiAgentBatch
 
 from sampler_helpers import FakePolicy, FakeWorker, TwoAgentEnv, make_sampler
@@ -25,7 +25,7 @@ def _setup(num_envs=1, length=5, **kwargs):
 def test_agents_are_routed_to_their_policies():
     worker, sampler, envs = _setup(rollout_fragment_length=float("inf"),
                                    multiple_episodes_in_batch=False)
-    assert type(sampler.runner) is EnvRunner
+    assert type(sampler.runner) is SamplingLoop
     batch = sampler.next()
     assert isinstance(batch, MultiAgentBatch) and batch.env_steps() == 5
     a, b = batch.policy_batches["pa"], batch.policy_batches["pb"]

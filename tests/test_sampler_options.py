@@ -192,7 +192,7 @@ def test_actions_sent_to_the_env_are_unsquashed_or_clipped(path, normalize, clip
 
 
 def test_normalize_clips_out_of_range_policy_outputs():
-    from tfrl.evaluation.sampling_ops import ActionProcessor
+    from tfrl.evaluation.sampling.ops import ActionProcessor
     import gymnasium as gym
 
     box = gym.spaces.Box(np.array([0.0, -1.0], np.float32), np.array([4.0, 1.0], np.float32))
@@ -225,7 +225,7 @@ def test_observation_outside_the_space_names_value_and_space(path):
 
 
 def test_observation_of_the_wrong_shape_is_rejected():
-    from tfrl.evaluation.sampling_ops import ObservationChecker
+    from tfrl.evaluation.sampling.ops import ObservationChecker
     import gymnasium as gym
 
     checker = ObservationChecker(gym.spaces.Dict({"a": gym.spaces.Discrete(3)}))
@@ -310,7 +310,7 @@ def test_numpy_integer_settings_are_accepted():
 
 def test_a_policy_added_later_hands_over_to_the_generic_loop():
     from sampler_helpers import FakePolicy
-    from tfrl.evaluation.env_runner import EnvRunner
+    from tfrl.evaluation.sampling.loop import SamplingLoop
     from tfrl.policy.multi_agent_batch import MultiAgentBatch
 
     worker = counter_worker()
@@ -320,7 +320,7 @@ def test_a_policy_added_later_hands_over_to_the_generic_loop():
     worker.policy_map["other"] = FakePolicy(default.observation_space, default.action_space)
     worker.policy_mapping_fn = lambda agent_id, episode, **kw: "other"
     batch = sampler.next()
-    assert type(sampler.runner) is EnvRunner
+    assert type(sampler.runner) is SamplingLoop
     assert isinstance(batch, MultiAgentBatch) and batch.env_steps() == 5
     later = sampler.next()
     assert set(later.policy_batches) == {"other"} and later.env_steps() == 5
@@ -395,7 +395,7 @@ def test_an_observation_that_overflows_float32_names_env_agent_and_value(path, v
 
 
 def test_the_reward_screen_lets_large_finite_float32_rewards_through():
-    from tfrl.evaluation.sampling_ops import check_rewards_array, rewards_may_be_bad
+    from tfrl.evaluation.sampling.ops import check_rewards_array, rewards_may_be_bad
 
     assert not rewards_may_be_bad(np.array([1.0, -3e5, 0.0]))
     big = np.array([3e38, 3e38], np.float64)  # each fits float32, their squares sum large

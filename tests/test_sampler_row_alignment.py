@@ -19,13 +19,13 @@ from tfrl.algorithms.ppo.ppo_tf_policy import PPOTFPolicy
 from tfrl.algorithms.sac import SACConfig
 from tfrl.algorithms.sac.sac_tf_policy import SACTFPolicy
 from tfrl.env.base_env import BaseEnv
-from tfrl.evaluation.env_runner import EnvRunner
-from tfrl.evaluation.vector_env_runner import VectorEnvRunner
+from tfrl.evaluation.sampling.loop import SamplingLoop
+from tfrl.evaluation.sampling.vector_loop import VectorSamplingLoop
 from tfrl.policy.sample_batch import SampleBatch
 
 from sampler_helpers import DictOnlyBaseEnv, FakePolicy, FakeWorker, make_sampler
 
-RUNNERS = {"vector": VectorEnvRunner, "generic": EnvRunner}
+RUNNERS = {"vector": VectorSamplingLoop, "generic": SamplingLoop}
 
 
 class StepLog(gym.Wrapper):

@@ -9,15 +9,15 @@ import pytest
 
 from tfrl.algorithms.dqn.dqn_tf_policy import DQNTFPolicy
 from tfrl.env.base_env import BaseEnv
-from tfrl.evaluation.env_runner import EnvRunner
-from tfrl.evaluation.vector_env_runner import VectorEnvRunner
+from tfrl.evaluation.sampling.loop import SamplingLoop
+from tfrl.evaluation.sampling.vector_loop import VectorSamplingLoop
 from tfrl.policy.sample_batch import SampleBatch
 
 from sampler_helpers import (DictOnlyBaseEnv, FakePolicy, FakeWorker, counter_vector_env,
                              counter_worker, make_sampler)
 
 PATHS = ["vector", "generic"]
-RUNNERS = {"vector": VectorEnvRunner, "generic": EnvRunner}
+RUNNERS = {"vector": VectorSamplingLoop, "generic": SamplingLoop}
 
 
 class RecordingPolicy(FakePolicy):

@@ -5,8 +5,8 @@ import gymnasium as gym
 import numpy as np
 
 from tfrl.env.base_env import BaseEnv
-from tfrl.evaluation.env_runner import EnvRunner
-from tfrl.evaluation.vector_env_runner import VectorEnvRunner
+from tfrl.evaluation.sampling.loop import SamplingLoop
+from tfrl.evaluation.sampling.vector_loop import VectorSamplingLoop
 from tfrl.policy.tf_policy import TFPolicy
 from tfrl.utils import tf_run_builder
 
@@ -24,7 +24,7 @@ def test_tf_policy_on_the_cartpole_vector_env():
                                             env.single_action_space,
                                             {"seed": 0, "model": {"fcnet_hiddens": [8]}})})
     sampler = make_sampler(worker, env, rollout_fragment_length=40)
-    assert type(sampler.runner) is VectorEnvRunner
+    assert type(sampler.runner) is VectorSamplingLoop
     batch = sampler.next()
     assert batch.count == 40
     assert batch["action_dist_inputs"].shape == (40, 2) and batch["vf_preds"].shape == (40,)
@@ -48,7 +48,7 @@ def test_several_tf_policies_act_in_one_run_builder_call():
     env = BaseEnv.to_base_env(TwoAgentEnv(length=6))
     sampler = make_sampler(worker, env, rollout_fragment_length=float("inf"),
                            multiple_episodes_in_batch=False)
-    assert type(sampler.runner) is EnvRunner
+    assert type(sampler.runner) is SamplingLoop
     before = tf_run_builder.num_traces()
     batch = sampler.next()
     assert tf_run_builder.num_traces() == before + 1  # traced once, for the pair pa + pb

@@ -43,7 +43,7 @@ from typing import Any, List, Tuple
 
 from tfrl.core import types
 from tfrl.evaluation.rollout_worker import RolloutWorker
-from tfrl.evaluation.worker_handle import ThreadWorkerHandle, WorkerHandle
+from tfrl.evaluation.worker_set.handles import ThreadWorkerHandle, WorkerHandle
 from tfrl.evaluation.worker_set import WorkerSet
 from tfrl.execution.rollout_ops import ConcatBatches
 from tfrl.execution.train_ops import TrainOneStep

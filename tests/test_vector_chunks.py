@@ -8,7 +8,7 @@ import numpy as np
 
 from tfrl.env.vector_transitions import VectorPoll
 from tfrl.evaluation.episode import Episode
-from tfrl.evaluation.vector_chunks import ChunkBuffer, row
+from tfrl.evaluation.sampling.vector_chunks import ChunkBuffer, row
 
 
 def _poll(obs, rewards, terminated=(False, False), infos=None):

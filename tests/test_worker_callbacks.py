@@ -10,9 +10,9 @@ from test_fit_workers import EpisodeRecorder
 from toy_envs import CounterEnv
 from tfrl.algorithms.callbacks import DefaultCallbacks
 from tfrl.algorithms.fit_callbacks import Callback, HookRouter
-from tfrl.evaluation.env_runner import EnvRunner
+from tfrl.evaluation.sampling.loop import SamplingLoop
 from tfrl.evaluation.rollout_worker import RolloutWorker
-from tfrl.evaluation.vector_env_runner import VectorEnvRunner
+from tfrl.evaluation.sampling.vector_loop import VectorSamplingLoop
 
 
 class CountEnds(DefaultCallbacks):
@@ -34,7 +34,8 @@ def make_worker(kind, **kw):
                          rollout_fragment_length=10, seed=0, **kw)
 
 
-@pytest.mark.parametrize("kind, runner", [("vector", VectorEnvRunner), ("generic", EnvRunner)])
+@pytest.mark.parametrize("kind, runner",
+                         [("vector", VectorSamplingLoop), ("generic", SamplingLoop)])
 def test_set_callbacks_on_a_running_sampler_fires_one_end_per_episode(kind, runner):
     worker = make_worker(kind)
     try:

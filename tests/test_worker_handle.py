@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from tfrl.evaluation.worker_handle import (ThreadWorkerHandle, WorkerCrashedError,
+from tfrl.evaluation.worker_set.handles import (ThreadWorkerHandle, WorkerCrashedError,
                                            WorkerHandle, get_results)
 
 TIMEOUT = 10

@@ -14,8 +14,8 @@ import numpy as np
 import pytest
 
 from tfrl.env.env_context import EnvContext
-from tfrl.evaluation import worker_set_config as wsc
-from tfrl.evaluation.worker_handle import ThreadWorkerHandle, WorkerCrashedError
+from tfrl.evaluation.rollout_worker import config as wsc
+from tfrl.evaluation.worker_set.handles import ThreadWorkerHandle, WorkerCrashedError
 from tfrl.evaluation.worker_set import MAX_RECREATIONS_PER_CALL, WorkerSet
 from tfrl.policy.policy import Policy, PolicySpec
 from tfrl.policy.sample_batch import SampleBatch
@@ -290,7 +290,7 @@ def test_remote_workers_without_ray_name_the_install_command(monkeypatch):
 
 
 def test_the_worker_set_modules_do_not_import_ray():
-    code = ("import sys, tfrl.evaluation.worker_set, tfrl.evaluation.worker_handle; "
+    code = ("import sys, tfrl.evaluation.worker_set, tfrl.evaluation.worker_set.handles; "
             "print('ray' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120, check=True)

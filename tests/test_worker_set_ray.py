@@ -23,7 +23,7 @@ from test_worker_set import LinearPolicy, make_cartpole  # noqa: E402
 
 from tfrl.backends.ray import init_ray  # noqa: E402
 from tfrl.backends.ray.worker import RayWorkerHandle  # noqa: E402
-from tfrl.evaluation.worker_handle import WorkerCrashedError  # noqa: E402
+from tfrl.evaluation.worker_set.handles import WorkerCrashedError  # noqa: E402
 from tfrl.evaluation.worker_set import WorkerSet  # noqa: E402
 from tfrl.policy.sample_batch import SampleBatch  # noqa: E402
 

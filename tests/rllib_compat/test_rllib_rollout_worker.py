@@ -43,7 +43,7 @@ from tfrl.algorithms.pg import PG
 from tfrl.env.multi_agent_env import MultiAgentEnv
 from tfrl.evaluation.metrics import collect_metrics
 from tfrl.evaluation.rollout_worker import RolloutWorker
-from tfrl.evaluation.worker_handle import ThreadWorkerHandle
+from tfrl.evaluation.worker_set.handles import ThreadWorkerHandle
 from tfrl.examples.policy.random_policy import RandomPolicy
 from tfrl.policy.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch, SampleBatch
 from tfrl.tune.registry import register_env

@@ -38,13 +38,13 @@ import tensorflow as tf
 
 from tfrl.algorithms import checkpoints
 from tfrl.algorithms.algorithm_config import AlgorithmConfig
-from tfrl.algorithms.algorithm_state import (get_worker_state, set_worker_state,
-                                             unsquash_and_clip)
 from tfrl.algorithms.fit_loop import fit
 from tfrl.core import types
 from tfrl.data.rollout_metrics import RolloutMetrics
 from tfrl.data.sample_batch import DEFAULT_POLICY_ID
 from tfrl.evaluation.metrics import summarize_episodes
+from tfrl.evaluation.rollout_worker.state import get_worker_state, set_worker_state
+from tfrl.evaluation.sampling.ops import unsquash_and_clip
 from tfrl.evaluation.worker_set import WorkerSet
 from tfrl.execution.common import STEPS_SAMPLED_COUNTER
 from tfrl.execution.iter import LocalIterator, SharedMetrics
@@ -445,7 +445,7 @@ class Algorithm:
     def __getstate__(self) -> Dict[str, Any]:
         return {
             "episode_history": [tuple(m) for m in self._metrics_op.episode_history],
-            "worker": get_worker_state(self.workers.local_worker()),
+            "worker": get_worker_state(self.workers.local_worker(), specs=False),
             "iteration": self.iteration,
             "time_total": self._time_total,
             "episodes_total": self._episodes_total,
@@ -455,7 +455,7 @@ class Algorithm:
         }
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
-        set_worker_state(self.workers.local_worker(), state["worker"])
+        set_worker_state(self.workers.local_worker(), state["worker"], same_policies=True)
         if self.workers.remote_workers():
             filters = self.workers.local_worker().get_filters()
             self.workers.foreach_worker(lambda w: w.sync_filters(filters))

@@ -35,7 +35,7 @@ import threading
 from typing import Any, Dict, List, Optional, Sequence
 
 import keras
-from tfrl.evaluation.worker_handle import ThreadWorkerHandle
+from tfrl.evaluation.worker_set.handles import ThreadWorkerHandle
 from tfrl.utils.tensorboard import flatten_result
 
 from tfrl.utils.progress_callbacks import ProgressLogger, StopOnCriteria

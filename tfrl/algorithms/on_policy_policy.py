@@ -2,10 +2,8 @@
 
 `OnPolicyTFPolicy` is a `TFPolicy` that
 
-- postprocesses each trajectory with `compute_advantages` (GAE or discounted returns),
-  bootstrapping with `last_r = 0` iff the trajectory ended in a
-  termination, otherwise the value of the observation after its last step (a fragment
-  cut or a truncation), unless `no_done_at_end`;
+- postprocesses each trajectory with `postprocessing.compute_gae_for_sample_batch` (GAE
+  or discounted returns, bootstrapped as `postprocessing.bootstrap_value` says);
 - keeps the learning rate and the entropy coefficient in `tf.Variable`s, moved along
   RLlib's `lr_schedule` / `entropy_coeff_schedule` (`[[timestep, value], ...]`) in
   `on_global_var_update`, so that the compiled learn step never retraces.
@@ -25,41 +23,11 @@ import tensorflow as tf
 from tfrl.algorithms.algorithm_config import OnPolicyConfig
 from tfrl.algorithms.sequencing import add_sequences
 from tfrl.core.columns import Columns
-from tfrl.evaluation.postprocessing import compute_advantages
+from tfrl.evaluation.postprocessing import compute_gae_for_sample_batch
 from tfrl.models.model_defaults import model_setting
 from tfrl.policy.optimizers import FusedAdam
 from tfrl.policy.tf_policy import TFPolicy
 from tfrl.utils.schedules import make_schedule
-
-def bootstrap_value(policy: Any, batch: Any) -> float:
-    """`last_r` for the trajectory `batch`.
-
-    0.0 if its last step terminated the episode (and `no_done_at_end` is off);
-    otherwise the policy's value estimate of `new_obs[-1]`, with the recurrent state
-    after the last step.
-    """
-    terminateds = batch.get(Columns.TERMINATEDS)
-    if terminateds is None:  # legacy batches carry only `dones`
-        terminateds = batch.get(Columns.DONES)
-    terminated = terminateds is not None and len(terminateds) > 0 and bool(terminateds[-1])
-    if terminated and not policy.config["no_done_at_end"]:
-        return 0.0
-    next_obs = batch[Columns.NEXT_OBS][-1:]
-    states = []
-    i = 0
-    while f"state_out_{i}" in batch:
-        states.append(np.asarray(batch[f"state_out_{i}"][-1:]))
-        i += 1
-    kwargs = {}
-    if Columns.ACTIONS in batch:
-        kwargs["prev_action_batch"] = batch[Columns.ACTIONS][-1:]
-    if Columns.REWARDS in batch:
-        kwargs["prev_reward_batch"] = batch[Columns.REWARDS][-1:]
-    if hasattr(policy, "value"):
-        return float(np.asarray(policy.value(next_obs, states or None, **kwargs))[0])
-    _, _, extras = policy.compute_actions(next_obs, states or None, explore=False, **kwargs)
-    return float(extras[Columns.VF_PREDS][0])
-
 
 class OnPolicyTFPolicy(TFPolicy):
     """A TFPolicy with advantage postprocessing and lr / entropy schedules.
@@ -139,15 +107,8 @@ class OnPolicyTFPolicy(TFPolicy):
 
     def postprocess_trajectory(self, sample_batch: Any, other_agent_batches: Any = None,
                                episode: Any = None) -> Any:
-        """Adds `advantages` and `value_targets` (see `compute_advantages`)."""
-        if self.config["use_critic"]:
-            last_r = bootstrap_value(self, sample_batch)
-        else:
-            # Without a critic there is no value to bootstrap with (RLlib's PG).
-            last_r = 0.0
-        return compute_advantages(sample_batch, last_r, self.config["gamma"],
-                                  self.config["lambda"], use_gae=self.config["use_gae"],
-                                  use_critic=self.config["use_critic"])
+        """Adds `advantages` and `value_targets` (`compute_gae_for_sample_batch`)."""
+        return compute_gae_for_sample_batch(self, sample_batch, other_agent_batches, episode)
 
     def train_batch(self, samples: Any) -> Any:
         """Recurrent models learn on sequences: row batches (as sampled) are cut into

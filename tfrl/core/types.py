@@ -237,7 +237,7 @@ class Worker(Protocol):
 class RemoteWorker(Protocol):
     """A handle to a worker elsewhere (a thread, a Ray actor): calls return futures.
 
-    The concrete base class is `tfrl.evaluation.worker_handle.WorkerHandle`.
+    The concrete base class is `tfrl.evaluation.worker_set.handles.WorkerHandle`.
     """
 
     @property

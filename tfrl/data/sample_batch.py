@@ -31,6 +31,7 @@ import tree
 from tfrl.core.columns import Columns
 from tfrl.data import batch_ops, sample_batch_rows
 from tfrl.data.input_dict import single_step_input_dict
+from tfrl.utils.checks import check_int
 
 DEFAULT_POLICY_ID = "default_policy"
 
@@ -605,11 +606,7 @@ class MultiAgentBatch:
                     f"MultiAgentBatch: the batch of policy {pid!r} must be a SampleBatch; "
                     f"received {type(batch).__name__}. Wrap dicts with SampleBatch(...)."
                 )
-        if isinstance(env_steps, bool) or not isinstance(env_steps, (int, np.integer)) \
-                or env_steps < 0:
-            raise ValueError(
-                f"MultiAgentBatch(env_steps=...) must be an int >= 0; received {env_steps!r}."
-            )
+        check_int(env_steps, "MultiAgentBatch(env_steps=...)", 0)
         self.policy_batches = policy_batches
         self.count = int(env_steps)
         self.policies_subset = bool(policies_subset)

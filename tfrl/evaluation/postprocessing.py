@@ -1,8 +1,17 @@
-"""Returns and advantages of one trajectory: discounted sums and GAE.
+"""Returns and advantages of one trajectory: discounted sums, GAE, the value a truncated
+trajectory is bootstrapped with, and n-step rewards.
+
+`compute_gae_for_sample_batch(policy, batch)` is what the on-policy algorithms' policies
+(PG, A2C/A3C, PPO) do to each trajectory: `bootstrap_value` gives `last_r` (0 after a
+termination, else the policy's value of the observation after the last step), then
+`compute_advantages` adds `advantages` and `value_targets` with the policy's `gamma`,
+`lambda`, `use_gae` and `use_critic`.
 
 Reference: Schulman et al., "High-Dimensional Continuous Control Using Generalized
 Advantage Estimation", ICLR 2016 (https://arxiv.org/abs/1506.02438).
 """
+
+from typing import Any
 
 import numpy as np
 
@@ -112,6 +121,51 @@ def compute_advantages(
     rollout[Postprocessing.ADVANTAGES] = advantages.astype(np.float32)
     rollout[Postprocessing.VALUE_TARGETS] = value_targets.astype(np.float32)
     return rollout
+
+
+def bootstrap_value(policy: Any, batch: Any) -> float:
+    """`last_r` for the trajectory `batch`.
+
+    0.0 if its last step terminated the episode (and `no_done_at_end` is off);
+    otherwise the policy's value estimate of `new_obs[-1]`, with the recurrent state
+    after the last step.
+    """
+    terminateds = batch.get(Columns.TERMINATEDS)
+    if terminateds is None:  # legacy batches carry only `dones`
+        terminateds = batch.get(Columns.DONES)
+    terminated = terminateds is not None and len(terminateds) > 0 and bool(terminateds[-1])
+    if terminated and not policy.config["no_done_at_end"]:
+        return 0.0
+    next_obs = batch[Columns.NEXT_OBS][-1:]
+    states = []
+    i = 0
+    while f"state_out_{i}" in batch:
+        states.append(np.asarray(batch[f"state_out_{i}"][-1:]))
+        i += 1
+    kwargs = {}
+    if Columns.ACTIONS in batch:
+        kwargs["prev_action_batch"] = batch[Columns.ACTIONS][-1:]
+    if Columns.REWARDS in batch:
+        kwargs["prev_reward_batch"] = batch[Columns.REWARDS][-1:]
+    if hasattr(policy, "value"):
+        return float(np.asarray(policy.value(next_obs, states or None, **kwargs))[0])
+    _, _, extras = policy.compute_actions(next_obs, states or None, explore=False, **kwargs)
+    return float(extras[Columns.VF_PREDS][0])
+
+
+def compute_gae_for_sample_batch(policy: Any, sample_batch: SampleBatch,
+                                 other_agent_batches: Any = None, episode: Any = None
+                                 ) -> SampleBatch:
+    """Adds `advantages` and `value_targets` to one trajectory of `policy` (RLlib's name).
+
+    `last_r` is `bootstrap_value(policy, sample_batch)` with a critic, else 0.0 (no value
+    to bootstrap with, RLlib's PG); then `compute_advantages` with the policy config's
+    `gamma`, `lambda`, `use_gae` and `use_critic`.
+    """
+    config = policy.config
+    last_r = bootstrap_value(policy, sample_batch) if config["use_critic"] else 0.0
+    return compute_advantages(sample_batch, last_r, config["gamma"], config["lambda"],
+                              use_gae=config["use_gae"], use_critic=config["use_critic"])
 
 
 class MalformedTrajectoryError(ValueError, AssertionError):

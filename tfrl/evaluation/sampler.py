@@ -4,10 +4,10 @@
 same loop in a daemon thread and hands fragments over through a bounded queue. Both
 return postprocessed SampleBatches (single `default_policy`) or MultiAgentBatches.
 
-The loop is `tfrl.evaluation.vector_env_runner.VectorEnvRunner` (array-based, one numpy
+The loop is `tfrl.evaluation.sampling.vector_loop.VectorSamplingLoop` (array-based, one numpy
 pass per step) for a single-agent vectorized env with one feed-forward policy and no
 observation_fn or hard horizon, else the generic
-`tfrl.evaluation.env_runner.EnvRunner`; both build identical batches. If the worker gets
+`tfrl.evaluation.sampling.loop.SamplingLoop`; both build identical batches. If the worker gets
 more policies later, the sampler continues with the generic loop (the episodes running
 at that moment are cut there).
 """
@@ -20,10 +20,10 @@ import threading
 from typing import Any, Callable, Iterator, List, Optional, Union
 
 from tfrl.env.base_env import BaseEnv
-from tfrl.evaluation.env_runner import EnvRunner, hard_horizon_problem
+from tfrl.evaluation.sampling.loop import SamplingLoop, hard_horizon_problem
 from tfrl.data.rollout_metrics import RolloutMetrics
-from tfrl.evaluation.sampling_ops import PerfStats
-from tfrl.evaluation.vector_env_runner import VectorEnvRunner, vector_path_problem
+from tfrl.evaluation.sampling.ops import PerfStats
+from tfrl.evaluation.sampling.vector_loop import VectorSamplingLoop, vector_path_problem
 from tfrl.offline.input_reader import InputReader
 from tfrl.data.sample_batch import concat_samples
 
@@ -133,7 +133,8 @@ class SyncSampler(SamplerInput):
             observation_fn=observation_fn, render=render)
         problem = vector_path_problem(worker, self.base_env, observation_fn, horizon, soft_horizon)
         self._settings = settings
-        self.runner = VectorEnvRunner(**settings) if problem is None else EnvRunner(**settings)
+        loop = VectorSamplingLoop if problem is None else SamplingLoop
+        self.runner = loop(**settings)
         self.items = self._items()
 
     def _items(self) -> Iterator[Any]:
@@ -141,7 +142,7 @@ class SyncSampler(SamplerInput):
         yield from self.runner.run()
         # The array-based loop returns when policies were added to the worker: the
         # generic loop continues its fragment.
-        self.runner = EnvRunner(**self._settings, output=self.runner.output)
+        self.runner = SamplingLoop(**self._settings, output=self.runner.output)
         yield from self.runner.run()
 
     def get_data(self) -> Any:

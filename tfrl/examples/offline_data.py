@@ -34,11 +34,11 @@ import gymnasium as gym
 import numpy as np
 
 
-from tfrl.algorithms.algorithm_state import unsquash_and_clip
 from tfrl.algorithms.ppo import PPO, PPOConfig
 from tfrl.algorithms.sac import SAC, SACConfig
 from tfrl.core.columns import Columns
 from tfrl.data.sample_batch import SampleBatch
+from tfrl.evaluation.sampling.ops import unsquash_and_clip
 from tfrl.offline.json_writer import JsonWriter
 from tfrl import tuned
 from tfrl.utils import yaml_io

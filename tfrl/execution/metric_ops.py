@@ -24,6 +24,7 @@ from tfrl.evaluation.metrics import collect_episodes, summarize_episodes
 from tfrl.execution.common import (AGENT_STEPS_SAMPLED_COUNTER, AGENT_STEPS_TRAINED_COUNTER,
                                    STEPS_SAMPLED_COUNTER, STEPS_TRAINED_COUNTER)
 from tfrl.execution.iter import LocalIterator, SharedMetrics, get_shared_metrics
+from tfrl.utils.checks import check_int
 
 
 def _config_value(config: Any, keys: List[str], default: Any) -> Any:
@@ -101,9 +102,7 @@ class CollectMetrics:
                  timeout_seconds: float = 180, keep_per_episode_custom_metrics: bool = False,
                  selected_workers: Optional[Sequence[types.RemoteWorker]] = None,
                  by_steps_trained: bool = False):
-        if isinstance(min_history, bool) or not isinstance(min_history, int) or min_history < 0:
-            raise ValueError(f"CollectMetrics(min_history=...) must be an int >= 0; received "
-                             f"{min_history!r}.")
+        check_int(min_history, "CollectMetrics(min_history=...)", 0)
         if timeout_seconds is None or timeout_seconds < 0:
             raise ValueError(f"CollectMetrics(timeout_seconds=...) must be >= 0; received "
                              f"{timeout_seconds!r}.")

@@ -21,7 +21,7 @@ from typing import Any, Dict, List, Optional
 
 from tfrl.core import types
 from tfrl.execution.learner_thread import _POLL_S, LearnerThread, MinibatchBuffer
-from tfrl.execution.train_ops import _check_int
+from tfrl.utils.checks import check_int
 
 
 class MultiGPULearnerThread(LearnerThread):
@@ -55,9 +55,10 @@ class MultiGPULearnerThread(LearnerThread):
         if lr is not None or minibatch_buffer_size:
             warnings.warn(f"{where}: `lr` and `minibatch_buffer_size` are deprecated and ignored.",
                           DeprecationWarning, stacklevel=2)
-        num_stacks = _check_int(num_multi_gpu_tower_stacks, "num_multi_gpu_tower_stacks", where, 1)
-        num_loaders = _check_int(num_data_load_threads, "num_data_load_threads", where, 1)
-        num_sgd_iter = _check_int(num_sgd_iter, "num_sgd_iter", where, 1)
+        num_stacks = check_int(num_multi_gpu_tower_stacks,
+                               f"{where}(num_multi_gpu_tower_stacks=...)", 1)
+        num_loaders = check_int(num_data_load_threads, f"{where}(num_data_load_threads=...)", 1)
+        num_sgd_iter = check_int(num_sgd_iter, f"{where}(num_sgd_iter=...)", 1)
         super().__init__(local_worker, minibatch_buffer_size=1, num_sgd_iter=num_sgd_iter,
                          learner_queue_size=learner_queue_size,
                          learner_queue_timeout=learner_queue_timeout)

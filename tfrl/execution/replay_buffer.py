@@ -45,6 +45,7 @@ from tfrl.execution.replay_buffers.replay_buffer import ItemRing, concat_items
 from tfrl.execution.segment_tree import MinSegmentTree, SumSegmentTree
 from tfrl.utils import compression
 from tfrl.utils.schedules import Schedule
+from tfrl.utils.checks import check_int
 
 # Columns added to prioritized samples.
 WEIGHTS = "weights"
@@ -55,10 +56,6 @@ DEFAULT_CAPACITY = 10000
 _OBS_COLUMNS = (Columns.OBS, Columns.NEXT_OBS)
 
 
-def _check_int(owner: str, name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{owner}({name}=...) must be an int >= {minimum}; received {value!r}.")
-    return int(value)
 
 
 def _check_float(owner: str, name: str, value: Any, minimum: float = 0.0) -> float:
@@ -120,13 +117,13 @@ class ReplayBuffer:
             storage_unit = "fragments" if size is not None else "timesteps"
         if capacity is None:
             capacity = DEFAULT_CAPACITY if size is None else size
-        self.capacity = _check_int(name, "capacity", capacity, 1)
+        self.capacity = check_int(capacity, f"{name}(capacity=...)", 1)
         if storage_unit not in STORAGE_UNITS:
             raise ValueError(f"{name}(storage_unit=...) must be one of {list(STORAGE_UNITS)}; "
                              f"received {storage_unit!r}.")
         self.storage_unit = storage_unit
-        self.replay_sequence_length = _check_int(name, "replay_sequence_length",
-                                                 replay_sequence_length, 1)
+        self.replay_sequence_length = check_int(replay_sequence_length,
+                                                f"{name}(replay_sequence_length=...)", 1)
         self.replay_zero_init_states = bool(replay_zero_init_states)
         self.compress_observations = bool(compress_observations)
         if storage_unit == "fragments" and self.compress_observations:
@@ -208,7 +205,7 @@ class ReplayBuffer:
 
     def _check_sample(self, num_items: Any, allow_fewer: bool) -> int:
         name = type(self).__name__
-        num_items = _check_int(f"{name}.sample", "num_items", num_items, 1)
+        num_items = check_int(num_items, f"{name}.sample(num_items=...)", 1)
         if len(self) == 0 or (len(self) < num_items and not allow_fewer):
             raise ValueError(
                 f"{name}.sample({num_items}): the buffer holds {len(self)} "
@@ -448,9 +445,9 @@ class LocalReplayBuffer:
                  replay_sequence_length: int = 1, replay_zero_init_states: bool = True,
                  compress_observations: bool = False, n_step: int = 1, gamma: float = 0.99):
         name = type(self).__name__
-        self.capacity = _check_int(name, "capacity", capacity, 1)
-        self.replay_batch_size = _check_int(name, "replay_batch_size", replay_batch_size, 1)
-        self.learning_starts = _check_int(name, "learning_starts", learning_starts, 0)
+        self.capacity = check_int(capacity, f"{name}(capacity=...)", 1)
+        self.replay_batch_size = check_int(replay_batch_size, f"{name}(replay_batch_size=...)", 1)
+        self.learning_starts = check_int(learning_starts, f"{name}(learning_starts=...)", 0)
         self.prioritized_replay = bool(prioritized_replay)
         self.prioritized_replay_alpha = _check_float(name, "prioritized_replay_alpha",
                                                      prioritized_replay_alpha)
@@ -460,11 +457,11 @@ class LocalReplayBuffer:
         self.prioritized_replay_beta = prioritized_replay_beta
         self.prioritized_replay_eps = _check_float(name, "prioritized_replay_eps",
                                                    prioritized_replay_eps)
-        self.replay_sequence_length = _check_int(name, "replay_sequence_length",
-                                                 replay_sequence_length, 1)
+        self.replay_sequence_length = check_int(replay_sequence_length,
+                                                f"{name}(replay_sequence_length=...)", 1)
         if storage_unit is None:
             storage_unit = "sequences" if self.replay_sequence_length > 1 else "timesteps"
-        self.n_step = _check_int(name, "n_step", n_step, 1)
+        self.n_step = check_int(n_step, f"{name}(n_step=...)", 1)
         self.gamma = _check_float(name, "gamma", gamma)
         self._buffer_kwargs: Dict[str, Any] = dict(
             storage_unit=storage_unit, replay_sequence_length=self.replay_sequence_length,

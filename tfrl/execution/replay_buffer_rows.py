@@ -28,6 +28,7 @@ import tree
 
 from tfrl.core.columns import Columns
 from tfrl.data.sample_batch import SampleBatch
+from tfrl.utils.checks import check_int
 
 # The discount exponent of a row's bootstrap: `gamma ** n_step * Q(new_obs)`. Shorter than
 # `n_step` where the episode (or the batch) ends first.
@@ -76,8 +77,7 @@ def adjust_nstep(n_step: int, gamma: float, batch: SampleBatch) -> None:
     Raises:
         ValueError: If `n_step` is not an int >= 1 or a needed column is missing.
     """
-    if isinstance(n_step, bool) or not isinstance(n_step, (int, np.integer)) or n_step < 1:
-        raise ValueError(f"adjust_nstep(n_step=...) must be an int >= 1; received {n_step!r}.")
+    check_int(n_step, "adjust_nstep(n_step=...)", 1)
     missing = [c for c in (Columns.REWARDS, Columns.NEXT_OBS) if c not in batch]
     if not (Columns.TERMINATEDS in batch or Columns.DONES in batch):
         missing.append(Columns.TERMINATEDS)

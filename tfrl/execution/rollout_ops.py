@@ -25,8 +25,6 @@ import logging
 import time
 from typing import Any, Collection, List, Literal, Optional, Tuple, Union, overload, cast
 
-import numpy as np
-
 from tfrl.core import types
 from tfrl.execution.common import (AGENT_STEPS_SAMPLED_COUNTER, GRAD_WAIT_TIMER,
                                    LEARNER_INFO, LEARNER_STATS_KEY, SAMPLE_TIMER,
@@ -36,6 +34,7 @@ from tfrl.execution.worker_pool import WorkerPool, _check_num_async
 from tfrl.data.sample_batch import MultiAgentBatch
 from tfrl.data.sample_batch import DEFAULT_POLICY_ID, SampleBatch
 from tfrl.data.sample_batch import concat_samples
+from tfrl.utils.checks import check_int
 from tfrl.utils.typing import SampleBatchType
 from tfrl.utils.sgd import standardized
 
@@ -238,12 +237,7 @@ class ConcatBatches:
     """
 
     def __init__(self, min_batch_size: int, count_steps_by: str = "env_steps"):
-        if isinstance(min_batch_size, bool) or not isinstance(min_batch_size, (int, np.integer)) \
-                or min_batch_size < 1:
-            raise ValueError(
-                "ConcatBatches(min_batch_size=...) must be an int >= 1; received "
-                f"{min_batch_size!r}."
-            )
+        check_int(min_batch_size, "ConcatBatches(min_batch_size=...)", 1)
         if count_steps_by not in ("env_steps", "agent_steps"):
             raise ValueError(
                 "ConcatBatches(count_steps_by=...) must be 'env_steps' or 'agent_steps'; "

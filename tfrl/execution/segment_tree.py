@@ -17,6 +17,8 @@ from typing import Any, Optional
 
 import numpy as np
 
+from tfrl.utils.checks import check_int
+
 
 class SegmentTree:
     """A tree of fan-out `FANOUT` whose inner nodes hold `operation` of their children.
@@ -43,10 +45,7 @@ class SegmentTree:
     BULK_SEARCH_LEAVES_PER_QUERY = 1000
 
     def __init__(self, capacity: int, operation: np.ufunc, neutral_element: float):
-        if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) \
-                or capacity < 1:
-            raise ValueError(f"{type(self).__name__}(capacity=...) must be an int >= 1; "
-                             f"received {capacity!r}.")
+        check_int(capacity, f"{type(self).__name__}(capacity=...)", 1)
         self.capacity = int(capacity)
         self.operation = operation
         self.neutral_element = float(neutral_element)
@@ -98,8 +97,8 @@ class SegmentTree:
 
     def _set_one(self, i: int, value: float) -> None:
         """`tree[i] = value` for one index: the same parents' `_combine` as the
-        vectorized path, without its per-call array set-up (a scalar insert is ~10x
-        cheaper this way)."""
+        vectorized path, without its per-call array set-up (which dominates a scalar
+        insert)."""
         if not 0 <= i < self.capacity:
             raise IndexError(f"{type(self).__name__}: indices must be in [0, {self.capacity}); "
                              f"received [{i}].")
@@ -140,8 +139,8 @@ class SegmentTree:
         return float(self.operation.reduce(self.levels[-1][start:end]))
 
 
-# Row sums and inclusive prefix sums of `[k, FANOUT]` children as matrix products (BLAS):
-# ~50x faster than `np.add.reduce` / `np.cumsum` along short rows.
+# Row sums and inclusive prefix sums of `[k, FANOUT]` children as matrix products (BLAS),
+# which beat `np.add.reduce` / `np.cumsum` along short rows.
 _ONES = np.ones(SegmentTree.FANOUT)
 _INCLUSIVE_PREFIX = np.triu(np.ones((SegmentTree.FANOUT, SegmentTree.FANOUT)))
 
@@ -210,8 +209,8 @@ class SumSegmentTree(SegmentTree):
 
     def _find_by_cumsum(self, flat: np.ndarray) -> np.ndarray:
         """`find_prefixsum_idx` for many queries at once: a binary search of each in the
-        leaves' running sum (O(n + k log n) instead of k tree descents; for a learning
-        phase's 8192 rows over 100k leaves ~40x faster)."""
+        leaves' running sum (O(n + k log n) instead of k tree descents of Python-level
+        steps each: the faster way for a learning phase's many queries)."""
         leaves = self.levels[-1]
         running = np.cumsum(leaves)  # inclusive: running[i] = sum(0, i + 1)
         # The first leaf whose running sum exceeds the mass: sum(0, i) <= mass < sum(0, i+1)

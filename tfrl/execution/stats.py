@@ -20,6 +20,8 @@ from typing import Deque, Dict, Optional
 
 import numpy as np
 
+from tfrl.utils.checks import check_int
+
 
 class TimerStat:
     """Times a block (`with timer:`) and keeps the last `window_size` durations.
@@ -33,9 +35,7 @@ class TimerStat:
     """
 
     def __init__(self, window_size: int = 10):
-        if isinstance(window_size, bool) or not isinstance(window_size, int) or window_size < 1:
-            raise ValueError(
-                f"TimerStat(window_size=...) must be an int >= 1; received {window_size!r}.")
+        check_int(window_size, "TimerStat(window_size=...)", 1)
         self._samples: Deque[float] = collections.deque(maxlen=window_size)
         self._units: Deque[float] = collections.deque(maxlen=window_size)
         self._start: Optional[float] = None
@@ -92,8 +92,7 @@ class WindowStat:
     """
 
     def __init__(self, name: str, n: int):
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"WindowStat(n=...) must be an int >= 1; received {n!r}.")
+        check_int(n, "WindowStat(n=...)", 1)
         self.name = name
         self._items: Deque[float] = collections.deque(maxlen=n)
         self.count = 0

@@ -15,11 +15,9 @@ pipeline's `SharedMetrics` (names in `tfrl.execution.common`).
 import warnings
 from typing import Any, Collection, Dict, List, Optional, Tuple, TypeVar
 
-import numpy as np
-
 from tfrl.core import types
 
-from tfrl.evaluation.worker_learning import do_minibatch_sgd, takes_sgd_settings
+from tfrl.evaluation.rollout_worker.learning import do_minibatch_sgd, takes_sgd_settings
 from tfrl.execution.common import (AGENT_STEPS_TRAINED_COUNTER, LAST_TARGET_UPDATE_TS,
                                    LEARN_ON_BATCH_TIMER, LEARNER_INFO,
                                    NUM_TARGET_UPDATES, STEPS_SAMPLED_COUNTER,
@@ -31,6 +29,7 @@ from tfrl.execution.iter import SharedMetrics, get_shared_metrics
 from tfrl.execution.rollout_ops import _check_batch
 from tfrl.data.sample_batch import MultiAgentBatch
 from tfrl.data.sample_batch import DEFAULT_POLICY_ID
+from tfrl.utils.checks import check_int
 
 T = TypeVar("T")
 
@@ -40,10 +39,6 @@ __all__ = ["TrainOneStep", "MultiGPUTrainOneStep", "ComputeGradients", "ApplyGra
            "compute_gradients", "apply_gradients"]
 
 
-def _check_int(value: Any, name: str, where: str, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{where}({name}=...) must be an int >= {minimum}; received {value!r}.")
-    return int(value)
 
 
 def learn_on_batch(worker: types.Worker, batch: types.Batch, **sgd: Any
@@ -177,10 +172,10 @@ class TrainOneStep(_LearnOp):
                  num_sgd_iter: Optional[int] = None, sgd_minibatch_size: Optional[int] = None):
         super().__init__(workers, policies)
         self.num_sgd_iter = (None if num_sgd_iter is None
-                             else _check_int(num_sgd_iter, "num_sgd_iter", "TrainOneStep", 1))
+                             else check_int(num_sgd_iter, "TrainOneStep(num_sgd_iter=...)", 1))
         self.sgd_minibatch_size = (
             None if sgd_minibatch_size is None
-            else _check_int(sgd_minibatch_size, "sgd_minibatch_size", "TrainOneStep", 0))
+            else check_int(sgd_minibatch_size, "TrainOneStep(sgd_minibatch_size=...)", 0))
 
     def __call__(self, batch: types.Batch) -> Tuple[types.Batch, Dict[str, types.LearnerInfo]]:
         metrics = get_shared_metrics()
@@ -238,9 +233,9 @@ class MultiGPUTrainOneStep(_LearnOp):
             warnings.warn("MultiGPUTrainOneStep: rollout_fragment_length and num_envs_per_worker "
                           "are ignored.", DeprecationWarning, stacklevel=2)
         where = "MultiGPUTrainOneStep"
-        self.sgd_minibatch_size = _check_int(sgd_minibatch_size or 0, "sgd_minibatch_size",
-                                             where, 0)
-        self.num_sgd_iter = _check_int(num_sgd_iter, "num_sgd_iter", where, 1)
+        self.sgd_minibatch_size = check_int(sgd_minibatch_size or 0,
+                                            f"{where}(sgd_minibatch_size=...)", 0)
+        self.num_sgd_iter = check_int(num_sgd_iter, f"{where}(num_sgd_iter=...)", 1)
         self.shuffle_sequences = bool(shuffle_sequences)
         self.num_devices = max(1, int(num_gpus or 0))
         device_kind = "logical CPU devices (_fake_gpus=True)" if _fake_gpus else "GPUs"
@@ -310,8 +305,8 @@ class UpdateTargetNetwork:
                  policies: Collection[str] = frozenset()):
         self.workers = workers
         self.local_worker = workers.local_worker()
-        self.target_update_freq = _check_int(target_update_freq, "target_update_freq",
-                                             "UpdateTargetNetwork", 0)
+        self.target_update_freq = check_int(target_update_freq,
+                                            "UpdateTargetNetwork(target_update_freq=...)", 0)
         self.metric = STEPS_TRAINED_COUNTER if by_steps_trained else STEPS_SAMPLED_COUNTER
         self.policies = frozenset(policies or ())
 

@@ -1,7 +1,7 @@
 """WorkerPool: streams of results from remote worker handles (tfrl's ParallelIterator).
 
 A pool wraps worker handles (`handle.call(method) -> concurrent.futures.Future`, see
-`tfrl.evaluation.worker_handle`) and turns repeated remote calls into LocalIterators:
+`tfrl.evaluation.worker_set.handles`) and turns repeated remote calls into LocalIterators:
 
 - `gather_async(num_async)`: keeps up to `num_async` calls in flight per worker and
   yields results as they complete (earliest-submitted first among those done), recording

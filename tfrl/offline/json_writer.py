@@ -23,6 +23,7 @@ from typing import IO, Any, Optional, Sequence
 from tfrl.offline.io_context import IOContext
 from tfrl.offline.json_format import encode_batch
 from tfrl.offline.output_writer import OutputWriter
+from tfrl.utils.checks import check_int
 
 DEFAULT_MAX_FILE_SIZE = 64 * 1024 * 1024
 DEFAULT_COMPRESS_COLUMNS = frozenset(["obs", "new_obs"])
@@ -54,10 +55,7 @@ class JsonWriter(OutputWriter):
     def __init__(self, path: str, ioctx: Optional[IOContext] = None,
                  max_file_size: int = DEFAULT_MAX_FILE_SIZE,
                  compress_columns: Sequence[str] = DEFAULT_COMPRESS_COLUMNS):
-        if isinstance(max_file_size, bool) or not isinstance(max_file_size, int) \
-                or max_file_size < 1:
-            raise ValueError(f"JsonWriter: max_file_size must be an int >= 1 (bytes); received "
-                             f"{max_file_size!r}.")
+        check_int(max_file_size, "JsonWriter: max_file_size", 1, "bytes")
         self.ioctx = ioctx or IOContext()
         self.path = os.path.abspath(os.path.expanduser(path))
         os.makedirs(self.path, exist_ok=True)

@@ -26,6 +26,7 @@ import numpy as np
 from tfrl.offline.input_reader import InputReader
 from tfrl.offline.io_context import IOContext
 from tfrl.offline.json_reader import JsonReader
+from tfrl.utils.checks import check_int
 
 
 class ShuffledInput(InputReader):
@@ -38,8 +39,7 @@ class ShuffledInput(InputReader):
     """
 
     def __init__(self, child: InputReader, n: int = 0, seed: Optional[int] = None):
-        if isinstance(n, bool) or not isinstance(n, int) or n < 0:
-            raise ValueError(f"ShuffledInput: n must be an int >= 0; received {n!r}.")
+        check_int(n, "ShuffledInput: n", 0)
         self.child = child
         self.n = n
         self.buffer: List[Any] = []

@@ -27,6 +27,7 @@ from typing import Any, Callable, Mapping
 from tfrl.offline.io_context import IOContext
 from tfrl.offline.json_writer import DEFAULT_COMPRESS_COLUMNS, DEFAULT_MAX_FILE_SIZE, JsonWriter
 from tfrl.offline.output_writer import NoopOutput, OutputWriter
+from tfrl.utils.checks import check_int
 
 OUTPUT_FORMATS = ("json", "tfrecord")
 DEFAULT_OUTPUT_FORMAT = "json"  # `output_format`'s default (AlgorithmConfig reads it here)
@@ -43,9 +44,7 @@ def check_output_config(config: Mapping[str, Any]) -> None:
     if fmt not in OUTPUT_FORMATS:
         raise ValueError(f"`output_format` must be one of {OUTPUT_FORMATS}; received {fmt!r}.")
     size = config.get("output_max_file_size", DEFAULT_MAX_FILE_SIZE)
-    if isinstance(size, bool) or not isinstance(size, int) or size < 1:
-        raise ValueError(f"`output_max_file_size` must be an int >= 1 (bytes); received "
-                         f"{size!r}.")
+    check_int(size, "`output_max_file_size`", 1, "bytes")
 
 
 def output_creator_from_config(config: Mapping[str, Any]) -> Callable[[IOContext], OutputWriter]:

@@ -83,6 +83,7 @@ from tfrl.offline.json_format import check_column_values
 from tfrl.offline.json_reader import DEFAULT_REQUIRED_COLUMNS, resolve_files
 from tfrl.offline.json_writer import DEFAULT_MAX_FILE_SIZE, unused_name
 from tfrl.offline.output_writer import OutputWriter
+from tfrl.utils.checks import check_int
 
 logger = logging.getLogger(__name__)
 
@@ -143,9 +144,7 @@ class TFRecordWriter(OutputWriter):
                  policy_id: Optional[str] = None):
         for name, value in (("max_file_size", max_file_size),
                             ("rows_per_record", rows_per_record)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"TFRecordWriter: {name} must be an int >= 1; received "
-                                 f"{value!r}.")
+            check_int(value, f"TFRecordWriter: {name}", 1)
         self.rows_per_record = rows_per_record
         self.ioctx = ioctx or IOContext()
         self.path = os.path.abspath(os.path.expanduser(path))

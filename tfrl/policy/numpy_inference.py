@@ -1,7 +1,8 @@
 """NumpyInference: a dense TFPolicy's actions and values in numpy, on a copy of its weights.
 
-A concrete TF function call costs ~0.2-0.4 ms; the same small MLP in numpy ~0.05 ms,
-which is what a sampler stepping a handful of environments pays per step. This path
+A concrete TF function call has a fixed cost several times that of the same small MLP
+in numpy, and a sampler stepping a handful of environments pays it every step (numbers:
+bench/RESULTS.md, "Numbers that were in docstrings"). This path
 serves policies whose acting model (`policy.action_model`, default `policy.model`) is
 the catalog's `FullyConnectedNetwork` (activations tanh/relu/elu/swish/linear) over a
 `Box` observation space, with a `Categorical`, `MultiCategorical`, `DiagGaussian`,
@@ -18,7 +19,7 @@ model's variables directly must increment `policy.weights_version` itself (or us
 """
 
 import functools
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import gymnasium as gym
 import keras
@@ -50,17 +51,43 @@ _ACTIVATIONS: Dict[Any, Callable[[np.ndarray], np.ndarray]] = {
     keras.activations.silu: lambda x: x * _sigmoid(x),
     keras.activations.linear: None,
 }
-#: The activations this path evaluates (Keras activation -> in-place numpy function, None
-#: for linear), for other dense numpy paths (TD3's actor and critic).
-NUMPY_ACTIVATIONS = _ACTIVATIONS
+#: A dense layer in numpy: `(kernel [in, out], bias [out], in-place activation or None)`.
+DenseParams = Tuple[np.ndarray, np.ndarray, Optional[Callable[[np.ndarray], np.ndarray]]]
 _HALF_LOG_2PI = np.float32(0.5 * np.log(2.0 * np.pi))
 _LOG2 = np.float32(np.log(2.0))
 
 
+def activation_problem(layers: Iterable[Any]) -> Optional[str]:
+    """Why the numpy path cannot evaluate the Keras Dense `layers` (an activation it does
+    not have), or None."""
+    for layer in layers:
+        if layer.activation not in _ACTIVATIONS:
+            return f"layer {layer.name} has activation {layer.activation!r}"
+    return None
+
+
+def dense_params(values: Iterator[np.ndarray], layer: Any, activation: bool = True
+                 ) -> DenseParams:
+    """The next kernel and bias of `values` (a `WeightReader.read()` iterator) as
+    `layer`'s `DenseParams` (its activation, or None with `activation=False`)."""
+    fn = _ACTIVATIONS[layer.activation] if activation else None
+    return (next(values), next(values), fn)
+
+
+def mlp_forward(x: np.ndarray, layers: Sequence[DenseParams]) -> np.ndarray:
+    """`x` `[B, in]` through dense layers: `x @ kernel + bias`, then the activation."""
+    for kernel, bias, fn in layers:
+        x = np.dot(x, kernel)
+        x += bias
+        if fn is not None:
+            x = fn(x)
+    return x
+
+
 class WeightReader:
     """Copies a fixed list of variables to numpy in one compiled call (reading them one
-    by one costs one TensorFlow op call each: ~0.1 ms apiece, paid after every learning
-    call by the numpy acting paths).
+    by one costs one TensorFlow op call each, paid after every learning call by the numpy
+    acting paths).
 
     Args:
         variables: The variables (Keras or TensorFlow), read in this order.
@@ -97,10 +124,9 @@ def unsupported_reason(policy: Any, overridden: List[str]) -> Optional[str]:
                 "FullyConnectedNetwork (custom, recurrent and conv models run in TF)")
     if not isinstance(policy.observation_space, gym.spaces.Box):
         return f"the observation space {policy.observation_space} is not a Box"
-    layers = list(model.hidden_layers) + list(model.value_layers)
-    for layer in layers:
-        if layer.activation not in _ACTIVATIONS:
-            return f"layer {layer.name} has activation {layer.activation!r}"
+    problem = activation_problem(list(model.hidden_layers) + list(model.value_layers))
+    if problem is not None:
+        return problem
     if any(v.dtype != "float32" for v in model.weights):
         return "the model's variables are not all float32"
     dist = policy.dist_class
@@ -150,8 +176,8 @@ class NumpyInference:
         self._policy = policy
         self._version = None
         self._reader: Optional[WeightReader] = None
-        self._layers: List[Tuple[np.ndarray, np.ndarray, Any]] = []
-        self._value_layers: List[Tuple[np.ndarray, np.ndarray, Any]] = []
+        self._layers: List[DenseParams] = []
+        self._value_layers: List[DenseParams] = []
         dist = policy.dist_class
         self._dist = dist.func if isinstance(dist, functools.partial) else dist
         keywords = dist.keywords if isinstance(dist, functools.partial) else {}
@@ -186,15 +212,10 @@ class NumpyInference:
             self._reader = WeightReader(
                 [w for layer in dense_layers for w in (layer.kernel, layer.bias)] + extra)
         values = iter(self._reader.read())
-
-        def dense(layer, activation=True):
-            fn = _ACTIVATIONS[layer.activation] if activation else None
-            return (next(values), next(values), fn)
-
-        self._layers = [dense(layer) for layer in model.hidden_layers]
-        self._logits = dense(head.dense, activation=False)
-        self._value_layers = [dense(layer) for layer in model.value_layers]
-        kernel, bias, _ = dense(model.value_out, activation=False)
+        self._layers = [dense_params(values, layer) for layer in model.hidden_layers]
+        self._logits = dense_params(values, head.dense, activation=False)
+        self._value_layers = [dense_params(values, layer) for layer in model.value_layers]
+        kernel, bias, _ = dense_params(values, model.value_out, activation=False)
         self._log_std = next(values) if free_log_std else None
         self._share = bool(model.vf_share_layers)
         self._value_out = (kernel[:, 0], bias[0])
@@ -224,13 +245,7 @@ class NumpyInference:
         x = x.astype(np.float32, copy=False)  # [B, obs_dim]
         if self._paired is not None:
             return self._forward_paired(x, with_dist)
-        h = x
-        if with_dist or self._share:
-            for kernel, bias, fn in self._layers:
-                h = np.dot(h, kernel)
-                h += bias
-                if fn is not None:
-                    h = fn(h)
+        h = mlp_forward(x, self._layers) if with_dist or self._share else x
         dist_inputs = None
         if with_dist:
             kernel, bias, _ = self._logits
@@ -239,14 +254,7 @@ class NumpyInference:
             if self._log_std is not None:
                 log_std = np.broadcast_to(self._log_std, dist_inputs.shape)
                 dist_inputs = np.concatenate([dist_inputs, log_std], axis=-1)
-        v = h
-        if not self._share:
-            v = x
-            for kernel, bias, fn in self._value_layers:
-                v = np.dot(v, kernel)
-                v += bias
-                if fn is not None:
-                    v = fn(v)
+        v = h if self._share else mlp_forward(x, self._value_layers)
         value = np.dot(v, self._value_out[0])  # [B]
         value += self._value_out[1]
         return dist_inputs, value

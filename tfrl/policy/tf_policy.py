@@ -65,6 +65,9 @@ from tfrl.policy.strategy import make_strategy, strategy_devices
 from tfrl.policy.tf_policy_actions import PREV_COLUMNS, ActionFunctions
 from tfrl.policy.tf_train_step import TrainStep, global_mean
 from tfrl.policy.train_columns import autograph_converted
+from tfrl.utils.checks import check_int
+
+_OR_NONE = "or None for the policy's config"
 
 # RLlib 1.x name: TFPolicy's defaults as a flat dict (the source is `PolicyConfig`).
 DEFAULT_CONFIG = PolicyConfig().to_dict()
@@ -489,9 +492,9 @@ class TFPolicy(Policy):
             sgd_minibatch_size = config["sgd_minibatch_size"]
         if shuffle_sequences is None:
             shuffle_sequences = config["shuffle_sequences"]
-        _check_count(num_sgd_iter, "num_sgd_iter", 1)
+        check_int(num_sgd_iter, "learn_on_batch(): num_sgd_iter", 1, _OR_NONE)
         if sgd_minibatch_size is not None:
-            _check_count(sgd_minibatch_size, "sgd_minibatch_size", 0)
+            check_int(sgd_minibatch_size, "learn_on_batch(): sgd_minibatch_size", 0, _OR_NONE)
         stats = self._train.learn(self.train_batch(samples), int(num_sgd_iter),
                                   sgd_minibatch_size, bool(shuffle_sequences))
         self._weights_changed()
@@ -572,9 +575,3 @@ class TFPolicy(Policy):
     def is_recurrent(self) -> bool:
         """Whether the model is recurrent."""
         return self._recurrent
-
-
-def _check_count(value: Any, name: str, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"learn_on_batch(): {name} must be an int >= {minimum} (or None for "
-                         f"the policy's config); received {value!r}.")

@@ -22,6 +22,7 @@ class A2CConfig(OnPolicyConfig):
     Attributes:
         microbatch_size: If set, gradients of microbatches of this many steps are
             averaged into one update per `train_batch_size` steps.
+        vf_loss_coeff: Weight of the value loss.
     """
 
     rollout_fragment_length: int = 20

@@ -4,7 +4,7 @@ The loss is `a2c_loss.a2c_loss` (Mnih et al., 2016): `-mean(log pi(a_t | s_t) * 
 + vf_loss_coeff * 0.5 * mean((V(s_t) - value_targets_t) ** 2) - entropy_coeff *
 mean(H[pi(.|s_t)])`, averaged (not summed, as RLlib's classic A3C did) over the batch.
 `A_t` are GAE advantages (`use_gae`, `lambda`) or n-step returns minus `V(s_t)`
-(`use_gae=False`), bootstrapped as in `on_policy_policy.bootstrap_value`. `grad_clip`
+(`use_gae=False`), bootstrapped as in `postprocessing.bootstrap_value`. `grad_clip`
 clips by the global norm. Microbatching (`microbatch_size`) happens in the A2C execution
 plan.
 """
@@ -21,8 +21,7 @@ from tfrl.core.columns import Columns
 from tfrl.policy.train_columns import autograph_converted
 
 class A3CTFPolicy(OnPolicyTFPolicy):
-    """Actor-critic policy (config: `gamma`, `lambda`, `use_gae`, `vf_loss_coeff`,
-    `entropy_coeff(_schedule)`, `lr(_schedule)`, `grad_clip`)."""
+    """Actor-critic policy (config: `A2CConfig`'s fields)."""
 
     config_class = A2CConfig
 

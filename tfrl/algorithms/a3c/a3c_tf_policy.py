@@ -6,6 +6,6 @@ from tfrl.algorithms.a3c.a3c_config import A3CConfig
 
 
 class A3CTFPolicy(A2CTFPolicy):
-    """A2C's policy (same loss, same stats); missing config keys take A3C's defaults."""
+    """A2C's policy (same loss, same stats; config: `A3CConfig`'s fields and defaults)."""
 
     config_class = A3CConfig

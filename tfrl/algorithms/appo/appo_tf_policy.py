@@ -20,7 +20,7 @@ import tensorflow as tf
 from tfrl.algorithms.appo.appo_config import APPOConfig
 from tfrl.algorithms.appo.appo_loss import appo_surrogate_loss
 from tfrl.algorithms.impala.impala_tf_policy import ImpalaTFPolicy
-from tfrl.algorithms.kl_coeff import KLCoeffPolicy
+from tfrl.algorithms.ppo.kl_coeff import KLCoeffPolicy
 from tfrl.algorithms.on_policy_policy import OnPolicyTFPolicy
 from tfrl.core.columns import Columns
 from tfrl.policy import space_specs
@@ -28,8 +28,7 @@ from tfrl.policy.train_columns import autograph_converted
 
 
 class APPOTFPolicy(KLCoeffPolicy, ImpalaTFPolicy):
-    """APPO's policy (config: ImpalaTFPolicy's keys, plus `clip_param`, `use_kl_loss`,
-    `kl_coeff`, `kl_target`, and `lambda`, `use_gae`, `use_critic` without V-trace)."""
+    """APPO's policy (config: `APPOConfig`'s fields)."""
 
     config_class: ClassVar[type] = APPOConfig
 

@@ -5,6 +5,7 @@ from tfrl.algorithms.marwil.marwil_tf_policy import MARWILTFPolicy
 
 
 class BCTFPolicy(MARWILTFPolicy):
-    """Behavior cloning: `-mean(log pi(a_t | s_t))` on the logged actions."""
+    """Behavior cloning: `-mean(log pi(a_t | s_t))` on the logged actions (config:
+    `BCConfig`'s fields)."""
 
     config_class = BCConfig

@@ -50,8 +50,7 @@ CQL_NOISE = "cql_noise"
 
 
 class CQLTFPolicy(SACTFPolicy):
-    """CQL's policy (config: SAC's keys plus `bc_iters`, `temperature`, `num_actions`,
-    `lagrangian`, `lagrangian_thresh`, `min_q_weight`, `deterministic_backup`); see the
+    """CQL's policy (config: `CQLConfig`'s fields); see the
     module docstring.
 
     Raises:

@@ -23,7 +23,7 @@ __all__ = ["CQLDQNTFPolicy"]
 
 
 class CQLDQNTFPolicy(DQNTFPolicy):
-    """Discrete CQL's policy (config: DQN's keys plus `min_q_weight`, `temperature`); see
+    """Discrete CQL's policy (config: `CQLDQNConfig`'s fields); see
     the module docstring.
 
     Raises:

@@ -18,7 +18,7 @@ from tfrl.algorithms.td3.td3_tf_policy import TD3TFPolicy
 
 
 class DDPGTFPolicy(TD3TFPolicy):
-    """TD3's policy with DDPG's defaults for the keys a config lacks."""
+    """TD3's policy with `DDPGConfig`'s fields and defaults."""
 
     config_class = DDPGConfig
 

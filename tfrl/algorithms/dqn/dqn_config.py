@@ -60,7 +60,8 @@ class DQNConfig(OffPolicyConfig):
             advantage streams (RLlib gives each stream its own copy).
         double_q: Double Q-learning (the online network picks the next action).
         noisy, num_atoms: Noisy nets and distributional Q are not implemented: only
-            `noisy=False`, `num_atoms=1` are accepted.
+            `noisy=False`, `num_atoms=1` are accepted (so `sigma0`, the noise scale, and
+            `v_min`, `v_max`, the support of the value distribution, are not read).
         exploration_config: `EpsilonGreedy` with `initial_epsilon`, `final_epsilon`,
             `epsilon_timesteps` (linear decay over the policy's timesteps); merged into
             the defaults as `replay_buffer_config` is.

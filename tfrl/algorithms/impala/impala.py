@@ -25,10 +25,9 @@ how the conformance suite runs it). RLlib runs its learner thread there too.
 With several devices (`num_gpus > 1`, or logical CPUs with `_fake_gpus`), the learner
 is a `MultiGPULearnerThread` and the policy learns under its `MirroredStrategy`, each
 replica on a contiguous share of the batch. `learn_input="tf_data"` feeds the replicas
-from a distributed `tf.data` pipeline instead of slicing the batch in the graph; on the
-2-core dev machine (2026-11-27, 400-row CartPole batches, 2 logical CPUs) that cost
-~1 s per batch against ~17 ms in the graph (building the pipeline and its distributed
-iterator per batch), so the default stays `learn_input="in_graph"`.
+from a distributed `tf.data` pipeline instead of slicing the batch in the graph; building
+the pipeline and its distributed iterator per batch costs far more than the in-graph
+update (bench/RESULTS.md), so the default stays `learn_input="in_graph"`.
 
 Example:
     >>> from tfrl.algorithms.impala import ImpalaConfig
@@ -46,7 +45,7 @@ from tfrl.algorithms.algorithm_config import AlgorithmConfig
 from tfrl.algorithms.impala.impala_config import ImpalaConfig
 from tfrl.algorithms.impala.impala_tf_policy import ImpalaTFPolicy
 from tfrl.core import types
-from tfrl.evaluation.worker_handle import WorkerCrashedError
+from tfrl.evaluation.worker_set.handles import WorkerCrashedError
 from tfrl.execution.common import (AGENT_STEPS_TRAINED_COUNTER, LEARNER_INFO,
                                    STEPS_TRAINED_COUNTER, _get_global_vars)
 from tfrl.execution.concurrency_ops import Concurrently, Dequeue, Enqueue

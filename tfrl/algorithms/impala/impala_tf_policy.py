@@ -35,10 +35,10 @@ import tree
 from tfrl.algorithms.a2c.a2c_loss import a2c_loss
 from tfrl.algorithms.impala import vtrace as vt
 from tfrl.algorithms.impala.impala_config import ImpalaConfig
-from tfrl.algorithms.on_policy_policy import OnPolicyTFPolicy, bootstrap_value
+from tfrl.algorithms.on_policy_policy import OnPolicyTFPolicy
 from tfrl.algorithms.policy_checks import check_no_recurrent_model
 from tfrl.core.columns import Columns
-from tfrl.evaluation.postprocessing import compute_advantages
+from tfrl.evaluation.postprocessing import bootstrap_value, compute_advantages
 from tfrl.policy.train_columns import autograph_converted
 
 
@@ -127,10 +127,7 @@ def vtrace_row_targets(train_batch: Dict[str, tf.Tensor], log_rhos: tf.Tensor,
 
 
 class ImpalaTFPolicy(OnPolicyTFPolicy):
-    """IMPALA's policy (config: `vtrace`, `vtrace_clip_rho_threshold`,
-    `vtrace_clip_pg_rho_threshold`, `vtrace_drop_last_ts`, `vf_loss_coeff`,
-    `entropy_coeff(_schedule)`, `lr(_schedule)`, `gamma`, `grad_clip`, `opt_type`,
-    `decay`, `momentum`, `epsilon`).
+    """IMPALA's policy (config: `ImpalaConfig`'s fields).
 
     With `vtrace=False` the targets are n-step returns bootstrapped at the end of each
     trajectory piece (postprocessing, `compute_advantages(use_gae=False)`), and the loss

@@ -17,10 +17,8 @@ from typing import Dict
 from tfrl.algorithms.algorithm import Algorithm
 from tfrl.algorithms.marwil.marwil_config import MARWILConfig
 from tfrl.algorithms.marwil.marwil_tf_policy import MARWILTFPolicy
-from tfrl.algorithms.pg.pg import execution_plan
+from tfrl.algorithms.pg.pg import execution_plan, sample_learn_sync
 from tfrl.core import types
-from tfrl.execution.rollout_ops import synchronous_parallel_sample
-from tfrl.execution.train_ops import sync_weights, train_one_step
 
 
 class MARWIL(Algorithm):
@@ -32,13 +30,7 @@ class MARWIL(Algorithm):
 
     def training_step(self) -> Dict[str, types.LearnerInfo]:
         """Read (or sample) `train_batch_size` steps, learn on them, send the weights."""
-        workers, metrics = self.workers, self.shared_metrics
-        batch = synchronous_parallel_sample(
-            workers, metrics, min_batch_size=self.config["train_batch_size"],
-            count_steps_by=self.config["multiagent"]["count_steps_by"])
-        info = train_one_step(workers, batch, metrics)
-        sync_weights(workers, metrics)
-        return info
+        return sample_learn_sync(self)
 
 
 MARWILConfig.algo_class = MARWIL

@@ -17,8 +17,8 @@ Example:
     >>> batch = policy.postprocess_trajectory(SampleBatch(
     ...     obs=np.zeros((3, 4), np.float32), actions=np.zeros(3, np.int64),
     ...     rewards=np.ones(3, np.float32), terminateds=np.array([False, False, True])))
-    >>> batch["advantages"].tolist()
-    [1.75, 1.5, 1.0]
+    >>> batch["advantages"].tolist(), policy.get_state()["moving_average_sqd_adv_norm"]
+    ([1.75, 1.5, 1.0], 100.0)
 """
 
 from typing import Any, Dict, Tuple
@@ -29,14 +29,14 @@ import tensorflow as tf
 
 from tfrl.algorithms.marwil.marwil_config import MARWILConfig
 from tfrl.algorithms.marwil.marwil_loss import marwil_loss
-from tfrl.algorithms.on_policy_policy import OnPolicyTFPolicy, bootstrap_value
+from tfrl.algorithms.on_policy_policy import OnPolicyTFPolicy
 from tfrl.core.columns import Columns
-from tfrl.evaluation.postprocessing import compute_advantages
+from tfrl.evaluation.postprocessing import bootstrap_value, compute_advantages
 from tfrl.policy.train_columns import autograph_converted
 
 
 class MARWILTFPolicy(OnPolicyTFPolicy):
-    """MARWIL (config: `beta`, `vf_coeff`, `gamma`, `lr`, the moving-average keys);
+    """MARWIL (config: `MARWILConfig`'s fields);
     behavior cloning with `beta=0`."""
 
     config_class = MARWILConfig

@@ -32,6 +32,18 @@ def concat_rollouts(workers: types.WorkerSet, config: Dict[str, Any],
         count_steps_by=config["multiagent"]["count_steps_by"]))
 
 
+def sample_learn_sync(algo: Algorithm) -> Dict[str, types.LearnerInfo]:
+    """One synchronous iteration (PG's and MARWIL's): sample `train_batch_size` steps
+    from the workers, learn on them on the local worker, send the new weights."""
+    workers, metrics = algo.workers, algo.shared_metrics
+    batch = synchronous_parallel_sample(
+        workers, metrics, min_batch_size=algo.config["train_batch_size"],
+        count_steps_by=algo.config["multiagent"]["count_steps_by"])
+    info = train_one_step(workers, batch, metrics)
+    sync_weights(workers, metrics)
+    return info
+
+
 def execution_plan(workers: types.WorkerSet, config: Dict[str, Any]
                    ) -> LocalIterator[types.ResultDict]:
     """PG's LocalIterator of result dicts."""
@@ -49,13 +61,7 @@ class PG(Algorithm):
 
     def training_step(self) -> Dict[str, types.LearnerInfo]:
         """Sample `train_batch_size` steps, learn on them, send the new weights."""
-        workers, metrics = self.workers, self.shared_metrics
-        batch = synchronous_parallel_sample(
-            workers, metrics, min_batch_size=self.config["train_batch_size"],
-            count_steps_by=self.config["multiagent"]["count_steps_by"])
-        info = train_one_step(workers, batch, metrics)
-        sync_weights(workers, metrics)
-        return info
+        return sample_learn_sync(self)
 
 
 PGConfig.algo_class = PG

@@ -31,7 +31,7 @@ from tfrl.core.columns import Columns
 from tfrl.policy.train_columns import autograph_converted
 
 class PGTFPolicy(OnPolicyTFPolicy):
-    """Policy gradient on discounted returns (config: `gamma`, `lr`, `lr_schedule`)."""
+    """Policy gradient on discounted returns (config: `PGConfig`'s fields)."""
 
     config_class = PGConfig
 

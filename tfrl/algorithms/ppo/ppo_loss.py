@@ -13,6 +13,13 @@ OpenAI baselines implementation. Per step `t`:
                   - entropy_coeff * H_t
 
 and the loss is the mean of `loss_t` over the global batch (`loss_math.global_mean`).
+
+Between iterations the KL coefficient adapts to the mean KL of the last update
+(`updated_kl_coeff`, the rule of the paper's section 4 with RLlib's factors):
+
+    kl_coeff' = 1.5 * kl_coeff   if KL > 2 * kl_target
+                0.5 * kl_coeff   if KL < kl_target / 2
+                kl_coeff         otherwise
 """
 
 from typing import Dict, Optional, Tuple, Union
@@ -23,6 +30,16 @@ from tfrl.algorithms.loss_math import (check_step_tensors, explained_variance, g
                                        local_mean)
 
 Scalar = Union[float, tf.Tensor, tf.Variable]
+
+
+def updated_kl_coeff(kl_coeff: float, sampled_kl: float, kl_target: float) -> float:
+    """The KL coefficient for the next iteration after an update whose mean KL was
+    `sampled_kl`: x1.5 above `2 * kl_target`, x0.5 below `kl_target / 2`, else unchanged."""
+    if sampled_kl > 2.0 * kl_target:
+        return kl_coeff * 1.5
+    if sampled_kl < 0.5 * kl_target:
+        return kl_coeff * 0.5
+    return kl_coeff
 
 
 def clipped_surrogate(ratio_t: tf.Tensor, advantages_t: tf.Tensor, clip_param: float

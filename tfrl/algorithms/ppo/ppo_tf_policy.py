@@ -15,7 +15,7 @@ from typing import Dict, Tuple
 import keras
 import tensorflow as tf
 
-from tfrl.algorithms.kl_coeff import KLCoeffPolicy
+from tfrl.algorithms.ppo.kl_coeff import KLCoeffPolicy
 from tfrl.algorithms.ppo.ppo_config import PPOConfig
 from tfrl.algorithms.loss_math import minibatch_standardized
 from tfrl.algorithms.ppo.ppo_loss import ppo_loss
@@ -23,9 +23,7 @@ from tfrl.core.columns import Columns
 from tfrl.policy.train_columns import autograph_converted
 
 class PPOTFPolicy(KLCoeffPolicy):
-    """PPO policy (config: `clip_param`, `vf_clip_param`, `vf_loss_coeff`, `kl_coeff`,
-    `kl_target`, `entropy_coeff(_schedule)`, `lr(_schedule)`, `gamma`, `lambda`,
-    `use_gae`, `use_critic`, `num_sgd_iter`, `sgd_minibatch_size`, `grad_clip`)."""
+    """PPO policy (config: `PPOConfig`'s fields)."""
 
     config_class = PPOConfig
 

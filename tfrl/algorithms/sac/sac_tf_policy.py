@@ -121,9 +121,7 @@ def critic_values(critics: keras.Model, obs: Any, actions: Any = None,
 
 
 class SACTFPolicy(TFPolicy):
-    """SAC's policy (config: `twin_q`, `q_model_config`, `policy_model_config`,
-    `initial_alpha`, `target_entropy`, `optimization`, `tau`, `gamma`, `n_step`,
-    `grad_clip`); see the module docstring.
+    """SAC's policy (config: `SACConfig`'s fields); see the module docstring.
 
     Raises:
         ValueError: For an action space that is neither a bounded 1-D Box nor a Discrete,

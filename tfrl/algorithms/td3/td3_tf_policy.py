@@ -59,7 +59,8 @@ from tfrl.models.tf.actor_critic_nets import (DeterministicActor, QNetwork, Twin
 from tfrl.models.tf.target_update import assign_weights, hard_update, soft_update
 from tfrl.models.tf.tf_action_dist import Deterministic
 from tfrl.policy import space_specs
-from tfrl.policy.numpy_inference import NUMPY_ACTIVATIONS, WeightReader
+from tfrl.policy.numpy_inference import (DenseParams, WeightReader, activation_problem,
+                                         dense_params, mlp_forward)
 from tfrl.policy.optimizers import FusedAdam, MultiOptimizer
 from tfrl.policy.tf_policy import TFPolicy
 from tfrl.utils.schedules import LinearSchedule
@@ -120,8 +121,8 @@ class _NumpyActorCritic:
         self._policy = policy
         self._version: Optional[int] = None
         self._reader: Optional[WeightReader] = None
-        self._actor: List[Tuple[np.ndarray, np.ndarray, Any]] = []
-        self._critic: List[Tuple[np.ndarray, np.ndarray, Any]] = []
+        self._actor: List[DenseParams] = []
+        self._critic: List[DenseParams] = []
         space = policy_action_space(policy.action_space, policy.config)
         self._low = space.low.reshape(-1).astype(np.float32)
         self._half_range = ((space.high - space.low) / 2.0).reshape(-1).astype(np.float32)
@@ -131,10 +132,10 @@ class _NumpyActorCritic:
         if not isinstance(policy.observation_space, gym.spaces.Box):
             return f"the observation space {policy.observation_space} is not a Box"
         model = policy.model
-        for net in (model.actor.mlp, model.q1.mlp):
-            for layer in net.hidden_layers:
-                if layer.activation not in NUMPY_ACTIVATIONS:
-                    return f"layer {layer.name} has activation {layer.activation!r}"
+        problem = activation_problem(list(model.actor.mlp.hidden_layers)
+                                     + list(model.q1.mlp.hidden_layers))
+        if problem is not None:
+            return problem
         if any(v.dtype != "float32" for v in model.weights):
             return "the model's variables are not all float32"
         return None
@@ -149,30 +150,20 @@ class _NumpyActorCritic:
         values = iter(self._reader.read())
 
         def layers(mlp):
-            return [(next(values), next(values),
-                     None if layer is mlp.out else NUMPY_ACTIVATIONS[layer.activation])
+            return [dense_params(values, layer, activation=layer is not mlp.out)
                     for layer in list(mlp.hidden_layers) + [mlp.out]]
 
         self._actor = layers(model.actor.mlp)
         self._critic = layers(model.q1.mlp)
         self._version = self._policy.weights_version
 
-    @staticmethod
-    def _mlp(x: np.ndarray, layers) -> np.ndarray:
-        for kernel, bias, fn in layers:
-            x = np.dot(x, kernel)
-            x += bias
-            if fn is not None:
-                x = fn(x)
-        return x
-
     def _forward(self, obs: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
         if self._version != self._policy.weights_version:
             self._refresh()
         x = obs.reshape(len(obs), -1).astype(np.float32, copy=False)  # [B, obs_dim]
-        unit = np.tanh(self._mlp(x, self._actor))  # [B, A]
+        unit = np.tanh(mlp_forward(x, self._actor))  # [B, A]
         actions = self._low + (unit + 1.0) * self._half_range
-        q = self._mlp(np.concatenate([x, actions], axis=-1), self._critic)[:, 0]  # [B]
+        q = mlp_forward(np.concatenate([x, actions], axis=-1), self._critic)[:, 0]  # [B]
         return actions.astype(np.float32, copy=False), q
 
     def value(self, obs: np.ndarray) -> np.ndarray:
@@ -191,10 +182,7 @@ class _NumpyActorCritic:
 
 
 class TD3TFPolicy(TFPolicy):
-    """TD3's (and DDPG's) policy; see the module docstring. Config keys: `TD3Config`'s
-    (`twin_q`, `policy_delay`, `smooth_target_policy`, `target_noise`,
-    `target_noise_clip`, the hiddens and activations, `actor_lr`, `critic_lr`, `tau`,
-    `gamma`, `n_step`, `use_huber`, `huber_threshold`, `l2_reg`, `exploration_config`).
+    """TD3's (and DDPG's) policy (config: `TD3Config`'s fields); see the module docstring.
 
     Raises:
         ValueError: For an action space that is not a bounded Box (naming SAC's discrete

@@ -28,7 +28,7 @@ import ray
 from ray.exceptions import RayActorError, RayError, RayTaskError
 
 from tfrl.backends.ray import actor_runtime_env, init_ray
-from tfrl.evaluation.worker_handle import WorkerCrashedError, WorkerHandle
+from tfrl.evaluation.worker_set.handles import WorkerCrashedError, WorkerHandle
 
 logger = logging.getLogger(__name__)
 

@@ -24,13 +24,12 @@ import collections
 import random
 from typing import Any, Dict, List, Optional, Union
 
-import numpy as np
-
 from tfrl.core import types
 from tfrl.data.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch, SampleBatch, concat_samples
 from tfrl.execution.replay_buffers.multi_agent_replay_buffer import ReplayMode, _to_replay_mode
 from tfrl.execution.replay_buffers.replay_buffer import ALL_POLICIES
 from tfrl.execution.replay_ops import SimpleReplayBuffer
+from tfrl.utils.checks import check_int
 
 
 class MixInMultiAgentReplayBuffer:
@@ -49,10 +48,7 @@ class MixInMultiAgentReplayBuffer:
     def __init__(self, capacity: int, replay_ratio: float,
                  replay_mode: Union[str, ReplayMode] = ReplayMode.INDEPENDENT):
         name = type(self).__name__
-        if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) \
-                or capacity < 1:
-            raise ValueError(f"{name}(capacity=...) must be an int >= 1 (batches); received "
-                             f"{capacity!r}.")
+        check_int(capacity, f"{name}(capacity=...)", 1, "batches")
         if isinstance(replay_ratio, bool) or not isinstance(replay_ratio, (int, float)) \
                 or not 0.0 <= replay_ratio <= 1.0:
             raise ValueError(f"{name}(replay_ratio=...) must be a number in [0, 1] (the share "

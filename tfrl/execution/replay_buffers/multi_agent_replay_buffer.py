@@ -35,6 +35,7 @@ from tfrl.data.sample_batch import MultiAgentBatch, SampleBatch
 from tfrl.execution.replay_buffers.prioritized_replay_buffer import PrioritizedReplayBuffer
 from tfrl.execution.replay_buffers.replay_buffer import (ALL_POLICIES, Item, ReplayBuffer,
                                                          StorageUnit, complete_episodes)
+from tfrl.utils.checks import check_int
 
 # Names `underlying_buffer_config["type"]` may give as a string.
 BUFFER_TYPES: Dict[str, type] = {"ReplayBuffer": ReplayBuffer,
@@ -48,10 +49,6 @@ class ReplayMode(enum.Enum):
     INDEPENDENT = "independent"
 
 
-def _check_int(owner: str, name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{owner}({name}=...) must be an int >= {minimum}; received {value!r}.")
-    return int(value)
 
 
 def sequence_items(batch: SampleBatch, max_seq_len: int, use_seq_lens: bool,
@@ -132,18 +129,18 @@ class MultiAgentReplayBuffer(ReplayBuffer):
                  **kwargs: Any):
         name = type(self).__name__
         super().__init__(capacity, storage_unit, seed=seed)
-        self.num_shards = _check_int(name, "num_shards", num_shards, 1)
+        self.num_shards = check_int(num_shards, f"{name}(num_shards=...)", 1)
         if learning_starts is not None and min_size_for_sampling is not None:
             raise ValueError(f"{name}: received learning_starts={learning_starts!r} and "
                              f"min_size_for_sampling={min_size_for_sampling!r}; they are one "
                              "setting (RLlib 1.x and 2.x names), pass one.")
         starts = min_size_for_sampling if learning_starts is None else learning_starts
-        starts = _check_int(name, "learning_starts", 1000 if starts is None else starts, 0)
+        starts = check_int(1000 if starts is None else starts, f"{name}(learning_starts=...)", 0)
         self.replay_starts = starts // self.num_shards
         self.replay_sequence_override = bool(replay_sequence_override)
-        self.replay_sequence_length = _check_int(name, "replay_sequence_length",
-                                                 replay_sequence_length, 1)
-        self.replay_burn_in = _check_int(name, "replay_burn_in", replay_burn_in, 0)
+        self.replay_sequence_length = check_int(replay_sequence_length,
+                                                f"{name}(replay_sequence_length=...)", 1)
+        self.replay_burn_in = check_int(replay_burn_in, f"{name}(replay_burn_in=...)", 0)
         if self.replay_burn_in:
             raise ValueError(f"{name}(replay_burn_in={replay_burn_in}): burn-in sequences are "
                              "not supported; pass 0.")

@@ -32,6 +32,7 @@ import numpy as np
 
 from tfrl.core.columns import Columns
 from tfrl.data.sample_batch import MultiAgentBatch, SampleBatch, concat_samples
+from tfrl.utils.checks import check_int
 
 # The policy key of a multi-agent buffer in lockstep mode (RLlib's `_ALL_POLICIES`).
 ALL_POLICIES = "__all__"
@@ -71,10 +72,7 @@ def check_capacity(owner: str, capacity: Any) -> int:
     Raises:
         ValueError: For anything else.
     """
-    if isinstance(capacity, bool) or not isinstance(capacity, (int, np.integer)) \
-            or capacity < 1:
-        raise ValueError(f"{owner}(capacity=...) must be an int >= 1 (timesteps); received "
-                         f"{capacity!r}.")
+    check_int(capacity, f"{owner}(capacity=...)", 1, "timesteps")
     return int(capacity)
 
 
@@ -309,10 +307,7 @@ class ReplayBuffer:
 
     def _check_sample(self, num_items: Any) -> int:
         name = type(self).__name__
-        if isinstance(num_items, bool) or not isinstance(num_items, (int, np.integer)) \
-                or num_items < 0:
-            raise ValueError(f"{name}.sample(num_items=...) must be an int >= 0; received "
-                             f"{num_items!r}.")
+        check_int(num_items, f"{name}.sample(num_items=...)", 0)
         if num_items and len(self) == 0:
             raise ValueError(f"{name}.sample({num_items}): the buffer is empty; add batches "
                              "before sampling.")

@@ -257,9 +257,9 @@ def run_lstm(lstm: keras.layers.LSTM, features: tf.Tensor, state: List[tf.Tensor
     """`lstm(features [B, T, F], initial_state=state, mask=mask [B, T])`, unrolled when
     `T <= unroll_len`: `(outputs [B, T, cell], h, c)`, the same numbers either way.
 
-    Keras' symbolic loop (`tf.while_loop`) costs ~1.5x the unrolled graph on CPU in
-    training (two 64-cell LSTMs, 32 steps, forward and backward; tracing the unrolled
-    one takes a few seconds more, once). Unrolling needs a static T: when T is unknown
+    Keras' symbolic loop (`tf.while_loop`) costs more than the unrolled graph on CPU in
+    training (forward and backward; tracing the unrolled one takes longer, once).
+    Unrolling needs a static T: when T is unknown
     at tracing (the learner's batches), the first `unroll_len` steps run unrolled,
     padded with masked steps (which change no state) and cut back to T, and the steps
     after them, if any, in the loop from the state there (under a `tf.cond`: only that

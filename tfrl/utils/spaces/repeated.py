@@ -6,6 +6,8 @@ from typing import Any, List, Optional
 import gymnasium as gym
 import numpy as np
 
+from tfrl.utils.checks import check_int
+
 
 class Repeated(gym.Space):
     """Lists of 0 to `max_len` items, each an item of `child_space`.
@@ -31,9 +33,7 @@ class Repeated(gym.Space):
             raise TypeError(
                 "Repeated(child_space=...) needs a gymnasium space; received "
                 f"{type(child_space).__name__}.")
-        if isinstance(max_len, bool) or not isinstance(max_len, (int, np.integer)) \
-                or max_len < 1:
-            raise ValueError(f"Repeated(max_len=...) must be an int >= 1; received {max_len!r}.")
+        check_int(max_len, "Repeated(max_len=...)", 1)
         super().__init__(None, None, seed)
         self.child_space = child_space
         self.max_len = int(max_len)

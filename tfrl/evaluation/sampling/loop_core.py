@@ -1,4 +1,4 @@
-"""`RunnerCore`: what both sampling loops share — settings, episode bookkeeping and
+"""`LoopCore`: what both sampling loops share — settings, episode bookkeeping and
 callbacks, step counting, fragment output, per-policy helpers and batched inference
 over several TF policies.
 
@@ -13,17 +13,17 @@ from typing import Any, Callable, Dict, Iterator, List, Optional
 import gymnasium as gym
 
 from tfrl.data.sample_batch import next_unroll_id
-from tfrl.evaluation.collectors import FragmentOutput, wants_prev_columns
+from tfrl.evaluation.sampling.collectors import FragmentOutput, wants_prev_columns
 from tfrl.evaluation.episode import Episode
 from tfrl.data.rollout_metrics import RolloutMetrics
 from tfrl.evaluation.sample_batch_builder import MultiAgentSampleBatchBuilder
-from tfrl.evaluation.sampling_ops import ActionProcessor, ObservationChecker, PerfStats
+from tfrl.evaluation.sampling.ops import ActionProcessor, ObservationChecker, PerfStats
 from tfrl.data.sample_batch import DEFAULT_POLICY_ID
 from tfrl.utils.spaces.space_utils import fill_value_for_space
 
 
-class RunnerCore:
-    """State and helpers shared by `EnvRunner` and `VectorEnvRunner`.
+class LoopCore:
+    """State and helpers shared by `SamplingLoop` and `VectorSamplingLoop`.
 
     Args:
         worker: The worker (`policy_map`, `policy_mapping_fn`, `preprocessors`,

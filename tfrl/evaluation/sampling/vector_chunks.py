@@ -1,7 +1,7 @@
 """`ChunkBuffer`: the time-major buffers of the array-based sampling loop and the open
 trajectory chunk of each sub-env.
 
-`VectorEnvRunner` writes each poll into buffers `[T, N, ...]` (slot `s` holds the poll's
+`VectorSamplingLoop` writes each poll into buffers `[T, N, ...]` (slot `s` holds the poll's
 observations, rewards and infos, and the actions computed on those observations; a
 transition completed at slot `s` is `(obs[s-1], actions[s-1], rewards[s], obs[s], ...)`)
 and asks the buffer for one sub-env's chunk as a SampleBatch when an episode ends or a
@@ -17,8 +17,8 @@ import numpy as np
 
 from tfrl.core.columns import Columns
 from tfrl.data.sample_batch import next_unroll_id
-from tfrl.evaluation.collectors import sample_batch_from_columns, shifted
-from tfrl.evaluation.sampling_ops import clip_rewards_array
+from tfrl.evaluation.sampling.collectors import sample_batch_from_columns, shifted
+from tfrl.evaluation.sampling.ops import clip_rewards_array
 from tfrl.data.sample_batch import SampleBatch
 
 

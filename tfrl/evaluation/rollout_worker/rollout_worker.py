@@ -6,9 +6,10 @@ SampleBatch (single agent) or MultiAgentBatch of `rollout_fragment_length * num_
 steps. It also learns (`learn_on_batch`, `compute_gradients`/`apply_gradients`) and
 exchanges weights, filters and state, so copies of it can run as remote workers.
 
-The parts live in their own modules: env creation (`worker_env`), policies
-(`worker_policies`, `tfrl.policy.policy_map`), learning (`worker_learning`), save/restore
-and filters (`worker_state`); the sampler is `tfrl.evaluation.sampler`.
+The parts live in their own modules of this package: the constructor's arguments
+(`args`, from a trainer config: `config`), env creation (`env`), policies (`policies`,
+`tfrl.policy.policy_map`), learning (`learning`), save/restore and filters (`state`); the
+sampler is `tfrl.evaluation.sampler`.
 
     worker = RolloutWorker(env_creator=lambda ctx: gym.make("CartPole-v1"),
                            policy_spec=PPOTFPolicy)
@@ -27,11 +28,14 @@ import numpy as np
 from tfrl.core import types
 from tfrl.data.sample_batch import DEFAULT_POLICY_ID, concat_samples
 from tfrl.env.env_context import EnvContext
-from tfrl.evaluation import (worker_env, worker_learning, worker_policies, worker_setup,
-                             worker_state)
+from tfrl.evaluation.rollout_worker import args as worker_setup
+from tfrl.evaluation.rollout_worker import env as worker_env
+from tfrl.evaluation.rollout_worker import learning as worker_learning
+from tfrl.evaluation.rollout_worker import policies as worker_policies
+from tfrl.evaluation.rollout_worker import state as worker_state
 from tfrl.evaluation.callbacks import DefaultCallbacks
 from tfrl.evaluation.sampler import sampler_for_worker
-from tfrl.evaluation.worker_setup import apply_process_settings, check_worker_args
+from tfrl.evaluation.rollout_worker.args import apply_process_settings, check_worker_args
 from tfrl.models.catalog import MODEL_DEFAULTS
 from tfrl.offline.io_context import IOContext
 from tfrl.offline.output_writer import NoopOutput
@@ -68,7 +72,7 @@ class RolloutWorker:
     """Collects experience with policies in an environment (RLlib's RolloutWorker).
 
     The 41 keyword-only constructor arguments are RLlib's (their defaults, and tfrl's
-    treatment of each, are in `tfrl.evaluation.worker_setup.WorkerArgs`); an unknown
+    treatment of each, are in `tfrl.evaluation.rollout_worker.args.WorkerArgs`); an unknown
     keyword raises `UnknownKeyError` (a `TypeError` and `ValueError`) naming the closest
     valid one.
 

@@ -10,12 +10,12 @@ Failures: a remote worker that is gone raises `WorkerCrashedError`. With
 `recreate_failed_workers=True` in the trainer config, `sample_all` recreates it under the
 same index, gives it the local worker's current weights, observation filters and global
 vars, and samples it again in the same call, so an iteration loses no batch (that part
-lives in `worker_set_failures.RemoteWorkers`); a worker whose `sample()` raised (its env
+lives in `failures.RemoteWorkers`); a worker whose `sample()` raised (its env
 failed) is recreated the same way, for the thread and Ray backends alike. Without it,
 that error reaches the caller, and the worker re-creates its own envs for its next
 `sample()` (see `RolloutWorker.sample`).
 Every wait has a timeout (`sample_timeout_s`, `worker_health_probe_timeout_s`,
-`worker_restore_timeout_s` in the trainer config; see `worker_set_config`).
+`worker_restore_timeout_s` in the trainer config; see `tfrl.evaluation.rollout_worker.config`).
 
     workers = WorkerSet(env_creator=lambda ctx: gym.make("CartPole-v1"),
                         policy_class=PPOTFPolicy, num_workers=2,
@@ -32,12 +32,12 @@ import functools
 import logging
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from tfrl.evaluation import worker_set_config as wsc
-from tfrl.evaluation import worker_set_state
+from tfrl.evaluation.rollout_worker import config as wsc
+from tfrl.evaluation.worker_set import state as worker_set_state
 from tfrl.evaluation.rollout_worker import RolloutWorker
-from tfrl.evaluation.worker_handle import ThreadWorkerHandle, WorkerHandle, get_results
-from tfrl.evaluation.worker_set_failures import MAX_RECREATIONS_PER_CALL, RemoteWorkers
-from tfrl.evaluation.worker_set_state import WorkerState
+from tfrl.evaluation.worker_set.handles import ThreadWorkerHandle, WorkerHandle, get_results
+from tfrl.evaluation.worker_set.failures import MAX_RECREATIONS_PER_CALL, RemoteWorkers
+from tfrl.evaluation.worker_set.state import WorkerState
 from tfrl.utils.backend_registry import REMOTE_WORKER, load_backend
 
 logger = logging.getLogger(__name__)
@@ -56,7 +56,7 @@ class WorkerSet:
         trainer_config: An `AlgorithmConfig` (what `Algorithm` passes), or an RLlib-style
             config dict whose keys are checked: unknown keys (not read by the
             workers, nor in the config of `policy_class` or of the classes in
-            `multiagent.policies`, see `worker_set_config.valid_config_keys`) raise
+            `multiagent.policies`, see `rollout_worker.config.valid_config_keys`) raise
             `ValueError`.
         num_workers: Number of remote workers.
         local_worker: Whether to build the local worker (in this process).
@@ -141,7 +141,7 @@ class WorkerSet:
                      validate_env: Optional[Callable], policy_cls: Optional[type],
                      worker_index: int, num_workers: int, config: dict,
                      spaces: Optional[dict] = None) -> Any:
-        """Builds one worker in this process from the trainer config (see `worker_set_config`)."""
+        """Builds one worker in this process from the trainer config (`rollout_worker.config`)."""
         specs = (self._policy_specs if policy_cls is self._policy_class
                  else wsc.policy_specs(config, policy_cls))
         return cls(**self._worker_kwargs(worker_index, num_workers, config, env_creator,
@@ -280,17 +280,12 @@ class WorkerSet:
         return local + self._remote_results(lambda h: h.call("foreach_env", func), "foreach_env")
 
     # ----------------------------------------------------------------------------------
-    # Sampling and failures (see `worker_set_failures.RemoteWorkers`).
+    # Sampling and failures (see `failures.RemoteWorkers`).
 
     def sample_all(self, timeout_s: Optional[float] = None) -> List[Any]:
-        """One `sample()` per remote worker, in parallel (or the local worker's, if none).
-
-        Args:
-            timeout_s: Longest wait for the batches (default: `sample_timeout_s`); each
-                recreation adds `worker_restore_timeout_s`.
-
-        Returns:
-            The batches, in worker-index order.
+        """One `sample()` per remote worker, in parallel (or the local worker's, if none):
+        the batches in worker-index order. `timeout_s` and the recreation of failed
+        workers as in `failures.RemoteWorkers.sample_all`.
 
         Raises:
             ValueError: If the set has no workers at all.

@@ -19,6 +19,8 @@ import gymnasium as gym
 import numpy as np
 import tree
 
+from tfrl.utils.spaces.space_utils import space_structure
+
 _SIMPLE = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
 
 
@@ -73,6 +75,26 @@ def read_only(action: Any) -> Any:
         action = action.view()
         action.flags.writeable = False
     return action
+
+
+def unsquash_and_clip(action: Any, space: gym.Space, unsquash: bool, clip: bool) -> Any:
+    """Maps one (unbatched) action of bounded Box spaces from [-1, 1] to the bounds
+    (`unsquash`) and/or clips it into the bounds (`clip`), as `ActionProcessor` does for
+    the sampler's batches (`Algorithm.compute_single_action`)."""
+    spaces = tree.flatten(space_structure(space))
+    actions = tree.flatten(action)
+    out = []
+    for a, s in zip(actions, spaces):
+        if isinstance(s, gym.spaces.Box) and np.all(np.isfinite(s.low)) and np.all(
+                np.isfinite(s.high)):
+            a = np.asarray(a)
+            if unsquash:
+                a = s.low + (np.clip(a, -1.0, 1.0) + 1.0) * (s.high - s.low) / 2.0
+            elif clip:
+                a = np.clip(a, s.low, s.high)
+            a = a.astype(s.dtype)
+        out.append(a)
+    return tree.unflatten_as(action, out) if len(out) == len(actions) else action
 
 
 def _bounded(box: gym.spaces.Box) -> bool:

@@ -8,7 +8,7 @@ else from a healthy remote worker.
 import concurrent.futures
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
-from tfrl.evaluation.worker_handle import WorkerHandle, get_results
+from tfrl.evaluation.worker_set.handles import WorkerHandle, get_results
 
 # (weights, filters, global vars); None entries are not sent.
 WorkerState = Tuple[Optional[dict], Optional[dict], Optional[dict]]

@@ -3,8 +3,8 @@
 
 `kl_coeff` starts at the config's `kl_coeff` and lives in a `tf.Variable`
 (`kl_coeff_var`, read by the compiled loss, so that a change never retraces it);
-`update_kl(sampled_kl)` multiplies it by 1.5 when the mean KL of the last update exceeded
-`2 * kl_target` and by 0.5 below `kl_target / 2`. It is part of `get_state()`, and
+`update_kl(sampled_kl)` applies the rule `tfrl.algorithms.ppo.ppo_loss.updated_kl_coeff`
+to it. It is part of `get_state()`, and
 `stats()` reports it with the learning rate and the entropy coefficient.
 """
 
@@ -13,6 +13,7 @@ from typing import Any, Dict
 import tensorflow as tf
 
 from tfrl.algorithms.on_policy_policy import OnPolicyTFPolicy
+from tfrl.algorithms.ppo.ppo_loss import updated_kl_coeff
 
 __all__ = ["KLCoeffPolicy"]
 
@@ -38,12 +39,9 @@ class KLCoeffPolicy(OnPolicyTFPolicy):
                 "entropy_coeff": tf.identity(self.entropy_coeff)}
 
     def update_kl(self, sampled_kl: float) -> float:
-        """Adapts the KL coefficient to the mean KL of the last update (x1.5 above
-        `2 * kl_target`, x0.5 below `kl_target / 2`); returns it."""
-        if sampled_kl > 2.0 * self.kl_target:
-            self.kl_coeff *= 1.5
-        elif sampled_kl < 0.5 * self.kl_target:
-            self.kl_coeff *= 0.5
+        """Adapts the KL coefficient to the mean KL of the last update
+        (`ppo_loss.updated_kl_coeff`); returns it."""
+        self.kl_coeff = updated_kl_coeff(self.kl_coeff, sampled_kl, self.kl_target)
         self.kl_coeff_var.assign(self.kl_coeff)
         return self.kl_coeff
 

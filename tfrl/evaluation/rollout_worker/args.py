@@ -50,15 +50,16 @@ import warnings
 from typing import Any, Callable, Dict, Optional
 
 from tfrl.env.registry import get_env_creator
-from tfrl.evaluation import worker_set_config as wsc
+from tfrl.evaluation.rollout_worker import config as wsc
 from tfrl.evaluation.callbacks import DefaultCallbacks
-from tfrl.evaluation.worker_policies import normalize_policy_specs
+from tfrl.evaluation.rollout_worker.policies import normalize_policy_specs
 from tfrl.offline.estimators import estimator_class
 from tfrl.offline.input_creators import (
     DEFAULT_INPUT, checked_input_creator, input_creator_from_config)
 from tfrl.offline.output_creators import output_creator_from_config
 from tfrl.offline.output_writer import NoopOutput
 from tfrl.policy.policy import PolicySpec
+from tfrl.utils.checks import check_int
 from tfrl.utils.config_keys import check_keys
 from tfrl.utils.filter import FILTER_NAMES, get_filter
 
@@ -169,7 +170,7 @@ def v1_kwargs(kwargs: Dict[str, Any]) -> Dict[str, Any]:
     `default_policy_class=`); 1.x keyword arguments are returned unchanged.
 
     The config maps to the arguments as `WorkerSet` maps it
-    (`tfrl.evaluation.worker_set_config.worker_kwargs`): `multiagent.policies` (a dict of
+    (`tfrl.evaluation.rollout_worker.config.worker_kwargs`): `multiagent.policies` (a dict of
     specs, or a set/list of ids) with `default_policy_class` for the specs without a
     class; `num_workers` defaults to the config's; `rollout_fragment_length="auto"` is
     the config's `get_rollout_fragment_length(worker_index)`.
@@ -219,9 +220,6 @@ def v1_kwargs(kwargs: Dict[str, Any]) -> Dict[str, Any]:
                              log_dir=kwargs.get("log_dir"), spaces=kwargs.get("spaces"))
 
 
-def _check_int(name: str, value: Any, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValueError(f"RolloutWorker: `{name}` must be an int >= {minimum}; received {value!r}.")
 
 
 def check_worker_args(kwargs: Dict[str, Any]) -> WorkerArgs:
@@ -307,10 +305,10 @@ def _check_values(a: WorkerArgs) -> None:
     if a.batch_mode not in ("truncate_episodes", "complete_episodes"):
         raise ValueError(f"Unsupported batch mode: {a.batch_mode!r}. Use 'truncate_episodes' "
                          "or 'complete_episodes'.")
-    _check_int("rollout_fragment_length", a.rollout_fragment_length, 1)
-    _check_int("num_envs", a.num_envs, 1)
-    _check_int("worker_index", a.worker_index, 0)
-    _check_int("num_workers", a.num_workers, 0)
+    check_int(a.rollout_fragment_length, "RolloutWorker: `rollout_fragment_length`", 1)
+    check_int(a.num_envs, "RolloutWorker: `num_envs`", 1)
+    check_int(a.worker_index, "RolloutWorker: `worker_index`", 0)
+    check_int(a.num_workers, "RolloutWorker: `num_workers`", 0)
     if a.preprocessor_pref not in ("deepmind", "rllib", None):
         raise ValueError("`preprocessor_pref` must be 'deepmind', 'rllib' or None; received "
                          f"{a.preprocessor_pref!r}.")

@@ -18,7 +18,7 @@ import tensorflow as tf
 
 from tfrl.data.sample_batch import DEFAULT_POLICY_ID
 from tfrl.env.multi_agent_env import MultiAgentEnv
-from tfrl.evaluation.worker_set_config import WORKER_SET_DEFAULTS
+from tfrl.evaluation.rollout_worker.config import WORKER_SET_DEFAULTS
 from tfrl.models.catalog import ModelCatalog
 from tfrl.policy.policy import PolicySpec
 

@@ -4,7 +4,7 @@ health probes.
 
 The `WorkerSet` owns one `RemoteWorkers`; it gives it the functions that build a remote
 worker (`make_remote(worker_index)`) and that tell the state a new worker gets
-(`state_for_new(exclude)`: weights, filters and global vars; see `worker_set_state`),
+(`state_for_new(exclude)`: weights, filters and global vars; see `worker_set.state`),
 and the trainer-config lookup for the timeouts and `recreate_failed_workers`.
 """
 
@@ -13,9 +13,9 @@ import logging
 import time
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple
 
-from tfrl.evaluation import worker_set_state
-from tfrl.evaluation.worker_handle import (WorkerCrashedError, WorkerHandle, WorkerTimeoutError,
-                                          get_results)
+from tfrl.evaluation.worker_set import state as worker_set_state
+from tfrl.evaluation.worker_set.handles import (WorkerCrashedError, WorkerHandle,
+                                                WorkerTimeoutError, get_results)
 
 logger = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ happens only when an episode starts or ends, at a fragment cut, or when the call
 override `on_episode_step`; then `Episode` objects are brought up to date from the
 arrays.
 
-The batches equal those of the generic `EnvRunner` for the same env, seeds and a policy
+The batches equal those of the generic `SamplingLoop` for the same env, seeds and a policy
 whose actions do not depend on the batch composition: same columns, values and row order.
 """
 
@@ -25,11 +25,11 @@ from typing import Any, Iterator, List, Optional
 import gymnasium as gym
 import numpy as np
 
-from tfrl.evaluation.collectors import postprocess_single_chunk
-from tfrl.evaluation.runner_core import RunnerCore
-from tfrl.evaluation.sampling_ops import (check_rewards_array, clip_rewards_array, now,
+from tfrl.evaluation.sampling.collectors import postprocess_single_chunk
+from tfrl.evaluation.sampling.loop_core import LoopCore
+from tfrl.evaluation.sampling.ops import (check_rewards_array, clip_rewards_array, now,
                                          read_only, rewards_may_be_bad)
-from tfrl.evaluation.vector_chunks import ChunkBuffer, row
+from tfrl.evaluation.sampling.vector_chunks import ChunkBuffer, row
 from tfrl.models.preprocessors import NoPreprocessor
 from tfrl.utils.filter import NoFilter
 
@@ -60,8 +60,8 @@ def vector_path_problem(worker: Any, base_env: Any, observation_fn: Any, horizon
     return None
 
 
-class VectorEnvRunner(RunnerCore):
-    """The array-based loop (see the module docstring); arguments as `RunnerCore`.
+class VectorSamplingLoop(LoopCore):
+    """The array-based loop (see the module docstring); arguments as `LoopCore`.
 
     Attributes:
         chunks: The `ChunkBuffer` of the running loop (None before `run()`).

@@ -7,11 +7,11 @@ per agent; end episodes (env done or horizon); cut the fragment when it has
 agents of a policy in ONE call per policy (one TFRunBuilder call when several TF
 policies act); unsquash/clip them and `send_actions()`.
 
-A sub-env whose episode ended is not reset by the runner: tfrl's BaseEnvs reset it on
+A sub-env whose episode ended is not reset by the loop: tfrl's BaseEnvs reset it on
 the next `poll()` (reporting the reset observation with reward None). Only the horizon
 resets a sub-env explicitly (`try_reset`).
 
-`EnvRunner.run()` is a generator of SampleBatch/MultiAgentBatch fragments and of one
+`SamplingLoop.run()` is a generator of SampleBatch/MultiAgentBatch fragments and of one
 `RolloutMetrics` per finished episode.
 """
 
@@ -21,9 +21,9 @@ import numpy as np
 import tree
 
 from tfrl.env.base_env import ASYNC_RESET_RETURN
-from tfrl.evaluation.collectors import AgentCollector, postprocess_episode_chunks
-from tfrl.evaluation.runner_core import RunnerCore
-from tfrl.evaluation.sampling_ops import check_reward, now, read_only
+from tfrl.evaluation.sampling.collectors import AgentCollector, postprocess_episode_chunks
+from tfrl.evaluation.sampling.loop_core import LoopCore
+from tfrl.evaluation.sampling.ops import check_reward, now, read_only
 from tfrl.utils.spaces.space_utils import to_numpy_batch
 
 
@@ -67,8 +67,8 @@ class _EnvState:
         self.new = True  # no step recorded yet (the reset observation comes next)
 
 
-class EnvRunner(RunnerCore):
-    """The generic loop (see the module docstring); arguments as `RunnerCore`."""
+class SamplingLoop(LoopCore):
+    """The generic loop (see the module docstring); arguments as `LoopCore`."""
 
     def run(self) -> Iterator[Any]:
         """Yields fragments (SampleBatch/MultiAgentBatch) and RolloutMetrics, forever."""

@@ -1,7 +1,7 @@
 """Turning recorded steps into postprocessed batches: per-agent trajectory chunks, their
 postprocessing per episode, and the per-policy output of one sampled fragment.
 
-Both sampler loops (the generic `env_runner` and the array-based `vector_env_runner`)
+Both sampling loops (the generic `loop` and the array-based `vector_loop`)
 produce per-agent trajectory chunks as column dicts and hand them to
 `postprocess_episode_chunks`, so the batches they build are identical.
 
@@ -22,7 +22,7 @@ import numpy as np
 import tree
 
 from tfrl.core.columns import Columns
-from tfrl.evaluation.sampling_ops import clip_rewards_array
+from tfrl.evaluation.sampling.ops import clip_rewards_array
 from tfrl.data.sample_batch import MultiAgentBatch
 from tfrl.data.sample_batch import DEFAULT_POLICY_ID, SampleBatch, concat_samples
 from tfrl.utils.spaces.space_utils import batch as stack_structs
