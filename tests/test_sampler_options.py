@@ -52,7 +52,7 @@ def test_soft_horizon_ends_episodes_without_resetting_the_env(path):
 
 @pytest.mark.parametrize("path", PATHS)
 def test_a_soft_horizon_chunk_bootstraps_from_the_value_of_its_next_observation(path):
-    from tfrl.algorithms.on_policy_policy import bootstrap_value
+    from tfrl.evaluation.postprocessing import bootstrap_value
 
     base = _wrap(counter_vector_env(1, lengths=[10]), path)
     b = make_sampler(counter_worker(), base, horizon=4, soft_horizon=True,
