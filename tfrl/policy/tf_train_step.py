@@ -92,6 +92,21 @@ def sequence_minibatch(seq_lens: Any, sgd_minibatch_size: int, num_replicas: int
     return minibatch
 
 
+def _dataset_options() -> tf.data.Options:
+    """The learning pipeline's options: no autotuning, no parallel map, no prefetch
+    thread. The loop pulls one minibatch at a time and waits for it; background
+    threads would only compete with the optimizer step for the same cores."""
+    options = tf.data.Options()
+    options.autotune.enabled = False
+    options.experimental_optimization.map_parallelization = False
+    options.experimental_optimization.inject_prefetch = False
+    options.threading.private_threadpool_size = 1
+    return options
+
+
+_DATASET_OPTIONS = _dataset_options()
+
+
 class TrainStep:
     """The compiled update chain of one policy (see the module docstring).
 
@@ -285,7 +300,8 @@ class TrainStep:
         if self._tf_data:
             # Step s's rows are row s of [num_steps, minibatch] (epochs in order).
             steps = tf.reshape(orders[:, :per_epoch * minibatch], [-1, minibatch])
-            iterator = iter(tf.data.Dataset.from_tensor_slices(steps).map(rows_of))
+            dataset = tf.data.Dataset.from_tensor_slices(steps).map(rows_of)
+            iterator = iter(dataset.with_options(_DATASET_OPTIONS))
 
             def minibatch_of(step):
                 return iterator.get_next()
