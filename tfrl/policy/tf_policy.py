@@ -14,8 +14,8 @@ SavedModel share. Everything TensorFlow runs is compiled once:
   (`config["inference"]`, see `numpy_inference`).
 - `learn_on_batch` runs every SGD epoch and minibatch of a batch in one compiled call
   (`strategy.run` per minibatch, in a `tf.range` loop), shuffling and slicing
-  minibatches in the graph, or, with `learn_input="tf_data"`, pulling them from a
-  distributed `tfrl.policy.dataset.to_dataset` pipeline (see `tf_train_step`).
+  minibatches in the graph, or, with `learn_input="tf_data"`, pulling the same
+  minibatches from a tf.data pipeline iterated inside that call (see `tf_train_step`).
 
 Under a `MirroredStrategy` every replica gets `minibatch_size / num_replicas` rows and the
 optimizer sums the replicas' gradients, so the loss must average over the *global*
