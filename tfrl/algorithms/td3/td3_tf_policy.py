@@ -30,7 +30,8 @@ policy's `target_noise_seed` and its update counter, so a restored policy and ev
 replica draw the same) and, every `policy_delay`-th step, moves the actor along
 `dQ_1/da * dmu/dtheta` (the deterministic policy gradient of `-mean Q_1(s, mu(s))`,
 with `Q_1` called on frozen weights, `call_frozen`, so that this term never reaches the
-critics' weights; `apply_update`) and then the target networks by `tau` (`soft_update`,
+critics' weights; which steps update the actor is `update_groups`, which the loss reads
+as `train_batch.update_groups` and `apply_update` as `groups`) and then the target networks by `tau` (`soft_update`,
 `after_optimizer_step`). All of a phase's steps, their optimizer updates (`actor_lr`,
 `critic_lr`: a `MultiOptimizer`) and target updates run in one compiled `learn_on_batch`
 call. The targets
