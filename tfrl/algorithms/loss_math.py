@@ -15,7 +15,7 @@ from typing import Dict, List, Optional
 
 import tensorflow as tf
 
-from tfrl.policy.tf_train_step import global_mean
+from tfrl.policy.xla import global_mean
 
 __all__ = ["check_step_tensors", "explained_variance", "global_mean", "local_mean"]
 

@@ -14,8 +14,8 @@ SavedModel share. Everything TensorFlow runs is compiled once:
   (`config["inference"]`, see `numpy_inference`).
 - `learn_on_batch` runs every SGD epoch and minibatch of a batch in one compiled call
   (`strategy.run` per minibatch, in a `tf.range` loop), shuffling and slicing
-  minibatches in the graph, or, with `learn_input="tf_data"`, pulling them from a
-  distributed `tfrl.policy.dataset.to_dataset` pipeline (see `tf_train_step`).
+  minibatches in the graph, or, with `learn_input="tf_data"`, pulling the same
+  minibatches from a tf.data pipeline iterated inside that call (see `tf_train_step`).
 
 Under a `MirroredStrategy` every replica gets `minibatch_size / num_replicas` rows and the
 optimizer sums the replicas' gradients, so the loss must average over the *global*
@@ -63,8 +63,9 @@ from tfrl.policy.policy import (Policy, action_output_view_requirements,
 from tfrl.policy.policy_config import FrozenConfig, PolicyConfig
 from tfrl.policy.strategy import make_strategy, strategy_devices
 from tfrl.policy.tf_policy_actions import PREV_COLUMNS, ActionFunctions
-from tfrl.policy.tf_train_step import TrainStep, global_mean
+from tfrl.policy.tf_train_step import TrainStep
 from tfrl.policy.train_columns import autograph_converted
+from tfrl.policy.xla import global_mean
 from tfrl.utils.checks import check_int
 
 _OR_NONE = "or None for the policy's config"
@@ -450,6 +451,11 @@ class TFPolicy(Policy):
         max_len = tf.shape(tree.flatten(train_batch[Columns.OBS])[0])[1]
         return tf.sequence_mask(seq_lens, max_len)
 
+    def shuffle_seed(self) -> int:
+        """The seed of the next learning call's minibatch permutations, drawn from the
+        policy's seeded generator (saved with its state)."""
+        return int(self._np_random.integers(2**31))
+
     def train_batch(self, samples: Any) -> Any:
         """The batch `learn_on_batch` and `compute_gradients` learn on, from the one they
         were given; default: unchanged. (OnPolicyTFPolicy cuts row batches into
@@ -500,13 +506,28 @@ class TFPolicy(Policy):
         self._weights_changed()
         return {"learner_stats": stats, "num_traces": dict(self.num_traces)}
 
-    def apply_update(self, grads: List[Any], variables: List[Any]) -> None:
+    def update_groups(self, learning: bool) -> Dict[str, Any]:
+        """Which optimizer groups the current step updates: `{group: True, False or a
+        scalar bool tensor}`, read inside the compiled functions.
+
+        The update chain asks once in each replica's loss (the loss sees the answer as
+        `train_batch.update_groups`, so it can leave out the terms of groups the step
+        does not update) and once at the update (`apply_update`'s `groups`). `learning`
+        is True in `learn_on_batch`'s loop, False in `compute_gradients` (which returns
+        every group's gradients). Default: one group, `{"all": True}`. TD3 answers
+        `{"critic": True, "actor": <every policy_delay-th step>}` in the loop.
+        """
+        return {"all": True}
+
+    def apply_update(self, grads: List[Any], variables: List[Any],
+                     groups: Dict[str, Any]) -> None:
         """One learning step's optimizer update, inside the compiled learning loop.
 
         Called in cross-replica context after the step's non-finite check passed, with
-        the per-replica gradients of `variables` (the trainable variables that have one).
-        Default: `optimizer.apply_gradients` on every replica. TD3 overrides it to update
-        its actor only every `policy_delay`-th step. `after_optimizer_step` follows.
+        the per-replica gradients of `variables` (the trainable variables that have one)
+        and the step's `update_groups(True)`. Default: `optimizer.apply_gradients` on
+        every replica (one group). TD3 updates each of its groups under its entry.
+        `after_optimizer_step` follows.
         """
         self.strategy.run(lambda g: self.optimizer.apply_gradients(list(zip(g, variables))),
                           args=(grads,))

@@ -15,7 +15,7 @@ to `T`, the batch's `max_seq_len` or the longest sequence), `state_in_*` `[num_s
 
 import functools
 import inspect
-from typing import Any, Callable, Dict, Tuple
+from typing import Any, Callable, Dict, Optional, Tuple
 
 import numpy as np
 import tensorflow as tf
@@ -34,12 +34,19 @@ class MissingColumnError(KeyError):
 
 
 class TrainBatch(dict):
-    """The loss's view of a minibatch: names the policy when a column is missing."""
+    """The loss's view of a minibatch: names the policy when a column is missing.
 
-    def __init__(self, columns, policy_name: str, accessed=None):
+    `update_groups` is the step's `TFPolicy.update_groups` (which optimizer groups the
+    step updates), so that a loss can leave out the terms of groups the step does not
+    update; None outside the learning functions (a loss then asks its policy).
+    """
+
+    def __init__(self, columns, policy_name: str, accessed=None,
+                 update_groups: Optional[Dict[str, Any]] = None):
         super().__init__(columns)
         self._policy_name = policy_name
         self._accessed = accessed
+        self.update_groups = update_groups
 
     def __getitem__(self, key):
         if self._accessed is not None:

@@ -24,10 +24,9 @@ how the conformance suite runs it). RLlib runs its learner thread there too.
 
 With several devices (`num_gpus > 1`, or logical CPUs with `_fake_gpus`), the learner
 is a `MultiGPULearnerThread` and the policy learns under its `MirroredStrategy`, each
-replica on a contiguous share of the batch. `learn_input="tf_data"` feeds the replicas
-from a distributed `tf.data` pipeline instead of slicing the batch in the graph; building
-the pipeline and its distributed iterator per batch costs far more than the in-graph
-update (bench/RESULTS.md), so the default stays `learn_input="in_graph"`.
+replica on a contiguous share of the batch. `learn_input="tf_data"` draws the
+same minibatches from a `tf.data` pipeline iterated inside the compiled learning call
+instead of gathering them in the graph (see `tfrl.policy.tf_train_step`).
 
 Example:
     >>> from tfrl.algorithms.impala import ImpalaConfig

@@ -30,7 +30,8 @@ policy's `target_noise_seed` and its update counter, so a restored policy and ev
 replica draw the same) and, every `policy_delay`-th step, moves the actor along
 `dQ_1/da * dmu/dtheta` (the deterministic policy gradient of `-mean Q_1(s, mu(s))`,
 with `Q_1` called on frozen weights, `call_frozen`, so that this term never reaches the
-critics' weights; `apply_update`) and then the target networks by `tau` (`soft_update`,
+critics' weights; which steps update the actor is `update_groups`, which the loss reads
+as `train_batch.update_groups` and `apply_update` as `groups`) and then the target networks by `tau` (`soft_update`,
 `after_optimizer_step`). All of a phase's steps, their optimizer updates (`actor_lr`,
 `critic_lr`: a `MultiOptimizer`) and target updates run in one compiled `learn_on_batch`
 call. The targets
@@ -206,9 +207,6 @@ class TD3TFPolicy(TFPolicy):
             raise ValueError(f"{owner}: use_state_preprocessor=True is not supported; the "
                              "actor and critics read the (flattened) observations. Set it to "
                              "False.")
-        # The learning loop differentiates the actor's loss on its update steps only
-        # (`loss_and_stats`); `compute_gradients` on every call.
-        self._delay_actor_gradient = True
         super().__init__(observation_space, action_space, config, strategy=strategy)
         # A partial `exploration_config` without "type" takes this algorithm's (DDPG:
         # Ornstein-Uhlenbeck, TD3: Gaussian). Noise and clipping act in the policy's space
@@ -350,12 +348,12 @@ class TD3TFPolicy(TFPolicy):
         def q_pi() -> tf.Tensor:
             return call_frozen(model.q1, obs, model.actor(obs, training=True))  # [B]
 
-        if int(config["policy_delay"]) == 1 or not self._delay_actor_gradient:
+        groups = getattr(train_batch, "update_groups", None) or self.update_groups(True)
+        if groups["actor"] is True:
             q_t, actor_step = q_pi(), tf.constant(1.0)
         else:
-            is_actor_step = self._actor_step()
-            q_t = tf.cond(is_actor_step, q_pi, lambda: tf.zeros_like(q1_t))
-            actor_step = tf.cast(is_actor_step, tf.float32)
+            q_t = tf.cond(groups["actor"], q_pi, lambda: tf.zeros_like(q1_t))
+            actor_step = tf.cast(groups["actor"], tf.float32)
         actor, actor_stats = td3_actor_loss(q_t)
         actor_stats[ACTOR_STEPS] = actor_step
         if config["l2_reg"]:
@@ -387,23 +385,23 @@ class TD3TFPolicy(TFPolicy):
                 del stats[key]
         return info
 
-    def compute_gradients(self, postprocessed_batch: Any) -> Tuple[List[np.ndarray], Dict]:
-        """The gradients of the critics' and the actor's losses on the whole batch (the
-        actor's on every call: `policy_delay` delays applying them, in the learning
-        loop)."""
-        self._delay_actor_gradient = False  # read when the gradients function is traced
-        try:
-            return super().compute_gradients(postprocessed_batch)
-        finally:
-            self._delay_actor_gradient = True
+    def update_groups(self, learning: bool) -> Dict[str, Any]:
+        """The critics every step; the actor (and, in `after_optimizer_step`, the
+        targets) every `policy_delay`-th step of the learning loop, and in
+        `compute_gradients` (`learning=False`) on every call: delaying is the loop's
+        business."""
+        if not learning or int(self.config["policy_delay"]) == 1:
+            return {"critic": True, "actor": True}
+        return {"critic": True, "actor": self._actor_step()}
 
     def _actor_step(self) -> tf.Tensor:
         """Whether this step updates the actor and the targets: every `policy_delay`-th
         (`num_grad_updates` counts the steps before it)."""
         return (self.num_grad_updates + 1) % int(self.config["policy_delay"]) == 0
 
-    def apply_update(self, grads: List[Any], variables: List[Any]) -> None:
-        """The critics' update, and every `policy_delay`-th step the actor's (inside the
+    def apply_update(self, grads: List[Any], variables: List[Any],
+                     groups: Dict[str, Any]) -> None:
+        """The critics' update, and the actor's where `groups["actor"]` (inside the
         compiled learning call, in cross-replica context)."""
         strategy, optimizer = self.strategy, self.optimizer
         index = {id(v): i for i, v in enumerate(self.model.trainable_variables)}
@@ -417,10 +415,10 @@ class TD3TFPolicy(TFPolicy):
             return tf.constant(True)
 
         apply(critic)
-        if int(self.config["policy_delay"]) == 1:
+        if groups["actor"] is True:
             apply(actor)
         else:
-            tf.cond(self._actor_step(), lambda: apply(actor), lambda: tf.constant(False))
+            tf.cond(groups["actor"], lambda: apply(actor), lambda: tf.constant(False))
 
     def after_optimizer_step(self) -> None:
         """Every `policy_delay`-th step: the target networks move `tau` of the way to the
