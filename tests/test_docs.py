@@ -54,3 +54,27 @@ def test_readme_is_short_and_its_links_resolve():
     missing = [t for t in targets if "://" not in t
                and not os.path.exists(os.path.join(REPO_ROOT, t))]
     assert not missing, f"README.md links to files that do not exist: {missing}"
+
+
+def test_readme_walk_anchors_point_at_the_calls_they_name():
+    # Issue 35: the README walks from algo.train() to the optimizer step with file:line
+    # anchors; each `path:N` must be a def in that file, and each bare `:N` after it a
+    # line of the last named file that names a function or a call (code moved -> this fails).
+    with open(os.path.join(REPO_ROOT, "README.md"), encoding="utf-8") as f:
+        text = f.read()
+    walk = text[text.index("## How tfrl is built"):]
+    walk = walk[:walk.index("\n## ") if "\n## " in walk else len(walk)]
+    anchors = re.findall(r"`(tfrl/[\w/]+\.py)?:(\d+)`", walk)
+    assert len(anchors) >= 10, anchors
+    current, lines, wrong = None, [], []
+    for path, number in anchors:
+        if path:
+            current = path
+            with open(os.path.join(REPO_ROOT, path), encoding="utf-8") as f:
+                lines = f.read().splitlines()
+        line = lines[int(number) - 1].strip() if int(number) <= len(lines) else ""
+        if path and not line.startswith(("def ", "class ")):
+            wrong.append(f"{current}:{number} is not a def: {line!r}")
+        elif not path and not re.search(r"(def |\w\()", line):
+            wrong.append(f"{current}:{number} names no function or call: {line!r}")
+    assert not wrong, "README walk anchors out of date:\n" + "\n".join(wrong)
