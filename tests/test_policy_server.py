@@ -474,7 +474,8 @@ def test_clean_shutdown_releases_waiting_clients():
     stopper.join(5)
     assert not stopper.is_alive()
     threads = srv.threads
-    assert len(threads) == 5  # serving, heartbeat, refusals, inference loop, env
+    # head reader, serving, heartbeat, refusals, inference loop, env
+    assert len(threads) == 6
     for thread in threads:
         thread.join(2)
     assert not any(t.is_alive() for t in threads)

@@ -39,8 +39,11 @@ Limits (each a keyword argument):
   measures it). Bodies with more JSON arrays/objects than one per 32 bytes (+1000)
   are refused before decoding (they would cost ~25x).
 - `max_open_connections` (default 512) and `max_connections_per_client` (default
-  128, per client IP address): open connections (one thread each, blocked in a read
-  when idle); more get 503 + `Retry-After` at once, without a thread.
+  128, per client IP address): open connections. Until its first request line and
+  headers are in, a connection is read by one selector thread shared by all such
+  connections (a slow sender of headers costs no thread and wakes none per byte);
+  then it gets a thread of its own (blocked in a read when idle). More get 503 +
+  `Retry-After` at once, without a thread.
 - `header_timeout` (default 10 s): the request line and headers must arrive within
   this time (from the connection's start, or on a keep-alive connection from the
   request's first byte; a keep-alive connection may idle 60 s between requests);
@@ -77,6 +80,7 @@ import logging
 import os
 import queue
 import re
+import selectors
 import socket
 import socketserver
 import threading
@@ -223,6 +227,7 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
         self._requests_done = threading.Condition(self._lock)
         self._busy_requests = 0
         self._connections: set = set()
+        self._prefetched: Dict[Any, bytes] = {}  # head bytes read by the head reader
         self._open_connections = 0
         self._handler_threads: set = set()
         self._stop_event = threading.Event()
@@ -250,7 +255,9 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
             policy_lock=policy_lock, worker=self.rollout_worker,
             episode_idle_timeout=episode_idle_timeout)
         self._runner.start()
+        self._heads = _HeadReader(self)
         self._service_threads = [
+            threading.Thread(target=self._heads.run, name="PolicyServerHeads", daemon=True),
             threading.Thread(target=self.serve_forever, kwargs={"poll_interval": 0.1},
                              name="PolicyServer", daemon=True),
             threading.Thread(target=self._heartbeat, name="PolicyServerHeartbeat", daemon=True),
@@ -312,7 +319,7 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
                     "dropped_batches": self._dropped_batches,
                     "dropped_steps": self._dropped_steps,
                     **{f"rejected_{k}": v for k, v in self._rejected.items()},
-                    "open_connections": len(self._connections),
+                    "open_connections": self._open_connections,
                     "episodes": counts["episodes"],
                     "finished_episode_ids": counts["finished_ids"],
                     "expired_episodes": self._runner.expired_episodes}
@@ -324,6 +331,7 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
         self._stop_event.set()
         self._runner.stop(timeout)
         self.shutdown()
+        self._heads.wake()
         deadline = time.monotonic() + timeout
         with self._requests_done:
             # Requests in flight finish quickly now (503); let them send their response.
@@ -347,8 +355,8 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
 
     @property
     def threads(self) -> List[threading.Thread]:
-        """The threads this server started (serving, heartbeat, refusals, inference loop,
-        serving env); `stop()` ends them all."""
+        """The threads this server started (head reader, serving, heartbeat, refusals,
+        inference loop, serving env; handler threads come and go); `stop()` ends them all."""
         return [*self._service_threads, self._runner.thread, self._commands.env]
 
     def __enter__(self) -> "PolicyServerInput":
@@ -389,10 +397,22 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
             except queue.Full:
                 self.shutdown_request(request)
             return
+        # Until its request line and headers are in, a connection costs no thread: one
+        # selector thread reads the heads of all of them (slow senders included).
+        self._heads.add(request, client_address)
+
+    def _dispatch(self, request, client_address, head: bytes) -> None:
+        """Hands a connection whose head was read (`head`: the bytes read so far) to a
+        handler thread (called by the head reader)."""
+        with self._lock:
+            self._prefetched[request] = head
         try:
             super().process_request(request, client_address)
         except BaseException:
-            self._connection_closed(client)
+            with self._lock:
+                self._prefetched.pop(request, None)
+            self.shutdown_request(request)
+            self._connection_closed(str(client_address[0]) if client_address else "")
             raise
 
     def process_request_thread(self, request, client_address) -> None:
@@ -530,6 +550,8 @@ class _DeadlineReader(io.RawIOBase):
         self.deadline: Optional[float] = None
         # Bytes that may still be read (None: no limit); _HeadTooLarge past it.
         self.budget: Optional[int] = None
+        # Bytes read before (by the head reader), served first.
+        self.prefix = b""
 
     def readable(self) -> bool:
         return True
@@ -542,6 +564,13 @@ class _DeadlineReader(io.RawIOBase):
                 raise TimeoutError("deadline passed")
         if self.budget is not None and self.budget <= 0:
             raise _HeadTooLarge
+        if self.prefix:
+            n = min(len(buffer), len(self.prefix))
+            buffer[:n] = self.prefix[:n]
+            self.prefix = self.prefix[n:]
+            if self.budget is not None:
+                self.budget -= n
+            return n
         self.sock.settimeout(timeout)
         try:
             n = self.sock.recv_into(buffer)
@@ -550,6 +579,117 @@ class _DeadlineReader(io.RawIOBase):
         if self.budget is not None:
             self.budget -= n
         return n
+
+
+class _HeadReader:
+    """Reads the request line and headers of new connections, all in one thread with a
+    selector, and hands a connection to a handler thread once its head is in (or over
+    `_MAX_HEAD_BYTES`, for the handler's 431). A connection whose head is not in within
+    `header_timeout` is closed and counted (`slow_header`) without ever costing a thread,
+    so slow senders neither hold threads nor wake one per byte they trickle."""
+
+    def __init__(self, server: "PolicyServerInput"):
+        self.server = server
+        self._selector = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._wake_r.setblocking(False)
+        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
+        self._added: collections.deque = collections.deque()
+        # socket -> [client_address, head bytes so far, deadline]
+        self._pending: Dict[Any, list] = {}
+
+    def add(self, sock: socket.socket, client_address: Any) -> None:
+        self._added.append((sock, client_address, time.monotonic()))
+        self.wake()
+
+    def wake(self) -> None:
+        try:
+            self._wake_w.send(b"\0")
+        except OSError:  # the buffer is full (a wake-up is pending anyway) or closed
+            pass
+
+    def run(self) -> None:
+        server = self.server
+        try:
+            while not server._stop_event.is_set():  # pylint: disable=protected-access
+                timeout = _POLL_TIMEOUT_S
+                if self._pending:
+                    first = min(entry[2] for entry in self._pending.values())
+                    timeout = max(0.0, min(timeout, first - time.monotonic()))
+                for key, _ in self._selector.select(timeout):
+                    if key.data is None:
+                        self._take_added()
+                    else:
+                        self._read(key.fileobj)
+                self._close_late()
+        finally:
+            self._take_added()
+            for sock in list(self._pending):
+                self._drop(sock)
+            self._selector.close()
+            self._wake_r.close()
+            self._wake_w.close()
+
+    def _take_added(self) -> None:
+        try:
+            while self._wake_r.recv(4096):
+                pass
+        except OSError:
+            pass
+        while self._added:
+            sock, client_address, accepted = self._added.popleft()
+            if self.server._stop_event.is_set():  # pylint: disable=protected-access
+                self._pending[sock] = [client_address, b"", 0.0]
+                self._drop(sock)
+                continue
+            sock.setblocking(False)
+            self._pending[sock] = [client_address, b"",
+                                   accepted + self.server.header_timeout]
+            self._selector.register(sock, selectors.EVENT_READ, client_address)
+
+    def _read(self, sock: socket.socket) -> None:
+        entry = self._pending[sock]
+        try:
+            data = sock.recv(65536)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            data = b""
+        if not data:  # closed before its head was in
+            self._drop(sock)
+            return
+        head = entry[1] + data
+        entry[1] = head
+        # Done at the blank line after the headers (or when over the head budget; the
+        # handler then answers 431). A leading blank line is skipped as http.server does.
+        if b"\r\n\r\n" in head or b"\n\n" in head or len(head) > _MAX_HEAD_BYTES:
+            self._selector.unregister(sock)
+            del self._pending[sock]
+            sock.setblocking(True)
+            try:
+                self.server._dispatch(sock, entry[0], head)  # pylint: disable=protected-access
+            except Exception:  # pylint: disable=broad-except
+                logger.exception("Starting a policy server handler failed.")
+
+    def _close_late(self) -> None:
+        now = time.monotonic()
+        late = [sock for sock, entry in self._pending.items() if entry[2] <= now]
+        for sock in late:
+            self.server._count("slow_header")  # pylint: disable=protected-access
+            logger.info("Closed a connection from %s: its request line and headers did not "
+                        "arrive within %s s (header_timeout).", self._pending[sock][0][0],
+                        self.server.header_timeout)
+            self._drop(sock)
+
+    def _drop(self, sock: socket.socket) -> None:
+        client_address = self._pending.pop(sock)[0]
+        try:
+            self._selector.unregister(sock)
+        except (KeyError, ValueError):
+            pass
+        self.server.shutdown_request(sock)
+        self.server._connection_closed(  # pylint: disable=protected-access
+            str(client_address[0]) if client_address else "")
 
 
 class _HeadTooLarge(Exception):
@@ -569,6 +709,9 @@ class _PolicyRequestHandler(BaseHTTPRequestHandler):
     def setup(self) -> None:
         super().setup()
         self._reader = _DeadlineReader(self.connection, self.timeout)
+        with self.server._lock:  # pylint: disable=protected-access
+            self._reader.prefix = self.server._prefetched.pop(  # pylint: disable=protected-access
+                self.connection, b"")
         self.rfile = io.BufferedReader(self._reader, 65536)
         # The first request's line and headers are due `header_timeout` after connecting.
         self._reader.deadline = time.monotonic() + self.server.header_timeout
