@@ -1,6 +1,6 @@
 """PolicyServerInput: an HTTP policy server that is also a rollout worker's InputReader.
 
-External simulators talk to it with `tfrl.env.policy_client.PolicyClient`:
+External simulators talk to it with `tfrl.serving.policy_client.PolicyClient`:
 
 - remote inference: every `start_episode/get_action/log_returns/...` call is a
   request; the server computes actions with its policy (an embedded ExternalEnv
@@ -12,11 +12,11 @@ Either way, finished experiences come out of `next()` as SampleBatches (or
 MultiAgentBatches). A heartbeat puts an empty SampleBatch into the queue every
 `idle_timeout` seconds when it is empty, so `next()` never blocks forever.
 
-Request bodies are never unpickled: see `tfrl.env.wire_format` and
-`tfrl.env.policy_protocol`. Bad requests get HTTP 400 with `{"error": message}` and
+Request bodies are never unpickled: see `tfrl.serving.wire_format` and
+`tfrl.serving.policy_protocol`. Bad requests get HTTP 400 with `{"error": message}` and
 the server keeps serving; data the sampler would refuse from an env (NaN rewards or
 observations, actions outside the action space, batches the policy cannot train on)
-are bad requests too (`tfrl.env.policy_server_checks`).
+are bad requests too (`tfrl.serving.policy_server_checks`).
 
 Limits (each a keyword argument):
 
@@ -88,16 +88,16 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Callable, Dict, List, Optional
 
-from tfrl.env import policy_protocol as P
-from tfrl.env.external_env_runner import ExternalEnvRunner, fragment_length, make_serving_env
-from tfrl.env.policy_server_checks import InvalidData
-from tfrl.env.policy_server_commands import PolicyServerCommands, to_rollout_metrics
-from tfrl.env.wire_format import dumps, loads
+from tfrl.serving import policy_protocol as P
+from tfrl.serving.external_env_runner import ExternalEnvRunner, fragment_length, make_serving_env
+from tfrl.serving.policy_server_checks import InvalidData
+from tfrl.serving.policy_server_commands import PolicyServerCommands, to_rollout_metrics
+from tfrl.serving.wire_format import dumps, loads
 from tfrl.offline.input_reader import InputReader
 from tfrl.data.sample_batch import DEFAULT_POLICY_ID, SampleBatch
 
 logger = logging.getLogger(__name__)
-# What PolicyServerInput needs of a policy (see tfrl.env.external_env_runner).
+# What PolicyServerInput needs of a policy (see tfrl.serving.external_env_runner).
 _POLICY_ATTRIBUTES = ("observation_space", "action_space", "compute_actions", "get_weights")
 # How often the inference loop wakes up when idle (to notice stop/drain requests).
 _POLL_TIMEOUT_S = 0.2
@@ -1043,5 +1043,5 @@ def _resolve_policies(worker: Any, policy: Any, policy_mapping_fn: Optional[Call
         missing = [a for a in _POLICY_ATTRIBUTES if not hasattr(p, a)]
         if missing:
             raise TypeError(f"Policy {pid!r} ({type(p).__name__}) cannot be served: it lacks "
-                            f"{missing} (see tfrl.env.external_env_runner for the protocol).")
+                            f"{missing} (see tfrl.serving.external_env_runner for the protocol).")
     return policies, policy_mapping_fn, bool(multiagent)

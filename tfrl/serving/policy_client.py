@@ -26,11 +26,11 @@ import time
 import types
 from typing import Any, Callable, Dict, Mapping, Optional, Sequence, Tuple, Union
 
-from tfrl.env import policy_protocol as P
-from tfrl.env.external_env_runner import ExternalEnvRunner, fragment_length, make_serving_env
-from tfrl.env.policy_server_checks import nonfinite_error, observation_problem, reward_error
-from tfrl.env.policy_server_commands import policy_class_path
-from tfrl.env.wire_format import dumps, loads
+from tfrl.serving import policy_protocol as P
+from tfrl.serving.external_env_runner import ExternalEnvRunner, fragment_length, make_serving_env
+from tfrl.serving.policy_server_checks import nonfinite_error, observation_problem, reward_error
+from tfrl.serving.policy_server_commands import policy_class_path
+from tfrl.serving.wire_format import dumps, loads
 from tfrl.utils.typing import EnvActionType, EnvInfoDict, EnvObsType, MultiAgentDict
 
 # How often the local inference loop wakes up when idle (to notice close()).

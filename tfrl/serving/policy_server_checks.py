@@ -40,7 +40,7 @@ import gymnasium as gym
 import numpy as np
 import tree
 
-from tfrl.env import policy_protocol as P
+from tfrl.serving import policy_protocol as P
 from tfrl.env.single_agent_episode import SingleAgentEpisode
 from tfrl.env.space_checks import observation_error, range_error
 from tfrl.data.sample_batch import MultiAgentBatch, SampleBatch
