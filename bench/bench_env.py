@@ -14,7 +14,7 @@ per second of both and the ratio tfrl / reference (higher is better):
    gymnasium vector env (no target: it steps the sub-envs one by one in Python).
 
 Then HTTP round trips per second of `PolicyClient.get_action` in remote mode, once
-`tfrl.env.policy_client` exists.
+`tfrl.serving.policy_client` exists.
 
     python bench/bench_env.py [--repeats=5] [--steps=2000]
 """

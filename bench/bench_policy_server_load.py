@@ -56,13 +56,13 @@ def _policy():
 
 
 def _report_batch(rows: int):
-    from tfrl.env.policy_server_checks import reference_batch
+    from tfrl.serving.policy_server_checks import reference_batch
     from tfrl.policy.sample_batch import concat_samples
     return concat_samples([reference_batch(_policy(), multiagent=False)] * (rows // 2))
 
 
 def _client(port: int, requests: int, report_every: int, out: mp.Queue) -> None:
-    from tfrl.env.policy_client import PolicyClient
+    from tfrl.serving.policy_client import PolicyClient
     client = PolicyClient(f"127.0.0.1:{port}", inference_mode="remote", timeout=30)
     batch = _report_batch(200)
     times = {"GET_ACTION": [], "REPORT_SAMPLES": []}
@@ -144,7 +144,7 @@ class SlowSenders:
 
 def run_load(num_clients: int, requests: int, report_every: int, max_connections: int,
              timeout: float, slow_senders: bool = False) -> dict:
-    from tfrl.env.policy_server_input import PolicyServerInput
+    from tfrl.serving.policy_server_input import PolicyServerInput
     from tfrl.offline.io_context import IOContext
 
     server = PolicyServerInput(IOContext(), "127.0.0.1", 0, idle_timeout=0.5,
@@ -203,7 +203,7 @@ def run_load(num_clients: int, requests: int, report_every: int, max_connections
 
 
 def _bad_inputs():
-    from tfrl.env.wire_format import dumps
+    from tfrl.serving.wire_format import dumps
     from tfrl.policy.sample_batch import SampleBatch
     good = _report_batch(2)
 
@@ -246,8 +246,8 @@ def _bad_inputs():
 
 
 def run_bad_inputs() -> list:
-    from tfrl.env.policy_client import PolicyClient
-    from tfrl.env.policy_server_input import PolicyServerInput
+    from tfrl.serving.policy_client import PolicyClient
+    from tfrl.serving.policy_server_input import PolicyServerInput
     from tfrl.offline.io_context import IOContext
 
     rows = []

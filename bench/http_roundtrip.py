@@ -19,7 +19,7 @@ import numpy as np
 
 
 def _round_trips(address: str, seconds: float, num_clients: int) -> float:
-    from tfrl.env.policy_client import PolicyClient
+    from tfrl.serving.policy_client import PolicyClient
 
     counts = [0] * num_clients
     start = threading.Barrier(num_clients + 1)
@@ -56,7 +56,7 @@ def bench_http(seconds: float = 2.0) -> dict:
     Returns:
         `{"1 client": rate, "4 clients": rate}` in round trips per second.
     """
-    from tfrl.env.policy_server_input import PolicyServerInput
+    from tfrl.serving.policy_server_input import PolicyServerInput
     from tfrl.examples.policy.random_policy import RandomPolicy
     from tfrl.offline.io_context import IOContext
 

@@ -11,7 +11,7 @@ ACT_SPACE = gym.spaces.Discrete(4)
 class LinearPolicy:
     """action = floor(|obs . w| * 10) mod n; also outputs `action_logp` and `vf_preds`.
 
-    Follows the policy protocol of `tfrl.env.external_env_runner`. Records the batch
+    Follows the policy protocol of `tfrl.serving.external_env_runner`. Records the batch
     size and explore flag of every `compute_actions` call in `calls`.
     """
 

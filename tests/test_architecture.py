@@ -339,3 +339,29 @@ def test_utils_replay_buffers_only_re_exports_the_execution_layer():
                  for imported in graph.find_modules_directly_imported_by(m)
                  if imported.startswith("tfrl.utils.replay_buffers")}
     assert not importers, f"tfrl modules import the RLlib-path shim: {sorted(importers)}"
+
+
+@pytest.mark.parametrize("stem", ["policy_server_input", "policy_client"])
+def test_env_serving_paths_only_re_export_the_serving_layer(stem):
+    # RLlib's paths `ray.rllib.env.policy_server_input` / `.policy_client` sit in the env
+    # layer, but the server and client live in tfrl.serving (above evaluation). The
+    # contract's listed exception holds only if these modules define nothing themselves
+    # and nothing in tfrl imports them.
+    import importlib
+
+    path = TFRL / "env" / f"{stem}.py"
+    body = ast.parse(path.read_text(encoding="utf-8")).body
+    for node in body:
+        docstring = isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant)
+        re_export = isinstance(node, ast.ImportFrom) and node.module == f"tfrl.serving.{stem}"
+        names = (isinstance(node, ast.Assign)
+                 and [ast.unparse(t) for t in node.targets] == ["__all__"])
+        assert docstring or re_export or names, (
+            f"{path.relative_to(REPO_ROOT)}:{node.lineno} does more than re-export "
+            f"tfrl.serving.{stem}: {ast.unparse(node)}")
+    module = importlib.import_module(f"tfrl.env.{stem}")
+    source = importlib.import_module(f"tfrl.serving.{stem}")
+    for name in module.__all__:
+        assert getattr(module, name) is getattr(source, name)
+    graph = grimp.build_graph("tfrl", cache_dir=None)
+    assert not graph.find_modules_that_directly_import(f"tfrl.env.{stem}")

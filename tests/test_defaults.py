@@ -34,12 +34,9 @@ ALLOWED: Dict[Tuple[str, str], str] = {
     ("cli/commands.py", "env_config"):
         "`exp.config` is the experiment file's own dict before it is resolved; `{}` means "
         "'none given' (the algorithm's resolved config gets its default when built).",
-    ("env/external_env_runner.py", "explore"):
-        "reads the config of any Policy object (a plain Policy subclass's config may lack "
-        "the key); tfrl.env sits below tfrl.policy and cannot import PolicyConfig.",
-    ("env/external_env_runner.py", "rollout_fragment_length"):
+    ("serving/external_env_runner.py", "rollout_fragment_length"):
         "the policy client/server's config may be partial; 200 is also the fallback for "
-        "'auto' and bad values; tfrl.env sits below tfrl.algorithms (AlgorithmConfig).",
+        "'auto' and bad values; tfrl.serving sits below tfrl.algorithms (AlgorithmConfig).",
     ("evaluation/rollout_worker/rollout_worker.py", "gamma"):
         "a RolloutWorker may be built on its own from a partial policy_config (as in "
         "RLlib); AlgorithmConfig lives in tfrl.algorithms, above tfrl.evaluation.",

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from serving_policies import ACT_SPACE, OBS_SPACE, LinearPolicy
 
-from tfrl.env.external_env_runner import ExternalEnvRunner, fragment_length, make_serving_env
+from tfrl.serving.external_env_runner import ExternalEnvRunner, fragment_length, make_serving_env
 from tfrl.policy.multi_agent_batch import MultiAgentBatch
 from tfrl.policy.sample_batch import SampleBatch
 

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 from serving_policies import LinearPolicy
 
-from tfrl.env.policy_client import PolicyClient, _resolve_policy_class
-from tfrl.env.policy_server_input import PolicyServerInput
-from tfrl.env.wire_format import dumps, loads
+from tfrl.serving.policy_client import PolicyClient, _resolve_policy_class
+from tfrl.serving.policy_server_input import PolicyServerInput
+from tfrl.serving.wire_format import dumps, loads
 from tfrl.offline.io_context import IOContext
 from tfrl.policy.multi_agent_batch import MultiAgentBatch
 from tfrl.policy.sample_batch import SampleBatch, concat_samples
@@ -379,7 +379,7 @@ class FakeServer:
 
 
 def _worker_args(policy_class, version=1):
-    from tfrl.env.policy_protocol import PROTOCOL_VERSION
+    from tfrl.serving.policy_protocol import PROTOCOL_VERSION
 
     return dumps({"protocol_version": PROTOCOL_VERSION if version == 1 else version,
                   "multiagent": False, "config": {}, "dropped_config_keys": [],
@@ -474,7 +474,8 @@ def test_clean_shutdown_releases_waiting_clients():
     stopper.join(5)
     assert not stopper.is_alive()
     threads = srv.threads
-    assert len(threads) == 5  # serving, heartbeat, refusals, inference loop, env
+    # head reader, serving, heartbeat, refusals, inference loop, env
+    assert len(threads) == 6
     for thread in threads:
         thread.join(2)
     assert not any(t.is_alive() for t in threads)
@@ -553,7 +554,7 @@ def test_untrusted_policy_class_is_refused(server):
 
 @pytest.mark.parametrize("path", [
     "os:system", "subprocess:Popen", "builtins:eval", "tfrl._private:X", "tfrl.cli.__main__:main",
-    "tfrl.env.policy_client:PolicyClient", "tfrl.examples.policy.random_policy:np", "not a path", 5,
+    "tfrl.serving.policy_client:PolicyClient", "tfrl.examples.policy.random_policy:np", "not a path", 5,
 ])
 def test_resolve_policy_class_refuses(path):
     with pytest.raises(ValueError, match="policy_class="):

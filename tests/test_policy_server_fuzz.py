@@ -39,12 +39,12 @@ from hypothesis.extra import numpy as hnp
 from hypothesis.stateful import (Bundle, RuleBasedStateMachine, consumes, invariant, rule,
                                  run_state_machine_as_test)
 
-from tfrl.env import policy_protocol as P
-from tfrl.env.policy_client import PolicyClient
-from tfrl.env.policy_server_checks import reference_batch
-from tfrl.env.policy_server_input import PolicyServerInput
+from tfrl.serving import policy_protocol as P
+from tfrl.serving.policy_client import PolicyClient
+from tfrl.serving.policy_server_checks import reference_batch
+from tfrl.serving.policy_server_input import PolicyServerInput
 from tfrl.env.external_env import ExternalEnv
-from tfrl.env.wire_format import dumps
+from tfrl.serving.wire_format import dumps
 from tfrl.evaluation.metrics import summarize_episodes
 from tfrl.offline.io_context import IOContext
 from tfrl.policy.sample_batch import concat_samples
@@ -368,7 +368,7 @@ def test_episode_lifecycles_keep_training_and_memory_bounded(setup):
 _MEMORY_SERVER = textwrap.dedent("""
     import sys, time
     import gymnasium as gym
-    from tfrl.env.policy_server_input import PolicyServerInput
+    from tfrl.serving.policy_server_input import PolicyServerInput
     from tfrl.examples.policy.random_policy import RandomPolicy
     from tfrl.offline.io_context import IOContext
     policy = RandomPolicy(gym.spaces.Box(0, 255, (84, 84, 4), "uint8"), gym.spaces.Discrete(4))

@@ -23,12 +23,12 @@ import numpy as np
 import pytest
 from serving_policies import LinearPolicy
 
-from tfrl.env import policy_server_input
+from tfrl.serving import policy_server_input
 from tfrl.env.external_env import ExternalEnv
-from tfrl.env.policy_client import PolicyClient
-from tfrl.env.policy_server_checks import reference_batch
-from tfrl.env.policy_server_input import PolicyServerInput
-from tfrl.env.wire_format import dumps
+from tfrl.serving.policy_client import PolicyClient
+from tfrl.serving.policy_server_checks import reference_batch
+from tfrl.serving.policy_server_input import PolicyServerInput
+from tfrl.serving.wire_format import dumps
 from tfrl.evaluation.metrics import summarize_episodes
 from tfrl.evaluation.rollout_metrics import RolloutMetrics
 from tfrl.examples.policy.random_policy import RandomPolicy

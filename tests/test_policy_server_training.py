@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 
 from tfrl.algorithms.algorithm_config import AlgorithmConfig
-from tfrl.env.policy_client import PolicyClient
-from tfrl.env.policy_server_commands import to_rollout_metrics
-from tfrl.env.policy_server_input import PolicyServerInput
-from tfrl.env.wire_format import dumps
+from tfrl.serving.policy_client import PolicyClient
+from tfrl.serving.policy_server_commands import to_rollout_metrics
+from tfrl.serving.policy_server_input import PolicyServerInput
+from tfrl.serving.wire_format import dumps
 from tfrl.evaluation.metrics import collect_metrics, summarize_episodes
 from tfrl.evaluation.rollout_metrics import RolloutMetrics
 from tfrl.evaluation.rollout_worker import RolloutWorker

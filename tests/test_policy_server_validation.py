@@ -11,10 +11,10 @@ import numpy as np
 import pytest
 from serving_policies import LinearPolicy
 
-from tfrl.env.policy_client import PolicyClient
-from tfrl.env.policy_server_checks import reference_batch
-from tfrl.env.policy_server_input import PolicyServerInput
-from tfrl.env.wire_format import dumps
+from tfrl.serving.policy_client import PolicyClient
+from tfrl.serving.policy_server_checks import reference_batch
+from tfrl.serving.policy_server_input import PolicyServerInput
+from tfrl.serving.wire_format import dumps
 from tfrl.offline.io_context import IOContext
 from tfrl.policy.sample_batch import SampleBatch
 
@@ -310,7 +310,7 @@ def test_bad_client_arguments_raise(kwargs, message):
 
 def test_port_taken_is_logged_like_rllib(caplog):
     with make_server() as server:
-        with caplog.at_level(logging.ERROR, logger="tfrl.env.policy_server_input"):
+        with caplog.at_level(logging.ERROR, logger="tfrl.serving.policy_server_input"):
             with pytest.raises(OSError, match="Creating a PolicyServer on"):
                 PolicyServerInput(IOContext(), HOST, server.server_port, policy=LinearPolicy())
     assert f"Creating a PolicyServer on {HOST}:{server.server_port} failed!" in caplog.messages

@@ -9,7 +9,7 @@ import tensorflow as tf
 
 from tfrl.algorithms.ppo.ppo_tf_policy import PPOTFPolicy
 from tfrl.data.sample_batch import SampleBatch, concat_samples
-from tfrl.env import wire_format
+from tfrl.serving import wire_format
 from tfrl.evaluation.rollout_worker import RolloutWorker
 from tfrl.models.catalog import MODEL_DEFAULTS, ModelCatalog, merge_model_config
 from tfrl.models.tf.visionnet import VisionNetwork, image_layout

@@ -7,7 +7,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from tfrl.env.wire_format import WireFormatError, dumps, encodable_subset, loads
+from tfrl.serving.wire_format import WireFormatError, dumps, encodable_subset, loads
 from tfrl.policy.multi_agent_batch import MultiAgentBatch
 from tfrl.policy.sample_batch import SampleBatch
 

@@ -28,7 +28,9 @@ def observation_error(space: Optional[gym.Space], obs: Any, *,
     """Returns why `obs` does not have the structure and shapes of `space`, or None.
 
     Bounds are not checked (simulators legitimately step slightly outside them); the
-    structure (Dict keys, Tuple length), leaf shapes and numeric dtypes are.
+    structure (Dict keys, Tuple length), leaf shapes and numeric dtypes are, and so is
+    the range of the float dtype a Box stores values in: a finite float64 such as 1e39
+    would become inf in a float32 batch, so it is refused here, where it enters.
 
     Args:
         space: The observation space; None accepts anything.
@@ -70,8 +72,42 @@ def observation_error(space: Optional[gym.Space], obs: Any, *,
         if arr.shape != space.shape:
             return (f"{what} has shape {arr.shape}, expected {space.shape} "
                     f"(the {_name(what)} space is {space})")
+        if isinstance(space, gym.spaces.Box) and arr.dtype.kind == "f":
+            # Only finite values: NaN and inf observations are the samplers' to refuse.
+            problem = range_error(np.where(np.isfinite(arr), arr, 0), what, space.dtype)
+            return problem and f"{problem} (the space is {space})"
         return None
     return None if space.contains(obs) else f"{what} {_describe(obs)} is not in {space}"
+
+
+def range_error(value: Any, what: str, dtype: Any) -> Optional[str]:
+    """Where the floats of `value` (an array or number) overflow the float `dtype` they
+    will be stored in (e.g. 1e39 or 1e300 for float32: finite as Python floats, inf once
+    cast), or None (also for non-float dtypes). NaN is not flagged; inf is.
+
+    Example:
+        >>> range_error(np.float64(1e39), "reward", np.float32)
+        'reward is 1e+39, outside the float32 range [-3.4028235e+38, 3.4028235e+38] it is stored in'
+    """
+    if dtype is None or np.dtype(dtype).kind != "f":
+        return None
+    arr = np.asarray(value)
+    if arr.dtype.kind not in "fc" or arr.size == 0:
+        return None
+    limit = float(np.finfo(dtype).max)
+    if arr.dtype.kind == "f" and np.finfo(arr.dtype).max <= limit:
+        return None
+    bad = np.abs(arr) > limit
+    if not bad.any():
+        return None
+    stored = np.dtype(dtype).name
+    text = str(np.finfo(dtype).max)
+    span = f"the {stored} range [-{text}, {text}]"
+    if arr.ndim == 0:
+        return f"{what} is {arr.item()!r}, outside {span} it is stored in"
+    index = tuple(int(i) for i in np.argwhere(bad)[0])
+    where = what + "".join(f"[{i}]" for i in index)
+    return f"{where} is {arr[index].item()!r}, outside {span} {what} is stored in"
 
 
 def action_error(space: Optional[gym.Space], action: Any) -> Optional[str]:

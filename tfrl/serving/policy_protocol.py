@@ -1,7 +1,7 @@
 """The request protocol between PolicyClient and PolicyServerInput.
 
 Every request is an HTTP POST whose body is one wire-format object (see
-`tfrl.env.wire_format`) with a `"command"` key and the command's arguments; the
+`tfrl.serving.wire_format`) with a `"command"` key and the command's arguments; the
 response is a wire-format object too (HTTP 200), or `{"error": message}` with HTTP
 400 for bad requests (malformed, or data the server refuses, naming the field), 401
 for a missing/wrong `Authorization: Bearer <token>` (servers with a token), 411/413

@@ -40,9 +40,9 @@ import gymnasium as gym
 import numpy as np
 import tree
 
-from tfrl.env import policy_protocol as P
+from tfrl.serving import policy_protocol as P
 from tfrl.env.single_agent_episode import SingleAgentEpisode
-from tfrl.env.space_checks import observation_error
+from tfrl.env.space_checks import observation_error, range_error
 from tfrl.data.sample_batch import MultiAgentBatch, SampleBatch
 
 logger = logging.getLogger(__name__)
@@ -104,30 +104,6 @@ def nonfinite_error(value: Any, what: str, dtype: Any = None) -> Optional[str]:
         where = what + "".join(f"[{i}]" for i in index)
         return f"{where} holds a non-finite number ({arr[index].item()!r})"
     return range_error(arr, what, dtype)
-
-
-def range_error(value: Any, what: str, dtype: Any) -> Optional[str]:
-    """Where the finite floats of `value` (an array or number) overflow the float `dtype`
-    they will be stored in (e.g. 1e39 for float32), or None (also for non-float dtypes)."""
-    if dtype is None or np.dtype(dtype).kind != "f":
-        return None
-    arr = np.asarray(value)
-    if arr.dtype.kind not in "fc" or arr.size == 0:
-        return None
-    limit = float(np.finfo(dtype).max)
-    if arr.dtype.kind == "f" and np.finfo(arr.dtype).max <= limit:
-        return None
-    bad = np.abs(arr) > limit
-    if not bad.any():
-        return None
-    stored = np.dtype(dtype).name
-    text = str(np.finfo(dtype).max)
-    span = f"the {stored} range [-{text}, {text}]"
-    if arr.ndim == 0:
-        return f"{what} is {arr.item()!r}, outside {span} it is stored in"
-    index = tuple(int(i) for i in np.argwhere(bad)[0])
-    where = what + "".join(f"[{i}]" for i in index)
-    return f"{where} is {arr[index].item()!r}, outside {span} {what} is stored in"
 
 
 def batch_error(space: gym.Space, batch: Any, what: str, *, integral: bool = False

@@ -10,11 +10,11 @@ import queue
 import threading
 from typing import Any, Dict, Mapping, Optional
 
-from tfrl.env import policy_protocol as P
-from tfrl.env.policy_server_checks import (BatchValidator, InvalidData, episode_metrics_error,
+from tfrl.serving import policy_protocol as P
+from tfrl.serving.policy_server_checks import (BatchValidator, InvalidData, episode_metrics_error,
                                            nonfinite_error, observation_problem, reward_error,
                                            space_range_error)
-from tfrl.env.wire_format import encodable_subset
+from tfrl.serving.wire_format import encodable_subset
 from tfrl.data.rollout_metrics import RolloutMetrics
 
 _METRICS_FIELDS = frozenset(RolloutMetrics._fields)
@@ -107,7 +107,7 @@ class PolicyServerCommands:
             BadRequest / ValueError / TypeError: For bad requests (HTTP 400): malformed
                 ones, and data the sampler would refuse from an env (non-finite numbers,
                 observations/actions outside their spaces, batches a policy cannot
-                train on); see `tfrl.env.policy_server_checks`.
+                train on); see `tfrl.serving.policy_server_checks`.
             queue.Full: If the sample queue is full (HTTP 503, retry later).
             TimeoutError: If no action was computed in time (HTTP 504).
             RuntimeError: If the server is stopping (HTTP 503).

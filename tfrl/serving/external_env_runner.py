@@ -24,8 +24,9 @@ from typing import Any, Callable, Dict, List, Optional
 
 from tfrl.env.external_env import ExternalEnv
 from tfrl.env.external_multi_agent_env import ExternalMultiAgentEnv
-from tfrl.env.policy_server_checks import space_range_error
+from tfrl.serving.policy_server_checks import space_range_error
 from tfrl.data.single_agent_episode import SingleAgentEpisode
+from tfrl.policy.policy_config import policy_default
 from tfrl.env.space_checks import action_error, observation_error
 from tfrl.data.sample_batch import MultiAgentBatch
 from tfrl.data.sample_batch import concat_samples
@@ -257,7 +258,7 @@ class ExternalEnvRunner:
 
     def _explore(self, pid: str) -> bool:
         config = getattr(self.policies[pid], "config", None) or {}
-        return bool(config.get("explore", True))
+        return bool(config.get("explore", policy_default("explore")))
 
     def _act(self, to_act: dict, off_policy: dict) -> None:
         actions_to_send = defaultdict(dict)
