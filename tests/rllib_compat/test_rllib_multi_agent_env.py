@@ -201,11 +201,6 @@ def test_multi_agent_sample_with_horizon():
     assert batch.count == 50
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Not yet (not a deliberate difference): RLlib's multi-agent `t` column is the env "
-    "step of the episode and an agent still alive when the episode ends gets a last row; "
-    "tfrl's `t` counts the agent's own steps, and the batch (5 agent rows for 6 env "
-    "steps) is refused by MultiAgentBatch's env_steps <= agent_steps check."))
 def test_sample_from_early_done_env():
     ev = RolloutWorker(
         env_creator=lambda _: EarlyDoneMultiAgent(),
@@ -225,12 +220,6 @@ def test_sample_from_early_done_env():
     assert ag0_ts[-1] == ag1_ts[-1]
 
 
-@pytest.mark.xfail(run=False, strict=True, reason=(
-    "Not yet (not run: it hangs). FlexAgentsMultiAgent reaches a state where its one live agent is "
-    "never observed again and the episode never ends; RLlib keeps stepping the env with "
-    "no actions and counts those env steps (batches of env steps without agent rows), "
-    "tfrl's sampler counts only env steps with an observed agent, so sample() never "
-    "returns."))
 def test_multi_agent_with_flex_agents():
     register_env("flex_agents_multi_agent_cartpole", lambda _: FlexAgentsMultiAgent())
     pg = PG(env="flex_agents_multi_agent_cartpole",
@@ -242,11 +231,6 @@ def test_multi_agent_with_flex_agents():
     pg.stop()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Not yet (not a deliberate difference): at a fragment cut RLlib keeps an agent's "
-    "last action without its next observation out of the batch (42 of 50 rows) and "
-    "its multi-agent `t` column is the env step; tfrl emits 50 rows and counts `t` per "
-    "agent."))
 def test_multi_agent_sample_round_robin():
     ev = RolloutWorker(
         env_creator=lambda _: RoundRobinMultiAgent(5, increment_obs=True),

@@ -110,7 +110,7 @@ class AgentCollector:
         prev_columns: `(record prev_actions, record prev_rewards)`.
     """
 
-    __slots__ = ("agent_index", "policy_id", "prev_columns", "rows", "t", "last_action",
+    __slots__ = ("agent_index", "policy_id", "prev_columns", "rows", "last_action",
                  "last_reward", "pending", "pending_reward")
 
     def __init__(self, agent_index: int, policy_id: str, prev_columns: tuple):
@@ -118,7 +118,6 @@ class AgentCollector:
         self.policy_id = policy_id
         self.prev_columns = prev_columns
         self.rows: List[tuple] = []
-        self.t = 0  # timestep of the next row
         self.last_action: Any = None  # the action before the chunk's first row
         self.last_reward = 0.0
         # (obs, action, extras, state_in, state_out) waiting for the next observation.
@@ -126,16 +125,20 @@ class AgentCollector:
         self.pending_reward = 0.0  # rewards given while the agent was not observed
 
     def restart(self) -> None:
-        """Starts the agent's next (soft-reset) episode: `t` from 0, no previous action
-        or reward."""
-        self.t, self.last_action, self.last_reward = 0, None, 0.0
+        """Starts the agent's next (soft-reset) episode: no previous action or reward."""
+        self.last_action, self.last_reward = None, 0.0
 
     def add_row(self, new_obs: Any, reward: float, terminated: bool, truncated: bool,
-                info: dict) -> None:
-        """Completes the pending step with what the env returned for it."""
+                info: dict, t: int) -> None:
+        """Completes the pending step with what the env returned for it.
+
+        `t` is the row's timestep: the env step of the episode at which `new_obs`
+        arrived, minus one (RLlib's multi-agent `t`: env steps, not the agent's own
+        step count, so agents acting in turn have gaps in `t`).
+        """
         obs, action, extras, state_in, state_out = self.pending
         self.rows.append((obs, new_obs, action, reward + self.pending_reward, terminated,
-                          truncated, info, extras, state_in, state_out))
+                          truncated, info, extras, state_in, state_out, t))
         self.pending = None
         self.pending_reward = 0.0
 
@@ -153,7 +156,8 @@ class AgentCollector:
         """The chunk's columns as a SampleBatch; starts a new, empty chunk."""
         rows, self.rows = self.rows, []
         n = len(rows)
-        obs, new_obs, actions, rewards, terms, truncs, infos, extras, s_in, s_out = zip(*rows)
+        (obs, new_obs, actions, rewards, terms, truncs, infos, extras, s_in, s_out,
+         ts) = zip(*rows)
         actions = _stack(list(actions))
         raw_rewards = np.asarray(rewards, np.float64)
         terms = np.asarray(terms, bool)
@@ -170,7 +174,7 @@ class AgentCollector:
             Columns.EPS_ID: np.full(n, eps_id, np.int64),
             Columns.UNROLL_ID: np.full(n, unroll_id, np.int64),
             Columns.AGENT_INDEX: np.full(n, self.agent_index, np.int64),
-            Columns.T: np.arange(self.t, self.t + n, dtype=np.int64),
+            Columns.T: np.asarray(ts, np.int64),
             Columns.ENV_ID: np.full(n, env_id) if isinstance(env_id, (int, np.integer))
             else _object_array([env_id] * n),
         }
@@ -188,7 +192,6 @@ class AgentCollector:
         for i in range(len(s_in[0] or ())):
             data[f"state_in_{i}"] = np.stack([s[i] for s in s_in])
             data[f"state_out_{i}"] = np.stack([s[i] for s in s_out])
-        self.t += n
         return sample_batch_from_columns(data, n)
 
 

@@ -196,7 +196,7 @@ class SamplingLoop(LoopCore):
                 keep = not ((self.no_done_at_end and episode_end)
                             or (hit_horizon and self.soft_horizon))
                 coll.add_row(obs_row, 0.0 if reward is None else reward, term and keep,
-                             trunc and keep, info)
+                             trunc and keep, info, episode.length - 1)
                 rows += 1
             episode.set_last_observation(agent_id, obs_row)
             episode.set_last_raw_obs(agent_id, raw)
@@ -204,7 +204,12 @@ class SamplingLoop(LoopCore):
             episode.set_last_done(agent_id, term, trunc)
             if not (own_term or own_trunc or (hit_horizon and not self.soft_horizon)):
                 to_eval.setdefault(pid, []).append((env_id, agent_id, obs_row))
-        self.count_steps(1 if stepped and rows else 0, rows)
+        if episode_end and not (hit_horizon and self.soft_horizon):
+            rows += self._close_unobserved(state, agent_obs, all_term,
+                                           all_trunc or hit_horizon)
+        # Every env step counts, also one with no agent observed (or none with a row),
+        # as in RLlib: an env that observes no agent for a while still fills fragments.
+        self.count_steps(1 if stepped else 0, rows)
         if state.new:
             state.new = False
             self.episode_started(episode, env_id)
@@ -214,6 +219,23 @@ class SamplingLoop(LoopCore):
             self._end_episode(env_id, state, hit_horizon, to_eval)
         if self.fragment_full():
             self._cut_fragment()
+
+    def _close_unobserved(self, state: _EnvState, agent_obs: dict, term: bool,
+                          trunc: bool) -> int:
+        """At the episode's end, gives each agent that acted but got no observation since
+        (still alive when the episode ended) a last row, as RLlib does: its next
+        observation is its last one, with the episode's done flags. Returns the rows
+        added."""
+        episode = state.episode
+        keep = not self.no_done_at_end
+        added = 0
+        for agent_id, coll in state.collectors.items():
+            if coll.pending is None or agent_id in agent_obs:
+                continue
+            coll.add_row(episode.last_observation_for(agent_id), 0.0, term and keep,
+                         trunc and keep, {}, episode.length - 1)
+            added += 1
+        return added
 
     # ---------------------------------------------------------------- episodes
     def _build_chunks(self, state: _EnvState) -> Dict[Any, tuple]:
