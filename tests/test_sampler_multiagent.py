@@ -33,11 +33,15 @@ def test_agents_are_routed_to_their_policies():
     assert a["actions"].tolist() == [0, 1, 2, 0, 1]
     assert a["rewards"].tolist() == [1.0, 3.0, 5.0, 4.0, 6.0]
     assert a["terminateds"].tolist() == [False] * 4 + [True]
-    assert a["agent_index"].tolist() == [0] * 5 and b["agent_index"].tolist() == [1, 1]
+    assert a["agent_index"].tolist() == [0] * 5 and b["agent_index"].tolist() == [1] * 3
     # "b" acts at t = 0, 2, 4; the reward of its action arrives while it is unobserved
-    # and is added to its next row; its last action's reward (episode over) is dropped.
-    assert b["actions"].tolist() == [1, 0] and b["obs"][:, 0].tolist() == [0, 2]
-    assert b["new_obs"][:, 0].tolist() == [2, 4] and b["rewards"].tolist() == [2.0, 3.0]
+    # and is added to its next row. It is still alive, unobserved, when the episode ends:
+    # as in RLlib it gets a last row (new_obs = its last obs) carrying the reward of its
+    # last action and the episode's done flag, so no reward is lost.
+    assert b["actions"].tolist() == [1, 0, 2] and b["obs"][:, 0].tolist() == [0, 2, 4]
+    assert b["new_obs"][:, 0].tolist() == [2, 4, 4]
+    assert b["rewards"].tolist() == [2.0, 3.0, 7.0]
+    assert b["terminateds"].tolist() == [False, False, True]
     assert envs[0].received[:2] == [{"a": 0, "b": 1}, {"a": 1}]
     metrics = sampler.get_metrics()
     assert metrics[0].agent_rewards == {("a", "pa"): 19.0, ("b", "pb"): 12.0}
@@ -60,7 +64,7 @@ def test_postprocessing_sees_the_other_agents():
     batch_a, others, episode = worker.policy_map["pa"].postprocessed[0]
     assert list(others) == ["b"]
     policy_b, batch_b = others["b"]
-    assert policy_b is worker.policy_map["pb"] and batch_b.count == 2
+    assert policy_b is worker.policy_map["pb"] and batch_b.count == 3
     assert episode.length == 5 and episode.get_agents() == ["a", "b"]
 
 
