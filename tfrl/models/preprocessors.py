@@ -105,7 +105,11 @@ class NoPreprocessor(Preprocessor):
 
 
 class OneHotPreprocessor(Preprocessor):
-    """One-hot encodes Discrete (length n) and MultiDiscrete (length sum(nvec)) obs."""
+    """One-hot encodes Discrete (length n) and MultiDiscrete (length sum(nvec)) obs.
+
+    A multi-dimensional MultiDiscrete (nvec of shape [d1, d2, ...]) is flattened in C
+    order first, as RLlib does: one vector of length nvec.sum().
+    """
 
     def _init_shape(self, obs_space, options):
         if isinstance(obs_space, gym.spaces.Discrete):
@@ -114,12 +118,14 @@ class OneHotPreprocessor(Preprocessor):
 
     def transform_batch(self, obs_batch: Any) -> np.ndarray:
         batch = np.asarray(self._batch(obs_batch))
-        item_ndim = 0 if isinstance(self._obs_space, gym.spaces.Discrete) else 1
-        if batch.ndim != item_ndim + 1:
+        # A MultiDiscrete item has the rank of its nvec (multi-dimensional nvec allowed).
+        item_shape = () if isinstance(self._obs_space, gym.spaces.Discrete) else tuple(
+            self._obs_space.nvec.shape)
+        if batch.ndim != len(item_shape) + 1:
             raise ValueError(
                 f"Observation batch of the wrong rank. Received: shape={batch.shape}. "
-                f"Expected rank {item_ndim + 1} ([B{', k' if item_ndim else ''}]) for "
-                f"{self._obs_space}."
+                f"Expected rank {len(item_shape) + 1} "
+                f"([B{''.join(', ' + str(d) for d in item_shape)}]) for {self._obs_space}."
             )
         return space_utils.one_hot(batch, self._obs_space)  # [B, size]
 
