@@ -47,7 +47,11 @@ def make_simple_serving(multiagent, superclass):
                 obs, reward, terminated, truncated, info = self.env.step(action)
                 if multiagent:
                     self.log_returns(eid, reward)
-                    done = terminated["__all__"] or truncated["__all__"]
+                    # RLlib's loop tests `if done:` on the env's done *dict*, which is
+                    # never empty: every multi-agent episode ends after one step. Kept as
+                    # RLlib wrote it (its counts, e.g. 40 rows in complete_episodes,
+                    # depend on it).
+                    done = bool(terminated) or bool(truncated)
                 else:
                     self.log_returns(eid, reward, info=info)
                     done = terminated or truncated

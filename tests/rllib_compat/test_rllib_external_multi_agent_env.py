@@ -2,7 +2,9 @@
 
 Read at commit 30e84dfabdb333a89449c691334ea441fbbc6a2d (the spec's 1.x RolloutWorker
 keywords; gym API). The serving env drives the gymnasium `BasicMultiAgent` of
-`compat_envs` (`make_simple_serving` of the external-env port).
+`compat_envs` (`make_simple_serving` of the external-env port). As in RLlib, the
+multi-agent serving loop ends the episode after every step (it tests the truthiness of
+the done dict): complete_episodes then packs ten 1-step episodes of 4 agent rows (40).
 
 Covers: test_external_multi_agent_env_complete_episodes,
 test_external_multi_agent_env_truncate_episodes, test_external_multi_agent_env_sample.
@@ -24,9 +26,6 @@ RLLIB_COMMIT = "30e84dfabdb333a89449c691334ea441fbbc6a2d"
 SimpleMultiServing = make_simple_serving(True, ExternalMultiAgentEnv)
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Not yet understood: with complete_episodes tfrl returns the whole first episode "
-    "(25 env steps x 4 agents = 100 rows of the default policy); RLlib expects 40."))
 def test_external_multi_agent_env_complete_episodes():
     agents = 4
     ev = RolloutWorker(env_creator=lambda _: SimpleMultiServing(BasicMultiAgent(agents)),
