@@ -18,8 +18,11 @@ class Recorder(DefaultCallbacks):
 
     def on_episode_start(self, *, worker, base_env, policies, episode, env_index, **kwargs):
         assert episode.env_id == env_index and "default_policy" in policies
+        # As in RLlib, the hook sees the raw reset observation and infos, not yet the
+        # (preprocessed) observation.
+        assert episode.last_observation_for() is None
         self.events.append(("start", env_index, episode.episode_id, episode.length,
-                            episode.last_observation_for().tolist()))
+                            np.asarray(episode.last_raw_obs_for(), np.float64).tolist()))
 
     def on_episode_step(self, *, episode, env_index, **kwargs):
         self.events.append(("step", env_index, episode.episode_id, episode.length,

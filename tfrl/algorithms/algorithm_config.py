@@ -204,6 +204,10 @@ class AlgorithmConfig(PolicyConfig, Mapping[str, Any], metaclass=_ConfigMeta):
     worker_health_probe_timeout_s: float = 60.0
     custom_vector_env: Any = None
     sample_collector: Any = None
+    # RLlib 2.x's switch between its two samplers (`env_runners(enable_connectors=...)`).
+    # tfrl has one sampler (RLlib's `Episode`-based one, which `False` selects in RLlib);
+    # either value samples the same batches. Accepted so that 2.x configs build.
+    enable_connectors: bool = False
     fake_sampler: bool = False
     extra_python_environs_for_driver: dict = _field({})
     extra_python_environs_for_worker: dict = _field({})

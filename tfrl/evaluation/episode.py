@@ -282,7 +282,10 @@ class Episode:
         self.agent_rewards.clear()
         if length:
             self.agent_rewards[agent_id, self.policy_for(agent_id)] = total_reward
-        self._agent_reward_history[agent_id] = recent_rewards
+        if recent_rewards:
+            self._agent_reward_history[agent_id] = recent_rewards
+        else:  # no reward yet: no history entry (as the generic loop leaves it)
+            self._agent_reward_history.pop(agent_id, None)
         self._agent_to_last_obs[agent_id] = obs
         self._agent_to_last_raw_obs[agent_id] = raw_obs
         self._agent_to_last_info[agent_id] = info

@@ -66,7 +66,7 @@ _OTHER_WORKER_KEYS = (
     "exploration_config", "restart_failed_sub_environments",
     "metrics_episode_collection_timeout_s", "extra_python_environs_for_driver",
     "extra_python_environs_for_worker", "render_env", "custom_vector_env",
-    "sample_collector", "_disable_preprocessor_api", "seed", "multiagent",
+    "sample_collector", "enable_connectors", "_disable_preprocessor_api", "seed", "multiagent",
     "input", "input_evaluation", "output", "output_format", "output_compress_columns",
     "output_max_file_size", "shuffle_buffer_size", "postprocess_inputs", "disable_env_checking", "evaluation_config",
     "evaluation_interval", "evaluation_num_workers", "evaluation_duration",

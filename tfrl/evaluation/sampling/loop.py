@@ -178,6 +178,11 @@ class SamplingLoop(LoopCore):
             coll = state.collectors.get(agent_id)
             if agent_id not in agent_obs and coll is not None and reward is not None:
                 coll.pending_reward += reward
+        # As RLlib: the env's common info under "__common__", each poll.
+        episode.set_last_info("__common__", env_infos.get("__common__", {}))
+        # A new episode's on_episode_start sees the raw reset observations and infos only
+        # (RLlib's order): its observations and done flags are recorded after the hook.
+        deferred = []
         for agent_id, raw in agent_obs.items():
             obs_row, _ = filtered[env_id, agent_id]
             coll = state.collectors.get(agent_id)
@@ -198,10 +203,13 @@ class SamplingLoop(LoopCore):
                 coll.add_row(obs_row, 0.0 if reward is None else reward, term and keep,
                              trunc and keep, info, episode.length - 1)
                 rows += 1
-            episode.set_last_observation(agent_id, obs_row)
             episode.set_last_raw_obs(agent_id, raw)
             episode.set_last_info(agent_id, info)
-            episode.set_last_done(agent_id, term, trunc)
+            if state.new:
+                deferred.append((agent_id, obs_row, term, trunc))
+            else:
+                episode.set_last_observation(agent_id, obs_row)
+                episode.set_last_done(agent_id, term, trunc)
             if not (own_term or own_trunc or (hit_horizon and not self.soft_horizon)):
                 to_eval.setdefault(pid, []).append((env_id, agent_id, obs_row))
         if episode_end and not (hit_horizon and self.soft_horizon):
@@ -213,6 +221,9 @@ class SamplingLoop(LoopCore):
         if state.new:
             state.new = False
             self.episode_started(episode, env_id)
+            for agent_id, obs_row, term, trunc in deferred:
+                episode.set_last_observation(agent_id, obs_row)
+                episode.set_last_done(agent_id, term, trunc)
         elif self.callbacks_step:
             self.episode_step(episode, env_id)
         if episode_end:

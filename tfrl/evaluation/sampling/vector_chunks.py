@@ -231,7 +231,8 @@ class ChunkBuffer:
 
     # ------------------------------------------------------------- episodes
     def sync_episode(self, episode: Any, agent_id: Any, i: int, raw_obs: Any,
-                     terminated: bool, truncated: bool, first: bool = False) -> None:
+                     terminated: bool, truncated: bool, first: bool = False,
+                     before_start: bool = False) -> None:
         """Brings sub-env `i`'s Episode up to date with the current slot.
 
         Args:
@@ -243,9 +244,20 @@ class ChunkBuffer:
             truncated: The agent's last `truncated` flag.
             first: The current slot holds the episode's reset observation (no action
                 led to it).
+            before_start: Only what RLlib's `on_episode_start` sees (with `first`): the
+                raw reset observation and the infos; the observation and done flags
+                come with the next (full) sync.
         """
         t = self.t
         buf = self._buf
+        if before_start:
+            info = buf[Columns.INFOS][t, i]
+            if info is None:
+                info = buf[Columns.INFOS][t, i] = {}
+            episode.set_last_raw_obs(agent_id, raw_obs)
+            episode.set_last_info(agent_id, info)
+            episode.set_last_info("__common__", {})
+            return
         length = int(self.lengths[i])
         if length:
             rewards = buf[Columns.REWARDS]

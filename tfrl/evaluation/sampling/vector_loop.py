@@ -224,13 +224,15 @@ class VectorSamplingLoop(LoopCore):
                                  self.callbacks, self.worker, self.output,
                                  self.callbacks_postprocess)
 
-    def _sync(self, i: int, first: bool = False, horizon: bool = False) -> None:
+    def _sync(self, i: int, first: bool = False, horizon: bool = False,
+              before_start: bool = False) -> None:
         """Brings sub-env `i`'s Episode up to date with the arrays."""
         vp = self._vp  # the current poll
         self.chunks.sync_episode(
             self._episodes[i], _AGENT, i, row(self._raw_obs, i),
             terminated=(not first) and bool(vp.terminateds[i]),
-            truncated=(not first) and (horizon or bool(vp.truncateds[i])), first=first)
+            truncated=(not first) and (horizon or bool(vp.truncateds[i])), first=first,
+            before_start=before_start)
 
     # -------------------------------------------------------------- events
     def _process_events(self, first: np.ndarray, hit: np.ndarray, events: np.ndarray,
@@ -282,9 +284,11 @@ class VectorSamplingLoop(LoopCore):
         episode = self._episodes[i]
         if first:
             self.chunks.start_chunk_after_current(i)
+            if self.callbacks_start:  # (RLlib's hook sees the raw obs and infos only)
+                self._sync(i, first=True, before_start=True)
+            self.episode_started(episode, i)
             if self.callbacks_start:
                 self._sync(i, first=True)
-            self.episode_started(episode, i)
             return
         if self.callbacks_step:
             self._sync(i)
