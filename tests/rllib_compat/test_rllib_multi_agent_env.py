@@ -220,12 +220,6 @@ def test_sample_from_early_done_env():
     assert ag0_ts[-1] == ag1_ts[-1]
 
 
-@pytest.mark.xfail(run=False, strict=True, reason=(
-    "Not yet (not run: it can hang). tfrl now counts every env step, also those in which "
-    "no agent is observed (as RLlib), but FlexAgentsMultiAgent (Python's unseeded "
-    "`random`) can reach a state where no live agent is ever observed again and "
-    "`__all__` never comes: an endless episode, which PG's complete_episodes batch mode "
-    "never closes. How RLlib's sampler ends that episode is not yet established."))
 def test_multi_agent_with_flex_agents():
     register_env("flex_agents_multi_agent_cartpole", lambda _: FlexAgentsMultiAgent())
     pg = PG(env="flex_agents_multi_agent_cartpole",
