@@ -49,7 +49,7 @@ from tfrl.offline.input_creators import DEFAULT_INPUT, check_input_config
 from tfrl.offline.json_writer import DEFAULT_MAX_FILE_SIZE
 from tfrl.offline.output_creators import DEFAULT_OUTPUT_FORMAT, check_output_config
 from tfrl.policy.policy_config import PolicyConfig
-from tfrl.utils.config_keys import check_keys
+from tfrl.utils.config_keys import UnknownKeyError, check_keys, closest_key
 from tfrl.utils.config_values import (
     AT_LEAST_ONE, NON_NEGATIVE, SCHEDULE, UNIT_INTERVAL, check_value)
 
@@ -325,6 +325,11 @@ class AlgorithmConfig(PolicyConfig, Mapping[str, Any], metaclass=_ConfigMeta):
         return True  # a config is truthy, as before it read as a dict (no to_dict() call)
 
     def __setitem__(self, key: str, value: Any) -> None:
+        if key == "multiagent":  # RLlib's message for this key (RLlib refuses it too)
+            raise dataclasses.FrozenInstanceError(
+                "Cannot set `multiagent` key in an AlgorithmConfig! Use "
+                "config.multi_agent(policies=..., policy_mapping_fn=...), which returns a "
+                "new config (tfrl's configs are always frozen).")
         raise dataclasses.FrozenInstanceError(
             f"Cannot set item [{key!r}] of an already frozen AlgorithmConfig "
             f"({type(self).__name__}): tfrl's configs are always frozen. Use "
@@ -554,8 +559,33 @@ class AlgorithmConfig(PolicyConfig, Mapping[str, Any], metaclass=_ConfigMeta):
         return self.replace(callbacks=callbacks_class)
 
     def multi_agent(self, **kwargs) -> "AlgorithmConfig":
-        """Updates the `multiagent` subdict (`policies`, `policy_mapping_fn`, ...)."""
-        check_keys(kwargs, self.multiagent.keys(), "multi_agent()")
+        """Updates the `multiagent` subdict (`policies`, `policy_mapping_fn`, ...).
+
+        Raises (as RLlib): `UnknownKeyError` (a TypeError) for an unknown keyword,
+        KeyError for a policy ID that is not a str, ValueError for a `count_steps_by`
+        other than "env_steps" or "agent_steps".
+        """
+        unknown = [k for k in kwargs if k not in self.multiagent]
+        if unknown:
+            suggestion = closest_key(unknown[0], self.multiagent)
+            hint = f" Did you mean {suggestion!r}?" if suggestion else ""
+            raise UnknownKeyError(
+                f"Unknown multi_agent() key {unknown[0]!r}: multi_agent() got an unexpected "
+                f"keyword argument {unknown[0]!r}.{hint} Valid keys are: "
+                f"{', '.join(sorted(self.multiagent))}.")
+        policies = kwargs.get("policies")
+        if isinstance(policies, (dict, set, list, tuple)):
+            for pid in policies:
+                if not isinstance(pid, str):
+                    raise KeyError(
+                        f"Policy IDs must always be of type `str`, but policy ID {pid!r} is "
+                        f"of type {type(pid).__name__}. Name the policies with strings "
+                        "(e.g. str(pid)) and map agents to them in policy_mapping_fn.")
+        count_steps_by = kwargs.get("count_steps_by", "env_steps")
+        if count_steps_by not in ("env_steps", "agent_steps"):
+            raise ValueError(
+                "config.multi_agent(count_steps_by=..) must be one of [env_steps|"
+                f"agent_steps], not {count_steps_by!r}.")
         return self.replace(multiagent={**self.multiagent, **kwargs})
 
     def build(self, env: Any = None) -> Any:
