@@ -8,6 +8,8 @@ import pytest
 from tfrl.env import registry
 from tfrl.env.env_context import EnvContext
 from tfrl.env.registry import get_env_creator, make_gymnasium_vector_env, register_env
+from tfrl.examples.envs.stateless_cartpole import StatelessCartPole
+from tfrl.utils.error import EnvError
 
 
 @pytest.fixture(autouse=True)
@@ -113,6 +115,15 @@ def test_unknown_env_name_names_the_close_matches():
         get_env_creator("my_cartpol")
     with pytest.raises(ValueError, match=r"Unknown env 'zzzzqqq'.*register_env\('zzzzqqq'"):
         get_env_creator("zzzzqqq")
+
+
+def test_a_full_class_path_names_the_env_class_as_in_rllib():
+    assert get_env_creator("tfrl.examples.envs.stateless_cartpole.StatelessCartPole") \
+        is StatelessCartPole
+    # An unknown class or module in the path: EnvError (a ValueError), RLlib's phrase.
+    for path in ("tfrl.examples.envs.stateless_cartpole.NoSuchEnv", "no_such_pkg.mod.Env"):
+        with pytest.raises(EnvError, match=r"The env string you provided \('" + path):
+            get_env_creator(path)
 
 
 def test_env_that_is_neither_a_name_nor_callable_is_a_type_error():

@@ -9,7 +9,9 @@ function `EnvContext -> env`, trying in order:
 3. a gymnasium id, made with `gymnasium.make(id, **env_config)`. The ids of env suites
    whose package registers them with gymnasium only when asked (`"ALE/..."`: ale-py,
    the `atari` extra; `"MinAtar/..."`: minatar) work without importing the package
-   first: it is imported and registered on first use, in every process that makes one.
+   first: it is imported and registered on first use, in every process that makes one;
+4. the full path of an env class (`"my_package.my_module.MyEnv"`, RLlib's form), called
+   with the `EnvContext`.
 
 Example:
     >>> import gymnasium as gym
@@ -27,6 +29,7 @@ from typing import Any, Callable, Dict, Optional, Union
 import gymnasium as gym
 
 from tfrl.env.env_context import EnvContext
+from tfrl.utils.error import EnvError
 
 EnvCreator = Callable[[EnvContext], Any]
 
@@ -105,8 +108,10 @@ def get_env_creator(env: Union[str, EnvCreator]) -> EnvCreator:
             `"module:EnvId"`, which gymnasium imports).
 
     Raises:
-        ValueError: If `env` is a string that is neither registered nor a gymnasium
-            id; the message names the closest matches.
+        EnvError: (a ValueError) If `env` is a string that is neither registered, a
+            gymnasium id, nor the full path of an importable env class
+            ('package.module.MyEnv', which is called with the EnvContext as RLlib does);
+            the message names the closest matches.
         TypeError: If `env` is neither a string nor callable.
     """
     if isinstance(env, str):
@@ -114,14 +119,19 @@ def get_env_creator(env: Union[str, EnvCreator]) -> EnvCreator:
             return _ENV_CREATORS[env]
         if register_suite(env) or ":" in env:
             return lambda ctx: _make(env, dict(ctx))
+        env_class = _import_env_class(env)
+        if env_class is not None:
+            return env_class
         known = list(_ENV_CREATORS) + list(gym.registry)
         close = difflib.get_close_matches(env, known, n=3)
         hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
-        raise ValueError(
+        raise EnvError(
             f"Unknown env {env!r}: it is neither registered with tfrl.env.registry."
             f"register_env nor a gymnasium id.{hint} Register a creator with "
             f"register_env({env!r}, lambda env_context: MyEnv(env_context)) or pass an "
-            "env class or callable."
+            f"env class or callable. (The env string you provided ({env!r}) is neither a "
+            "registered name, a gymnasium id, nor the full path of an importable env "
+            "class such as 'my_package.my_module.MyEnv'.)"
         )
     if callable(env):
         return env
@@ -129,6 +139,21 @@ def get_env_creator(env: Union[str, EnvCreator]) -> EnvCreator:
         f"An env must be a registered name, a gymnasium id or a callable taking an "
         f"EnvContext; received {type(env).__name__}: {env!r}."
     )
+
+
+def _import_env_class(path: str) -> Optional[Callable]:
+    """The callable at a full class path 'package.module.Name' (RLlib's env strings), or
+    None if `path` is no such path (no dot, the module does not import, or it has no
+    callable of that name)."""
+    module_name, _, name = path.rpartition(".")
+    if not module_name or not name.isidentifier():
+        return None
+    try:
+        module = importlib.import_module(module_name)
+    except (ImportError, ValueError, TypeError):
+        return None
+    obj = getattr(module, name, None)
+    return obj if callable(obj) else None
 
 
 def make_gymnasium_vector_env(
