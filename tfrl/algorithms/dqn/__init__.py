@@ -6,5 +6,5 @@ from tfrl.utils.lazy_exports import lazy_exports
 # Lazy (imported on first use): the CLI reads a config class without TensorFlow.
 __getattr__, __all__ = lazy_exports(__name__, {
     "tfrl.algorithms.dqn.dqn_tf_policy": ["DQNTFPolicy"],
-    "tfrl.algorithms.dqn.dqn": ["DEFAULT_CONFIG", "DQN", "DQNConfig"],
+    "tfrl.algorithms.dqn.dqn": ["DEFAULT_CONFIG", "DQN", "DQNConfig", "DQNTrainer"],
 })

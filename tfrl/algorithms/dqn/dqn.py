@@ -36,3 +36,4 @@ DQNConfig.algo_class = DQN
 
 # RLlib 1.x name: the default config as a flat dict.
 DEFAULT_CONFIG = DQNConfig().to_dict()
+DQNTrainer = DQN  # RLlib 1.x name

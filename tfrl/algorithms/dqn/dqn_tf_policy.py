@@ -235,9 +235,13 @@ class DQNTFPolicy(TFPolicy):
     # ---------------------------------------------------------------- state
 
     def get_state(self) -> Dict[str, Any]:
-        """TFPolicy's state plus the target model's weights."""
+        """TFPolicy's state plus the target model's weights and RLlib's
+        `_exploration_state` of its EpsilonGreedy (`cur_epsilon`, `last_timestep`; both
+        follow from the global timestep, so `set_state` reads nothing from it)."""
         state = super().get_state()
         state[TARGET_WEIGHTS] = [np.array(v.numpy()) for v in self.target_model.weights]
+        state["_exploration_state"] = {"cur_epsilon": self.cur_epsilon,
+                                       "last_timestep": self.global_timestep}
         return state
 
     def set_state(self, state: Dict[str, Any]) -> None:
