@@ -581,7 +581,7 @@ class AlgorithmConfig(PolicyConfig, Mapping[str, Any], metaclass=_ConfigMeta):
                         f"Policy IDs must always be of type `str`, but policy ID {pid!r} is "
                         f"of type {type(pid).__name__}. Name the policies with strings "
                         "(e.g. str(pid)) and map agents to them in policy_mapping_fn.")
-        count_steps_by = kwargs.get("count_steps_by", "env_steps")
+        count_steps_by = kwargs.get("count_steps_by", self.multiagent["count_steps_by"])
         if count_steps_by not in ("env_steps", "agent_steps"):
             raise ValueError(
                 "config.multi_agent(count_steps_by=..) must be one of [env_steps|"
