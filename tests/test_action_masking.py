@@ -224,6 +224,12 @@ def test_pettingzoo_masks_reach_the_builtin_masking_in_tictactoe():
         w.stop()
 
 
+def test_an_observation_filter_is_refused_for_a_masking_policy():
+    with pytest.raises(ValueError, match="would normalize the mask.*observation_filter='NoFilter'"):
+        RolloutWorker(env_creator=lambda ctx: MaskedActions(), policy_spec=PGTFPolicy,
+                      policy_config={"model": TINY}, observation_filter="MeanStdFilter")
+
+
 def test_the_example_env_counts_invalid_actions():
     env = MaskedActions()
     obs, _ = env.reset(seed=0)
