@@ -164,6 +164,27 @@ def test_no_invalid_action_from_numpy_tf_and_the_exported_saved_model(tmp_path):
         greedy[1][0])
 
 
+def test_multi_discrete_actions_are_masked_per_sub_action():
+    space = gym.spaces.Dict({"action_mask": gym.spaces.MultiBinary(7),
+                             "observation": gym.spaces.Box(-1, 1, (2,))})
+    prep = ModelCatalog.get_preprocessor_for_space(space)
+    rng = np.random.default_rng(4)
+    mask = np.zeros((3000, 7), np.int8)
+    mask[np.arange(3000), rng.integers(0, 3, 3000)] = 1  # one allowed value of 3 ...
+    mask[np.arange(3000), 3 + rng.integers(0, 4, 3000)] = 1  # ... and one of 4
+    obs = prep.transform_batch({"action_mask": mask,
+                                "observation": rng.uniform(-1, 1, (3000, 2)).astype(np.float32)})
+    for inference in ("numpy", "tf"):
+        keras.utils.set_random_seed(0)
+        policy = get_algorithm_class("PPO").default_policy_class(
+            prep.observation_space, gym.spaces.MultiDiscrete([3, 4]),
+            {"model": TINY, "seed": 0, "inference": inference})
+        for explore in (True, False):
+            actions, _, _ = policy.compute_actions(obs, explore=explore)
+            assert (obs[np.arange(3000), actions[:, 0]] == 1).all(), inference
+            assert (obs[np.arange(3000), 3 + actions[:, 1]] == 1).all(), inference
+
+
 def test_dqn_acts_validly_including_epsilon_random_actions():
     policy = make_policy("DQN", hiddens=[8])
     obs = masked_observations(5000, seed=2)
