@@ -205,7 +205,8 @@ def test_dqn_acts_validly_including_epsilon_random_actions():
            "timesteps_per_iteration": 0, "num_steps_sampled_before_learning_starts": 0,
            "target_network_update_freq": 32}),
 ])
-def test_short_runs_sample_no_invalid_action_and_keep_gradients_finite(algo_class, config):
+def test_short_runs_sample_no_invalid_action_and_keep_gradients_finite(algo_class, config,
+                                                                       tmp_path):
     algo = algo_class(config={"env": ENV_ID, "model": TINY, "seed": 0, "num_workers": 0,
                               **config})
     try:
@@ -222,6 +223,13 @@ def test_short_runs_sample_no_invalid_action_and_keep_gradients_finite(algo_clas
             batch["weights"] = np.ones(batch.count, np.float32)  # replay's column
         grads, _ = policy.compute_gradients(batch)  # sample() postprocessed it
         assert all_finite(grads) and any(np.abs(g).sum() > 0 for g in grads)
+        # The trained policy's SavedModel (what `tfrl export` writes) honours the mask.
+        algo.export_policy_model(str(tmp_path / "model"))
+        loaded = tf.saved_model.load(str(tmp_path / "model"))
+        obs = masked_observations(2000, seed=5)
+        for signature in ("deterministic_action", "stochastic_action"):
+            actions = loaded.signatures[signature](obs=tf.constant(obs))["actions"].numpy()
+            assert invalid(obs, actions) == 0, signature
     finally:
         algo.stop()
 
