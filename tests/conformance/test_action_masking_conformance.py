@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 
-from conformance_helpers import ALGORITHM_NAMES, algorithm_config, supports
+from conformance_helpers import ALGORITHM_NAMES, algorithm_config, policy_twin, supports
 from tfrl.algorithms.registry import get_algorithm_class
 from tfrl.examples.envs.masked_actions import MaskedActions
 from tfrl.models.catalog import ModelCatalog
@@ -34,7 +34,8 @@ def invalid(obs, actions):
 DISCRETE = [name for name in ALGORITHM_NAMES if supports(name, "discrete")]
 
 
-@pytest.mark.parametrize("name", DISCRETE)
+# A policy twin (A3C: A2C's policy and config) runs as its twin.
+@pytest.mark.parametrize("name", [name for name in DISCRETE if policy_twin(name) is None])
 def test_every_discrete_algorithm_masks_acting_and_learns_finitely(name):
     keras.utils.set_random_seed(0)
     policy = get_algorithm_class(name).default_policy_class(
@@ -51,10 +52,12 @@ def test_every_discrete_algorithm_masks_acting_and_learns_finitely(name):
                         rewards=obs[np.arange(rows), N + actions],
                         terminateds=np.arange(rows) == rows - 1, truncateds=np.zeros(rows, bool),
                         eps_id=np.zeros(rows, np.int64), t=np.arange(rows), **extras)
+    before = policy.get_weights()
+    # The non-finite guard's default ("raise") raises on a NaN/inf loss or gradient.
     policy.learn_on_batch(policy.postprocess_trajectory(batch))
-    assert all(np.isfinite(w).all() for w in policy.get_weights())
-    after, _, _ = policy.compute_actions(obs[:-1], explore=True)
-    assert invalid(obs[:-1], after) == 0
+    after = policy.get_weights()
+    assert all(np.isfinite(w).all() for w in after)
+    assert any(not np.array_equal(a, b) for a, b in zip(before, after))  # a step applied
 
 
 def test_discrete_algorithms_are_the_expected_ones():
