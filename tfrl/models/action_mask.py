@@ -30,6 +30,7 @@ Example:
     [[1.0, -1000000000.0, 3.0]]
 """
 
+import functools
 from typing import Any, Optional, Tuple
 
 import gymnasium as gym
@@ -115,9 +116,19 @@ def apply_action_mask(values: tf.Tensor, mask: tf.Tensor) -> tf.Tensor:
     return tf.where(allowed, values, tf.constant(masked_value(values.dtype), values.dtype))
 
 
-def apply_action_mask_np(values: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """`apply_action_mask` in numpy (the same values, bit for bit)."""
-    return np.where(mask > 0.5, values, values.dtype.type(masked_value(values.dtype)))
+def apply_action_mask_np(values: np.ndarray, mask: np.ndarray, out: Optional[np.ndarray] = None
+                         ) -> np.ndarray:
+    """`apply_action_mask` in numpy (the same values, bit for bit); `out=values` masks in
+    place."""
+    if out is None:
+        out = values.copy()
+    np.copyto(out, _masked_value_np(values.dtype.str), where=mask <= 0.5)
+    return out
+
+
+@functools.lru_cache(maxsize=None)
+def _masked_value_np(dtype: str) -> np.generic:
+    return np.dtype(dtype).type(masked_value(np.dtype(dtype)))
 
 
 def uniform_allowed_actions(allowed: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -259,8 +259,8 @@ class NumpyInference:
             mask = x[:, start:stop]  # [B, n]
             x = np.concatenate([x[:, :start], x[:, stop:]], axis=-1)  # [B, obs_dim - n]
             dist_inputs, value = self._forward_unmasked(x, with_dist)
-            if dist_inputs is not None:
-                dist_inputs = apply_action_mask_np(dist_inputs, mask)
+            if dist_inputs is not None:  # a fresh array: masked in place
+                apply_action_mask_np(dist_inputs, mask, out=dist_inputs)
             return dist_inputs, value
         return self._forward_unmasked(x, with_dist)
 
