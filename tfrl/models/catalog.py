@@ -21,6 +21,7 @@ import keras
 import numpy as np
 import tree
 
+from tfrl.models.action_mask import ActionMaskModel, action_mask_layout, without_mask
 from tfrl.models.model_defaults import _INITIALIZER_KEYS, MODEL_DEFAULTS, check_model_keys
 from tfrl.models.preprocessors import Preprocessor, get_preprocessor
 from tfrl.models.tf import tf_action_dist as dists
@@ -210,7 +211,11 @@ class ModelCatalog:
         **custom_model_config)`, RLlib's signature, with the preprocessed `obs_space`
         whose `.original_space` is the raw one) or a `keras.Model` instance. Else
         `use_lstm` gives an `LSTMWrapper`, image observations a `VisionNetwork`, other
-        observations a `FullyConnectedNetwork`. The model's weights are built.
+        observations a `FullyConnectedNetwork`. The model's weights are built. A Dict
+        observation with an action mask entry (`action_mask_key`) and Discrete or
+        MultiDiscrete actions gets the default model of the rest of the observation,
+        its outputs masked (`tfrl.models.action_mask.ActionMaskModel`); a custom model
+        receives the mask in its input and masks for itself.
 
         Args:
             obs_space: The observation space (raw or preprocessed).
@@ -223,6 +228,10 @@ class ModelCatalog:
             ValueError: For bad config values or custom model outputs of the wrong shape.
         """
         config = merge_model_config(model_config)
+        if config["custom_model"] is None:
+            layout = action_mask_layout(obs_space, action_space, config)
+            if layout is not None:
+                return _masked_model(obs_space, action_space, num_outputs, config, name, layout)
         # As RLlib, models see the preprocessed space (`.original_space` is the raw one).
         model_space = get_preprocessor(obs_space)(obs_space, config).observation_space
         obs_shape = tuple(model_space.shape)
@@ -269,6 +278,31 @@ class ModelCatalog:
     def register_custom_action_dist(action_dist_name: str, action_dist_class: Any) -> None:
         """Registers a `TFActionDistribution` subclass under `action_dist_name`."""
         _CUSTOM_ACTION_DISTS[action_dist_name] = action_dist_class
+
+
+def _masked_model(obs_space: gym.Space, action_space: gym.Space, num_outputs: int,
+                  config: dict, name: str, layout: Tuple[int, int]) -> keras.Model:
+    """The default model of the observation without its mask, wrapped to mask outputs."""
+    start, stop = layout
+    key = config["action_mask_key"]
+    if num_outputs != stop - start:
+        raise ValueError(
+            f"Action masking needs one model output per action. Received: num_outputs="
+            f"{num_outputs} for a mask {key!r} of {stop - start} entries. Set model_config"
+            "['action_mask_key']=None to turn built-in masking off (and mask in a custom "
+            "model).")
+    if config["use_lstm"]:
+        raise ValueError(
+            f"Built-in action masking (the observation's {key!r} entry) does not support "
+            "use_lstm=True yet. Received: use_lstm=True. Use a feed-forward model, or set "
+            "model_config['action_mask_key']=None and mask in a custom recurrent model.")
+    inner_space = without_mask(obs_space, config)
+    inner = ModelCatalog.get_model(inner_space, action_space, num_outputs,
+                                   {**config, "action_mask_key": None}, name)
+    model = ActionMaskModel(inner, start, stop, name=f"{name}_masked")
+    width = get_preprocessor(obs_space)(obs_space, config).size
+    model(np.zeros((1, width), np.float32))
+    return model
 
 
 def _box_dist(space: gym.spaces.Box, config: dict, dist_type: Any):

@@ -65,6 +65,9 @@ MODEL_DEFAULTS: Dict[str, Any] = {
     "custom_preprocessor": None,
     "encoder_latent_dim": None,
     "always_check_shapes": False,
+    # tfrl: the key of a Dict observation's action mask (see tfrl.models.action_mask);
+    # None turns built-in masking off (the mask then reaches the model as features).
+    "action_mask_key": "action_mask",
 }
 # RLlib's initializer keys; tfrl uses normc (as RLlib's defaults) and accepts only None.
 _INITIALIZER_KEYS = tuple(

@@ -5,7 +5,8 @@ in numpy, and a sampler stepping a handful of environments pays it every step (n
 bench/RESULTS.md, "Numbers that were in docstrings"). This path
 serves policies whose acting model (`policy.action_model`, default `policy.model`) is
 the catalog's `FullyConnectedNetwork` (activations tanh/relu/elu/swish/linear) over a
-`Box` observation space, with a `Categorical`, `MultiCategorical`, `DiagGaussian`,
+`Box` observation space (or that network inside the catalog's `ActionMaskModel`, whose
+masking it applies as the compiled path does), with a `Categorical`, `MultiCategorical`, `DiagGaussian`,
 `SquashedGaussian` or `Deterministic` action distribution. It returns what the compiled
 path returns (same keys, dtypes and shapes); sampling draws from a numpy `Generator`
 the policy owns (seeded, and part of its state). The weights are copied lazily: the
@@ -27,6 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfrl.core.columns import Columns
+from tfrl.models.action_mask import ActionMaskModel, apply_action_mask_np
 from tfrl.models.tf import tf_action_dist as dists
 from tfrl.models.tf.fcnet import FullyConnectedNetwork
 
@@ -116,7 +118,7 @@ def unsupported_reason(policy: Any, overridden: List[str]) -> Optional[str]:
         policy: A TFPolicy, fully built.
         overridden: Names of TFPolicy action methods its class overrides.
     """
-    model = policy.action_model
+    model = _unmasked(policy.action_model)
     if overridden:
         return f"{type(policy).__name__} overrides {', '.join(overridden)}"
     if type(model) is not FullyConnectedNetwork:
@@ -139,6 +141,11 @@ def unsupported_reason(policy: Any, overridden: List[str]) -> Optional[str]:
     if set(keywords) - allowed:
         return f"the action distribution has parameters {sorted(set(keywords) - allowed)}"
     return None
+
+
+def _unmasked(model: Any) -> Any:
+    """The model inside the catalog's action-masking wrapper (or `model` itself)."""
+    return model.inner if isinstance(model, ActionMaskModel) else model
 
 
 def make_numpy_inference(policy: Any, mode: str, overridden: List[str]
@@ -177,6 +184,7 @@ class NumpyInference:
         self._version = None
         self._reader: Optional[WeightReader] = None
         self._layers: List[DenseParams] = []
+        self._mask: Optional[Tuple[int, int]] = None  # (start, stop) of an action mask
         self._value_layers: List[DenseParams] = []
         dist = policy.dist_class
         self._dist = dist.func if isinstance(dist, functools.partial) else dist
@@ -202,7 +210,10 @@ class NumpyInference:
         `[2, ...]` matmuls (the value column padded to the number of logits).
         """
         version = self._policy.weights_version
-        model = self._policy.action_model
+        masked = self._policy.action_model
+        model = _unmasked(masked)
+        self._mask = ((masked.mask_start, masked.mask_stop)
+                      if isinstance(masked, ActionMaskModel) else None)
         head = model.policy_head
         free_log_std = bool(head.free_log_std)
         dense_layers = (list(model.hidden_layers) + [head.dense] + list(model.value_layers)
@@ -243,6 +254,17 @@ class NumpyInference:
             self.refresh()
         x = obs if obs.ndim == 2 else obs.reshape(len(obs), -1)
         x = x.astype(np.float32, copy=False)  # [B, obs_dim]
+        if self._mask is not None:  # the catalog's ActionMaskModel: mask | rest
+            start, stop = self._mask
+            mask = x[:, start:stop]  # [B, n]
+            x = np.concatenate([x[:, :start], x[:, stop:]], axis=-1)  # [B, obs_dim - n]
+            dist_inputs, value = self._forward_unmasked(x, with_dist)
+            if dist_inputs is not None:  # a fresh array: masked in place
+                apply_action_mask_np(dist_inputs, mask, out=dist_inputs)
+            return dist_inputs, value
+        return self._forward_unmasked(x, with_dist)
+
+    def _forward_unmasked(self, x: np.ndarray, with_dist: bool):
         if self._paired is not None:
             return self._forward_paired(x, with_dist)
         h = mlp_forward(x, self._layers) if with_dist or self._share else x

@@ -35,6 +35,8 @@ from tfrl.algorithms.policy_checks import check_discrete, check_no_recurrent_mod
 from tfrl.core.columns import Columns
 from tfrl.execution.replay_buffer import WEIGHTS
 from tfrl.execution.replay_buffer_rows import N_STEP
+from tfrl.models.action_mask import (ActionMaskModel, apply_action_mask,
+                                     uniform_allowed_actions)
 from tfrl.models.catalog import ModelCatalog
 from tfrl.models.model_defaults import model_setting
 from tfrl.models.tf.target_update import assign_weights
@@ -115,7 +117,8 @@ class DQNTFPolicy(TFPolicy):
                         explore: Optional[bool] = None, timestep: Optional[int] = None,
                         **kwargs) -> Tuple[Any, List[np.ndarray], Dict[str, np.ndarray]]:
         """Greedy actions (TFPolicy's path), each replaced with probability epsilon (at
-        `timestep`, default the policy's `global_timestep`) by a uniform random action."""
+        `timestep`, default the policy's `global_timestep`) by a uniform random action
+        (uniform over the allowed actions with an action mask)."""
         step = self.global_timestep if timestep is None else int(timestep)
         actions, state_outs, extras = super().compute_actions(
             obs_batch, state_batches, prev_action_batch, prev_reward_batch, info_batch,
@@ -125,14 +128,26 @@ class DQNTFPolicy(TFPolicy):
             rows = len(actions)
             rng = self.sampling_rng
             explore_rows = rng.random(rows) < epsilon  # [B]
-            random_actions = rng.integers(self.action_space.n, size=rows)  # [B]
+            if isinstance(self.model, ActionMaskModel):  # uniform over the allowed actions
+                obs = self._acting.check_obs(obs_batch)
+                allowed = obs[:, self.model.mask_start:self.model.mask_stop] > 0.5  # [B, n]
+                random_actions = uniform_allowed_actions(allowed, rng)  # [B]
+            else:
+                random_actions = rng.integers(self.action_space.n, size=rows)  # [B]
             actions = np.where(explore_rows, random_actions, actions).astype(actions.dtype)
         return actions, state_outs, extras
 
     # ------------------------------------------------------------- learning
 
     def q_values(self, model: keras.Model, obs: Any, training: bool = False) -> tf.Tensor:
-        """`Q(s, .)` `[B, num_actions]` of `model` (the policy's or the target model)."""
+        """`Q(s, .)` `[B, num_actions]` of `model` (the policy's or the target model).
+
+        With an action mask (the catalog's `ActionMaskModel`) the dueling mean runs over
+        the unmasked advantages and the mask applies to `Q` (masked actions at
+        `masked_value`, never chosen by the argmax or max of the targets)."""
+        if self.config["dueling"] and isinstance(model, ActionMaskModel):
+            outputs, value, mask = model.unmasked(obs, training=training)
+            return apply_action_mask(dueling_q_values(value, outputs), mask)
         outputs, value = model(obs, training=training)
         return dueling_q_values(value, outputs) if self.config["dueling"] else outputs
 

@@ -187,7 +187,7 @@ class SACTFPolicy(TFPolicy):
         actor = ModelCatalog.get_model(self.observation_space, self.action_space,
                                        self.num_outputs, actor_config)
         actor(space_specs.zeros_batch(self.observation_space, 1))
-        value_out = getattr(actor, "value_out", None)
+        value_out = getattr(getattr(actor, "inner", actor), "value_out", None)  # masked: inner
         if value_out is not None:
             for weight in value_out.weights:
                 weight.assign(tf.zeros_like(weight))

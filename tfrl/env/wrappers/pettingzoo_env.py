@@ -37,11 +37,12 @@ The rules both adapters follow:
 * **Action masks.** Observations and infos pass through unchanged. PettingZoo's masks
   live either in dict observations `{"observation": ..., "action_mask": ...}` (the
   classic games: the agent's observation space is that `Dict`) or in `infos[agent]
-  ["action_mask"]`. A dict observation reaches the policy's model flattened in the
-  space's key order, so the model's input row starts with the mask ("action_mask"
-  sorts before "observation"): a masking model reads its first `n` entries (`n` actions)
-  and sets the other logits to a large negative number. Masks in infos reach callbacks
-  and the batch's `infos` column, not the model.
+  ["action_mask"]`. A dict observation reaches the policy flattened in the space's key
+  order (the row starts with the mask: "action_mask" sorts before "observation"), and
+  the catalog's default models mask the logits / Q-values with it
+  (`tfrl.models.action_mask`); a custom model receives the mask in its input and masks
+  for itself. Masks in infos reach callbacks and the batch's `infos` column, not the
+  model.
 * **Checked at the door.** A non-PettingZoo env, an AEC env given to the Parallel
   adapter (or the reverse), a space that is not a gymnasium space, actions for agents
   that are not to act (or none for one that is), a live agent missing from a step's

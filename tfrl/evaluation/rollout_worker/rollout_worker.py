@@ -36,6 +36,7 @@ from tfrl.evaluation.rollout_worker import state as worker_state
 from tfrl.evaluation.callbacks import DefaultCallbacks
 from tfrl.evaluation.sampler import sampler_for_worker
 from tfrl.evaluation.rollout_worker.args import apply_process_settings, check_worker_args
+from tfrl.models.action_mask import ActionMaskModel
 from tfrl.models.catalog import MODEL_DEFAULTS
 from tfrl.offline.io_context import IOContext
 from tfrl.offline.output_writer import NoopOutput
@@ -211,6 +212,14 @@ class RolloutWorker:
         self.policy_map.policy_specs[pid] = spec
         self.preprocessors[pid] = preprocessor
         name = self.observation_filter
+        model = getattr(policy, "action_model", None)  # TFPolicy's acting model
+        if isinstance(model, ActionMaskModel) and name != "NoFilter":
+            raise ValueError(
+                f"Policy {pid!r} masks actions with its observation's action mask, and "
+                f"observation_filter={name!r} would normalize the mask with the rest of the "
+                "observation. Received: observation_filter="
+                f"{name!r}. Use observation_filter='NoFilter' (normalize the other entries "
+                "in the env), or set model_config['action_mask_key']=None.")
         if self.args.sample_async and name == "MeanStdFilter":
             name = "ConcurrentMeanStdFilter"  # the sampler thread updates it concurrently
         self.filters[pid] = get_filter(name, preprocessor.shape)

@@ -8,9 +8,14 @@ gymnasium's `"module:id"` form imports this package on demand, so
 import gymnasium as gym
 
 from tfrl.examples.envs import stateless_cartpole  # noqa: F401 - registers StatelessCartPole-v1
+from tfrl.examples.envs.masked_actions import MaskedActions
 from tfrl.examples.envs.repeat_after_me import RepeatAfterMe
 
-__all__ = ["RepeatAfterMe"]
+__all__ = ["MaskedActions", "RepeatAfterMe"]
+
+if "MaskedActions-v0" not in gym.registry:
+    gym.register(id="MaskedActions-v0",
+                 entry_point="tfrl.examples.envs.masked_actions:MaskedActions")
 
 if "RepeatAfterMe-v0" not in gym.registry:
     gym.register(id="RepeatAfterMe-v0",
