@@ -86,6 +86,8 @@ def observation_error(space: Optional[gym.Space], obs: Any, *,
         if isinstance(space, gym.spaces.Box):
             problem = range_error(arr, what, space.dtype)
             return problem and f"{problem} (the space is {space})"
+        if _name(what) == "action":
+            return None  # action_error checks membership (bounds included) next
         return _discrete_error(space, arr, what)
     return None if space.contains(obs) else f"{what} {_describe(obs)} is not in {space}"
 
