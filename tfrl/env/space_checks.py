@@ -97,14 +97,14 @@ def _big_int_error(arr: np.ndarray, what: str, space: gym.Space) -> Optional[str
     2**70) holds such an int: outside int64, so outside any numeric space."""
     if arr.dtype != object:
         return None
+    bad = _outside_int64(arr)
+    if not bad.any():
+        return None
+    index = tuple(int(i) for i in np.argwhere(bad)[0])
+    where = what + "".join(f"[{i}]" for i in index)
     info = np.iinfo(np.int64)
-    for index, value in np.ndenumerate(arr):
-        if (isinstance(value, int) and not isinstance(value, bool)
-                and not info.min <= value <= info.max):
-            where = what + "".join(f"[{i}]" for i in index)
-            return (f"{where} is {_describe(value)}, outside the int64 range [{info.min}, "
-                    f"{info.max}] (the space is {space})")
-    return None
+    return (f"{where} is {_describe_number(arr[index])}, outside the int64 range "
+            f"[{info.min}, {info.max}] (the space is {space})")
 
 
 def _outside_int64(arr: np.ndarray) -> np.ndarray:
