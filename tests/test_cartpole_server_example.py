@@ -84,6 +84,12 @@ def check_server_output(out, ports):
              if line.startswith("iter ")]
     assert iters and all(iters), out
     assert [int(m.group(1)) for m in iters] == list(range(1, len(iters) + 1))
+    # The mean return is nan only while no episode has finished: once a client episode
+    # was reported (episodes_total > 0), every later iteration has a number.
+    episodes = [int(m.group(4)) for m in iters]
+    assert episodes == sorted(episodes), out
+    for m in iters:
+        assert (m.group(3) == "nan") == (int(m.group(4)) == 0), m.group(0)
     steps = [int(m.group(2)) for m in iters]
     assert steps[0] >= 256 and steps == sorted(steps) and len(set(steps)) == len(steps)
     assert steps[-1] >= STEPS and steps[-2] < STEPS  # stopped at the budget, not before
@@ -115,3 +121,26 @@ def test_cartpole_server_with_two_workers_and_two_clients():
     check_server_output(out, [port, port + 1])
     for i, client_out in enumerate(client_outs):
         check_client_output(client_out, port + i, "local")
+
+
+def _server_lines(*iters):
+    lines = ["policy server listening on 127.0.0.1:9900"]
+    lines += [f"iter {i:3d}  steps {steps:5d}  reward {reward:>6}  episodes {eps}  loss 0.123"
+              for i, (steps, reward, eps) in enumerate(iters, 1)]
+    return "\n".join(lines + ["done: budget spent after 768 timesteps; mean return 21.00 "
+                               "(3.0 s)"])
+
+
+def test_server_output_check_allows_nan_only_before_the_first_episode():
+    """The check the slow tests apply, on made-up server output (fast)."""
+    check_server_output(_server_lines((256, "nan", 0), (512, "18.00", 3), (768, "21.00", 5)),
+                        [9900])
+    with pytest.raises(AssertionError, match="reward    nan  episodes 3"):
+        check_server_output(_server_lines((256, "nan", 0), (512, "nan", 3), (768, "21.00", 5)),
+                            [9900])
+    with pytest.raises(AssertionError, match="reward  12.00  episodes 0"):  # a mean of nothing
+        check_server_output(_server_lines((256, "12.00", 0), (512, "18.00", 3),
+                                          (768, "21.00", 5)), [9900])
+    with pytest.raises(AssertionError):  # the final check stays: a number at the end
+        check_server_output(_server_lines((256, "nan", 0), (512, "nan", 0), (768, "nan", 0)),
+                            [9900])

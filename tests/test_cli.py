@@ -7,6 +7,7 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import sys
 
@@ -319,9 +320,17 @@ def test_checkpoint_errors(trained, tmp_path, capsys, monkeypatch):
     assert _fails(capsys, "export", f"--checkpoint={checkpoint}", "--policy_id=p1") == (
         "tfrl export: error: --policy_id='p1' is not a policy of this checkpoint; pass one of "
         "['default_policy'].")
-    if importlib.util.find_spec("pygame") is None:  # render_mode="human" reaches the env
-        monkeypatch.setenv("DISPLAY", ":99")  # past the display check: see test_cli_mistakes
-        assert _fails(capsys, "evaluate", f"--checkpoint={checkpoint}", "--render") == (
+    # Without pygame (hidden here if installed), render_mode="human" reaches the env. A
+    # listening socket stands in for the X server, past the display check (see
+    # test_cli_mistakes).
+    monkeypatch.setitem(sys.modules, "pygame", None)
+    with socket.socket() as x_server:
+        x_server.bind(("127.0.0.1", 0))
+        x_server.listen(4)
+        monkeypatch.setenv("DISPLAY", f"127.0.0.1:{x_server.getsockname()[1] - 6000}")
+        monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+        assert _fails(capsys, "evaluate", f"--checkpoint={checkpoint}", "--render",
+                      "--episodes=1") == (
             "tfrl evaluate: error: pygame is not installed, run `pip install "
             "\"gymnasium[classic-control]\"` (needed by --render), or evaluate without "
             "--render.")

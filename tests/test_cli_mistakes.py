@@ -7,7 +7,9 @@ writes videos."""
 import importlib.util
 import json
 import os
+import re
 import shutil
+import socket
 import subprocess
 import sys
 import textwrap
@@ -274,6 +276,49 @@ def test_render_without_a_display_refuses_before_building(checkpoint, tmp_path):
     line = _one_error_line(_tfrl("evaluate", f"--checkpoint={checkpoint}", "--render",
                                  f"--record={tmp_path}", cwd=tmp_path))
     assert line.startswith("tfrl evaluate: error: --render and --record exclude each other")
+
+
+def _fake_checkpoint(tmp_path):
+    """A checkpoint directory as far as the flag checks look (experiment.json and the state
+    file), for the checks that refuse before anything is built or restored."""
+    run = tmp_path / "fake_run"
+    (run / "checkpoint_000001").mkdir(parents=True)
+    (run / "checkpoint_000001" / "state.json").write_text("{}")
+    (run / "experiment.json").write_text(json.dumps({"algo": "PPO", "env": "CartPole-v1"}))
+    return str(run / "checkpoint_000001")
+
+
+def _closed_tcp_display():
+    """DISPLAY=127.0.0.1:N whose X port 6000 + N nobody listens on (right now)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    assert port > 6000
+    return f"127.0.0.1:{port - 6000}"
+
+
+def _unused_x_socket_display():
+    return next(f":{n}" for n in range(97, 1000) if not os.path.exists(f"/tmp/.X11-unix/X{n}"))
+
+
+@pytest.mark.parametrize("display,reason", [
+    (_unused_x_socket_display, r"no X server answers at DISPLAY=':\d+' \(socket "
+                               r"/tmp/\.X11-unix/X\d+\)"),
+    (_closed_tcp_display, r"no X server answers at DISPLAY='127\.0\.0\.1:\d+' \(TCP "
+                          r"127\.0\.0\.1:\d+: Connection refused\)"),
+    (lambda: "nonsense", r"DISPLAY='nonsense' is not a display name \(expected ':N' or "
+                         r"'host:N', e\.g\. ':0'\)"),
+])
+def test_render_on_a_display_that_does_not_answer_refuses_before_building(tmp_path, display,
+                                                                          reason):
+    # Issue 30: with DISPLAY set but no X server behind it, pygame crashed the process
+    # (SIGSEGV, exit 139) once the env rendered.
+    line = _one_error_line(_tfrl("evaluate", f"--checkpoint={_fake_checkpoint(tmp_path)}",
+                                 "--render", cwd=tmp_path,
+                                 env_update={"DISPLAY": display(), "WAYLAND_DISPLAY": ""}))
+    assert re.fullmatch(r"tfrl evaluate: error: --render opens a window, but " + reason
+                        + r"; start it \(or fix the variable\), or write videos with "
+                        r"--record=DIR instead\.", line), line
 
 
 @pytest.mark.slow  # trains one tiny iteration (module fixture)

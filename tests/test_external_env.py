@@ -222,7 +222,8 @@ def test_bad_observation_action_and_reward(idle):
         env.log_action("e", np.zeros(3, np.float32), 1)
     with pytest.raises(ValueError, match="action 5 is not in the action space Discrete"):
         env.log_action("e", _obs(0), 5)
-    with pytest.raises(ValueError, match="Rewards must be numbers"):
+    with pytest.raises(ValueError, match=r"^Bad reward for episode e: reward must be a finite "
+                                         r"number; received 'high'\. Rewards must be finite"):
         env.log_returns("e", "high")
 
 

@@ -33,7 +33,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 import tree
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 from hypothesis.stateful import (Bundle, RuleBasedStateMachine, consumes, invariant, rule,
@@ -63,7 +63,9 @@ def setup():
     from tfrl.algorithms.ppo.ppo_tf_policy import PPOTFPolicy  # noqa: PLC0415
     from tfrl.execution.rollout_ops import StandardizeFields  # noqa: PLC0415
 
-    config = PPOConfig().training(sgd_minibatch_size=2, num_sgd_iter=1).debugging(seed=0)
+    # A tiny model: the properties are about what reaches the weights, not learning.
+    config = PPOConfig().training(sgd_minibatch_size=2, num_sgd_iter=1,
+                                  model={"fcnet_hiddens": [8]}).debugging(seed=0)
     policy = PPOTFPolicy(OBS_SPACE, ACT_SPACE, config.to_dict())
     server = PolicyServerInput(IOContext(config={"rollout_fragment_length": 8}), HOST, 0,
                                idle_timeout=0.05, policy=policy, max_request_bytes=2**20)
@@ -216,9 +218,20 @@ def test_broken_batches_are_refused_or_train(setup, data):
     check_answer(server, train, status, payload, P.REPORT_SAMPLES)
 
 
-@FUZZ
+# Each example plays a client episode over HTTP and trains: 15 drawn examples plus the
+# explicit ones below exercise every kind of value (NaN, inf, float32 overflow, ints,
+# strings, None, wrong lengths, good values) at a fraction of FUZZ's 60.
+@settings(FUZZ, max_examples=15)
 @given(observations=st.lists(_obs_values, min_size=1, max_size=4),
        rewards=st.lists(_reward_values, min_size=1, max_size=4))
+@example(observations=[[0.01, 0.0, 0.02, 0.0], [float("nan"), 0.0, 0.0, 0.0]],
+         rewards=[1.0, float("nan")])
+@example(observations=[[0.0, float("inf"), 0.0, 0.0], [0.0, 0.0, 0.0, 0.0]],
+         rewards=[float("-inf"), 1e39])
+@example(observations=[[0.0, 0.0, 0.0], [2**40, 0, 0, 0], [0, 1, 0, -1]],
+         rewards=["a", None, -2**40])
+@example(observations=[[0.0, 0.0, 0.0, 0.0, 0.0], [9.0, 0.0, 0.0, 0.0]],
+         rewards=[3, float("inf")])
 def test_non_finite_values_never_reach_the_weights(setup, observations, rewards):
     server, _, _, train = setup
     client = PolicyClient(f"{HOST}:{server.server_port}", inference_mode="remote")
@@ -243,7 +256,7 @@ def test_non_finite_values_never_reach_the_weights(setup, observations, rewards)
             assert "HTTP 400" in str(e)
         # Stored as float32: a finite Python float beyond its range (1e39) is refused too.
         fine = isinstance(reward, (int, float)) and math.isfinite(reward) \
-            and abs(reward) <= np.finfo(np.float32).max
+            and abs(reward) <= float(np.finfo(np.float32).max)
         assert accepted == fine, (reward, accepted)
     client.end_episode(eid, np.zeros(4, np.float32))
     client.close()

@@ -174,8 +174,9 @@ def test_the_issue_probe_no_longer_breaks_train():
             .environment(None, observation_space=env.observation_space,
                          action_space=env.action_space)
             .offline_data(input_=make)
-            .rollouts(num_rollout_workers=0, rollout_fragment_length=32)
-            .training(train_batch_size=64, sgd_minibatch_size=32, num_sgd_iter=1)
+            .rollouts(num_rollout_workers=0, rollout_fragment_length=8)
+            .training(train_batch_size=16, sgd_minibatch_size=8, num_sgd_iter=1,
+                      model={"fcnet_hiddens": [8]})  # tiny: the point is train() working
             .debugging(seed=0)).build()
     stop = threading.Event()
 

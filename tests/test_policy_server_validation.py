@@ -132,6 +132,13 @@ def test_upload_with_columns_of_different_lengths_is_malformed(server):
      "action 7 is not in the action space Discrete(4)"),
     ({"command": "LOG_ACTION", "observation": np.zeros(3, np.float32), "action": 1.0},
      "action 1.0 is not in the action space Discrete(4)"),
+    # Issue 29: beyond int64 (numpy keeps it as an object; the message used to say "dtype
+    # object"), and a reward beyond float32 through the external env's own check.
+    ({"command": "LOG_ACTION", "observation": np.zeros(3, np.float32), "action": 2**70},
+     "Bad off-policy action: action is 1180591620717411303424, outside the int64 "
+     "range [-9223372036854775808, 9223372036854775807] (the space is Discrete(4))"),
+    ({"command": "LOG_RETURNS", "reward": 10**39},
+     "LOG_RETURNS: reward is 1e+39, outside the float32 range"),
     ({"command": "LOG_ACTION", "observation": np.full(3, np.inf, np.float32), "action": 1},
      "LOG_ACTION: observation: observation[0] holds a non-finite number (inf)"),
     ({"command": "END_EPISODE", "observation": np.full(3, np.nan, np.float32)},

@@ -2,7 +2,8 @@
 
 A user coming from SB3 writes `learning_rate` or `n_epochs` in a config; the unknown-key
 error of `AlgorithmConfig.from_dict` then names tfrl's key instead of the closest
-spelling (`learn_input`). `docs/coming-from-sb3.md` explains each row at length.
+spelling (`learn_input`). `docs/coming-from-sb3.md` explains each row at length
+(tests/test_docs_sb3_page.py holds the page and this table to each other).
 
 Each SB3 name maps to answers tried in order, `(marker, key, note)`: an answer applies
 to a config class that has `key` (tfrl's key; None for names tfrl has no key for) and
@@ -48,8 +49,15 @@ SB3_KEYS: Dict[str, Sequence[Tuple[Optional[str], Optional[str], str]]] = {
     "net_arch": ((None, "policy_model_config", " and q_model_config" + _FCNET),
                  (None, "actor_hiddens", " and critic_hiddens"),
                  (None, "model", _FCNET)),
-    "activation_fn": ((None, "model", ": {fcnet_activation: relu}"),),
-    "policy_kwargs": ((None, "model", " (net_arch is model.fcnet_hiddens)"),),
+    "activation_fn": ((None, "policy_model_config", " and q_model_config: {fcnet_activation: "
+                                                    "relu}"),
+                      (None, "actor_hidden_activation", " and critic_hidden_activation"),
+                      (None, "model", ": {fcnet_activation: relu}")),
+    "policy_kwargs": ((None, "policy_model_config", " and q_model_config (net_arch is their "
+                                                    "fcnet_hiddens)"),
+                      (None, "actor_hiddens", " and critic_hiddens (net_arch; activation_fn is "
+                                              "actor_hidden_activation)"),
+                      (None, "model", " (net_arch is model.fcnet_hiddens)")),
     "policy": ((None, None, "the model follows from the spaces; set it under model:"),),
     "buffer_size": ((None, "replay_buffer_config", ": {capacity: N}"),),
     "learning_starts": ((None, "num_steps_sampled_before_learning_starts", ""),),

@@ -22,6 +22,7 @@ import json
 import os
 import re
 import signal
+import socket
 import sys
 import threading
 from typing import Any, Dict, Iterator, List, Optional, TextIO, Tuple
@@ -167,8 +168,9 @@ def list_all(algo: Optional[str] = None, env: Optional[str] = None,
 
 def check_display(render: bool, record: Optional[str]) -> None:
     """Checks `tfrl evaluate`'s `--render` and `--record` before anything is built:
-    rendering in a window needs a display (on Linux: DISPLAY or WAYLAND_DISPLAY; without
-    one pygame may crash the process), recording needs moviepy.
+    rendering in a window needs a display (on Linux: DISPLAY or WAYLAND_DISPLAY naming a
+    display that answers, see `display_problem`; without one pygame may crash the
+    process), recording needs moviepy.
 
     Raises:
         CliError: For both flags at once, a window without a display, or a missing
@@ -181,9 +183,52 @@ def check_display(render: bool, record: Optional[str]) -> None:
             and not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))):
         raise CliError("--render opens a window, but there is no display (DISPLAY and "
                        "WAYLAND_DISPLAY are unset); write videos with --record=DIR instead.")
+    if render and sys.platform.startswith("linux"):
+        problem = display_problem(os.environ)
+        if problem:
+            raise CliError(f"--render opens a window, but {problem}; start it (or fix the "
+                           "variable), or write videos with --record=DIR instead.")
     if record and importlib.util.find_spec("moviepy") is None:
         raise CliError("--record writes videos with moviepy, which is not installed: pip "
                        "install 'tfrl[video]'.")
+
+
+def display_problem(environ: Any) -> Optional[str]:
+    """Why no window can open on the display `environ` names (Linux), or None: a
+    Wayland socket (`$XDG_RUNTIME_DIR/$WAYLAND_DISPLAY`) that exists, or an X server that
+    accepts a connection at `DISPLAY` (`:N` is the socket /tmp/.X11-unix/XN, `host:N` is
+    TCP port 6000 + N). pygame crashes the process (SIGSEGV) on a display that does not
+    answer, so this is asked before anything is built.
+    """
+    wayland, display = environ.get("WAYLAND_DISPLAY"), environ.get("DISPLAY")
+    if wayland:
+        path = wayland if os.path.isabs(wayland) else os.path.join(
+            environ.get("XDG_RUNTIME_DIR") or "", wayland)
+        if os.path.exists(path):
+            return None
+        if not display:
+            return f"the Wayland display WAYLAND_DISPLAY={wayland!r} has no socket at {path}"
+    if not display:
+        return "there is no display (DISPLAY and WAYLAND_DISPLAY are unset)"
+    match = re.fullmatch(r"(?P<host>[^:]*):(?P<n>\d+)(\.\d+)?", display)
+    if match is None:
+        return (f"DISPLAY={display!r} is not a display name (expected ':N' or "
+                "'host:N', e.g. ':0')")
+    host, number = match.group("host"), int(match.group("n"))
+    if host in ("", "unix") or host.startswith("/"):
+        path = host if host.startswith("/") else f"/tmp/.X11-unix/X{number}"
+        for address in (path, "\0" + path):  # the file, then Linux's abstract socket
+            with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX) as sock:
+                sock.settimeout(2.0)
+                sock.connect(address)
+                return None
+        return f"no X server answers at DISPLAY={display!r} (socket {path})"
+    try:
+        with socket.create_connection((host, 6000 + number), timeout=2.0):
+            return None
+    except OSError as e:
+        return (f"no X server answers at DISPLAY={display!r} (TCP {host}:{6000 + number}: "
+                f"{e.strerror or e})")
 
 
 class BuildError(Exception):

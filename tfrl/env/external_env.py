@@ -34,7 +34,7 @@ import gymnasium as gym
 
 from tfrl.env.external_env_base import _ExternalEnvToBaseEnv
 from tfrl.env.external_env_episode import ActionTicket, ExternalEnvEpisode, RecentIds
-from tfrl.env.space_checks import action_error, observation_error
+from tfrl.env.space_checks import action_error, observation_error, reward_error
 from tfrl.utils.typing import EnvActionType, EnvInfoDict, EnvObsType, MultiAgentDict
 
 _DUMMY_AGENT_ID = "agent0"
@@ -172,7 +172,8 @@ class ExternalEnv(threading.Thread):
         A non-empty `info` replaces the info of the next observation.
 
         Raises:
-            ValueError: For an unknown or completed episode.
+            ValueError: For an unknown or completed episode, or a reward that is not a
+                finite number within the float32 range (NaN, inf, 1e39, a string).
         """
         self._log_returns(episode_id, {_DUMMY_AGENT_ID: reward},
                           {_DUMMY_AGENT_ID: info} if info else None, None)
@@ -274,10 +275,13 @@ class ExternalEnv(threading.Thread):
                      infos: Optional[MultiAgentDict],
                      dones: Optional[Dict[Any, bool]]) -> None:
         for agent, reward in rewards.items():
-            if isinstance(reward, (bool, str, bytes)) or not hasattr(reward, "__float__"):
+            problem = reward_error(reward, self._reward_name(agent))
+            if problem:
                 raise ValueError(
-                    f"Rewards must be numbers. Received: reward={reward!r} for agent {agent!r} "
-                    f"of episode {episode_id}."
+                    f"Bad reward for episode {episode_id}: {problem}. Rewards must be finite "
+                    "numbers that fit float32, the dtype batches store them in: fix the "
+                    "simulator's reward (e.g. a division by zero or an overflow), or scale or "
+                    "clip it before log_returns()."
                 )
         with self._results_avail_condition:
             episode = self._get(episode_id)
@@ -334,6 +338,9 @@ class ExternalEnv(threading.Thread):
 
     def _from_agent_dict(self, actions: MultiAgentDict) -> Any:
         return actions.get(_DUMMY_AGENT_ID)
+
+    def _reward_name(self, agent: Any) -> str:
+        return "reward"
 
     def _check_observations(self, episode_id: str, obs: MultiAgentDict) -> None:
         problem = observation_error(self.observation_space, obs[_DUMMY_AGENT_ID])

@@ -93,7 +93,8 @@ class ExternalMultiAgentEnv(ExternalEnv):
 
         Raises:
             TypeError: If `reward_dict` (or the other dicts) are not dicts.
-            ValueError: For unknown or completed episodes or non-numeric rewards.
+            ValueError: For unknown or completed episodes, or rewards that are not
+                finite numbers within the float32 range.
         """
         for name, value in (("reward_dict", reward_dict), ("info_dict", info_dict),
                             ("multiagent_done_dict", multiagent_done_dict)):
@@ -124,6 +125,9 @@ class ExternalMultiAgentEnv(ExternalEnv):
 
     def _from_agent_dict(self, actions: MultiAgentDict) -> MultiAgentDict:
         return actions
+
+    def _reward_name(self, agent: Any) -> str:
+        return f"reward_dict[{agent!r}]"
 
     def _check_observations(self, episode_id: str, obs: MultiAgentDict) -> None:
         for agent, value in obs.items():

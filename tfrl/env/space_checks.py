@@ -14,7 +14,9 @@ Example:
     'observation has shape (2,), expected (3,) (the observation space is Box(-1.0, 1.0, (3,), float32))'
 """
 
-from typing import Any, Optional
+import math
+import numbers
+from typing import Any, Callable, Optional, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -27,10 +29,12 @@ def observation_error(space: Optional[gym.Space], obs: Any, *,
                       what: str = "observation") -> Optional[str]:
     """Returns why `obs` does not have the structure and shapes of `space`, or None.
 
-    Bounds are not checked (simulators legitimately step slightly outside them); the
+    Box bounds are not checked (simulators legitimately step slightly outside them); the
     structure (Dict keys, Tuple length), leaf shapes and numeric dtypes are, and so is
-    the range of the float dtype a Box stores values in: a finite float64 such as 1e39
-    would become inf in a float32 batch, so it is refused here, where it enters.
+    the range of the dtype a Box stores values in: a finite float64 such as 1e39 would
+    become inf in a float32 batch, and 2**40 would wrap around in an int32 one, so they
+    are refused here, where they enter. Discrete, MultiDiscrete and MultiBinary values
+    must be elements of the space (an index outside it, or beyond int64, has no meaning).
 
     Args:
         space: The observation space; None accepts anything.
@@ -67,6 +71,9 @@ def observation_error(space: Optional[gym.Space], obs: Any, *,
             arr = np.asarray(obs)
         except (ValueError, TypeError):
             return f"{what} is {_describe(obs)}, which is not array-like"
+        problem = _big_int_error(arr, what, space)
+        if problem:
+            return problem
         if arr.dtype.kind not in _NUMERIC_KINDS:
             return f"{what} has dtype {arr.dtype}, expected a number (dtype {space.dtype})"
         if arr.shape != space.shape:
@@ -76,38 +83,179 @@ def observation_error(space: Optional[gym.Space], obs: Any, *,
             # Only finite values: NaN and inf observations are the samplers' to refuse.
             problem = range_error(np.where(np.isfinite(arr), arr, 0), what, space.dtype)
             return problem and f"{problem} (the space is {space})"
-        return None
+        if isinstance(space, gym.spaces.Box):
+            problem = range_error(arr, what, space.dtype)
+            return problem and f"{problem} (the space is {space})"
+        if _name(what) == "action":
+            return None  # action_error checks membership (bounds included) next
+        return _discrete_error(space, arr, what)
     return None if space.contains(obs) else f"{what} {_describe(obs)} is not in {space}"
 
 
+def _big_int_error(arr: np.ndarray, what: str, space: gym.Space) -> Optional[str]:
+    """Where an object array (what numpy makes of Python ints beyond int64, such as
+    2**70) holds such an int: outside int64, so outside any numeric space."""
+    if arr.dtype != object:
+        return None
+    bad = _outside_int64(arr)
+    if not bad.any():
+        return None
+    index = tuple(int(i) for i in np.argwhere(bad)[0])
+    where = what + "".join(f"[{i}]" for i in index)
+    info = np.iinfo(np.int64)
+    return (f"{where} is {_describe_number(arr[index])}, outside the int64 range "
+            f"[{info.min}, {info.max}] (the space is {space})")
+
+
+def _outside_int64(arr: np.ndarray) -> np.ndarray:
+    """Mask of the Python ints of an object array that int64 cannot hold."""
+    info = np.iinfo(np.int64)
+    return np.vectorize(lambda v: isinstance(v, int) and not isinstance(v, bool)
+                        and not info.min <= v <= info.max, otypes=[bool])(arr)
+
+
+def _discrete_error(space: gym.Space, arr: np.ndarray, what: str) -> Optional[str]:
+    """Where a Discrete / MultiDiscrete / MultiBinary value is not an element of the
+    space (an integer, integer-valued float or bool in its range), or None."""
+    if isinstance(space, gym.spaces.Discrete):
+        low, high = space.start, space.start + space.n
+        expected = f"an integer in [{low}, {high})"
+    elif isinstance(space, gym.spaces.MultiDiscrete):
+        low, high = space.start, space.start + space.nvec
+        expected = "integers in [start, start + nvec)"
+    else:
+        low, high = 0, 2
+        expected = "0 or 1"
+    with np.errstate(invalid="ignore"):
+        bad = ~((arr >= low) & (arr < high) & (arr == np.floor(arr)))
+    if not bad.any():
+        return None
+    index = tuple(int(i) for i in np.argwhere(bad)[0])
+    where = what + "".join(f"[{i}]" for i in index)
+    return (f"{where} is {arr[index].item()!r}, not {expected} (the {_name(what)} space is "
+            f"{space})")
+
+
 def range_error(value: Any, what: str, dtype: Any) -> Optional[str]:
-    """Where the floats of `value` (an array or number) overflow the float `dtype` they
-    will be stored in (e.g. 1e39 or 1e300 for float32: finite as Python floats, inf once
-    cast), or None (also for non-float dtypes). NaN is not flagged; inf is.
+    """Where the numbers of `value` (an array or number) overflow the numeric `dtype`
+    they will be stored in, or None: for a float dtype, floats beyond its range (e.g.
+    1e39 or 1e300 for float32: finite as Python floats, inf once cast; NaN is not
+    flagged, inf is); for an integer dtype, integers or finite floats beyond its range
+    (e.g. 2**40 for int32, which would wrap around once cast). Other dtypes: None.
 
     Example:
         >>> range_error(np.float64(1e39), "reward", np.float32)
         'reward is 1e+39, outside the float32 range [-3.4028235e+38, 3.4028235e+38] it is stored in'
+        >>> range_error(np.array([0, 2**40]), "obs", np.int32)
+        'obs[1] is 1099511627776, outside the int32 range [-2147483648, 2147483647] obs is stored in'
     """
-    if dtype is None or np.dtype(dtype).kind != "f":
+    if dtype is None or np.dtype(dtype).kind not in "fiu":
         return None
     arr = np.asarray(value)
-    if arr.dtype.kind not in "fc" or arr.size == 0:
-        return None
-    limit = float(np.finfo(dtype).max)
-    if arr.dtype.kind == "f" and np.finfo(arr.dtype).max <= limit:
-        return None
-    bad = np.abs(arr) > limit
-    if not bad.any():
+    if arr.size == 0:
         return None
     stored = np.dtype(dtype).name
-    text = str(np.finfo(dtype).max)
-    span = f"the {stored} range [-{text}, {text}]"
+    if np.dtype(dtype).kind in "iu":
+        info = np.iinfo(dtype)
+        if arr.dtype.kind in "iu":
+            if np.can_cast(arr.dtype, dtype, "safe"):
+                return None
+        elif arr.dtype.kind != "f":
+            return None
+        with np.errstate(invalid="ignore"):
+            bad = (arr < info.min) | (arr > info.max)
+        span = f"the {stored} range [{info.min}, {info.max}]"
+    else:
+        if arr.dtype.kind not in "fc":
+            return None
+        limit = float(np.finfo(dtype).max)
+        if arr.dtype.kind == "f" and np.finfo(arr.dtype).max <= limit:
+            return None
+        bad = np.abs(arr) > limit
+        text = str(np.finfo(dtype).max)
+        span = f"the {stored} range [-{text}, {text}]"
+    if not bad.any():
+        return None
     if arr.ndim == 0:
         return f"{what} is {arr.item()!r}, outside {span} it is stored in"
     index = tuple(int(i) for i in np.argwhere(bad)[0])
     where = what + "".join(f"[{i}]" for i in index)
     return f"{where} is {arr[index].item()!r}, outside {span} {what} is stored in"
+
+
+def reward_error(reward: Any, what: str = "reward") -> Optional[str]:
+    """Why `reward` is not a finite real number that fits float32 (the dtype batches store
+    rewards in), or None. Python and numpy ints and floats are numbers; bools, strings
+    and arrays are not.
+
+    Example:
+        >>> reward_error(float("nan"))
+        'reward must be a finite number; received nan'
+        >>> reward_error(1e39)
+        'reward is 1e+39, outside the float32 range [-3.4028235e+38, 3.4028235e+38] it is stored in'
+    """
+    if isinstance(reward, (np.ndarray, np.generic)) and np.ndim(reward) == 0:
+        reward = reward.item()
+    if isinstance(reward, bool) or not isinstance(reward, numbers.Real):
+        return f"{what} must be a finite number; received {_describe_number(reward)}"
+    try:
+        number = float(reward)
+    except OverflowError:  # an int beyond float64
+        number = math.inf
+    if not math.isfinite(number):
+        return f"{what} must be a finite number; received {_describe_number(reward)}"
+    return range_error(np.float64(number), what, np.float32)
+
+
+def _describe_number(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 256:
+        return f"an int of {value.bit_length()} bits"  # repr() of a huge int may raise
+    try:
+        return _describe(value.tolist() if isinstance(value, (np.ndarray, np.generic)) else value)
+    except Exception:  # pylint: disable=broad-except
+        return f"<{type(value).__name__}>"
+
+
+def stack_values(items: Sequence[Any], space: gym.Space,
+                 describe_row: Callable[[int], str]) -> np.ndarray:
+    """`np.asarray(items, space.dtype)` for the values of a Box, Discrete, MultiDiscrete
+    or MultiBinary space, refusing integers the cast would change: numpy wraps 2**40
+    around in int32 and cannot hold 2**70 in int64 at all (float dtypes overflow to inf,
+    which the samplers' finiteness checks refuse).
+
+    Args:
+        items: One value per row (e.g. one observation per sub-env).
+        space: The space of one value.
+        describe_row: Row index -> who sent it (e.g. "sub-env 3"), for the message.
+
+    Raises:
+        ValueError: Naming the row, the value and the dtype's range.
+    """
+    dtype = space.dtype
+    if dtype is None or np.dtype(dtype).kind not in "iu":
+        return np.asarray(items, dtype=dtype)
+    try:
+        arr = np.asarray(items)
+    except (ValueError, TypeError):  # ragged: numpy's own message
+        return np.asarray(items, dtype=dtype)
+    if arr.dtype == dtype:
+        return arr
+    info = np.iinfo(dtype)
+    bad = _outside_int64(arr) if arr.dtype == object else None
+    if bad is None and arr.dtype.kind in "iuf" and arr.ndim and not np.can_cast(
+            arr.dtype, dtype, "safe"):
+        with np.errstate(invalid="ignore"):
+            bad = (arr < info.min) | (arr > info.max)
+    if bad is not None and bad.any():
+        index = tuple(int(i) for i in np.argwhere(bad)[0])
+        value = arr[index]
+        raise ValueError(
+            f"The value of {describe_row(index[0])} does not fit the {np.dtype(dtype).name} "
+            f"dtype of its space {space}: it holds {_describe_number(value)}, outside "
+            f"[{info.min}, {info.max}] (numpy would wrap it around, or fail, when batching). "
+            f"Received: {_describe_number(items[index[0]])}. Return values that fit the "
+            "space's dtype, or declare a wider dtype in the space.")
+    return arr.astype(dtype)
 
 
 def action_error(space: Optional[gym.Space], action: Any) -> Optional[str]:
@@ -143,7 +291,8 @@ def _as_space_value(space: gym.Space, value: Any) -> Any:
         return np.int64(arr) if arr.dtype.kind in "iu" else value
     if isinstance(space, (gym.spaces.Box, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)):
         arr = np.asarray(value)
-        if arr.dtype.kind in _NUMERIC_KINDS and np.can_cast(arr.dtype, space.dtype, "same_kind"):
+        if (arr.dtype.kind in _NUMERIC_KINDS and np.can_cast(arr.dtype, space.dtype, "same_kind")
+                and not range_error(arr, "action", space.dtype)):  # a cast must not wrap
             return arr.astype(space.dtype)
         return arr
     return value

@@ -30,6 +30,7 @@ import numpy as np
 from gymnasium.vector.utils import concatenate, create_empty_array
 
 from tfrl.env.base_env_interface import _DUMMY_AGENT_ID, ASYNC_RESET_RETURN, BaseEnv
+from tfrl.env.space_checks import stack_values
 from tfrl.env.vector_transitions import (_NO_TRANSITIONS, SIMPLE_SPACES, VectorPoll,
                                          _leading_size, _Transitions, single_agent_poll_dicts)
 from tfrl.utils.typing import EnvID, MultiEnvDict
@@ -215,7 +216,7 @@ class _VectorEnvToBaseEnv(BaseEnv):
             rewards, terms, truncs = tr.rewards, tr.terminateds, tr.truncateds
         else:
             env_ids = np.asarray(tr.env_ids, dtype=np.int64)
-            obs = self._stack_obs(tr.obs)
+            obs = self._stack_obs(tr.obs, tr.env_ids)
             rewards = np.asarray(tr.rewards, dtype=np.float64)
             terms = np.asarray(tr.terminateds, dtype=bool)
             truncs = np.asarray(tr.truncateds, dtype=bool)
@@ -396,10 +397,11 @@ class _VectorEnvToBaseEnv(BaseEnv):
     def _unbatch_actions(self, actions: Any, size: int) -> List[Any]:
         return list(gym.vector.utils.iterate(gym.vector.utils.batch_space(self.action_space, size), actions))
 
-    def _stack_obs(self, items: List[Any]) -> Any:
+    def _stack_obs(self, items: List[Any], env_ids: Sequence[int] = ()) -> Any:
         space = self.observation_space
         if self._simple_obs:
             if not items:
                 return np.empty((0,) + tuple(space.shape), dtype=space.dtype)
-            return np.asarray(items, dtype=space.dtype)
+            return stack_values(items, space, lambda row: (
+                f"the observation of sub-env {env_ids[row] if env_ids else row}"))
         return concatenate(space, items, create_empty_array(space, len(items)))

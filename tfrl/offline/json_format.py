@@ -45,6 +45,7 @@ import json
 import pickle
 from typing import Any, Dict, Mapping, Optional, Sequence, Tuple
 
+import gymnasium as gym
 import numpy as np
 import tree
 
@@ -216,7 +217,10 @@ def check_column_values(column: str, value: np.ndarray, dtype: Any = None) -> No
         ...
         ValueError: column 'rewards', row 1: 1e+39 overflows float32 (largest 3.4028235e+38), the dtype it is stored in; ...
     """
-    if column not in CHECKED_COLUMNS or value.dtype.kind != "f":
+    if column not in CHECKED_COLUMNS:
+        return
+    if value.dtype.kind != "f":
+        _check_int_column(column, value, dtype)
         return
     finite = np.isfinite(value)
     bad = ~finite
@@ -239,6 +243,51 @@ def check_column_values(column: str, value: np.ndarray, dtype: Any = None) -> No
     raise ValueError(f"column {column!r}, row {row}: {number!r} is not a finite number{fix}")
 
 
+def _check_int_column(column: str, value: np.ndarray, dtype: Any) -> None:
+    """Integers of a `CHECKED_COLUMNS` column must fit int64 (JSON holds any int; numpy
+    keeps those beyond int64 as Python objects) and the integer `dtype` they are stored
+    in (2**40 would wrap around in int32)."""
+    fix = ("; observations, actions and rewards must be numbers that fit their dtype: "
+           "repair or remove the record")
+    if value.dtype == object:
+        info = np.iinfo(np.int64)
+        for index, item in np.ndenumerate(value):
+            if isinstance(item, int) and not isinstance(item, bool) and not (
+                    info.min <= item <= info.max):
+                text = repr(item) if item.bit_length() <= 256 else f"an int of {item.bit_length()} bits"
+                raise ValueError(f"column {column!r}, row {index[0] if index else 0}: {text} "
+                                 f"is outside the int64 range [{info.min}, {info.max}]{fix}")
+        return
+    if value.dtype.kind not in "iu" or dtype is None or np.dtype(dtype).kind not in "iu":
+        return
+    info = np.iinfo(dtype)
+    bad = (value < info.min) | (value > info.max)
+    if bad.any():
+        index = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(f"column {column!r}, row {index[0] if index else 0}: "
+                         f"{value[index].item()!r} is outside the {np.dtype(dtype).name} range "
+                         f"[{info.min}, {info.max}], the dtype it is stored in{fix}")
+
+
+def _check_discrete_column(column: str, value: np.ndarray, space: Any) -> None:
+    """Values of an obs/action column with a Discrete or MultiDiscrete space must be
+    elements of it (an index outside the space has no meaning to the learner)."""
+    if isinstance(space, gym.spaces.Discrete):
+        low, high, expected = space.start, space.start + space.n, f"in [{space.start}, " \
+            f"{space.start + space.n})"
+    elif isinstance(space, gym.spaces.MultiDiscrete):
+        low, high, expected = space.start, space.start + space.nvec, "in [start, start + nvec)"
+    else:
+        return
+    if value.dtype.kind not in "iuf" or value.shape[1:] != tuple(space.shape):
+        return
+    bad = ~((value >= low) & (value < high))
+    if bad.any():
+        index = tuple(int(i) for i in np.argwhere(bad)[0])
+        raise ValueError(f"column {column!r}, row {index[0]}: {value[index].item()!r} is not "
+                         f"{expected} (the space is {space}); repair or remove the record")
+
+
 def _cast(column: str, value: Any, spaces: Optional[Tuple[Any, Any]]) -> Any:
     """Restores the dtype of a column read from JSON lists (checking its values)."""
     if column == Columns.INFOS or not isinstance(value, np.ndarray):
@@ -253,6 +302,8 @@ def _cast(column: str, value: Any, spaces: Optional[Tuple[Any, Any]]) -> Any:
         kind = value.dtype.kind
         target = {"f": np.float32, "i": np.int64, "u": np.int64, "b": np.bool_}.get(kind)
     check_column_values(column, value, target)
+    if spaces is not None and column in _OBS_COLUMNS + _ACTION_COLUMNS:
+        _check_discrete_column(column, value, spaces[0 if column in _OBS_COLUMNS else 1])
     return value if target is None or value.dtype == target else value.astype(target)
 
 

@@ -42,6 +42,7 @@ import tree
 
 from tfrl.serving import policy_protocol as P
 from tfrl.env.single_agent_episode import SingleAgentEpisode
+from tfrl.env import space_checks
 from tfrl.env.space_checks import observation_error, range_error
 from tfrl.data.sample_batch import MultiAgentBatch, SampleBatch
 
@@ -218,25 +219,15 @@ def _as_one_row(space: gym.Space, value: Any) -> Any:
 
 
 def reward_error(reward: Any, what: str = "reward") -> Optional[str]:
-    """Returns why a LOG_RETURNS reward (a number, or a dict agent -> number) is bad."""
+    """Returns why a LOG_RETURNS reward (a number, or a dict agent -> number) is bad: the
+    external env's own check (`tfrl.env.space_checks.reward_error`) on each number."""
     if isinstance(reward, dict):
         for key, value in reward.items():
             problem = reward_error(value, f"{what}[{key!r}]")
             if problem:
                 return problem
         return None
-    if isinstance(reward, (bool, np.bool_)) or not isinstance(reward, (numbers.Real, np.ndarray)):
-        return f"{what} must be a finite number; received {_short(reward)}"
-    arr = np.asarray(reward)
-    if arr.ndim != 0 or arr.dtype.kind not in "iuf":
-        return f"{what} must be a finite number; received {_short(reward)}"
-    try:
-        number = float(arr)
-    except OverflowError:  # a huge int
-        number = math.inf
-    if not math.isfinite(number):
-        return f"{what} must be a finite number; received {_short(reward)}"
-    return range_error(np.float64(number), what, _FLOAT_DTYPE)
+    return space_checks.reward_error(reward, what)
 
 
 def number_error(value: Any, what: str) -> Optional[str]:

@@ -21,6 +21,8 @@ import numpy as np
 import tree
 
 from tfrl.env.base_env import ASYNC_RESET_RETURN
+from tfrl.env.space_checks import stack_values
+from tfrl.env.vector_transitions import SIMPLE_SPACES
 from tfrl.evaluation.sampling.collectors import AgentCollector, postprocess_episode_chunks
 from tfrl.evaluation.sampling.loop_core import LoopCore
 from tfrl.evaluation.sampling.ops import check_reward, now, read_only
@@ -151,7 +153,11 @@ class SamplingLoop(LoopCore):
     def preprocess_batch(self, pid: str, raws: list, describe_row) -> np.ndarray:
         """Checks, preprocesses and filters a list of raw observations of policy `pid`."""
         checker, prep, obs_filter = self.policy_tools(pid)
-        batch = to_numpy_batch(raws, checker.space)
+        space = checker.space
+        if raws and isinstance(space, SIMPLE_SPACES):  # integers the cast would wrap: refused
+            batch = stack_values(raws, space, lambda i: f"the observation of {describe_row(i)[0]}")
+        else:
+            batch = to_numpy_batch(raws, space)
         checker.check(batch, describe_row)
         if prep is not None:
             batch = prep.transform_batch(batch)
