@@ -15,7 +15,8 @@ TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
                      "tfrl", "tuned", "dqn_cartpole.yaml")
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.more_seeds),
+                                  pytest.param(2, marks=pytest.mark.more_seeds)])
 def test_dqn_reaches_400_on_cartpole(seed):
     algo = DQN(config=build_config(resolve_experiment(TUNED, overrides=[f"seed={seed}"])))
     result = {"episode_reward_mean": float("nan"), "timesteps_total": 0}

@@ -74,7 +74,7 @@ def ray_runtime():
 
 @pytest.mark.ray
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.more_seeds)])
 @pytest.mark.parametrize("algo", ["IMPALA", "APPO"])
 def test_learns_cartpole_with_two_ray_workers(ray_runtime, algo, seed):
     config = tuned_config(algo, seed)

@@ -14,7 +14,8 @@ pytestmark = pytest.mark.learning
 
 TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                      "tfrl", "tuned")
-SEEDS = [0, pytest.param(1, marks=pytest.mark.slow), pytest.param(2, marks=pytest.mark.slow)]
+SEEDS = [0, pytest.param(1, marks=[pytest.mark.slow, pytest.mark.more_seeds]),
+         pytest.param(2, marks=[pytest.mark.slow, pytest.mark.more_seeds])]
 
 
 def train_until(tuned: str, seed: int, threshold: float, max_steps: int) -> dict:

@@ -15,7 +15,8 @@ TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
                      "tfrl", "tuned", "td3_pendulum.yaml")
 
 
-@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.more_seeds),
+                                  pytest.param(2, marks=pytest.mark.more_seeds)])
 def test_td3_reaches_minus_250_on_pendulum(seed):
     algo = TD3(config=build_config(resolve_experiment(TUNED, overrides=[f"seed={seed}"])))
     result = {"episode_reward_mean": float("nan"), "timesteps_total": 0}
