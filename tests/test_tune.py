@@ -159,6 +159,7 @@ def _rows(out):
 
 
 @pytest.mark.ray
+@pytest.mark.slow
 def test_grid_of_four_reports_all_and_writes_the_best(ray_runtime, tmp_path):
     path = _sweep_file(tmp_path, {"max_concurrent_trials": 2,
                                   "space": {"seed": {"grid_search": [0, 1, 2, 3]}}})
@@ -178,6 +179,7 @@ def test_grid_of_four_reports_all_and_writes_the_best(ray_runtime, tmp_path):
 
 
 @pytest.mark.ray
+@pytest.mark.slow
 def test_asha_stops_trials_early(ray_runtime, tmp_path):
     path = _sweep_file(tmp_path, {
         "max_concurrent_trials": 2, "space": {"seed": {"grid_search": [0, 1, 2, 3]}},
@@ -195,7 +197,8 @@ class SpyPPO(tfrl.tune.get_trainable("PPO")):
 
     def _fingerprint(self):
         weights = self.algorithm.get_weights()["default_policy"]
-        return float(sum(np.abs(np.asarray(w, np.float64)).sum() for w in weights.values()))
+        arrays = weights.values() if isinstance(weights, dict) else weights
+        return float(sum(np.abs(np.asarray(w, np.float64)).sum() for w in arrays))
 
     def load_checkpoint(self, checkpoint):
         super().load_checkpoint(checkpoint)
@@ -210,6 +213,7 @@ class SpyPPO(tfrl.tune.get_trainable("PPO")):
 
 
 @pytest.mark.ray
+@pytest.mark.slow
 def test_pbt_exploits_another_trials_checkpoint(ray_runtime, tmp_path):
     from ray import tune
     from ray.tune.schedulers import PopulationBasedTraining
@@ -239,6 +243,7 @@ register_env("failing_cartpole", FailingCartPole)
 
 
 @pytest.mark.ray
+@pytest.mark.slow
 def test_a_failing_trial_is_retried_and_reported(ray_runtime, tmp_path):
     path = _sweep_file(tmp_path, {"max_failures": 1, "max_concurrent_trials": 2, "space": {
         "env_config.fail_after": {"grid_search": [0, 20]}}}, env="failing_cartpole")

@@ -283,7 +283,8 @@ def _tune() -> int:
     if not FLAGS.verbose:
         _quiet_python_logs()
     try:
-        from tfrl.cli import sweep_run  # Deferred: imports Ray Tune (the tune extra).
+        # Deferred: imports Ray Tune (the tune extra), which `tfrl train` never needs.
+        from tfrl.cli.sweep_run import run_sweep
     except ImportError as e:
         raise CliError(f"tfrl tune runs its trials on Ray Tune, which cannot be imported "
                        f"({e}); pip install 'tfrl[tune]'.") from None
@@ -291,7 +292,7 @@ def _tune() -> int:
     logdir = FLAGS.logdir or os.path.join(os.path.dirname(default),
                                           "tune_" + os.path.basename(default))
     with commands.user_errors(verbose=FLAGS.verbose):
-        sweep_run.run_sweep(exp, spec, logdir, output=FLAGS.output, num_cpus=FLAGS.num_cpus,
+        run_sweep(exp, spec, logdir, output=FLAGS.output, num_cpus=FLAGS.num_cpus,
                             verbose=0 if FLAGS.quiet else 1)
     return 0
 
