@@ -146,9 +146,9 @@ COMMANDS = {
                         "checkpoint_every", "restore", "dry_run", "quiet"),
     "evaluate": _COMMON + ("checkpoint", "episodes", "render", "record", "explore"),
     "export": _COMMON + ("checkpoint", "format", "export_dir", "policy_id"),
+    "list": ("algo", "env"),
     "tune": ("algo", "env", "config", "config_override", "seed", "verbose", "stop", "logdir",
              "dry_run", "quiet", "sweep", "num_samples", "output", "num_cpus"),
-    "list": ("algo", "env"),
 }
 _OUR_FLAGS = {name for names in COMMANDS.values() for name in names}
 _HELP = ("-h", "--help", "help", "-help")

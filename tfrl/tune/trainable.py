@@ -27,7 +27,8 @@ from ray import tune
 from ray.tune.execution.placement_groups import PlacementGroupFactory
 from ray.tune.registry import ENV_CREATOR, _global_registry
 
-from tfrl.algorithms.registry import ALGORITHMS, canonical_name, get_algorithm_class
+from tfrl.algorithms.registry import (ALGORITHMS, canonical_name, get_algorithm_class,
+                                      get_config_class)
 from tfrl.env.registry import _ENV_CREATORS
 from tfrl.env.registry import register_env as register_tfrl_env
 
@@ -42,22 +43,22 @@ def _config_dict(config: Any) -> Dict[str, Any]:
     return dict(config or {})
 
 
-def trial_bundles(config: Any) -> List[Dict[str, float]]:
-    """The placement-group bundles of one trial: its own process (the learner), then one
-    per rollout worker and one per evaluation worker.
+def trial_bundles(config: Any, algo: str = "PPO") -> List[Dict[str, float]]:
+    """The placement-group bundles of one trial of `algo`: its own process (the
+    learner), then one per rollout worker and one per evaluation worker.
 
     Example:
         >>> trial_bundles({"num_workers": 2, "num_cpus_per_worker": 0.25})
         [{'CPU': 0.5, 'GPU': 0.0}, {'CPU': 0.25, 'GPU': 0.0}, {'CPU': 0.25, 'GPU': 0.0}]
     """
-    config = _config_dict(config)
-    learner = {"CPU": float(config.get("num_cpus_for_driver", DEFAULT_TRIAL_CPUS)),
-               "GPU": float(config.get("num_gpus", 0) or 0)}
-    worker = {"CPU": float(config.get("num_cpus_per_worker", 1)),
-              "GPU": float(config.get("num_gpus_per_worker", 0) or 0)}
-    workers = int(config.get("num_workers", 0) or 0)
-    evaluation_workers = int(config.get("evaluation_num_workers", 0) or 0)
-    return [learner] + [dict(worker) for _ in range(workers + evaluation_workers)]
+    given = _config_dict(config)
+    resolved = get_config_class(algo).from_dict(given)  # the algorithm's defaults
+    learner = {"CPU": float(given.get("num_cpus_for_driver", DEFAULT_TRIAL_CPUS)),
+               "GPU": float(resolved["num_gpus"] or 0)}
+    worker = {"CPU": float(resolved["num_cpus_per_worker"]),
+              "GPU": float(resolved["num_gpus_per_worker"] or 0)}
+    count = int(resolved["num_workers"] or 0) + int(resolved["evaluation_num_workers"] or 0)
+    return [learner] + [dict(worker) for _ in range(count)]
 
 
 def _known_env(env: Any) -> None:
@@ -110,7 +111,7 @@ class AlgorithmTrainable(tune.Trainable):
 
     @classmethod
     def default_resource_request(cls, config: Dict[str, Any]) -> PlacementGroupFactory:
-        return PlacementGroupFactory(trial_bundles(config), strategy="PACK")
+        return PlacementGroupFactory(trial_bundles(config, cls.algo_name), strategy="PACK")
 
     def setup(self, config: Dict[str, Any]) -> None:
         config = _config_dict(config)
