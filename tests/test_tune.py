@@ -257,3 +257,28 @@ def test_a_failing_trial_is_retried_and_reported(ray_runtime, tmp_path):
     assert len(errors) == 1
     with open(os.path.join(errors[0], "error.txt")) as f:
         assert "the simulator crashed" in f.read()
+
+
+def test_sweep_objects_for_ray_tune():
+    """No trials: the sweep's Tune objects (Optuna's searcher, PBT's nested mutations,
+    the param space with Tune's distributions at dotted keys)."""
+    from ray.tune.schedulers import PopulationBasedTraining
+    from ray.tune.search.optuna import OptunaSearch
+    from ray.tune.search.sample import Float
+
+    from tfrl.cli.experiment import Experiment
+    from tfrl.cli.sweep import parse_sweep
+    from tfrl.cli.sweep_run import make_scheduler, make_search, param_space
+
+    sweep = parse_sweep({"search": "optuna", "seed": 3, "space": {
+        "lr": {"loguniform": [1e-4, 1e-2]}, "model.fcnet_hiddens": {"choice": [[8], [16]]}},
+        "scheduler": {"type": "pbt", "perturbation_interval": 2,
+                      "mutations": {"model.vf_share_layers": [True, False]}}})
+    assert isinstance(make_search(sweep), OptunaSearch)
+    pbt = make_scheduler(sweep)
+    assert isinstance(pbt, PopulationBasedTraining)
+    assert pbt._hyperparam_mutations["model"]["vf_share_layers"].categories == [True, False]
+    space = param_space(Experiment(algo="PPO", env="CartPole-v1", config=dict(TINY)), sweep)
+    assert isinstance(space["lr"], Float) and space["env"] == "CartPole-v1"
+    assert space["model"]["fcnet_hiddens"].categories == [[8], [16]]
+    assert TINY["model"] == {"fcnet_hiddens": [8]}  # the base config is not changed
