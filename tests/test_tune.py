@@ -220,6 +220,7 @@ def test_pbt_exploits_another_trials_checkpoint(ray_runtime, tmp_path):
 
     pbt = PopulationBasedTraining(time_attr="training_iteration", perturbation_interval=1,
                                   quantile_fraction=0.5, resample_probability=1.0,
+                                  synch=True,  # both trials reach each interval: no race
                                   hyperparam_mutations={"lr": [1e-3, 1e-4]})
     tuner = tfrl.tune.Tuner(
         SpyPPO, param_space={**TINY, "env": "CartPole-v1",
