@@ -46,10 +46,13 @@ OFFLINE_REQUIRES = ["lz4>=4"]
 # Videos of episodes (`tfrl evaluate --record=DIR`, the `record_env` config key): gymnasium's
 # RecordVideo writes them with moviepy.
 VIDEO_REQUIRES = ["moviepy>=1.0.3"]
+# Sweeps (`tfrl tune`, tfrl.tune): Ray Tune runs the trials; Optuna is the search
+# algorithm `search: optuna` uses (through Ray Tune's own integration).
+TUNE_REQUIRES = ["ray[tune]>=2.60,<3", "optuna>=3.0"]
 
 EXTRAS_REQUIRE = {
-    # Ray is in the test extra so that CI exercises the Ray backends too; TFP is the
-    # action distributions' test oracle. import-linter (and grimp, its graph library)
+    # Ray (with Tune and Optuna) is in the test extra so that CI exercises the Ray backends
+    # and sweeps too; TFP is the action distributions' test oracle. import-linter (and grimp, its graph library)
     # check the layers and that no module circle exists (tests/test_architecture.py);
     # mypy type-checks tfrl.core, tfrl.execution and tfrl.algorithms
     # (tests/test_typing.py); hypothesis drives the policy server's fuzz suite and the
@@ -58,6 +61,7 @@ EXTRAS_REQUIRE = {
     # that CI runs their tests (which skip without them).
     "test": ["pytest>=8", "pytest-xdist>=3.5", "hypothesis>=6.100", "ray>=2.60,<3",
              "import-linter>=2.1", "grimp>=3.5", "mypy>=1.10"] + TFP_REQUIRES + PETTINGZOO_REQUIRES
+            + TUNE_REQUIRES
             + ATARI_REQUIRES + MINATAR_REQUIRES + MUJOCO_REQUIRES + OFFLINE_REQUIRES,
     "offline": OFFLINE_REQUIRES,
     "video": VIDEO_REQUIRES,
@@ -66,6 +70,7 @@ EXTRAS_REQUIRE = {
     "minatar": MINATAR_REQUIRES,
     "mujoco": MUJOCO_REQUIRES,
     "ray": ["ray[default]>=2.60,<3"],
+    "tune": TUNE_REQUIRES,
     "pettingzoo": PETTINGZOO_REQUIRES,
     # Reference implementations for bench/bench_ppo_cartpole.py and bench_atari.py (SB3's
     # PPO; bench_atari.py also needs the atari extra) and bench/bench_recurrent.py

@@ -136,6 +136,7 @@ ALLOWED_FUNCTION_IMPORTS = {
     ("tfrl/cli/commands.py", "tfrl.utils.progress_callbacks"),  # TensorFlow (CLI start-up)
     ("tfrl/cli/commands.py", "tfrl.utils.tensorboard"),  # TensorFlow (CLI start-up)
     ("tfrl/cli/experiment.py", "tfrl.models.catalog"),  # TensorFlow (CLI start-up)
+    ("tfrl/cli/main.py", "tfrl.cli.sweep_run"),  # Ray Tune (only `tfrl tune` needs it)
     ("tfrl/evaluation/sampling/loop_core.py", "tfrl.utils.tf_run_builder"),  # TensorFlow
     # TensorFlow: the env layer imports tfrl.offline, which stays TF-free until a
     # TFRecord input or output is configured.

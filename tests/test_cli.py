@@ -293,8 +293,8 @@ def test_export_policy_checkpoint_format(trained):
     (["train", "--algo=A2C", "--env=CartPole-v1", "--config_override=lr=.nan", "--dry_run"],
      "tfrl train: error: A2CConfig: lr must be a finite float > 0; received nan (float)."),
     (["trian", "--algo=PPO"], "tfrl: error: unknown command 'trian'. Did you mean 'train'? "
-                              "Commands: train, evaluate, export, list."),
-    ([], "tfrl: error: expected one command (train, evaluate, export, list); received no "
+                              "Commands: train, evaluate, export, list, tune."),
+    ([], "tfrl: error: expected one command (train, evaluate, export, list, tune); received no "
          "command. Run e.g. `tfrl train --algo=PPO --env=CartPole-v1`, or `tfrl --help`."),
     (["train", "--episodes=3"], "tfrl train: error: --episodes is not a flag of `tfrl train` "
                                 "(it belongs to tfrl evaluate); remove it."),

@@ -36,8 +36,9 @@ from tfrl.models.model_defaults import check_model_keys
 from tfrl.utils import yaml_io
 from tfrl.utils.yaml_io import yaml_value
 
-# Top-level keys of an experiment file (`run` is RLlib's name for `algo`).
-FILE_KEYS = ("algo", "run", "env", "stop", "config")
+# Top-level keys of an experiment file (`run` is RLlib's name for `algo`; `tune` is the
+# sweep section that `tfrl tune` reads, see tfrl.cli.sweep).
+FILE_KEYS = ("algo", "run", "env", "stop", "config", "tune")
 # Result keys `--stop` accepts (a key with "/" addresses a nested result, e.g.
 # "evaluation/episode_reward_mean").
 STOP_KEYS = ("timesteps_total", "episode_reward_mean", "episode_reward_min",
@@ -61,6 +62,8 @@ class Experiment:
         stop: Result key -> threshold; training stops when any is reached.
         config_file: The experiment file it was read from (None: flags only); recorded,
             not read back.
+        sweep: The file's `tune:` section (search space, search algorithm, scheduler),
+            which only `tfrl tune` reads; empty if there is none.
     """
 
     algo: Optional[str] = None
@@ -68,6 +71,7 @@ class Experiment:
     config: Dict[str, Any] = dataclasses.field(default_factory=dict)
     stop: Dict[str, float] = dataclasses.field(default_factory=dict)
     config_file: Optional[str] = None
+    sweep: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> Dict[str, Any]:
         """The experiment as a JSON-serializable dict (the file format, plus
@@ -131,19 +135,22 @@ def load_experiment_file(path: str) -> Experiment:
             continue
         if key not in FILE_KEYS:
             raise CliError(f"Config file {path!r} has the unknown top-level key {key!r}."
-                           f"{_closest(key, FILE_KEYS)} Top-level keys are algo, env, stop "
-                           "and config (algorithm settings go under config:).")
+                           f"{_closest(key, FILE_KEYS)} Top-level keys are algo, env, stop, "
+                           "config (algorithm settings go under config:) and tune (the "
+                           "sweep of tfrl tune).")
     if "algo" in doc and "run" in doc and doc["algo"] != doc["run"]:
         raise CliError(f"Config file {path!r} sets both algo ({doc['algo']!r}) and run "
                        f"({doc['run']!r}); keep one.")
     config = doc.get("config") or {}
     stop = doc.get("stop") or {}
-    for name, value in (("config", config), ("stop", stop)):
+    sweep = doc.get("tune") or {}
+    for name, value in (("config", config), ("stop", stop), ("tune", sweep)):
         if not isinstance(value, dict):
             raise CliError(f"In config file {path!r}, {name} must be a mapping; it is a "
                            f"{type(value).__name__}.")
     return Experiment(algo=doc.get("algo", doc.get("run")), env=doc.get("env"),
-                      config=dict(config), stop=_check_stop(dict(stop), f"file {path!r}"))
+                      config=dict(config), stop=_check_stop(dict(stop), f"file {path!r}"),
+                      sweep=dict(sweep))
 
 
 def parse_override(text: str) -> Tuple[List[str], Any]:
@@ -237,6 +244,7 @@ def resolve_experiment(config_file: Optional[str] = None, algo: Optional[str] = 
         exp.env = loaded.env or exp.env
         exp.config.update(loaded.config)
         exp.stop.update(loaded.stop)
+        exp.sweep.update(loaded.sweep)
     exp.algo = algo or exp.algo
     exp.config.update({k: v for k, v in (settings or {}).items() if v is not None})
     exp.config = apply_overrides(exp.config, overrides)
@@ -340,7 +348,7 @@ def imports_user_code(exp: Experiment) -> bool:
     return any(isinstance(value, str) and ":" in value for value in named)
 
 
-def _resolve_classes(config: Dict[str, Any]) -> Dict[str, Any]:
+def resolve_classes(config: Dict[str, Any]) -> Dict[str, Any]:
     """`callbacks` and `model.custom_model` given as "package.module:ClassName" strings,
     imported (a custom_model name without ":" is a registered model's name)."""
     if isinstance(config.get("callbacks"), str):
@@ -363,7 +371,7 @@ def check_config(exp: Experiment, extra: Optional[Dict[str, Any]] = None) -> Any
             valid one, or tfrl's key for a Stable-Baselines3 name) or an invalid value.
     """
     check_names(exp)
-    config = _resolve_classes({**copy.deepcopy(exp.config), **(extra or {}), "env": exp.env})
+    config = resolve_classes({**copy.deepcopy(exp.config), **(extra or {}), "env": exp.env})
     try:
         algo_config = get_config_class(exp.algo).from_dict(config)
         check_model_keys(algo_config.model or {})

@@ -13,6 +13,8 @@ Usage:
     tfrl evaluate ... --render                      # in a window (needs a display)
     tfrl evaluate ... --record=videos               # video files (pip install 'tfrl[video]')
     tfrl export --checkpoint=runs/ppo/checkpoint_000050 [--format=saved_model] [--export_dir=D]
+    tfrl tune --config=sweep.yaml [--dry_run]       # a sweep on Ray Tune (pip install 'tfrl[tune]')
+    tfrl tune --config=ppo_cartpole --sweep=space.yaml --num_samples=8 --logdir=runs/sweep
     tfrl --version
 
 (`python -m tfrl ...` is the same.) `tfrl <command> --help` lists the flags. Algorithm
@@ -57,6 +59,14 @@ checkpoint (flags such as `--config_override` still apply on top). Mistakes exit
 status 2 and one line on stderr saying what to fix; config keys and values are checked
 before TensorFlow loads.
 
+`tfrl tune` reads the same files plus a `tune:` section (or `--sweep=FILE` holding it): the
+search space (`grid_search`, `choice`, `uniform`, `loguniform`, `randint` per config key),
+the search algorithm (random, optuna), the scheduler (fifo, asha, pbt with its mutations),
+`num_samples`, `metric` and `mode` (see `tfrl.cli.sweep`). Every sampled config is checked
+before Ray starts (`--dry_run` stops there); trials run on Ray Tune, a table of them is
+printed at the end, and the best trial's config is written as a tuned file
+(`--output`, default `<logdir>/best_config.yaml`) that `tfrl train --config=FILE` runs.
+
 Stopping `tfrl train`: Ctrl-C (SIGINT) ends training after writing a final checkpoint
 and exits with status 0; SIGTERM (sent by `timeout`, `docker stop`, cluster schedulers)
 does the same and exits with status 143 (128 + 15), so the caller can tell the run was
@@ -74,7 +84,7 @@ from absl import logging as absl_logging
 
 import tfrl
 from tfrl.algorithms.registry import ALGORITHMS
-from tfrl.cli import commands
+from tfrl.cli import commands, sweep
 from tfrl.cli.experiment import (CliError, check_config, check_names, imports_user_code,
                                  resolve_experiment, tuned_for)
 from tfrl.utils.progress import quiet_tensorflow
@@ -123,6 +133,12 @@ flags.DEFINE_bool("explore", False, "Evaluate with stochastic (exploring) action
 flags.DEFINE_enum("format", "saved_model", list(commands.FORMATS), "Export format.")
 flags.DEFINE_string("export_dir", None, "Export directory (default <checkpoint>_<format>).")
 flags.DEFINE_string("policy_id", "default_policy", "Policy to export.")
+# tune.
+flags.DEFINE_string("sweep", None, "YAML file with the tune: section (space, search, "
+                    "scheduler, ...), merged over the --config file's.")
+flags.DEFINE_integer("num_samples", None, "Samples of the search space (tune.num_samples).")
+flags.DEFINE_string("output", None, "The best config file (default <logdir>/best_config.yaml).")
+flags.DEFINE_integer("num_cpus", None, "CPUs of the Ray runtime tfrl tune starts (default: all).")
 
 _COMMON = ("algo", "env", "config", "config_override", "seed", "tf_threads", "verbose")
 COMMANDS = {
@@ -131,6 +147,8 @@ COMMANDS = {
     "evaluate": _COMMON + ("checkpoint", "episodes", "render", "record", "explore"),
     "export": _COMMON + ("checkpoint", "format", "export_dir", "policy_id"),
     "list": ("algo", "env"),
+    "tune": ("algo", "env", "config", "config_override", "seed", "verbose", "stop", "logdir",
+             "dry_run", "quiet", "sweep", "num_samples", "output", "num_cpus"),
 }
 _OUR_FLAGS = {name for names in COMMANDS.values() for name in names}
 _HELP = ("-h", "--help", "help", "-help")
@@ -244,11 +262,48 @@ def _tuned_file(command: str) -> Tuple[Optional[str], str]:
                   "algorithm's defaults.\n")
 
 
+def _tune() -> int:
+    """`tfrl tune`: checks the experiment and every sampled config, then runs the sweep."""
+    exp = resolve_experiment(FLAGS.config, FLAGS.algo, FLAGS.env, {"seed": FLAGS.seed},
+                             FLAGS.config_override, FLAGS["stop"].value)
+    if FLAGS.sweep:
+        exp.sweep.update(sweep.load_sweep_file(FLAGS.sweep))
+    if imports_user_code(exp):  # a user's module may import TensorFlow: quietly
+        quiet_tensorflow(verbose=FLAGS.verbose)
+    check_names(exp)
+    spec = sweep.parse_sweep(exp.sweep, FLAGS.num_samples)
+    if FLAGS.dry_run:
+        sweep.dry_run(exp, spec)
+        return 0
+    sweep.check_sweep(exp, spec)  # every sampled config, before Ray starts
+    if not exp.stop:
+        raise CliError("tfrl tune needs stop criteria (trials would run forever): set stop: "
+                       "in the file or pass e.g. --stop=training_iteration=20.")
+    quiet_tensorflow(verbose=FLAGS.verbose)
+    if not FLAGS.verbose:
+        _quiet_python_logs()
+    try:
+        # Deferred: imports Ray Tune (the tune extra), which `tfrl train` never needs.
+        from tfrl.cli.sweep_run import run_sweep
+    except ImportError as e:
+        raise CliError(f"tfrl tune runs its trials on Ray Tune, which cannot be imported "
+                       f"({e}); pip install 'tfrl[tune]'.") from None
+    default = commands.default_logdir(exp)  # ~/tfrl_results/tune_<ALGO>_<env>_<time>
+    logdir = FLAGS.logdir or os.path.join(os.path.dirname(default),
+                                          "tune_" + os.path.basename(default))
+    with commands.user_errors(verbose=FLAGS.verbose):
+        run_sweep(exp, spec, logdir, output=FLAGS.output, num_cpus=FLAGS.num_cpus,
+                            verbose=0 if FLAGS.quiet else 1)
+    return 0
+
+
 def _run_command(command: str) -> int:
     try:
         if command == "list":
             commands.list_all(algo=FLAGS.algo, env=FLAGS.env)
             return 0
+        if command == "tune":
+            return _tune()
         settings = {"seed": FLAGS.seed}
         base = None
         if command == "train":

@@ -1,0 +1,285 @@
+"""Sweeps on Ray Tune (issue 31): `tfrl tune` and `tfrl.tune`.
+
+The `--dry_run` and sweep-file checks need no Ray; the sweeps themselves (marked `ray`)
+share one local Ray runtime of 2 CPUs and run tiny PPO CartPole trials (64 steps an
+iteration, no remote workers, half a CPU each, two at a time, actors reused between
+trials): a grid of 4 reports all 4 and writes the best config; ASHA stops trials early;
+PBT copies one trial's weights into another (checked by a weight fingerprint); a trial
+whose env raises is retried, reported and the sweep still finishes.
+"""
+
+import json
+import os
+import sys
+
+import gymnasium as gym
+import numpy as np
+import pytest
+import yaml
+
+from cli_helpers import run_tfrl
+from tfrl.cli.experiment import load_experiment_file
+from tfrl.cli.main import main
+
+TINY = {"num_workers": 0, "train_batch_size": 64, "rollout_fragment_length": 8,
+        "num_envs_per_worker": 2, "sgd_minibatch_size": 32, "num_sgd_iter": 1,
+        "model": {"fcnet_hiddens": [8]}, "seed": 0}
+
+
+def _write(tmp_path, doc, name="sweep.yaml"):
+    path = tmp_path / name
+    path.write_text(yaml.safe_dump(doc))
+    return str(path)
+
+
+def _sweep_file(tmp_path, tune, env="CartPole-v1", stop=None, config=None):
+    return _write(tmp_path, {"algo": "PPO", "env": env,
+                             "stop": stop or {"training_iteration": 1},
+                             "config": {**TINY, **(config or {})}, "tune": tune})
+
+
+def _error_line(capsys, *args):
+    from absl import flags
+
+    try:
+        with pytest.raises(SystemExit) as info:
+            main(["tfrl", "tune", *args])
+    finally:
+        flags.FLAGS.unparse_flags()
+    assert info.value.code == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 1, lines
+    return lines[0]
+
+
+# ------------------------------------------------------------------ no Ray needed
+
+def test_dry_run_checks_every_sampled_config(tmp_path):
+    path = _sweep_file(tmp_path, {"num_samples": 2, "seed": 0, "space": {
+        "lr": {"loguniform": [1.0e-4, 1.0e-2]},
+        "model.fcnet_hiddens": {"grid_search": [[8], [16, 16]]},
+        "num_sgd_iter": {"randint": [1, 4]}}})
+    out = json.loads(run_tfrl("tune", f"--config={path}", "--dry_run"))
+    assert out["trials"] == 4 and out["search"] == "random" and out["algo"] == "PPO"
+    assert [s["model.fcnet_hiddens"] for s in out["sampled"]] == [[8], [16, 16]] * 2
+    assert all(1.0e-4 <= s["lr"] <= 1.0e-2 and s["num_sgd_iter"] in (1, 2, 3)
+               for s in out["sampled"])
+
+
+def test_dry_run_catches_a_bad_key_in_the_space(tmp_path, capsys):
+    path = _sweep_file(tmp_path, {"space": {"lrr": {"choice": [0.1, 0.01]}}})
+    line = _error_line(capsys, f"--config={path}", "--dry_run")
+    assert line.startswith("tfrl tune: error: Sampled config 1 of 1 (lrr=")
+    assert "Did you mean 'lr'?" in line
+
+
+def test_dry_run_catches_a_bad_pbt_mutation_key(tmp_path, capsys):
+    path = _sweep_file(tmp_path, {"scheduler": {
+        "type": "pbt", "perturbation_interval": 1,
+        "mutations": {"clip_parm": [0.1, 0.2]}}})
+    line = _error_line(capsys, f"--config={path}", "--dry_run")
+    assert "clip_parm" in line and "Did you mean 'clip_param'?" in line
+
+
+@pytest.mark.parametrize("tune, expected", [
+    ({"space": {"lr": {"logunifrom": [1, 2]}}},
+     "tune.space.lr uses the unknown distribution 'logunifrom'. Did you mean 'loguniform'?"),
+    ({"space": {"lr": {"loguniform": [0, 1]}}}, "loguniform needs low > 0; received [0, 1]"),
+    ({"space": {"lr": {"uniform": [2, 1]}}}, "uniform needs low < high; received [2, 1]"),
+    ({"space": {"lr": {"choice": []}}}, "choice takes a non-empty list of values"),
+    ({"scheduler": "hyperband"}, "tune.scheduler type is 'hyperband'"),
+    ({"scheduler": {"type": "asha", "grace": 1}}, "unknown key 'grace'. Did you mean "
+                                                  "'grace_period'?"),
+    ({"scheduler": {"type": "pbt"}}, "tune.scheduler (pbt) needs mutations"),
+    ({"search": "optuna", "space": {"lr": {"grid_search": [1, 2]}}},
+     "Optuna samples; it does not take grid_search"),
+    ({"metrc": "x"}, "tune: has the unknown key 'metrc'. Did you mean 'metric'?"),
+    ({"mode": "best"}, "tune.mode must be max or min; received 'best'"),
+    ({"num_samples": 0}, "tune.num_samples must be an integer >= 1; received 0"),
+])
+def test_sweep_section_mistakes_are_one_line_errors(tmp_path, capsys, tune, expected):
+    line = _error_line(capsys, f"--config={_sweep_file(tmp_path, tune)}", "--dry_run")
+    assert expected in line, line
+
+
+def test_a_tuned_file_with_a_sweep_file(tmp_path):
+    """A tuned file as it is, the sweep in --sweep; --num_samples overrides."""
+    sweep = _write(tmp_path, {"tune": {"space": {"gamma": {"uniform": [0.9, 0.99]}}}})
+    out = json.loads(run_tfrl("tune", "--config=ppo_cartpole", f"--sweep={sweep}",
+                              "--num_samples=3", "--dry_run"))
+    assert out["trials"] == 3 and out["config"]["num_sgd_iter"] == 20
+    assert all(0.9 <= s["gamma"] <= 0.99 for s in out["sampled"])
+
+
+def test_tune_needs_stop_criteria(tmp_path, capsys):
+    path = _write(tmp_path, {"algo": "PPO", "env": "CartPole-v1", "config": TINY,
+                             "tune": {"space": {"lr": {"choice": [0.1]}}}})
+    assert "tfrl tune needs stop criteria" in _error_line(capsys, f"--config={path}")
+
+
+# --------------------------------------------------------------------- on Ray Tune
+
+ray = pytest.importorskip("ray")
+pytest.importorskip("ray.tune")
+
+import tfrl.tune  # noqa: E402  (registers tfrl's algorithms with Tune)
+from tfrl.backends.ray import init_ray  # noqa: E402
+from tfrl.tune.registry import register_env  # noqa: E402
+
+# Tune's trial processes cannot import this module: ship its classes by value.
+ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+
+
+class FailingCartPole(gym.Wrapper):
+    """CartPole whose `step` raises after `fail_after` steps (`fail_after=0`: never)."""
+
+    def __init__(self, env_config):
+        super().__init__(gym.make("CartPole-v1"))
+        self.fail_after, self.steps = int(env_config.get("fail_after", 0)), 0
+
+    def step(self, action):
+        self.steps += 1
+        if self.fail_after and self.steps > self.fail_after:
+            raise RuntimeError("FailingCartPole: the simulator crashed")
+        return self.env.step(action)
+
+
+@pytest.fixture(scope="module")
+def ray_runtime():
+    started = init_ray(num_cpus=2, log_to_driver=False, configure_logging=False)
+    yield
+    if started:
+        ray.shutdown()
+
+
+def _rows(out):
+    lines = out.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("TRIAL"))
+    return [line.split() for line in lines[start + 1:] if line and not line.startswith("Best")]
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_grid_of_four_reports_all_and_writes_the_best(ray_runtime, tmp_path):
+    path = _sweep_file(tmp_path, {"max_concurrent_trials": 2,
+                                  "space": {"seed": {"grid_search": [0, 1, 2, 3]}}})
+    best_file = str(tmp_path / "best.yaml")
+    out = run_tfrl("tune", f"--config={path}", f"--logdir={tmp_path / 'sweep'}",
+                   f"--output={best_file}", "--quiet")
+    rows = _rows(out)
+    assert len(rows) == 4 and all(r[1] == "OK" and r[3] == "1" for r in rows), out
+    rewards = {int(r[4].split("=")[1]): float(r[2]) for r in rows}
+    assert sorted(rewards) == [0, 1, 2, 3]
+    best = load_experiment_file(best_file)
+    assert rewards[best.config["seed"]] == max(rewards.values())
+    assert best.algo == "PPO" and best.env == "CartPole-v1" and not best.sweep
+    assert {k: v for k, v in best.config.items() if k != "seed"} == \
+        {k: v for k, v in TINY.items() if k != "seed"}
+    run_tfrl("train", f"--config={best_file}", "--dry_run")  # a ready tuned file
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_asha_stops_trials_early(ray_runtime, tmp_path):
+    path = _sweep_file(tmp_path, {
+        "max_concurrent_trials": 2, "space": {"seed": {"grid_search": [0, 1, 2, 3]}},
+        "scheduler": {"type": "asha", "grace_period": 1, "reduction_factor": 2, "max_t": 3}},
+        stop={"training_iteration": 3})
+    out = run_tfrl("tune", f"--config={path}", f"--logdir={tmp_path / 'asha'}", "--quiet")
+    iterations = sorted(int(r[3]) for r in _rows(out))
+    assert len(iterations) == 4 and iterations[-1] == 3 and iterations[0] < 3, out
+
+
+class SpyPPO(tfrl.tune.get_trainable("PPO")):
+    """PPO reporting a fingerprint of its weights after each step and after a restore."""
+
+    restored = None
+
+    def _fingerprint(self):
+        weights = self.algorithm.get_weights()["default_policy"]
+        arrays = weights.values() if isinstance(weights, dict) else weights
+        return float(sum(np.abs(np.asarray(w, np.float64)).sum() for w in arrays))
+
+    def load_checkpoint(self, checkpoint):
+        super().load_checkpoint(checkpoint)
+        self.restored = self._fingerprint()
+
+    def step(self):
+        result = super().step()
+        result["weights_fingerprint"] = self._fingerprint()
+        result["restored_fingerprint"] = self.restored if self.restored is not None else -1.0
+        self.restored = None
+        return result
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_pbt_exploits_another_trials_checkpoint(ray_runtime, tmp_path):
+    from ray import tune
+    from ray.tune.schedulers import PopulationBasedTraining
+
+    pbt = PopulationBasedTraining(time_attr="training_iteration", perturbation_interval=1,
+                                  quantile_fraction=0.5, resample_probability=1.0,
+                                  synch=True,  # both trials reach each interval: no race
+                                  hyperparam_mutations={"lr": [1e-3, 1e-4]})
+    tuner = tfrl.tune.Tuner(
+        SpyPPO, param_space={**TINY, "env": "CartPole-v1",
+                             "seed": tune.grid_search([0, 1]), "lr": 1e-3},
+        tune_config=tune.TuneConfig(metric="episode_reward_mean", mode="max",
+                                    scheduler=pbt, reuse_actors=True),
+        run_config=tune.RunConfig(stop={"training_iteration": 3}, verbose=0,
+                                  storage_path=str(tmp_path), name="pbt"))
+    results = tuner.fit()
+    assert not results.errors
+    histories = [r.metrics_dataframe for r in results]
+    reported = [set(h["weights_fingerprint"]) for h in histories]
+    copied = [(i, f) for i, h in enumerate(histories)
+              for f in h["restored_fingerprint"] if f != -1.0]
+    # Restores from a trial's own checkpoint happen too (a paused trial resumes); an
+    # exploit starts a trial from weights that only the other trial reported.
+    exploited = [(i, f) for i, f in copied if f in reported[1 - i] and f not in reported[i]]
+    assert exploited, (copied, reported)
+
+
+register_env("failing_cartpole", FailingCartPole)
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_a_failing_trial_is_retried_and_reported(ray_runtime, tmp_path):
+    path = _sweep_file(tmp_path, {"max_failures": 1, "max_concurrent_trials": 2, "space": {
+        "env_config.fail_after": {"grid_search": [0, 20]}}}, env="failing_cartpole")
+    out = run_tfrl("tune", f"--config={path}", f"--logdir={tmp_path / 'fail'}", "--quiet")
+    rows = {r[4]: r for r in _rows(out)}
+    assert rows["env_config.fail_after=0"][1] == "OK"
+    assert rows["env_config.fail_after=20"][1] == "ERROR"
+    assert "Best config written to" in out
+    errors = [f for f, _, files in os.walk(tmp_path / "fail") if "error.txt" in files]
+    assert len(errors) == 1
+    with open(os.path.join(errors[0], "error.txt")) as f:
+        assert "the simulator crashed" in f.read()
+
+
+def test_sweep_objects_for_ray_tune():
+    """No trials: the sweep's Tune objects (Optuna's searcher, PBT's nested mutations,
+    the param space with Tune's distributions at dotted keys)."""
+    from ray.tune.schedulers import PopulationBasedTraining
+    from ray.tune.search.optuna import OptunaSearch
+    from ray.tune.search.sample import Float
+
+    from tfrl.cli.experiment import Experiment
+    from tfrl.cli.sweep import parse_sweep
+    from tfrl.cli.sweep_run import make_scheduler, make_search, param_space
+
+    sweep = parse_sweep({"search": "optuna", "seed": 3, "space": {
+        "lr": {"loguniform": [1e-4, 1e-2]}, "model.fcnet_hiddens": {"choice": [[8], [16]]}},
+        "scheduler": {"type": "pbt", "perturbation_interval": 2,
+                      "mutations": {"model.vf_share_layers": [True, False]}}})
+    assert isinstance(make_search(sweep), OptunaSearch)
+    pbt = make_scheduler(sweep)
+    assert isinstance(pbt, PopulationBasedTraining)
+    assert pbt._hyperparam_mutations["model"]["vf_share_layers"].categories == [True, False]
+    space = param_space(Experiment(algo="PPO", env="CartPole-v1", config=dict(TINY)), sweep)
+    assert isinstance(space["lr"], Float) and space["env"] == "CartPole-v1"
+    assert space["model"]["fcnet_hiddens"].categories == [[8], [16]]
+    assert TINY["model"] == {"fcnet_hiddens": [8]}  # the base config is not changed
