@@ -16,7 +16,7 @@ Example:
 
 import math
 import numbers
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence, Tuple
 
 import gymnasium as gym
 import numpy as np
@@ -114,18 +114,21 @@ def _outside_int64(arr: np.ndarray) -> np.ndarray:
                         and not info.min <= v <= info.max, otypes=[bool])(arr)
 
 
+def discrete_bounds(space: gym.Space) -> Tuple[Any, Any, str]:
+    """`(low, high, expected)` of a Discrete / MultiDiscrete / MultiBinary space: its
+    elements are the integers in [low, high); `expected` says so in an error message."""
+    if isinstance(space, gym.spaces.Discrete):
+        low, high = space.start, space.start + space.n
+        return low, high, f"an integer in [{low}, {high})"
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        return space.start, space.start + space.nvec, "integers in [start, start + nvec)"
+    return 0, 2, "0 or 1"
+
+
 def _discrete_error(space: gym.Space, arr: np.ndarray, what: str) -> Optional[str]:
     """Where a Discrete / MultiDiscrete / MultiBinary value is not an element of the
     space (an integer, integer-valued float or bool in its range), or None."""
-    if isinstance(space, gym.spaces.Discrete):
-        low, high = space.start, space.start + space.n
-        expected = f"an integer in [{low}, {high})"
-    elif isinstance(space, gym.spaces.MultiDiscrete):
-        low, high = space.start, space.start + space.nvec
-        expected = "integers in [start, start + nvec)"
-    else:
-        low, high = 0, 2
-        expected = "0 or 1"
+    low, high, expected = discrete_bounds(space)
     with np.errstate(invalid="ignore"):
         bad = ~((arr >= low) & (arr < high) & (arr == np.floor(arr)))
     if not bad.any():

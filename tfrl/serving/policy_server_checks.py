@@ -43,7 +43,7 @@ import tree
 from tfrl.serving import policy_protocol as P
 from tfrl.env.single_agent_episode import SingleAgentEpisode
 from tfrl.env import space_checks
-from tfrl.env.space_checks import observation_error, range_error
+from tfrl.env.space_checks import discrete_bounds, observation_error, range_error
 from tfrl.data.sample_batch import MultiAgentBatch, SampleBatch
 
 logger = logging.getLogger(__name__)
@@ -153,15 +153,7 @@ def batch_error(space: gym.Space, batch: Any, what: str, *, integral: bool = Fal
     else:
         if integral and arr.dtype.kind not in "biu":
             return (f"{what} has dtype {arr.dtype}, expected integers (the space is {space})")
-        if isinstance(space, gym.spaces.Discrete):
-            low, high = space.start, space.start + space.n
-            expected = f"an integer in [{low}, {high})"
-        elif isinstance(space, gym.spaces.MultiDiscrete):
-            low, high = space.start, space.start + space.nvec
-            expected = "integers in [start, start + nvec)"
-        else:
-            low, high = 0, 2
-            expected = "0 or 1"
+        low, high, expected = discrete_bounds(space)
         bad = (arr < low) | (arr >= high) | (arr != np.floor(arr)) | ~np.isfinite(arr)
     if not bad.any():
         return None
