@@ -66,9 +66,15 @@ def test_env_package_exports_rllib_names_lazily():
 
     for name in tfrl.env.__all__:
         assert getattr(tfrl.env, name).__name__ == name
-    from tfrl.env.registry import register_env
+    from tfrl.env.registry import get_env_creator
     from tfrl.tune.registry import register_env as tune_register_env
 
-    assert tune_register_env is register_env
+    # The Tune-style name registers with tfrl's own registry (and Tune's, when Ray is
+    # installed), so `env="name"` in any config finds it.
+    def creator(config):
+        return ("made", config)
+
+    tune_register_env("PackageTestEnv-v0", creator)
+    assert get_env_creator("PackageTestEnv-v0")({"a": 1}) == ("made", {"a": 1})
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         tfrl.env.Nope
