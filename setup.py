@@ -49,6 +49,10 @@ VIDEO_REQUIRES = ["moviepy>=1.0.3"]
 # Sweeps (`tfrl tune`, tfrl.tune): Ray Tune runs the trials; Optuna is the search
 # algorithm `search: optuna` uses (through Ray Tune's own integration).
 TUNE_REQUIRES = ["ray[tune]>=2.60,<3", "optuna>=3.0"]
+# Export for runtimes without TensorFlow (`tfrl export --format=tflite|onnx`,
+# `policy.export_tflite`, `export_model(onnx=opset)`): tf2onnx converts to ONNX;
+# onnxruntime and ai-edge-litert (TFLite's interpreter) run the files in the tests.
+EXPORT_REQUIRES = ["tf2onnx>=1.16", "onnxruntime>=1.17", "ai-edge-litert>=1.2"]
 
 EXTRAS_REQUIRE = {
     # Ray (with Tune and Optuna) is in the test extra so that CI exercises the Ray backends
@@ -61,7 +65,7 @@ EXTRAS_REQUIRE = {
     # that CI runs their tests (which skip without them).
     "test": ["pytest>=8", "pytest-xdist>=3.5", "hypothesis>=6.100", "ray>=2.60,<3",
              "import-linter>=2.1", "grimp>=3.5", "mypy>=1.10"] + TFP_REQUIRES + PETTINGZOO_REQUIRES
-            + TUNE_REQUIRES
+            + TUNE_REQUIRES + EXPORT_REQUIRES
             + ATARI_REQUIRES + MINATAR_REQUIRES + MUJOCO_REQUIRES + OFFLINE_REQUIRES,
     "offline": OFFLINE_REQUIRES,
     "video": VIDEO_REQUIRES,
@@ -71,6 +75,7 @@ EXTRAS_REQUIRE = {
     "mujoco": MUJOCO_REQUIRES,
     "ray": ["ray[default]>=2.60,<3"],
     "tune": TUNE_REQUIRES,
+    "export": EXPORT_REQUIRES,
     "pettingzoo": PETTINGZOO_REQUIRES,
     # Reference implementations for bench/bench_ppo_cartpole.py and bench_atari.py (SB3's
     # PPO; bench_atari.py also needs the atari extra) and bench/bench_recurrent.py

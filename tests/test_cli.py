@@ -12,9 +12,11 @@ import subprocess
 import sys
 
 import numpy as np
+import onnxruntime as ort
 import pytest
 import tensorflow as tf
 from absl import flags
+from ai_edge_litert.interpreter import Interpreter
 
 from cli_helpers import run_tfrl
 from tfrl.algorithms.callbacks import DefaultCallbacks
@@ -257,6 +259,28 @@ def test_export_policy_checkpoint_format(trained):
     assert os.path.isfile(f"{checkpoint}_checkpoint/policy.index")
 
 
+@pytest.mark.slow  # trains (or reuses the module's 20 s training run), converts twice
+def test_export_tflite_and_onnx_formats_act_as_the_checkpoint(trained):
+    logdir, _ = trained
+    checkpoint = f"{logdir}/checkpoint_000001"
+    out = run_tfrl("export", f"--checkpoint={checkpoint}", "--format=tflite")
+    assert out == f"Exported default_policy (tflite) to {checkpoint}_tflite\n"
+    out = run_tfrl("export", f"--checkpoint={checkpoint}", "--format=onnx")
+    assert out == f"Exported default_policy (onnx) to {checkpoint}_onnx\n"
+    obs = np.random.default_rng(0).uniform(-0.2, 0.2, (16, 4)).astype(np.float32)
+    tflite = Interpreter(model_path=f"{checkpoint}_tflite/model.tflite").get_signature_runner(
+        "deterministic_action")(obs=obs)["actions"]
+    session = ort.InferenceSession(f"{checkpoint}_onnx/model.onnx")
+    onnx = session.run(["actions"], {"obs": obs})[0]
+    assert os.path.isfile(f"{checkpoint}_onnx/model_stochastic.onnx")
+    exp = commands.experiment_of_checkpoint(checkpoint)
+    algo = get_algorithm_class(exp.algo)(config=build_config(exp, {"num_workers": 0}))
+    algo.restore(checkpoint)
+    expected = [int(algo.compute_single_action(o, explore=False)) for o in obs]
+    algo.stop()
+    assert tflite.tolist() == expected and onnx.tolist() == expected
+
+
 # --------------------------------------------------------------------------- errors
 
 @pytest.mark.parametrize("args,message", [
@@ -300,8 +324,9 @@ def test_export_policy_checkpoint_format(trained):
                                 "(it belongs to tfrl evaluate); remove it."),
     (["train", "--algo=PPO", "--num_wrkers=2"],
      "tfrl: error: Unknown command line flag 'num_wrkers'. Did you mean: num_workers ?"),
-    (["export", "--format=onnx"], "tfrl: error: flag --format=onnx: value should be one of "
-                                  "<saved_model|checkpoint>. Run `tfrl --help` for the flags."),
+    (["export", "--format=pb"], "tfrl: error: flag --format=pb: value should be one of "
+                                "<saved_model|checkpoint|tflite|onnx>. Run `tfrl --help` for "
+                                "the flags."),
 ])
 def test_mistakes_exit_2_with_one_line(capsys, args, message):
     line = _fails(capsys, *args)

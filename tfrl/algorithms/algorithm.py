@@ -431,9 +431,11 @@ class Algorithm:
         if self.workers.remote_workers():
             self.workers.sync_weights()
 
-    def export_policy_model(self, export_dir: str, policy_id: str = DEFAULT_POLICY_ID) -> None:
-        """Writes policy `policy_id` as a SavedModel with serving signatures."""
-        self._policy(policy_id, "export_policy_model").export_model(export_dir)
+    def export_policy_model(self, export_dir: str, policy_id: str = DEFAULT_POLICY_ID,
+                            onnx: Optional[int] = None) -> None:
+        """Writes policy `policy_id` as a SavedModel with serving signatures, or as ONNX
+        with opset `onnx` (`Policy.export_model`)."""
+        self._policy(policy_id, "export_policy_model").export_model(export_dir, onnx=onnx)
 
     def export_policy_checkpoint(self, export_dir: str,
                                  policy_id: str = DEFAULT_POLICY_ID) -> None:

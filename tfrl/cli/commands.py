@@ -41,7 +41,8 @@ from tfrl.utils.progress import DEFAULT_COLUMNS
 PROGRESS_COLUMNS = {**DEFAULT_COLUMNS, "episodes": ("episodes_total", "5d")}
 EXPERIMENT_FILE = "experiment.json"
 RESULT_FILE = "result.json"
-FORMATS = ("saved_model", "checkpoint")
+#: `tfrl export --format`: a SavedModel, a policy checkpoint, TFLite, ONNX.
+FORMATS = ("saved_model", "checkpoint", "tflite", "onnx")
 #: The exit status of `tfrl train` ended by SIGTERM (128 + 15, the shell's convention).
 SIGTERM_EXIT_STATUS = 128 + signal.SIGTERM
 #: Optional packages (the top-level module, or a word of gymnasium's "... is not
@@ -421,10 +422,11 @@ def export(exp: Experiment, checkpoint: str, export_dir: Optional[str] = None,
            fmt: str = "saved_model", policy_id: str = "default_policy",
            stream: Optional[TextIO] = None) -> str:
     """Restores `checkpoint` and writes policy `policy_id` as a SavedModel (`fmt=
-    "saved_model"`) or a TF policy checkpoint (`"checkpoint"`); returns the directory."""
+    "saved_model"`), a TF policy checkpoint (`"checkpoint"`), `model.tflite` (`"tflite"`)
+    or `model.onnx` and `model_stochastic.onnx` (`"onnx"`); returns the directory."""
     if fmt not in FORMATS:
-        raise CliError(f"--format={fmt!r} is not supported; pass --format=saved_model or "
-                       "--format=checkpoint.")
+        raise CliError(f"--format={fmt!r} is not supported; pass --format= one of "
+                       f"{', '.join(FORMATS)}.")
     checkpoint = check_checkpoint(checkpoint)
     export_dir = os.path.abspath(export_dir or f"{checkpoint.rstrip(os.sep)}_{fmt}")
     algo = _build(exp, {"num_workers": 0, "evaluation_interval": None})
@@ -434,10 +436,17 @@ def export(exp: Experiment, checkpoint: str, export_dir: Optional[str] = None,
         if policy_id not in policies:
             raise CliError(f"--policy_id={policy_id!r} is not a policy of this checkpoint; "
                            f"pass one of {policies}.")
-        if fmt == "saved_model":
-            algo.export_policy_model(export_dir, policy_id)
-        else:
-            algo.export_policy_checkpoint(export_dir, policy_id)
+        try:
+            if fmt == "saved_model":
+                algo.export_policy_model(export_dir, policy_id)
+            elif fmt == "onnx":
+                algo.get_policy(policy_id).export_onnx(export_dir)
+            elif fmt == "tflite":
+                algo.get_policy(policy_id).export_tflite(export_dir)
+            else:
+                algo.export_policy_checkpoint(export_dir, policy_id)
+        except (ImportError, ValueError) as e:  # a missing converter, an unsupported op
+            raise CliError(str(e)) from None
     finally:
         algo.stop()
     (stream or sys.stdout).write(f"Exported {policy_id} ({fmt}) to {export_dir}\n")

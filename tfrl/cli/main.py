@@ -13,6 +13,7 @@ Usage:
     tfrl evaluate ... --render                      # in a window (needs a display)
     tfrl evaluate ... --record=videos               # video files (pip install 'tfrl[video]')
     tfrl export --checkpoint=runs/ppo/checkpoint_000050 [--format=saved_model] [--export_dir=D]
+    tfrl export ... --format=tflite                 # or onnx, checkpoint (pip install 'tfrl[export]')
     tfrl tune --config=sweep.yaml [--dry_run]       # a sweep on Ray Tune (pip install 'tfrl[tune]')
     tfrl tune --config=ppo_cartpole --sweep=space.yaml --num_samples=8 --logdir=runs/sweep
     tfrl --version

@@ -173,7 +173,12 @@ class ActionMaskModel(keras.Model):
         obs = tf.convert_to_tensor(obs)
         start, stop = self.mask_start, self.mask_stop
         mask = obs[..., start:stop]
-        rest = tf.concat([obs[..., :start], obs[..., stop:]], axis=-1)
+        # Only non-empty pieces: TFLite's concat misreads an empty one's shape once the
+        # batch dimension is resized (the exported model's rows come out tripled).
+        pieces = [piece for piece, size in ((obs[..., :start], start),
+                                            (obs[..., stop:], obs.shape[-1] - stop)) if size]
+        rest = (tf.concat(pieces, axis=-1) if len(pieces) > 1
+                else pieces[0] if pieces else obs[..., :0])
         return mask, rest
 
     def unmasked(self, obs: Any, training: bool = False) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:

@@ -55,7 +55,8 @@ import tree
 from tfrl.core.columns import Columns
 from tfrl.models.catalog import ModelCatalog
 from tfrl.models.model_defaults import model_setting
-from tfrl.policy import numpy_inference, space_specs, tf_policy_export, tf_policy_state
+from tfrl.policy import (numpy_inference, portable_export, space_specs, tf_policy_export,
+                         tf_policy_state)
 from tfrl.policy.numpy_inference import NumpyInference
 from tfrl.policy.optimizers import FusedAdam
 from tfrl.policy.policy import (Policy, action_output_view_requirements,
@@ -575,10 +576,24 @@ class TFPolicy(Policy):
         tf_policy_state.set_optimizer_state(self, state)
 
     def export_model(self, export_dir: str, onnx: Optional[int] = None) -> None:
-        """Writes a SavedModel with named serving signatures (see `tf_policy_export`)."""
-        if onnx:
-            raise ValueError(f"export_model(): ONNX export is not supported; received onnx={onnx!r}.")
+        """Writes a SavedModel with named serving signatures (see `tf_policy_export`),
+        or, with `onnx` (an ONNX opset version, as in RLlib), `model.onnx` and
+        `model_stochastic.onnx` instead (see `portable_export`; needs tf2onnx)."""
+        if onnx is not None:
+            self.export_onnx(export_dir, onnx)
+            return
         tf_policy_export.export_saved_model(self, export_dir)
+
+    def export_onnx(self, export_dir: str, opset: Optional[int] = None) -> List[str]:
+        """Writes `export_dir/model.onnx` (deterministic actions) and
+        `model_stochastic.onnx` (see `portable_export`; default opset
+        `portable_export.DEFAULT_ONNX_OPSET`); returns their paths."""
+        return portable_export.export_onnx(self, export_dir, opset)
+
+    def export_tflite(self, export_dir: str) -> str:
+        """Writes `export_dir/model.tflite` with the `deterministic_action` and
+        `stochastic_action` signatures (see `portable_export`); returns its path."""
+        return portable_export.export_tflite(self, export_dir)
 
     def export_checkpoint(self, export_dir: str) -> None:
         """Writes a checkpoint of the model, the optimizer and the update counter."""

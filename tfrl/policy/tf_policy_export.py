@@ -21,7 +21,7 @@ iterations) and the update counter. Both are written to a temporary directory ne
 import os
 import shutil
 import tempfile
-from typing import Any, Dict, List
+from typing import Any, Callable, Dict, List, Tuple
 
 import tensorflow as tf
 import tree
@@ -35,7 +35,7 @@ def _names(prefix: str, structure: Any) -> List[str]:
     return [prefix + "".join(f"_{p}" for p in path) for path, _ in tree.flatten_with_path(structure)]
 
 
-def _atomic_dir(export_dir: str, write) -> str:
+def atomic_dir(export_dir: str, write) -> str:
     """Runs `write(tmp_dir)`, then moves tmp_dir to `export_dir` (replacing it)."""
     export_dir = os.path.abspath(export_dir)
     parent = os.path.dirname(export_dir)
@@ -52,8 +52,9 @@ def _atomic_dir(export_dir: str, write) -> str:
     return export_dir
 
 
-def export_saved_model(policy, export_dir: str) -> str:
-    """Writes `policy`'s SavedModel (see the module docstring); returns its directory."""
+def flat_inputs(policy) -> Tuple[List[tf.TensorSpec], Callable]:
+    """The exported models' flat, named input specs and `split(args) -> (obs, states,
+    prev)`, which rebuilds the policy's inputs from them (see the module docstring)."""
     obs_spec, state_specs, _, prev_specs = policy.action_input_signature()
     obs_names = _names(Columns.OBS, obs_spec)
     num_obs = len(obs_names)
@@ -64,13 +65,30 @@ def export_saved_model(policy, export_dir: str) -> str:
     flat_specs += [tf.TensorSpec(s.shape, s.dtype, name=name) for name, s in prev_specs.items()]
     num_states = len(state_specs)
 
-    def outputs(args, explore: bool) -> Dict[str, tf.Tensor]:
+    def split(args):
         obs = tree.unflatten_as(obs_spec, list(args[:num_obs]))
         states = list(args[num_obs:num_obs + num_states])
         prev = dict(zip(prev_specs, args[num_obs + num_states:]))
+        return obs, states, prev
+
+    return flat_specs, split
+
+
+def named_outputs(actions: Any, state_out: List[tf.Tensor]) -> Dict[str, tf.Tensor]:
+    """`actions` (flat as `actions_<key>...` if nested) and `state_out_<i>` by name."""
+    result = dict(zip(_names(Columns.ACTIONS, actions), tree.flatten(actions)))
+    result.update({f"state_out_{i}": s for i, s in enumerate(state_out)})
+    return result
+
+
+def export_saved_model(policy, export_dir: str) -> str:
+    """Writes `policy`'s SavedModel (see the module docstring); returns its directory."""
+    flat_specs, split = flat_inputs(policy)
+
+    def outputs(args, explore: bool) -> Dict[str, tf.Tensor]:
+        obs, states, prev = split(args)
         actions, state_out, extras = policy.action_graph(obs, states, tf.constant(explore), prev)
-        result = dict(zip(_names(Columns.ACTIONS, actions), tree.flatten(actions)))
-        result.update({f"state_out_{i}": s for i, s in enumerate(state_out)})
+        result = named_outputs(actions, state_out)
         result.update(extras)
         if not explore:
             result.pop(Columns.ACTION_LOGP)
@@ -107,7 +125,7 @@ def export_saved_model(policy, export_dir: str) -> str:
         "action_dist_inputs": action_dist_inputs.get_concrete_function(),
         "value": value.get_concrete_function(),
     }
-    return _atomic_dir(export_dir, lambda d: tf.saved_model.save(module, d, signatures=signatures))
+    return atomic_dir(export_dir, lambda d: tf.saved_model.save(module, d, signatures=signatures))
 
 
 def _checkpoint(policy) -> tf.train.Checkpoint:
@@ -117,7 +135,7 @@ def _checkpoint(policy) -> tf.train.Checkpoint:
 
 def write_checkpoint(policy, export_dir: str) -> str:
     """Writes the model, optimizer and update counter; returns the directory."""
-    return _atomic_dir(
+    return atomic_dir(
         export_dir, lambda d: _checkpoint(policy).write(os.path.join(d, CHECKPOINT_PREFIX)))
 
 
