@@ -59,7 +59,7 @@ def feed_for(policy, rows, rng):
 @pytest.mark.parametrize("kind", ["mlp", "box", "cnn", "lstm"])
 def test_deterministic_entry_points_match_the_saved_model(tmp_path, kind):
     policy, rows = {
-        "mlp": (lambda: make_policy(BOX4, gym.spaces.Discrete(3), fcnet_hiddens=[16, 16]), 1000),
+        "mlp": (lambda: make_policy(BOX4, gym.spaces.Discrete(3), fcnet_hiddens=[16, 16]), 10000),
         "box": (lambda: make_policy(BOX4, gym.spaces.Box(-2.0, 2.0, (2,), np.float32),
                                     fcnet_hiddens=[16, 16]), 1000),
         "cnn": (lambda: make_policy(gym.spaces.Box(0.0, 1.0, (16, 16, 3), np.float32),
