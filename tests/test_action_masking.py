@@ -216,17 +216,20 @@ def test_short_runs_sample_no_invalid_action_and_keep_gradients_finite(algo_clas
         assert all_finite(grads) and any(np.abs(g).sum() > 0 for g in grads)
         if algo_class is DQN:
             return  # its SavedModel acts through the same masked model as PPO's
-        # The trained policy's SavedModel (what `tfrl export` writes) takes the flat
-        # observation, mask included, and honours the mask as the live policy does.
+        # The trained policy's SavedModel (what `tfrl export` writes) takes the env's
+        # Dict entries by name (`obs_action_mask`, `obs_observation`: flattened in the
+        # graph) and honours the mask as the live policy does.
         algo.export_policy_model(str(tmp_path / "model"))
         loaded = tf.saved_model.load(str(tmp_path / "model"))
         obs = masked_observations(5000, seed=5)
+        raw = {"obs_action_mask": tf.constant(obs[:, MASK].astype(np.int8)),
+               "obs_observation": tf.constant(obs[:, N:])}
         for signature in ("deterministic_action", "stochastic_action"):
-            actions = loaded.signatures[signature](obs=tf.constant(obs))["actions"].numpy()
+            actions = loaded.signatures[signature](**raw)["actions"].numpy()
             assert invalid(obs, actions) == 0, signature
-        served = loaded.signatures["deterministic_action"](obs=tf.constant(obs[:500]))
+        served = loaded.signatures["deterministic_action"](**raw)["actions"].numpy()[:500]
         live, _, _ = policy.compute_actions(obs[:500], explore=False)
-        np.testing.assert_array_equal(served["actions"].numpy(), live)
+        np.testing.assert_array_equal(served, live)
     finally:
         algo.stop()
 

@@ -11,12 +11,15 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 import tensorflow as tf
+import tree
 from ai_edge_litert.interpreter import Interpreter
 
 from tfrl.algorithms.ppo import PPOTFPolicy
 from tfrl.examples.envs.masked_actions import MaskedActions
 from tfrl.models.catalog import ModelCatalog
+from tfrl.models.tf.graph_preprocess import graph_preprocessor
 from tfrl.policy import portable_export
+from tfrl.utils.spaces.space_utils import to_numpy_batch
 
 BOX4 = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
 
@@ -115,15 +118,22 @@ def test_exported_masked_policies_never_pick_a_forbidden_action(tmp_path):
     for _ in range(2000):
         rows.append(obs)
         obs = env._draw()
-    batch = prep.transform_batch({k: np.stack([o[k] for o in rows]) for k in rows[0]})
-    mask = batch[:, :100] > 0.5  # "action_mask" sorts first in the flattened Dict
+    # The exported models take the env's Dict entries by name, mask included.
+    feed = {f"obs_{k}": np.stack([o[k] for o in rows]) for k in rows[0]}
+    assert sorted(feed) == ["obs_action_mask", "obs_observation"]
+    mask = feed["obs_action_mask"] > 0
     assert mask.sum(axis=1).max() == 20  # 80 of 100 actions invalid
+    live, _, _ = policy.compute_actions(
+        prep.transform_batch({k: np.stack([o[k] for o in rows]) for k in rows[0]}),
+        explore=False)
     for name in portable_export.ENTRY_POINTS:
-        for fmt, got in (("tflite", runner(name)(obs=batch)),
-                         ("onnx", run_onnx(sessions[name], {"obs": batch}))):
+        for fmt, got in (("tflite", runner(name)(**feed)),
+                         ("onnx", run_onnx(sessions[name], feed))):
             actions = got["actions"].astype(np.int64)
-            assert mask[np.arange(len(batch)), actions].all(), (fmt, name)
+            assert mask[np.arange(len(rows)), actions].all(), (fmt, name)
             assert np.isfinite(got["action_dist_inputs"]).all()
+            if name == "deterministic_action":  # the live policy's greedy actions
+                np.testing.assert_array_equal(actions, live, err_msg=fmt)
 
 
 def test_bad_export_requests_say_what_to_do(tmp_path, monkeypatch):
@@ -138,3 +148,28 @@ def test_bad_export_requests_say_what_to_do(tmp_path, monkeypatch):
                                           r"\"tfrl\[export\]\""):
         policy.export_model(str(tmp_path / "x"), onnx=17)
     assert not (tmp_path / "x").exists()  # nothing half-written
+
+
+def test_graph_preprocessing_matches_the_catalog_preprocessors():
+    spaces = [
+        gym.spaces.Dict({
+            "b": gym.spaces.Box(-1.0, 1.0, (2, 3), np.float32),
+            "a": gym.spaces.Discrete(3, start=2),
+            "c": gym.spaces.MultiDiscrete([[2, 3], [4, 2]]),
+            "d": gym.spaces.Tuple((gym.spaces.Box(0, 5, (2,), np.int32),
+                                   gym.spaces.Discrete(2)))}),
+        gym.spaces.Discrete(5),
+        gym.spaces.MultiDiscrete([3, 4]),
+    ]
+    for space in spaces:
+        space.seed(0)
+        batch = to_numpy_batch([space.sample() for _ in range(16)], space)
+        expected = ModelCatalog.get_preprocessor_for_space(space).transform_batch(batch)
+        got = graph_preprocessor(space)(tree.map_structure(tf.constant, batch))
+        assert got.shape.as_list() == [16, expected.shape[1]]
+        np.testing.assert_array_equal(got.numpy(), expected)
+    # Boxes (passed through) and Atari frames (resized, also inside a Dict) keep the
+    # policy's own input.
+    assert graph_preprocessor(gym.spaces.Box(0.0, 1.0, (3,), np.float32)) is None
+    assert graph_preprocessor(gym.spaces.Dict(
+        {"frame": gym.spaces.Box(0, 255, (210, 160, 3), np.uint8)})) is None

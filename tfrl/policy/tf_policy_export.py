@@ -2,7 +2,11 @@
 
 The SavedModel holds the model's variables and four named signatures over flat, named
 inputs (`obs`, or `obs_<key>...` for nested observation spaces, then `state_in_<i>` for
-recurrent models, then `prev_actions` / `prev_rewards` if the model consumes them):
+recurrent models, then `prev_actions` / `prev_rewards` if the model consumes them). The
+observation inputs are the env's: for a policy whose observations are the catalog's
+flattened Dict / Tuple or one-hot Discrete / MultiDiscrete form of the env's (its space's
+`original_space`), the model takes the env's entries (an action mask as
+`obs_action_mask`) and preprocesses them in the graph (`tfrl.models.tf.graph_preprocess`).
 
 - `deterministic_action` (also `serving_default`): `actions`, `action_dist_inputs`,
   `vf_preds`, and `state_out_<i>` for recurrent models;
@@ -27,6 +31,8 @@ import tensorflow as tf
 import tree
 
 from tfrl.core.columns import Columns
+from tfrl.models.tf.graph_preprocess import graph_preprocessor
+from tfrl.policy import space_specs
 
 CHECKPOINT_PREFIX = "policy"
 
@@ -56,6 +62,12 @@ def flat_inputs(policy) -> Tuple[List[tf.TensorSpec], Callable]:
     """The exported models' flat, named input specs and `split(args) -> (obs, states,
     prev)`, which rebuilds the policy's inputs from them (see the module docstring)."""
     obs_spec, state_specs, _, prev_specs = policy.action_input_signature()
+    # The env's observations (e.g. a Dict's `obs_action_mask`, `obs_observation`) when
+    # the policy's are their flattened / one-hot form: preprocessed in the graph.
+    raw_space = getattr(policy.observation_space, "original_space", None)
+    preprocess = None if raw_space is None else graph_preprocessor(raw_space)
+    if preprocess is not None:
+        obs_spec = space_specs.batch_spec(raw_space)
     obs_names = _names(Columns.OBS, obs_spec)
     num_obs = len(obs_names)
     flat_specs = [tf.TensorSpec(s.shape, s.dtype, name=n)
@@ -67,6 +79,8 @@ def flat_inputs(policy) -> Tuple[List[tf.TensorSpec], Callable]:
 
     def split(args):
         obs = tree.unflatten_as(obs_spec, list(args[:num_obs]))
+        if preprocess is not None:
+            obs = preprocess(obs)
         states = list(args[num_obs:num_obs + num_states])
         prev = dict(zip(prev_specs, args[num_obs + num_states:]))
         return obs, states, prev
