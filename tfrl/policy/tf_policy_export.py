@@ -27,6 +27,7 @@ import tensorflow as tf
 import tree
 
 from tfrl.core.columns import Columns
+from tfrl.policy.train_columns import autograph_converted
 
 CHECKPOINT_PREFIX = "policy"
 
@@ -68,7 +69,8 @@ def export_saved_model(policy, export_dir: str) -> str:
         obs = tree.unflatten_as(obs_spec, list(args[:num_obs]))
         states = list(args[num_obs:num_obs + num_states])
         prev = dict(zip(prev_specs, args[num_obs + num_states:]))
-        actions, state_out, extras = policy.action_graph(obs, states, tf.constant(explore), prev)
+        actions, state_out, extras = autograph_converted(policy.action_graph)(
+            obs, states, tf.constant(explore), prev)
         result = dict(zip(_names(Columns.ACTIONS, actions), tree.flatten(actions)))
         result.update({f"state_out_{i}": s for i, s in enumerate(state_out)})
         result.update(extras)
@@ -84,19 +86,19 @@ def export_saved_model(policy, export_dir: str) -> str:
     # Seeds `stochastic_action`'s samples (its state advances with every call).
     module.sampling_generator = policy.sampling_generator
 
-    @tf.function(input_signature=flat_specs)
+    @tf.function(input_signature=flat_specs, autograph=False)
     def deterministic_action(*args):
         return outputs(args, explore=False)
 
-    @tf.function(input_signature=flat_specs)
+    @tf.function(input_signature=flat_specs, autograph=False)
     def stochastic_action(*args):
         return outputs(args, explore=True)
 
-    @tf.function(input_signature=flat_specs)
+    @tf.function(input_signature=flat_specs, autograph=False)
     def action_dist_inputs(*args):
         return {Columns.ACTION_DIST_INPUTS: outputs(args, False)[Columns.ACTION_DIST_INPUTS]}
 
-    @tf.function(input_signature=flat_specs)
+    @tf.function(input_signature=flat_specs, autograph=False)
     def value(*args):
         return {Columns.VF_PREDS: outputs(args, False)[Columns.VF_PREDS]}
 
