@@ -74,7 +74,7 @@ def learn(policy, batch):
 
 
 def op_counts(policy) -> None:
-    fn = policy._train._learn_fn
+    fn = policy._train._learn_fns[None]  # rows: one function, no sequence bound
     graph = fn.graph
     totals = collections.Counter()
 

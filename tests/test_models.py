@@ -9,7 +9,7 @@ import tensorflow as tf
 from tfrl.models.catalog import MODEL_DEFAULTS, ModelCatalog, merge_model_config
 from tfrl.models.tf.custom_model import KerasModelWrapper
 from tfrl.models.tf.fcnet import FullyConnectedNetwork
-from tfrl.models.tf.recurrent_net import LSTMWrapper, RecurrentNetwork
+from tfrl.models.tf.recurrent_net import LSTMWrapper, RecurrentNetwork, sequences_at_most
 from tfrl.models.tf.tf_modelv2 import TFModelV2
 from tfrl.models.tf.visionnet import VisionNetwork
 from tfrl.models.utils import get_activation_fn, get_filter_config
@@ -670,9 +670,13 @@ def test_lstm_unrolled_equals_the_loop():
             loss = tf.reduce_sum((tf.reduce_sum(dist_inputs ** 2, -1) + value) * mask)
         return dist_inputs, value, state_out, tape.gradient(loss, model.trainable_weights)
 
-    traced = tf.function(forward_and_grads, autograph=False, input_signature=[
-        tf.TensorSpec((None, None, 4), tf.float32), tf.TensorSpec((None,), tf.int32)] + [
-        tf.TensorSpec((None, 6), tf.float32)] * 4)  # T unknown: padded, under tf.cond
+    signature = [tf.TensorSpec((None, None, 4), tf.float32),
+                 tf.TensorSpec((None,), tf.int32)] + [tf.TensorSpec((None, 6), tf.float32)] * 4
+    traced = tf.function(forward_and_grads, autograph=False,
+                         input_signature=signature)  # T unknown: padded, under tf.cond
+    # Traced under sequences_at_most(4) (as the train step traces for batches of
+    # sequences up to max_seq_len): the 4 unrolled steps alone, no loop.
+    bounded = tf.function(forward_and_grads, autograph=False, input_signature=signature)
 
     def run(fn, args, unroll_len):
         model.unroll_len = unroll_len
@@ -700,3 +704,10 @@ def test_lstm_unrolled_equals_the_loop():
             np.testing.assert_allclose(unrolled[1][valid], loop[1][valid], atol=1e-6)
             for a, b in zip(unrolled[2] + unrolled[3], loop[2] + loop[3]):
                 np.testing.assert_allclose(a, b, atol=1e-5)
+        if max_time <= 4:  # bit for bit what the traced function with the loop gives
+            with sequences_at_most(4):
+                head_only = run(bounded, args, 4)
+            if max_time == 3:  # traced once
+                assert seen == [(4, True)] * 2
+            for a, b in zip(tf.nest.flatten(head_only), tf.nest.flatten(unrolled)):
+                np.testing.assert_array_equal(a, b)

@@ -11,6 +11,8 @@ whole sequences hold about `sgd_minibatch_size` real steps; a truncated episode
 bootstraps from the value after its last step.
 """
 
+import contextlib
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -43,10 +45,23 @@ def _sampled(vf_share_layers=False):
 
 @pytest.fixture(scope="module")
 def sampled():
-    """`_sampled()` shared by the tests that only read it (none learns on it)."""
+    """`_sampled()` shared by the module's tests (one algorithm built, one compiled
+    learning function traced). The batch is read only (a test that changes it works on
+    a copy); a test that learns restores the policy's state (`restored_after`)."""
     algo, policy, batch = _sampled()
     yield algo, policy, batch
     algo.stop()
+
+
+@contextlib.contextmanager
+def restored_after(policy):
+    """Runs the block, then sets `policy` back to its state before it (weights, optimizer
+    slots, RNGs, counters), so that the shared policy stays as sampled."""
+    state = policy.get_state()
+    try:
+        yield state
+    finally:
+        policy.set_state(state)
 
 
 def _trajectories(batch):
@@ -57,8 +72,10 @@ def _trajectories(batch):
 
 
 @pytest.mark.parametrize("vf_share_layers", [False, True])
-def test_each_training_sequence_starts_from_the_samplers_state(vf_share_layers):
-    algo, policy, batch = _sampled(vf_share_layers)
+def test_each_training_sequence_starts_from_the_samplers_state(vf_share_layers, request):
+    # vf_share_layers=False is `_sampled()`'s default: the shared one (read only here).
+    algo, policy, batch = (_sampled(vf_share_layers) if vf_share_layers
+                           else request.getfixturevalue("sampled"))
     num_states = len(policy.get_initial_state())
     assert num_states == (2 if vf_share_layers else 4)
     seqs = add_sequences(batch, MODEL["max_seq_len"])
@@ -85,7 +102,8 @@ def test_each_training_sequence_starts_from_the_samplers_state(vf_share_layers):
         for k in range(num_states):
             np.testing.assert_allclose(state_out[k][0], batch[f"state_out_{k}"][start + n - 1],
                                        atol=1e-5)
-    algo.stop()
+    if vf_share_layers:
+        algo.stop()
 
 
 def test_sequences_are_cut_at_episode_starts_and_fragment_cuts(sampled):
@@ -184,11 +202,19 @@ def test_padded_steps_contribute_exactly_zero_to_every_loss_term_and_stat():
     np.testing.assert_allclose(loss_a, unmasked, rtol=1e-5)
 
 
-def test_a_policy_learns_the_same_whatever_its_padded_steps_hold():
-    algo, policy, batch = _sampled()
-    batch = StandardizeFields(["advantages"])(batch)
+def test_a_policy_learns_the_same_whatever_its_padded_steps_hold(sampled):
+    _, policy, batch = sampled
+    batch = StandardizeFields(["advantages"])(batch.copy())
     seqs = policy.train_batch(batch)
-    state = policy.get_state()  # weights, optimizer slots, RNGs
+    with restored_after(policy) as state:  # weights, optimizer slots, RNGs
+        results = _learn_with_padding_filled(policy, seqs, state)
+    for a, b in zip(*results):
+        np.testing.assert_array_equal(a, b)
+
+
+def _learn_with_padding_filled(policy, seqs, state):
+    """The weights after learning from `state` on `seqs`, right-zero-padded, with the
+    padded steps of the loss's columns set to 0, then to 7."""
     results = []
     for fill in (0.0, 7.0):
         padded = SampleBatch({k: np.array(v) for k, v in seqs.items()},
@@ -203,9 +229,7 @@ def test_a_policy_learns_the_same_whatever_its_padded_steps_hold():
         policy.set_state(state)
         policy.learn_on_batch(padded, num_sgd_iter=2, sgd_minibatch_size=None)
         results.append(policy.get_weights())
-    for a, b in zip(*results):
-        np.testing.assert_array_equal(a, b)
-    algo.stop()
+    return results
 
 
 def test_minibatches_of_sequences_count_real_timesteps():
@@ -232,16 +256,16 @@ def test_ppo_minibatches_hold_about_sgd_minibatch_size_real_steps(sampled):
     # 36 steps in sequences of up to 5 (episodes end inside the fragments):
     # minibatches of 10 timesteps -> floor(36 / 10) = 3 steps per epoch, of
     # num_seqs // 3 sequences each (2 per minibatch under the old rule: 10 // 5).
-    algo, policy, batch = _sampled()
-    seqs = policy.train_batch(StandardizeFields(["advantages"])(batch))
+    _, policy, batch = sampled
+    seqs = policy.train_batch(StandardizeFields(["advantages"])(batch.copy()))
     num_seqs = len(seqs["seq_lens"])
     assert seqs["seq_lens"].sum() == 36 and num_seqs > 36 // 5
     per_seq = sequence_minibatch(seqs["seq_lens"], 10)
     assert per_seq == num_seqs // 3
-    before = int(policy.num_grad_updates.numpy())
-    policy.learn_on_batch(seqs, num_sgd_iter=2, sgd_minibatch_size=10)
-    assert int(policy.num_grad_updates.numpy()) - before == 2 * (num_seqs // per_seq)
-    algo.stop()
+    with restored_after(policy):
+        before = int(policy.num_grad_updates.numpy())
+        policy.learn_on_batch(seqs, num_sgd_iter=2, sgd_minibatch_size=10)
+        assert int(policy.num_grad_updates.numpy()) - before == 2 * (num_seqs // per_seq)
 
 
 def test_a_truncated_episode_bootstraps_from_the_value_after_its_last_step():

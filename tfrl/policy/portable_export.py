@@ -34,6 +34,7 @@ from tensorflow.python.framework.convert_to_constants import (
 from tfrl.core.columns import Columns
 from tfrl.policy import space_specs
 from tfrl.policy.tf_policy_export import atomic_dir, flat_inputs, named_outputs
+from tfrl.policy.train_columns import autograph_converted
 
 TFLITE_FILE = "model.tflite"
 ONNX_FILE = "model.onnx"
@@ -62,7 +63,7 @@ def portable_functions(policy) -> Dict[str, Any]:
 
     def outputs(args, explore: bool) -> Dict[str, tf.Tensor]:
         obs, states, prev = split(args)
-        dist_inputs, value, state_out = policy.call_model(obs, states, prev)
+        dist_inputs, value, state_out = autograph_converted(policy.call_model)(obs, states, prev)
         dist = policy.dist_class(dist_inputs, policy.model)
         actions = dist.sample() if explore else dist.deterministic_sample()
         actions = tree.map_structure(lambda a, s: tf.cast(a, s.dtype), actions, action_spec)
@@ -71,7 +72,8 @@ def portable_functions(policy) -> Dict[str, Any]:
         result[Columns.VF_PREDS] = value
         return result
 
-    return {name: tf.function(lambda *args, e=explore: outputs(args, e), input_signature=specs)
+    return {name: tf.function(lambda *args, e=explore: outputs(args, e), input_signature=specs,
+                              autograph=False)
             for name, explore in ENTRY_POINTS.items()}
 
 

@@ -254,6 +254,7 @@ class TFPolicy(Policy):
         """
         return {}
 
+    @tf.autograph.experimental.do_not_convert  # plain TF ops (an override is converted)
     def extra_action_out(self, input_dict: Dict[str, Any], state_batches: List[tf.Tensor],
                          model: keras.Model, action_dist: Any) -> Dict[str, tf.Tensor]:
         """Extra `[B, ...]` outputs of `compute_actions`; default: none (the value
@@ -367,12 +368,14 @@ class TFPolicy(Policy):
         """Numpy `(actions, state_outs, extra_fetches)` from the compiled outputs."""
         return ActionFunctions.outputs(outputs)
 
+    @tf.autograph.experimental.do_not_convert  # plain TF ops (an override is converted)
     def action_graph(self, obs: Any, state_in: List[tf.Tensor], explore: tf.Tensor,
                      prev: Optional[Dict[str, tf.Tensor]] = None) -> Any:
         """The action computation, for use inside compiled code (`prev`: the model's
         `prev_actions` / `prev_rewards` `[B, ...]`, if it consumes them)."""
         return self._acting.graph(obs, state_in, explore, prev)
 
+    @tf.autograph.experimental.do_not_convert  # plain TF ops (an override is converted)
     def call_model(self, obs: Any, state_in: List[Any], prev: Optional[Dict[str, Any]] = None,
                    seq_lens: Optional[tf.Tensor] = None, training: bool = False
                    ) -> Tuple[tf.Tensor, tf.Tensor, List[tf.Tensor]]:

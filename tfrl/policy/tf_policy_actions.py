@@ -7,7 +7,11 @@ rewards the model consumes (`prev_actions` `[B, ...]`, `prev_rewards` `[B]`, onl
 returns actions, logp, distribution inputs and value together. `value` is a second
 concrete function over the same inputs (without `explore`) returning `vf_preds` only.
 Both are traced on first use, once, and both take the model's outputs from the
-policy's `call_model`.
+policy's `call_model`. They trace without autograph (converting tfrl's own code and
+`tree` took seconds per policy); the policy's hooks (`action_graph`, `call_model`,
+`extra_action_out`) are converted as autograph would convert them, unless marked
+`tf.autograph.experimental.do_not_convert` as the built-in ones are
+(`autograph_converted`), so an override may still use Python control flow on tensors.
 
 The inputs are checked on the host (`inputs`) and passed as tensors: a concrete function
 converts numpy arguments slowly.
@@ -22,6 +26,7 @@ import tree
 from tfrl.core.columns import Columns
 from tfrl.models.tf.action_dist_base import TFActionDistribution
 from tfrl.policy import space_specs
+from tfrl.policy.train_columns import autograph_converted
 
 PREV_COLUMNS = (Columns.PREV_ACTIONS, Columns.PREV_REWARDS)
 
@@ -166,6 +171,7 @@ class ActionFunctions:
             self._actions_fn = tf.function(
                 self._actions_graph,
                 input_signature=self._flat_signature() + [tf.TensorSpec((), tf.bool)],
+                autograph=False,
             ).get_concrete_function()
         flat_obs = [obs] if self._flat_obs else tree.flatten(obs)
         outputs = self._actions_fn(*flat_obs, *states, *prev.values(), explore_t)
@@ -178,7 +184,7 @@ class ActionFunctions:
                                            prev_reward_batch, what="value")
         if self._value_fn is None:
             self._value_fn = tf.function(
-                self._value_graph, input_signature=self._flat_signature()
+                self._value_graph, input_signature=self._flat_signature(), autograph=False
             ).get_concrete_function()
         return self._value_fn(*tree.flatten(obs), *states, *prev.values()).numpy()
 
@@ -200,7 +206,8 @@ class ActionFunctions:
               prev: Optional[Dict[str, tf.Tensor]] = None) -> Any:
         """The action computation, for use inside compiled code."""
         policy = self._policy
-        dist_inputs, value, state_out = policy.call_model(obs, state_in, prev)
+        dist_inputs, value, state_out = autograph_converted(policy.call_model)(
+            obs, state_in, prev)
         dist = policy.dist_class(dist_inputs, policy.model)
         action_spec = space_specs.batch_spec(policy.action_space)
         as_space_dtype = lambda a: tree.map_structure(  # noqa: E731
@@ -224,7 +231,8 @@ class ActionFunctions:
             Columns.VF_PREDS: value,  # [B]
         }
         input_dict = {Columns.OBS: obs, **(prev or {})}
-        extras.update(policy.extra_action_out(input_dict, state_in, policy.model, dist))
+        extras.update(autograph_converted(policy.extra_action_out)(
+            input_dict, state_in, policy.model, dist))
         return actions, state_out, extras
 
     def _flat_signature(self) -> List[tf.TensorSpec]:
@@ -242,9 +250,9 @@ class ActionFunctions:
     def _actions_graph(self, *args):
         self._policy.num_traces["compute_actions"] += 1
         obs, states, prev = self._unflatten(args[:-1])
-        return self._policy.action_graph(obs, states, args[-1], prev)
+        return autograph_converted(self._policy.action_graph)(obs, states, args[-1], prev)
 
     def _value_graph(self, *args):
         self._policy.num_traces["value"] += 1
         obs, states, prev = self._unflatten(args)
-        return self._policy.call_model(obs, states, prev)[1]
+        return autograph_converted(self._policy.call_model)(obs, states, prev)[1]

@@ -33,6 +33,7 @@ import tree
 from tfrl.core.columns import Columns
 from tfrl.models.tf.graph_preprocess import graph_preprocessor
 from tfrl.policy import space_specs
+from tfrl.policy.train_columns import autograph_converted
 
 CHECKPOINT_PREFIX = "policy"
 
@@ -101,7 +102,8 @@ def export_saved_model(policy, export_dir: str) -> str:
 
     def outputs(args, explore: bool) -> Dict[str, tf.Tensor]:
         obs, states, prev = split(args)
-        actions, state_out, extras = policy.action_graph(obs, states, tf.constant(explore), prev)
+        actions, state_out, extras = autograph_converted(policy.action_graph)(
+            obs, states, tf.constant(explore), prev)
         result = named_outputs(actions, state_out)
         result.update(extras)
         if not explore:
@@ -116,19 +118,19 @@ def export_saved_model(policy, export_dir: str) -> str:
     # Seeds `stochastic_action`'s samples (its state advances with every call).
     module.sampling_generator = policy.sampling_generator
 
-    @tf.function(input_signature=flat_specs)
+    @tf.function(input_signature=flat_specs, autograph=False)
     def deterministic_action(*args):
         return outputs(args, explore=False)
 
-    @tf.function(input_signature=flat_specs)
+    @tf.function(input_signature=flat_specs, autograph=False)
     def stochastic_action(*args):
         return outputs(args, explore=True)
 
-    @tf.function(input_signature=flat_specs)
+    @tf.function(input_signature=flat_specs, autograph=False)
     def action_dist_inputs(*args):
         return {Columns.ACTION_DIST_INPUTS: outputs(args, False)[Columns.ACTION_DIST_INPUTS]}
 
-    @tf.function(input_signature=flat_specs)
+    @tf.function(input_signature=flat_specs, autograph=False)
     def value(*args):
         return {Columns.VF_PREDS: outputs(args, False)[Columns.VF_PREDS]}
 

@@ -1,6 +1,8 @@
 """TrainStep: the update chain of a TFPolicy, compiled.
 
-What: three compiled functions, each traced once.
+What: three compiled functions, each traced once (`learn` and `gradients` of a
+recurrent policy: once for batches of sequences up to the model's `max_seq_len`, once
+more if longer ones come; see `TrainStep.__init__`).
 
 - `learn`: all epochs and minibatches of one `learn_on_batch` call, in one call. The
   chain, top to bottom: `learn` (host: checked columns, the minibatch size) -> the
@@ -44,6 +46,7 @@ import tree
 
 from tfrl.core.columns import Columns
 from tfrl.models.model_defaults import model_setting
+from tfrl.models.tf.recurrent_net import sequences_at_most
 from tfrl.policy import nonfinite_guard as guard
 from tfrl.policy.nonfinite import NONFINITE_UPDATES, NonFiniteUpdateError
 from tfrl.policy.train_columns import TrainBatch, TrainColumns, autograph_converted
@@ -139,8 +142,14 @@ class TrainStep:
         # autograph=False throughout: the bodies use explicit tf.while_loop/tf.cond, and
         # converting them (and `tree`) costs seconds at start-up; the user's loss and
         # stats are still converted (`autograph_converted`).
-        self._learn_fn = None
-        self._grads_fn = None
+        # Sequence batches padded to at most the model's max_seq_len (all that the
+        # samplers make) and longer ones get separate functions, each traced on first
+        # use: the first need no LSTM loop past the unrolled steps
+        # (`recurrent_net.sequences_at_most`). Keyed by that bound (None: any length).
+        self._max_seq_len = (int(model_setting(policy.config["model"], "max_seq_len"))
+                             if self._train_columns.sequences else None)
+        self._learn_fns: Dict[Optional[int], Any] = {}
+        self._grads_fns: Dict[Optional[int], Any] = {}
         variables = policy.model.trainable_variables
         self._apply_fn = tf.function(
             self._apply_graph,
@@ -182,7 +191,11 @@ class TrainStep:
         # XLA compiles once per shape: pad sequences to a fixed length.
         pad_to = (int(model_setting(policy.config["model"], "max_seq_len"))
                   if sequences and self._xla_loss_and_grads is not None else 0)
-        columns, num_rows = self._train_columns.prepare(samples, pad_to=pad_to)
+        # (The first batch's column discovery traces the loss under the bound too: that
+        # trace is never run.)
+        with sequences_at_most(self._max_seq_len):
+            columns, num_rows = self._train_columns.prepare(samples, pad_to=pad_to)
+        bound = self._time_bound(columns)
         minibatch = sgd_minibatch_size or None
         if sequences and minibatch:
             # sgd_minibatch_size counts timesteps; minibatches hold whole sequences.
@@ -198,17 +211,20 @@ class TrainStep:
         self._check_divisible(minibatch, "sgd_minibatch_size")
         seed = policy.shuffle_seed()
         updates_before = int(policy.num_grad_updates.numpy())
-        if self._learn_fn is None:
+        learn_fn = self._learn_fns.get(bound)
+        if learn_fn is None:
             self._build_optimizer()
             # The concrete function of the one signature: calling it skips the
             # polymorphic function's argument binding and signature matching (host
             # time paid by every sampling round of an off-policy algorithm).
-            self._learn_fn = tf.function(self._learn_graph, input_signature=[
-                self._train_columns.specs, tf.TensorSpec((2,), tf.int64),
-                tf.TensorSpec((), tf.int32), tf.TensorSpec((), tf.int32),
-                tf.TensorSpec((), tf.bool)], autograph=False).get_concrete_function()
+            with sequences_at_most(bound):
+                learn_fn = self._learn_fns[bound] = tf.function(
+                    self._learn_graph, input_signature=[
+                        self._train_columns.specs, tf.TensorSpec((2,), tf.int64),
+                        tf.TensorSpec((), tf.int32), tf.TensorSpec((), tf.int32),
+                        tf.TensorSpec((), tf.bool)], autograph=False).get_concrete_function()
         try:
-            stats = self._learn_fn(columns, tf.constant([seed, 0], tf.int64),
+            stats = learn_fn(columns, tf.constant([seed, 0], tf.int64),
                                    tf.constant(num_sgd_iter, tf.int32),
                                    tf.constant(minibatch, tf.int32), tf.constant(shuffle))
         except (tf.errors.InvalidArgumentError, tf.errors.UnimplementedError,
@@ -226,12 +242,17 @@ class TrainStep:
 
     def gradients(self, samples: Any) -> Tuple[List[np.ndarray], Dict[str, float]]:
         """Gradients (numpy, one per trainable variable) and stats on the whole batch."""
-        columns, num_rows = self._train_columns.prepare(samples)
+        with sequences_at_most(self._max_seq_len):
+            columns, num_rows = self._train_columns.prepare(samples)
         self._check_divisible(num_rows, "the batch size")
-        if self._grads_fn is None:
-            self._grads_fn = tf.function(
-                self._grads_graph, input_signature=[self._train_columns.specs], autograph=False)
-        grads, stats = self._grads_fn(columns)
+        bound = self._time_bound(columns)
+        grads_fn = self._grads_fns.get(bound)
+        if grads_fn is None:
+            with sequences_at_most(bound):
+                grads_fn = self._grads_fns[bound] = tf.function(
+                    self._grads_graph, input_signature=[self._train_columns.specs],
+                    autograph=False).get_concrete_function()
+        grads, stats = grads_fn(columns)
         return [g.numpy() for g in grads], {k: float(v) for k, v in stats.items()}
 
     def apply(self, gradients: List[Any]) -> None:
@@ -260,6 +281,14 @@ class TrainStep:
                                    int(self._policy.num_grad_updates.numpy())):
             return
         self._apply_fn(checked)
+
+    def _time_bound(self, columns: Dict[str, Any]) -> Optional[int]:
+        """The model's `max_seq_len` if the prepared sequence `columns` are padded to at
+        most that many steps, else None (rows; longer sequences)."""
+        if self._max_seq_len is None:
+            return None
+        time_len = self._train_columns.time_length(columns)
+        return self._max_seq_len if time_len <= self._max_seq_len else None
 
     def _check_divisible(self, rows: int, what: str) -> None:
         if rows % self._num_replicas:

@@ -166,6 +166,14 @@ class TrainColumns:
                 f"{self._name}.learn_on_batch(): columns have different lengths: {lengths}.")
         return columns, next(iter(lengths.values()))
 
+    @staticmethod
+    def time_length(columns: Dict[str, Any]) -> int:
+        """The padded time axis `T` of prepared sequence columns (0 if none has one)."""
+        for column, value in columns.items():
+            if not _is_per_sequence(column):
+                return int(np.shape(tree.flatten(value)[0])[1])
+        return 0
+
     def _untrained_hint(self, missing: Any) -> str:
         """How to keep columns that samplers drop (view requirements marked
         `used_for_training=False`), if any of `missing` is one."""

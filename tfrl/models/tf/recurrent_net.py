@@ -4,9 +4,11 @@ Both follow the recurrent call contract: `model((obs [B, T, ...], state_in, seq_
 [B])) -> (dist_inputs [B, T, N], value [B, T], state_out)`.
 """
 
+import contextlib
+import contextvars
 import functools
 import inspect
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Tuple
 
 import gymnasium as gym
 import keras
@@ -250,6 +252,28 @@ class LSTMWrapper(TFModel):
 #: The longest `max_seq_len` LSTMWrapper unrolls (graph size grows with the length).
 UNROLL_MAX_LEN = 64
 
+# The bound `sequences_at_most` sets while a graph is traced (None: no bound).
+_MAX_TIME: contextvars.ContextVar[Optional[int]] = contextvars.ContextVar(
+    "tfrl_sequences_at_most", default=None)
+
+
+@contextlib.contextmanager
+def sequences_at_most(max_time: Optional[int]) -> Iterator[None]:
+    """Graphs traced inside the block take sequences of at most `max_time` steps (None:
+    any length), though their time axis is unknown when traced.
+
+    `run_lstm` then leaves out the loop for the steps after `unroll_len` when `max_time`
+    is at most `unroll_len`: a smaller graph (no `tf.while_loop` and its gradient under a
+    `tf.cond`), traced and optimized faster, with the same numbers. The caller keeps the
+    promise (the train step traces one function for batches padded to at most the
+    model's `max_seq_len` and another, on demand, for longer ones).
+    """
+    token = _MAX_TIME.set(max_time)
+    try:
+        yield
+    finally:
+        _MAX_TIME.reset(token)
+
 
 def run_lstm(lstm: keras.layers.LSTM, features: tf.Tensor, state: List[tf.Tensor],
              mask: tf.Tensor, training: bool, unroll_len: int
@@ -265,7 +289,8 @@ def run_lstm(lstm: keras.layers.LSTM, features: tf.Tensor, state: List[tf.Tensor
     after them, if any, in the loop from the state there (under a `tf.cond`: only that
     rarely taken tail, since a whole unrolled body under a `tf.cond` inside the
     learner's loop runs as a function call, no faster than the loop). A known T over
-    `unroll_len` (or `unroll_len` 0) takes the loop.
+    `unroll_len` (or `unroll_len` 0) takes the loop. Under `sequences_at_most(n)` with
+    `n <= unroll_len`, an unknown T has no tail: the head alone (the same numbers).
     """
 
     def call(x, m, unroll):
@@ -291,6 +316,9 @@ def run_lstm(lstm: keras.layers.LSTM, features: tf.Tensor, state: List[tf.Tensor
     m = tf.pad(mask[:, :unroll_len], [[0, 0], [0, pad]])
     out, h, c = call(tf.ensure_shape(x, [None, unroll_len, features.shape[-1]]),
                      tf.ensure_shape(m, [None, unroll_len]), True)
+    bound = _MAX_TIME.get()
+    if bound is not None and bound <= unroll_len:  # no step after the head (see above)
+        return out[:, :head_time], h, c
 
     def tail():
         nonlocal state
