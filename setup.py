@@ -49,6 +49,11 @@ VIDEO_REQUIRES = ["moviepy>=1.0.3"]
 # Sweeps (`tfrl tune`, tfrl.tune): Ray Tune runs the trials; Optuna is the search
 # algorithm `search: optuna` uses (through Ray Tune's own integration).
 TUNE_REQUIRES = ["ray[tune]>=2.60,<3", "optuna>=3.0"]
+# Experiment tracking (tfrl.algorithms.tracking's fit() callbacks, tfrl tune's
+# `callbacks: [mlflow, wandb]` through Ray Tune's logger callbacks). Not in the test extra:
+# mlflow pulls ~70 packages (Flask, scikit-learn, pyarrow, ...) and takes ~3 s to import;
+# their tests skip without it.
+TRACKING_REQUIRES = ["mlflow>=3.0", "wandb>=0.19"]
 
 EXTRAS_REQUIRE = {
     # Ray (with Tune and Optuna) is in the test extra so that CI exercises the Ray backends
@@ -71,6 +76,7 @@ EXTRAS_REQUIRE = {
     "mujoco": MUJOCO_REQUIRES,
     "ray": ["ray[default]>=2.60,<3"],
     "tune": TUNE_REQUIRES,
+    "tracking": TRACKING_REQUIRES,
     "pettingzoo": PETTINGZOO_REQUIRES,
     # Reference implementations for bench/bench_ppo_cartpole.py and bench_atari.py (SB3's
     # PPO; bench_atari.py also needs the atari extra) and bench/bench_recurrent.py
