@@ -283,3 +283,50 @@ def test_sweep_objects_for_ray_tune():
     assert isinstance(space["lr"], Float) and space["env"] == "CartPole-v1"
     assert space["model"]["fcnet_hiddens"].categories == [[8], [16]]
     assert TINY["model"] == {"fcnet_hiddens": [8]}  # the base config is not changed
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_sweep_logs_to_mlflow_and_wandb_offline(ray_runtime, tmp_path, monkeypatch):
+    """`callbacks:` logs every trial through Ray Tune's loggers: MLflow's file store and
+    W&B's offline run directories hold each trial's config, its metrics per iteration and
+    its final checkpoint."""
+    mlflow = pytest.importorskip("mlflow")
+    pytest.importorskip("wandb")
+    from tracking_helpers import checkpoint_files, wandb_offline_runs
+
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3's file store switch
+    uri = f"file:{tmp_path / 'mlruns'}"
+    path = _sweep_file(tmp_path, {"max_concurrent_trials": 2,
+                                  "space": {"seed": {"grid_search": [0, 1]}},
+                                  "callbacks": {"mlflow": {"tracking_uri": uri},
+                                                "wandb": {"mode": "offline"}}},
+                       stop={"training_iteration": 2})
+    out = run_tfrl("tune", f"--config={path}", f"--logdir={tmp_path / 'tracked'}", "--quiet")
+    assert [r[1] for r in _rows(out)] == ["OK", "OK"], out
+    trial_checkpoints = sorted(str(p) for p in (tmp_path / "tracked").glob(
+        "PPOTrainable_*/checkpoint_*"))  # Tune's, each holding tfrl's checkpoint_NNNNNN
+    assert len(trial_checkpoints) == 2, trial_checkpoints  # checkpoint_at_end
+    saved = checkpoint_files(trial_checkpoints[0])  # checkpoint_NNNNNN/{state.json, ...}
+    assert {os.path.basename(f) for f in saved} >= {"state.json", "arrays.npz"}
+
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    experiment = client.get_experiment_by_name("tracked")  # the sweep's directory name
+    runs = client.search_runs([experiment.experiment_id])
+    assert len(runs) == 2 and {r.info.status for r in runs} == {"FINISHED"}
+    assert sorted(r.data.params["seed"] for r in runs) == ["0", "1"]
+    for run in runs:
+        rewards = client.get_metric_history(run.info.run_id, "episode_reward_mean")
+        assert [m.step for m in rewards] == [64, 128]  # Tune steps by timesteps_total
+        (inner,) = client.list_artifacts(run.info.run_id, "checkpoint")
+        files = client.list_artifacts(run.info.run_id, inner.path)
+        assert sorted(os.path.relpath(f.path, "checkpoint") for f in files) == saved
+
+    wandb_runs = wandb_offline_runs(str(tmp_path / "tracked"))
+    assert len(wandb_runs) == 2
+    assert sorted(r["config"]["seed"] for r in wandb_runs) == [0, 1]
+    for run in wandb_runs:
+        rows = [row for row in run["history"] if "episode_reward_mean" in row]
+        assert [row["training_iteration"] for row in rows] == [1, 2]
+        (artifact_files,) = run["artifacts"].values()
+        assert artifact_files == saved
