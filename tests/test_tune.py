@@ -61,6 +61,7 @@ def test_dry_run_checks_every_sampled_config(tmp_path):
         "num_sgd_iter": {"randint": [1, 4]}}})
     out = json.loads(run_tfrl("tune", f"--config={path}", "--dry_run"))
     assert out["trials"] == 4 and out["search"] == "random" and out["algo"] == "PPO"
+    assert out["callbacks"] == {}
     assert [s["model.fcnet_hiddens"] for s in out["sampled"]] == [[8], [16, 16]] * 2
     assert all(1.0e-4 <= s["lr"] <= 1.0e-2 and s["num_sgd_iter"] in (1, 2, 3)
                for s in out["sampled"])
@@ -96,6 +97,12 @@ def test_dry_run_catches_a_bad_pbt_mutation_key(tmp_path, capsys):
     ({"metrc": "x"}, "tune: has the unknown key 'metrc'. Did you mean 'metric'?"),
     ({"mode": "best"}, "tune.mode must be max or min; received 'best'"),
     ({"num_samples": 0}, "tune.num_samples must be an integer >= 1; received 0"),
+    ({"callbacks": ["mlfow"]},
+     "tune.callbacks has the unknown tracker 'mlfow'. Did you mean 'mlflow'?"),
+    ({"callbacks": {"wandb": {"projct": "p"}}},
+     "tune.callbacks.wandb has the unknown key 'projct'. Did you mean 'project'?"),
+    ({"callbacks": {"mlflow": "file:./mlruns"}},
+     "tune.callbacks.mlflow must be a mapping of options; received 'file:./mlruns'"),
 ])
 def test_sweep_section_mistakes_are_one_line_errors(tmp_path, capsys, tune, expected):
     line = _error_line(capsys, f"--config={_sweep_file(tmp_path, tune)}", "--dry_run")
