@@ -4,10 +4,13 @@ The `--dry_run` and sweep-file checks need no Ray; the sweeps themselves (marked
 share one local Ray runtime of 2 CPUs and run tiny PPO CartPole trials (64 steps an
 iteration, no remote workers, half a CPU each, two at a time, actors reused between
 trials): a grid of 4 reports all 4 and writes the best config; ASHA stops trials early;
-PBT copies one trial's weights into another (checked by a weight fingerprint); a trial
-whose env raises is retried, reported and the sweep still finishes.
+PBT of 4 trials (examples/pbt_cartpole.py) copies one trial's weights into another
+(checked by the checkpoint's trial directory and a weight fingerprint); a trial whose env
+raises is retried, reported and the sweep still finishes; MLflow and W&B (offline) log
+each trial's config, metrics and final checkpoint.
 """
 
+import importlib.util
 import json
 import os
 import sys
@@ -197,55 +200,43 @@ def test_asha_stops_trials_early(ray_runtime, tmp_path):
     assert len(iterations) == 4 and iterations[-1] == 3 and iterations[0] < 3, out
 
 
-class SpyPPO(tfrl.tune.get_trainable("PPO")):
-    """PPO reporting a fingerprint of its weights after each step and after a restore."""
-
-    restored = None
-
-    def _fingerprint(self):
-        weights = self.algorithm.get_weights()["default_policy"]
-        arrays = weights.values() if isinstance(weights, dict) else weights
-        return float(sum(np.abs(np.asarray(w, np.float64)).sum() for w in arrays))
-
-    def load_checkpoint(self, checkpoint):
-        super().load_checkpoint(checkpoint)
-        self.restored = self._fingerprint()
-
-    def step(self):
-        result = super().step()
-        result["weights_fingerprint"] = self._fingerprint()
-        result["restored_fingerprint"] = self.restored if self.restored is not None else -1.0
-        self.restored = None
-        return result
+def _load_example(name):
+    """examples/<name>.py as a module, its classes shipped to Tune's trial processes by
+    value."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "examples", f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"tfrl_example_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    ray.cloudpickle.register_pickle_by_value(module)
+    return module
 
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_pbt_exploits_another_trials_checkpoint(ray_runtime, tmp_path):
-    from ray import tune
-    from ray.tune.schedulers import PopulationBasedTraining
-
-    pbt = PopulationBasedTraining(time_attr="training_iteration", perturbation_interval=1,
-                                  quantile_fraction=0.5, resample_probability=1.0,
-                                  synch=True,  # both trials reach each interval: no race
-                                  hyperparam_mutations={"lr": [1e-3, 1e-4]})
-    tuner = tfrl.tune.Tuner(
-        SpyPPO, param_space={**TINY, "env": "CartPole-v1",
-                             "seed": tune.grid_search([0, 1]), "lr": 1e-3},
-        tune_config=tune.TuneConfig(metric="episode_reward_mean", mode="max",
-                                    scheduler=pbt, reuse_actors=True),
-        run_config=tune.RunConfig(stop={"training_iteration": 3}, verbose=0,
-                                  storage_path=str(tmp_path), name="pbt"))
-    results = tuner.fit()
-    assert not results.errors
-    histories = [r.metrics_dataframe for r in results]
-    reported = [set(h["weights_fingerprint"]) for h in histories]
-    copied = [(i, f) for i, h in enumerate(histories)
-              for f in h["restored_fingerprint"] if f != -1.0]
-    # Restores from a trial's own checkpoint happen too (a paused trial resumes); an
-    # exploit starts a trial from weights that only the other trial reported.
-    exploited = [(i, f) for i, f in copied if f in reported[1 - i] and f not in reported[i]]
-    assert exploited, (copied, reported)
+def test_pbt_of_four_trials_exploits_another_trials_checkpoint(ray_runtime, tmp_path):
+    """examples/pbt_cartpole.py's population at a tiny budget: a trial in the bottom half
+    loads the checkpoint of another trial (its path is in that trial's directory) and
+    its weights are then ones that only the other trial reported."""
+    example = _load_example("pbt_cartpole")
+    out = example.run_pbt(num_trials=4, iterations=3, batch=64, storage_path=str(tmp_path))
+    results = out["results"]
+    assert len(results) == 4 and not results.errors
+    assert all(r.metrics["training_iteration"] == 3 for r in results)
+    histories = {r.metrics["trial"]: r.metrics_dataframe for r in results}
+    assert out["exploits"], [list(h["restored_from"]) for h in histories.values()]
+    for exploit in out["exploits"]:
+        assert exploit["source"] != exploit["trial"] and exploit["source"] in histories
+        assert exploit["weights_match"], exploit
+        rows = histories[exploit["trial"]]
+        (restored,) = rows[rows["training_iteration"] == exploit["iteration"]][
+            "restored_fingerprint"]
+        # weights the source reported, never the exploiting trial itself
+        assert restored in set(histories[exploit["source"]]["weights_fingerprint"])
+        assert restored not in set(rows["weights_fingerprint"])
+    assert out["best"].metrics["episode_reward_mean"] == max(
+        r.metrics["episode_reward_mean"] for r in results)
 
 
 register_env("failing_cartpole", FailingCartPole)
@@ -264,7 +255,10 @@ def test_a_failing_trial_is_retried_and_reported(ray_runtime, tmp_path):
     errors = [f for f, _, files in os.walk(tmp_path / "fail") if "error.txt" in files]
     assert len(errors) == 1
     with open(os.path.join(errors[0], "error.txt")) as f:
-        assert "the simulator crashed" in f.read()
+        text = f.read()
+    assert "the simulator crashed" in text
+    # max_failures=1: the first failure is retried, the second one is reported
+    assert "Failure # 1 " in text and "Failure # 2 " in text, text
 
 
 def test_sweep_objects_for_ray_tune():
