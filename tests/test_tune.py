@@ -325,7 +325,8 @@ def test_sweep_logs_to_mlflow_and_wandb_offline(ray_runtime, tmp_path, monkeypat
 
     wandb_runs = wandb_offline_runs(str(tmp_path / "tracked"))
     assert len(wandb_runs) == 2
-    assert sorted(r["config"]["seed"] for r in wandb_runs) == [0, 1]
+    assert sorted(r["config"].get("seed") for r in wandb_runs) == [0, 1], [
+        (r["path"], sorted(r["config"])[:20], len(r["history"])) for r in wandb_runs]
     for run in wandb_runs:
         rows = [row for row in run["history"] if "episode_reward_mean" in row]
         assert [row["training_iteration"] for row in rows] == [1, 2]
