@@ -53,6 +53,11 @@ TUNE_REQUIRES = ["ray[tune]>=2.60,<3", "optuna>=3.0"]
 # `policy.export_tflite`, `export_model(onnx=opset)`): tf2onnx converts to ONNX;
 # onnxruntime and ai-edge-litert (TFLite's interpreter) run the files in the tests.
 EXPORT_REQUIRES = ["tf2onnx>=1.16", "onnxruntime>=1.17", "ai-edge-litert>=1.2"]
+# Experiment tracking (tfrl.algorithms.tracking's fit() callbacks, tfrl tune's
+# `callbacks: [mlflow, wandb]` through Ray Tune's logger callbacks). Not in the test extra:
+# mlflow pulls ~70 packages (Flask, scikit-learn, pyarrow, ...) and takes ~3 s to import;
+# their tests skip without it, and CI (.ci/run) installs it to run them.
+TRACKING_REQUIRES = ["mlflow>=3.0", "wandb>=0.19"]
 
 EXTRAS_REQUIRE = {
     # Ray (with Tune and Optuna) is in the test extra so that CI exercises the Ray backends
@@ -76,6 +81,7 @@ EXTRAS_REQUIRE = {
     "ray": ["ray[default]>=2.60,<3"],
     "tune": TUNE_REQUIRES,
     "export": EXPORT_REQUIRES,
+    "tracking": TRACKING_REQUIRES,
     "pettingzoo": PETTINGZOO_REQUIRES,
     # Reference implementations for bench/bench_ppo_cartpole.py and bench_atari.py (SB3's
     # PPO; bench_atari.py also needs the atari extra) and bench/bench_recurrent.py

@@ -4,10 +4,13 @@ The `--dry_run` and sweep-file checks need no Ray; the sweeps themselves (marked
 share one local Ray runtime of 2 CPUs and run tiny PPO CartPole trials (64 steps an
 iteration, no remote workers, half a CPU each, two at a time, actors reused between
 trials): a grid of 4 reports all 4 and writes the best config; ASHA stops trials early;
-PBT copies one trial's weights into another (checked by a weight fingerprint); a trial
-whose env raises is retried, reported and the sweep still finishes.
+PBT of 4 trials (examples/pbt_cartpole.py) copies one trial's weights into another
+(checked by the checkpoint's trial directory and a weight fingerprint); a trial whose env
+raises is retried, reported and the sweep still finishes; MLflow and W&B (offline) log
+each trial's config, metrics and final checkpoint.
 """
 
+import importlib.util
 import json
 import os
 import sys
@@ -61,6 +64,7 @@ def test_dry_run_checks_every_sampled_config(tmp_path):
         "num_sgd_iter": {"randint": [1, 4]}}})
     out = json.loads(run_tfrl("tune", f"--config={path}", "--dry_run"))
     assert out["trials"] == 4 and out["search"] == "random" and out["algo"] == "PPO"
+    assert out["callbacks"] == {}
     assert [s["model.fcnet_hiddens"] for s in out["sampled"]] == [[8], [16, 16]] * 2
     assert all(1.0e-4 <= s["lr"] <= 1.0e-2 and s["num_sgd_iter"] in (1, 2, 3)
                for s in out["sampled"])
@@ -96,6 +100,12 @@ def test_dry_run_catches_a_bad_pbt_mutation_key(tmp_path, capsys):
     ({"metrc": "x"}, "tune: has the unknown key 'metrc'. Did you mean 'metric'?"),
     ({"mode": "best"}, "tune.mode must be max or min; received 'best'"),
     ({"num_samples": 0}, "tune.num_samples must be an integer >= 1; received 0"),
+    ({"callbacks": ["mlfow"]},
+     "tune.callbacks has the unknown tracker 'mlfow'. Did you mean 'mlflow'?"),
+    ({"callbacks": {"wandb": {"projct": "p"}}},
+     "tune.callbacks.wandb has the unknown key 'projct'. Did you mean 'project'?"),
+    ({"callbacks": {"mlflow": "file:./mlruns"}},
+     "tune.callbacks.mlflow must be a mapping of options; received 'file:./mlruns'"),
 ])
 def test_sweep_section_mistakes_are_one_line_errors(tmp_path, capsys, tune, expected):
     line = _error_line(capsys, f"--config={_sweep_file(tmp_path, tune)}", "--dry_run")
@@ -190,55 +200,43 @@ def test_asha_stops_trials_early(ray_runtime, tmp_path):
     assert len(iterations) == 4 and iterations[-1] == 3 and iterations[0] < 3, out
 
 
-class SpyPPO(tfrl.tune.get_trainable("PPO")):
-    """PPO reporting a fingerprint of its weights after each step and after a restore."""
-
-    restored = None
-
-    def _fingerprint(self):
-        weights = self.algorithm.get_weights()["default_policy"]
-        arrays = weights.values() if isinstance(weights, dict) else weights
-        return float(sum(np.abs(np.asarray(w, np.float64)).sum() for w in arrays))
-
-    def load_checkpoint(self, checkpoint):
-        super().load_checkpoint(checkpoint)
-        self.restored = self._fingerprint()
-
-    def step(self):
-        result = super().step()
-        result["weights_fingerprint"] = self._fingerprint()
-        result["restored_fingerprint"] = self.restored if self.restored is not None else -1.0
-        self.restored = None
-        return result
+def _load_example(name):
+    """examples/<name>.py as a module, its classes shipped to Tune's trial processes by
+    value."""
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "examples", f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"tfrl_example_{name}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    ray.cloudpickle.register_pickle_by_value(module)
+    return module
 
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_pbt_exploits_another_trials_checkpoint(ray_runtime, tmp_path):
-    from ray import tune
-    from ray.tune.schedulers import PopulationBasedTraining
-
-    pbt = PopulationBasedTraining(time_attr="training_iteration", perturbation_interval=1,
-                                  quantile_fraction=0.5, resample_probability=1.0,
-                                  synch=True,  # both trials reach each interval: no race
-                                  hyperparam_mutations={"lr": [1e-3, 1e-4]})
-    tuner = tfrl.tune.Tuner(
-        SpyPPO, param_space={**TINY, "env": "CartPole-v1",
-                             "seed": tune.grid_search([0, 1]), "lr": 1e-3},
-        tune_config=tune.TuneConfig(metric="episode_reward_mean", mode="max",
-                                    scheduler=pbt, reuse_actors=True),
-        run_config=tune.RunConfig(stop={"training_iteration": 3}, verbose=0,
-                                  storage_path=str(tmp_path), name="pbt"))
-    results = tuner.fit()
-    assert not results.errors
-    histories = [r.metrics_dataframe for r in results]
-    reported = [set(h["weights_fingerprint"]) for h in histories]
-    copied = [(i, f) for i, h in enumerate(histories)
-              for f in h["restored_fingerprint"] if f != -1.0]
-    # Restores from a trial's own checkpoint happen too (a paused trial resumes); an
-    # exploit starts a trial from weights that only the other trial reported.
-    exploited = [(i, f) for i, f in copied if f in reported[1 - i] and f not in reported[i]]
-    assert exploited, (copied, reported)
+def test_pbt_of_four_trials_exploits_another_trials_checkpoint(ray_runtime, tmp_path):
+    """examples/pbt_cartpole.py's population at a tiny budget: a trial in the bottom half
+    loads the checkpoint of another trial (its path is in that trial's directory) and
+    its weights are then ones that only the other trial reported."""
+    example = _load_example("pbt_cartpole")
+    out = example.run_pbt(num_trials=4, iterations=3, batch=64, storage_path=str(tmp_path))
+    results = out["results"]
+    assert len(results) == 4 and not results.errors
+    assert all(r.metrics["training_iteration"] == 3 for r in results)
+    histories = {r.metrics["trial"]: r.metrics_dataframe for r in results}
+    assert out["exploits"], [list(h["restored_from"]) for h in histories.values()]
+    for exploit in out["exploits"]:
+        assert exploit["source"] != exploit["trial"] and exploit["source"] in histories
+        assert exploit["weights_match"], exploit
+        rows = histories[exploit["trial"]]
+        (restored,) = rows[rows["training_iteration"] == exploit["iteration"]][
+            "restored_fingerprint"]
+        # weights the source reported, never the exploiting trial itself
+        assert restored in set(histories[exploit["source"]]["weights_fingerprint"])
+        assert restored not in set(rows["weights_fingerprint"])
+    assert out["best"].metrics["episode_reward_mean"] == max(
+        r.metrics["episode_reward_mean"] for r in results)
 
 
 register_env("failing_cartpole", FailingCartPole)
@@ -257,7 +255,10 @@ def test_a_failing_trial_is_retried_and_reported(ray_runtime, tmp_path):
     errors = [f for f, _, files in os.walk(tmp_path / "fail") if "error.txt" in files]
     assert len(errors) == 1
     with open(os.path.join(errors[0], "error.txt")) as f:
-        assert "the simulator crashed" in f.read()
+        text = f.read()
+    assert "the simulator crashed" in text
+    # max_failures=1: the first failure is retried, the second one is reported
+    assert "Failure # 1 " in text and "Failure # 2 " in text, text
 
 
 def test_sweep_objects_for_ray_tune():
@@ -283,3 +284,51 @@ def test_sweep_objects_for_ray_tune():
     assert isinstance(space["lr"], Float) and space["env"] == "CartPole-v1"
     assert space["model"]["fcnet_hiddens"].categories == [[8], [16]]
     assert TINY["model"] == {"fcnet_hiddens": [8]}  # the base config is not changed
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_sweep_logs_to_mlflow_and_wandb_offline(ray_runtime, tmp_path, monkeypatch):
+    """`callbacks:` logs every trial through Ray Tune's loggers: MLflow's file store and
+    W&B's offline run directories hold each trial's config, its metrics per iteration and
+    its final checkpoint."""
+    mlflow = pytest.importorskip("mlflow")
+    pytest.importorskip("wandb")
+    from tracking_helpers import checkpoint_files, wandb_offline_runs
+
+    monkeypatch.setenv("MLFLOW_ALLOW_FILE_STORE", "true")  # MLflow 3's file store switch
+    uri = f"file:{tmp_path / 'mlruns'}"
+    path = _sweep_file(tmp_path, {"max_concurrent_trials": 2,
+                                  "space": {"seed": {"grid_search": [0, 1]}},
+                                  "callbacks": {"mlflow": {"tracking_uri": uri},
+                                                "wandb": {"mode": "offline"}}},
+                       stop={"training_iteration": 2})
+    out = run_tfrl("tune", f"--config={path}", f"--logdir={tmp_path / 'tracked'}", "--quiet")
+    assert [r[1] for r in _rows(out)] == ["OK", "OK"], out
+    trial_checkpoints = sorted(str(p) for p in (tmp_path / "tracked").glob(
+        "PPOTrainable_*/checkpoint_*"))  # Tune's, each holding tfrl's checkpoint_NNNNNN
+    assert len(trial_checkpoints) == 2, trial_checkpoints  # checkpoint_at_end
+    saved = checkpoint_files(trial_checkpoints[0])  # checkpoint_NNNNNN/{state.json, ...}
+    assert {os.path.basename(f) for f in saved} >= {"state.json", "arrays.npz"}
+
+    client = mlflow.MlflowClient(tracking_uri=uri)
+    experiment = client.get_experiment_by_name("tracked")  # the sweep's directory name
+    runs = client.search_runs([experiment.experiment_id])
+    assert len(runs) == 2 and {r.info.status for r in runs} == {"FINISHED"}
+    assert sorted(r.data.params["seed"] for r in runs) == ["0", "1"]
+    for run in runs:
+        rewards = client.get_metric_history(run.info.run_id, "episode_reward_mean")
+        assert [m.step for m in rewards] == [64, 128]  # Tune steps by timesteps_total
+        (inner,) = client.list_artifacts(run.info.run_id, "checkpoint")
+        files = client.list_artifacts(run.info.run_id, inner.path)
+        assert sorted(os.path.relpath(f.path, "checkpoint") for f in files) == saved
+
+    wandb_runs = wandb_offline_runs(str(tmp_path / "tracked"))
+    assert len(wandb_runs) == 2
+    assert sorted(r["config"].get("seed") for r in wandb_runs) == [0, 1], [
+        (r["path"], sorted(r["config"])[:20], len(r["history"])) for r in wandb_runs]
+    for run in wandb_runs:
+        rows = [row for row in run["history"] if "episode_reward_mean" in row]
+        assert [row["training_iteration"] for row in rows] == [1, 2]
+        (artifact_files,) = run["artifacts"].values()
+        assert artifact_files == saved

@@ -20,11 +20,16 @@ IMPALA, APPO and A3C do); `train()` then pulls one result from it.
 
 `Algorithm(config=..., env=...)` takes the config dataclass or an RLlib-style dict,
 builds the training `WorkerSet` (and an evaluation one when evaluation is configured).
+Every `evaluation_interval`-th iteration evaluates the policies after training, or, with
+`evaluation_parallel_to_training=True`, while the iteration trains: the evaluation
+workers, given the weights of the iteration's start, sample in a thread of this process
+(which drives remote evaluation workers when there are any) and `train()` waits for both.
 `save()`/`restore()` write and read a checkpoint directory (see `checkpoints`)
 holding every policy's weights and optimizer slots, filters, counters and RNG states,
 so a restored algorithm continues as the saved one would have.
 """
 
+import concurrent.futures
 import logging
 import os
 import random
@@ -145,6 +150,8 @@ class Algorithm:
         self._last_result_time = time.monotonic()
         # The plan of an algorithm defined by `execution_plan` alone (None otherwise).
         self.train_exec_impl: Optional[LocalIterator[types.ResultDict]] = None
+        # The thread that evaluates while training (evaluation_parallel_to_training).
+        self._evaluation_thread: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self._init_training()
         self.callbacks.on_algorithm_init(algorithm=self)
 
@@ -297,11 +304,22 @@ class Algorithm:
         start = time.time()
         if self._first_train_time is None:
             self._first_train_time = start
-        result = self._run_iteration()
+        interval = int(self.algo_config.evaluation_interval or 0)
+        evaluate = interval > 0 and (self.iteration + 1) % interval == 0
+        evaluation = (self._evaluate_in_parallel()
+                      if evaluate and self.algo_config.evaluation_parallel_to_training
+                      else None)
+        try:
+            result = self._run_iteration()
+        except BaseException:
+            if evaluation is not None:  # no evaluation outlives the iteration
+                concurrent.futures.wait([evaluation])
+            raise
         self._sync_filters_if_needed()
         self.iteration += 1
-        interval = self.algo_config.evaluation_interval
-        if interval and self.iteration % interval == 0:
+        if evaluation is not None:
+            result.update(evaluation.result())
+        elif evaluate:
             result.update(self.evaluate())
         took = time.time() - start
         self._time_total += took
@@ -347,13 +365,33 @@ class Algorithm:
             `{"evaluation": metrics}` (RLlib's shape) with `episode_reward_mean`, ... of
             the evaluation episodes.
         """
+        self.callbacks.on_evaluate_start(algorithm=self)
+        self._sync_evaluation_workers()
+        return self._run_evaluation()
+
+    def _sync_evaluation_workers(self) -> None:
+        """Gives the evaluation workers the training workers' weights and filters."""
         if self.evaluation_workers is None:
             self.evaluation_workers = self._make_evaluation_workers()
-        self.callbacks.on_evaluate_start(algorithm=self)
-        eval_workers = self.evaluation_workers
         weights = self.workers.local_worker().get_weights()
         filters = self.workers.local_worker().get_filters()
-        eval_workers.foreach_worker(lambda w: (w.set_weights(weights), w.sync_filters(filters)))
+        self.evaluation_workers.foreach_worker(
+            lambda w: (w.set_weights(weights), w.sync_filters(filters)))
+
+    def _evaluate_in_parallel(self) -> "concurrent.futures.Future[Dict[str, Any]]":
+        """Starts an evaluation, on the weights of now, in the evaluation thread."""
+        self.callbacks.on_evaluate_start(algorithm=self)
+        self._sync_evaluation_workers()
+        if self._evaluation_thread is None:
+            self._evaluation_thread = concurrent.futures.ThreadPoolExecutor(
+                max_workers=1, thread_name_prefix=f"{type(self).__name__}-evaluation")
+        return self._evaluation_thread.submit(self._run_evaluation)
+
+    def _run_evaluation(self) -> Dict[str, Any]:
+        """Samples `evaluation_duration` episodes (or timesteps) with the evaluation
+        workers as they are; `{"evaluation": metrics}`."""
+        eval_workers = self.evaluation_workers
+        assert eval_workers is not None  # _sync_evaluation_workers made them
         by_episodes = self.algo_config.evaluation_duration_unit == "episodes"
         duration = int(self.algo_config.evaluation_duration)
         samplers = ([eval_workers.local_worker()] if not eval_workers.remote_workers()
@@ -509,6 +547,9 @@ class Algorithm:
 
     def stop(self) -> None:
         """Stops the workers (and evaluation workers)."""
+        if self._evaluation_thread is not None:
+            self._evaluation_thread.shutdown(wait=True)
+            self._evaluation_thread = None
         for workers in (self.workers, self.evaluation_workers):
             if workers is not None:
                 workers.stop()

@@ -245,6 +245,7 @@ class AlgorithmConfig(PolicyConfig, Mapping[str, Any], metaclass=_ConfigMeta):
     evaluation_duration: int = 10
     evaluation_duration_unit: str = "episodes"
     evaluation_num_workers: int = 0
+    evaluation_parallel_to_training: bool = False
     evaluation_config: dict = _field({})
     in_evaluation: bool = False
     # Reporting.
@@ -356,6 +357,11 @@ class AlgorithmConfig(PolicyConfig, Mapping[str, Any], metaclass=_ConfigMeta):
         if self.evaluation_duration_unit not in ("episodes", "timesteps"):
             fail("evaluation_duration_unit must be 'episodes' or 'timesteps'; received "
                  f"{self.evaluation_duration_unit!r}.")
+        if self.evaluation_parallel_to_training and not self.evaluation_interval:
+            fail("evaluation_parallel_to_training=True evaluates every evaluation_interval-th "
+                 "iteration while it trains, but evaluation_interval is "
+                 f"{self.evaluation_interval!r}; set evaluation_interval (e.g. 1), or "
+                 "evaluation_parallel_to_training=False.")
         callbacks = self.callbacks_class
         if not (isinstance(callbacks, type) and issubclass(callbacks, DefaultCallbacks)):
             fail(f"callbacks must be a DefaultCallbacks subclass; received {callbacks!r}.")

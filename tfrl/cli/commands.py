@@ -390,7 +390,8 @@ def evaluate(exp: Experiment, checkpoint: str, episodes: int = 10, explore: bool
         # on stderr about a missing XDG_RUNTIME_DIR on a headless machine).
         os.environ.setdefault("SDL_VIDEODRIVER", "dummy")
     algo = _build(exp, {"num_workers": 0, "evaluation_num_workers": 0,
-                        "evaluation_interval": None, "evaluation_duration": int(episodes),
+                        "evaluation_interval": None, "evaluation_parallel_to_training": False,
+                        "evaluation_duration": int(episodes),
                         "evaluation_duration_unit": "episodes",
                         "evaluation_config": eval_config})
     try:
@@ -429,7 +430,8 @@ def export(exp: Experiment, checkpoint: str, export_dir: Optional[str] = None,
                        f"{', '.join(FORMATS)}.")
     checkpoint = check_checkpoint(checkpoint)
     export_dir = os.path.abspath(export_dir or f"{checkpoint.rstrip(os.sep)}_{fmt}")
-    algo = _build(exp, {"num_workers": 0, "evaluation_interval": None})
+    algo = _build(exp, {"num_workers": 0, "evaluation_interval": None,
+                        "evaluation_parallel_to_training": False})
     try:
         _restore(algo, checkpoint)
         policies = sorted(algo.workers.local_worker().policy_map)

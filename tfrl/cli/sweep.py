@@ -13,6 +13,8 @@ section (or a separate `--sweep` file holding that section) says what to vary an
       #   {type: pbt, perturbation_interval: 2, mutations: {lr: {loguniform: [1e-5, 1e-3]}}}
       max_concurrent_trials: 2          # default: as many as the CPUs allow
       max_failures: 1                   # retries of a failed trial (default 0)
+      callbacks: [mlflow, wandb]        # experiment tracking through Tune's loggers, or
+      #   {mlflow: {tracking_uri: "file:./mlruns"}, wandb: {mode: offline, project: p}}
       space:                            # config key (dotted for nested) -> distribution
         lr: {loguniform: [1.0e-5, 1.0e-3]}
         num_sgd_iter: {choice: [5, 10, 20]}
@@ -46,6 +48,7 @@ import numpy as np
 import yaml
 
 from tfrl.cli.experiment import CliError, Experiment, check_config
+from tfrl.tune.trackers import TRACKERS
 from tfrl.utils import yaml_io
 
 #: Distributions of the search space -> what their value is.
@@ -66,7 +69,7 @@ SCHEDULER_KEYS = {
             "resample_probability", "time_attr", "burn_in_period"),
 }
 SWEEP_KEYS = ("metric", "mode", "num_samples", "search", "scheduler", "space",
-              "max_concurrent_trials", "max_failures", "seed")
+              "max_concurrent_trials", "max_failures", "seed", "callbacks")
 
 
 @dataclasses.dataclass
@@ -85,6 +88,7 @@ class Sweep:
         max_concurrent_trials: Trials at once (None: as resources allow).
         max_failures: Retries of a failed trial.
         seed: Seed of the search algorithm's sampling (None: unseeded).
+        callbacks: Tracker ("mlflow", "wandb") -> its options (`tfrl.tune.tracking`).
     """
 
     space: Dict[str, Tuple[str, Any]] = dataclasses.field(default_factory=dict)
@@ -97,6 +101,7 @@ class Sweep:
     max_concurrent_trials: Optional[int] = None
     max_failures: int = 0
     seed: Optional[int] = None
+    callbacks: Dict[str, Dict[str, Any]] = dataclasses.field(default_factory=dict)
 
 
 def _closest(key: str, valid: Any) -> str:
@@ -185,6 +190,38 @@ def _parse_scheduler(spec: Any) -> Tuple[str, Dict[str, Any]]:
     return kind, options
 
 
+def _parse_callbacks(spec: Any) -> Dict[str, Dict[str, Any]]:
+    """`[mlflow, wandb]` or `{mlflow: {...}, wandb: {...}}` -> tracker -> options."""
+    if spec is None:
+        return {}
+    if isinstance(spec, str):
+        spec = [spec]
+    if isinstance(spec, list):
+        if not all(isinstance(name, str) for name in spec):
+            raise CliError(f"tune.callbacks lists trackers by name ({', '.join(TRACKERS)}); "
+                           f"received {spec!r}.")
+        spec = {name: {} for name in spec}
+    if not isinstance(spec, dict):
+        raise CliError(f"tune.callbacks must be a list of trackers ({', '.join(TRACKERS)}) "
+                       f"or a mapping of tracker to options; received {spec!r}.")
+    parsed = {}
+    for name, options in spec.items():
+        if name not in TRACKERS:
+            raise CliError(f"tune.callbacks has the unknown tracker {name!r}."
+                           f"{_closest(str(name), TRACKERS)} Use {', '.join(TRACKERS)}.")
+        options = {} if options is None else options
+        if not isinstance(options, dict):
+            raise CliError(f"tune.callbacks.{name} must be a mapping of options; received "
+                           f"{options!r}.")
+        for key in options:
+            if key not in TRACKERS[name]:
+                raise CliError(f"tune.callbacks.{name} has the unknown key {key!r}."
+                               f"{_closest(str(key), TRACKERS[name])} Its keys: "
+                               f"{', '.join(TRACKERS[name])}.")
+        parsed[name] = dict(options)
+    return parsed
+
+
 def parse_sweep(doc: Any, num_samples: Optional[int] = None) -> Sweep:
     """Checks a `tune:` section; `num_samples` (the flag) overrides the section's.
 
@@ -228,7 +265,7 @@ def parse_sweep(doc: Any, num_samples: Optional[int] = None) -> Sweep:
                  search=search, scheduler=scheduler, scheduler_options=options,
                  max_concurrent_trials=_positive_int(doc, "max_concurrent_trials", None),
                  max_failures=_positive_int(doc, "max_failures", 0, minimum=0) or 0,
-                 seed=seed)
+                 seed=seed, callbacks=_parse_callbacks(doc.get("callbacks")))
 
 
 def set_dotted(config: Dict[str, Any], key: str, value: Any) -> None:
@@ -363,6 +400,7 @@ def dry_run(exp: Experiment, sweep: Sweep, stream: Optional[TextIO] = None) -> D
     summary = {**exp.to_json(), "metric": sweep.metric, "mode": sweep.mode,
                "search": sweep.search, "scheduler": sweep.scheduler,
                "num_samples": sweep.num_samples, "trials": len(samples),
+               "callbacks": sweep.callbacks,
                "space": {k: {name: arg} for k, (name, arg) in sweep.space.items()},
                "sampled": samples}
     (stream or sys.stdout).write(json.dumps(summary, indent=2, default=repr) + "\n")

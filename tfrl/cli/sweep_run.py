@@ -24,6 +24,7 @@ import tfrl.tune
 from tfrl.backends.ray import init_ray
 from tfrl.cli.experiment import CliError, Experiment, resolve_classes
 from tfrl.cli.sweep import Sweep, get_dotted, set_dotted
+from tfrl.tune.tracking import tracking_callbacks
 
 BEST_FILE = "best_config.yaml"
 
@@ -153,6 +154,7 @@ def run_sweep(exp: Experiment, sweep: Sweep, logdir: str, output: Optional[str] 
     stream = stream or sys.stdout
     logdir = os.path.abspath(os.path.expanduser(logdir))
     init_ray(num_cpus=num_cpus, log_to_driver=verbose > 0, configure_logging=False)
+    callbacks = tracking_callbacks(sweep.callbacks, logdir)
     tuner = tfrl.tune.Tuner(
         exp.algo, param_space=param_space(exp, sweep),
         tune_config=tune.TuneConfig(
@@ -161,7 +163,9 @@ def run_sweep(exp: Experiment, sweep: Sweep, logdir: str, output: Optional[str] 
             max_concurrent_trials=sweep.max_concurrent_trials, reuse_actors=True),
         run_config=tune.RunConfig(
             name=os.path.basename(logdir), storage_path=os.path.dirname(logdir),
-            stop=dict(exp.stop) or None, verbose=verbose,
+            stop=dict(exp.stop) or None, verbose=verbose, callbacks=callbacks or None,
+            # the trackers log each trial's final checkpoint as an artifact
+            checkpoint_config=tune.CheckpointConfig(checkpoint_at_end=bool(callbacks)),
             failure_config=tune.FailureConfig(max_failures=sweep.max_failures)))
     results = tuner.fit()
     rows = trial_table(results, sweep, stream)

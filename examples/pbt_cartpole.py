@@ -1,0 +1,142 @@
+"""Population Based Training of PPO on CartPole with Ray Tune.
+
+Four PPO trials train side by side. Every `perturbation_interval` iterations, Ray Tune's
+`PopulationBasedTraining` ranks them by `episode_reward_mean`: a trial in the bottom
+quantile *exploits* one in the top quantile (it loads that trial's checkpoint: weights,
+optimizer state, counters) and *explores* (it continues with a perturbed `lr` and
+`clip_param`). The trainable here is tfrl's PPO trainable (`tfrl.tune.get_trainable`)
+reporting where each restore came from and a fingerprint of the weights, so the script
+can show that an exploiting trial really continues from the other trial's weights.
+
+Ray Tune is optional (`pip install 'tfrl[tune]'`); without it this example says so.
+
+    python examples/pbt_cartpole.py           # 4 trials x 8 iterations of 256 steps
+    python examples/pbt_cartpole.py --smoke   # 4 trials x 3 iterations of 64 steps
+"""
+
+import os
+import re
+import tempfile
+from typing import Any, Dict, List
+
+import numpy as np
+
+from tfrl.utils.progress import quiet_tensorflow, script_parser
+
+quiet_tensorflow()  # hides TensorFlow's start-up notices unless --verbose; before it loads
+
+try:
+    from ray import tune
+    from ray.tune.schedulers import PopulationBasedTraining
+except ImportError:  # the tune extra is not installed
+    tune = None
+
+if tune is not None:
+    import tfrl.tune
+
+    class TracedPPO(tfrl.tune.get_trainable("PPO")):
+        """tfrl's PPO trainable that reports, after each step, a fingerprint of its
+        weights and, after a restore, the id of the trial whose checkpoint it loaded."""
+
+        restored_from = ""
+        restored_fingerprint = -1.0
+
+        def fingerprint(self) -> float:
+            return float(sum(np.abs(np.asarray(w, np.float64)).sum()
+                             for w in self.algorithm.get_weights()["default_policy"]))
+
+        def load_checkpoint(self, checkpoint: Any) -> None:
+            super().load_checkpoint(checkpoint)
+            # A Tune checkpoint lives in its trial's directory, whose name holds the
+            # trial's id: .../PPOTrainable_CartPole-v1_<id>_<index>_<config>/checkpoint_N.
+            trial_dir = os.path.basename(os.path.dirname(os.path.normpath(
+                os.fspath(checkpoint))))
+            match = re.search(r"_([0-9a-f]+_\d{5})_", trial_dir)
+            self.restored_from = match.group(1) if match else trial_dir
+            self.restored_fingerprint = self.fingerprint()
+
+        def step(self) -> Dict[str, Any]:
+            result = super().step()
+            result.update(weights_fingerprint=self.fingerprint(),
+                          trial=self.trial_id,
+                          restored_from=self.restored_from,
+                          restored_fingerprint=self.restored_fingerprint)
+            self.restored_from, self.restored_fingerprint = "", -1.0
+            return result
+
+
+def run_pbt(num_trials: int = 4, iterations: int = 8, batch: int = 256,
+            storage_path: str = "") -> Dict[str, Any]:
+    """Runs the PBT population; returns the trials' histories and the exploits found.
+
+    Returns:
+        `{"results": Tune's ResultGrid, "exploits": [...], "best": best Result}`; an
+        exploit is `{"trial", "iteration", "source", "weights_match"}`: `trial` loaded the
+        checkpoint of the trial `source` (another trial) before `iteration`, and
+        `weights_match` says its weights then equal ones `source` reported.
+    """
+    pbt = PopulationBasedTraining(
+        time_attr="training_iteration", perturbation_interval=1, quantile_fraction=0.5,
+        resample_probability=0.5, synch=True,  # every trial reaches each interval
+        hyperparam_mutations={"lr": tune.loguniform(1e-4, 1e-2),
+                              "clip_param": [0.1, 0.2, 0.3]})
+    config = {"env": "CartPole-v1", "num_workers": 0, "num_envs_per_worker": 2,
+              "rollout_fragment_length": batch // 8, "train_batch_size": batch,
+              "sgd_minibatch_size": min(batch, 64), "num_sgd_iter": 2,
+              "model": {"fcnet_hiddens": [16]}, "lr": 1e-3, "clip_param": 0.2,
+              "num_cpus_for_driver": 0.5, "seed": tune.grid_search(list(range(num_trials)))}
+    tuner = tfrl.tune.Tuner(
+        TracedPPO, param_space=config,
+        tune_config=tune.TuneConfig(metric="episode_reward_mean", mode="max", scheduler=pbt,
+                                    reuse_actors=True),
+        run_config=tune.RunConfig(
+            name="pbt_cartpole", verbose=0, stop={"training_iteration": iterations},
+            storage_path=storage_path or tempfile.mkdtemp(prefix="pbt_cartpole_")))
+    results = tuner.fit()
+    histories = {r.metrics["trial"]: r.metrics_dataframe for r in results
+                 if r.metrics and "trial" in r.metrics}
+    exploits: List[Dict[str, Any]] = []
+    for trial, history in histories.items():
+        for _, row in history[history["restored_from"] != ""].iterrows():
+            source = row["restored_from"]
+            if source == trial or source not in histories:
+                continue  # a paused trial resuming from its own checkpoint
+            reported = set(histories[source]["weights_fingerprint"])
+            exploits.append({"trial": trial, "iteration": int(row["training_iteration"]),
+                             "source": source,
+                             "weights_match": row["restored_fingerprint"] in reported})
+    return {"results": results, "exploits": exploits,
+            "best": results.get_best_result(metric="episode_reward_mean", mode="max")}
+
+
+def _short(trial_id: str) -> str:
+    return trial_id.rsplit("_", 1)[-1]  # Tune's trial index
+
+
+def main() -> None:
+    parser = script_parser(__doc__, "4 trials x 3 iterations of 64 steps")
+    parser.add_argument("--num_cpus", type=int, default=2, help="CPUs of the local Ray runtime")
+    args = parser.parse_args()
+    if tune is None:
+        print("SKIPPED: Ray Tune is not installed; install it with pip install 'tfrl[tune]'.")
+        return
+    from tfrl.backends.ray import init_ray
+
+    init_ray(num_cpus=args.num_cpus, log_to_driver=False, configure_logging=False)
+    out = run_pbt(num_trials=4, iterations=3 if args.smoke else 8,
+                  batch=64 if args.smoke else 256)
+    for result in sorted(out["results"], key=lambda r: r.metrics.get("trial", "")):
+        m = result.metrics
+        print(f"trial {_short(m['trial'])}  iter {m['training_iteration']}  "
+              f"reward {m['episode_reward_mean']:.1f}  lr {result.config['lr']:.2e}  "
+              f"clip_param {result.config['clip_param']}")
+    for e in out["exploits"]:
+        print(f"exploit: trial {_short(e['trial'])} before iter {e['iteration']} loaded the "
+              f"checkpoint of trial {_short(e['source'])} (weights match: {e['weights_match']})")
+    best = out["best"]
+    print(f"done: {len(out['exploits'])} exploits, best trial "
+          f"{_short(best.metrics['trial'])} reward {best.metrics['episode_reward_mean']:.1f}")
+
+
+if __name__ == "__main__":
+    main()

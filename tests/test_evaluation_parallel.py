@@ -1,0 +1,104 @@
+"""`evaluation_parallel_to_training=True` (issue 31): the evaluation workers sample while
+the learner trains, and the iteration's result holds both.
+
+The overlap is shown without timing: a callback holds the learner inside
+`on_learn_on_batch` until the evaluation worker has finished its episodes, and holds the
+evaluation worker's episodes until the learner is there (each wait with a timeout), and
+counts the evaluation episodes that ended while the learner was in its learning step. In
+parallel every evaluation episode does; in sequence none does.
+"""
+
+import threading
+
+import pytest
+
+from tfrl.algorithms.callbacks import DefaultCallbacks
+from tfrl.algorithms.ppo import PPO
+
+EVAL_EPISODES = 3
+SMALL = {"env": "CartPole-v1", "num_workers": 0, "num_envs_per_worker": 2,
+         "rollout_fragment_length": 16, "train_batch_size": 64, "sgd_minibatch_size": 32,
+         "num_sgd_iter": 1, "model": {"fcnet_hiddens": [8]}, "seed": 0,
+         "evaluation_interval": 1, "evaluation_duration": EVAL_EPISODES,
+         "evaluation_duration_unit": "episodes"}
+
+
+class OverlapProbe(DefaultCallbacks):
+    """Holds the learner in `on_learn_on_batch` until `EVAL_EPISODES` evaluation
+    episodes ended (at most `wait_s`) and the evaluation episodes until the learner got
+    there, counting the evaluation episodes that ended while the learner was held."""
+
+    lock = threading.Lock()
+    state = {}
+
+    @classmethod
+    def reset(cls, wait_s):
+        cls.state = {"learning": False, "ended": 0, "ended_while_learning": 0,
+                     "learn_calls": 0, "wait_s": wait_s, "done": threading.Event(),
+                     "learner_in": threading.Event(), "threads": set()}
+
+    def on_episode_start(self, *, worker, episode, **kwargs):
+        if worker.policy_config.get("in_evaluation"):
+            self.state["learner_in"].wait(self.state["wait_s"])
+
+    def on_episode_end(self, *, worker, episode, **kwargs):
+        if not worker.policy_config.get("in_evaluation"):
+            return
+        state = self.state
+        with self.lock:
+            state["ended"] += 1
+            state["ended_while_learning"] += state["learning"]
+            state["threads"].add(threading.current_thread().name)
+            if state["ended"] >= EVAL_EPISODES:
+                state["done"].set()
+
+    def on_evaluate_end(self, *, algorithm, evaluation_metrics, **kwargs):
+        self.state["evaluated_weights"] = [w.copy() for w in algorithm.evaluation_workers
+                                           .local_worker().get_weights()["default_policy"]]
+
+    def on_learn_on_batch(self, *, policy, train_batch, result, **kwargs):
+        state = self.state
+        with self.lock:
+            state["learning"] = True
+            state["learn_calls"] += 1
+        state["learner_in"].set()
+        state["done"].wait(state["wait_s"])
+        with self.lock:
+            state["learning"] = False
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_evaluation_episodes_finish_while_the_learner_trains(parallel):
+    OverlapProbe.reset(wait_s=60.0 if parallel else 0.2)
+    algo = PPO(config={**SMALL, "evaluation_parallel_to_training": parallel,
+                       "callbacks": OverlapProbe})
+    try:
+        before = [w.copy() for w in algo.get_weights()["default_policy"]]
+        result = algo.train()
+        after = algo.get_weights()["default_policy"]
+    finally:
+        algo.stop()
+    state = OverlapProbe.state
+    # In parallel, evaluation runs on the weights of the iteration's start; in sequence,
+    # on the trained ones.
+    expected = before if parallel else after
+    assert all((a == b).all() for a, b in zip(state["evaluated_weights"], expected,
+                                              strict=True))
+    assert any((a != b).any() for a, b in zip(before, after, strict=True))
+    evaluation = result["evaluation"]
+    assert evaluation["episodes_this_iter"] == EVAL_EPISODES
+    assert state["learn_calls"] == 1 and state["ended"] >= EVAL_EPISODES
+    if parallel:  # every evaluation episode ended inside the learning step, off-thread
+        assert state["ended_while_learning"] == state["ended"]
+        assert all(name.startswith("PPO-evaluation") for name in state["threads"])
+    else:  # evaluation runs after the iteration trained
+        assert state["ended_while_learning"] == 0
+        assert state["threads"] == {threading.main_thread().name}
+    assert result["training_iteration"] == 1 and "episode_reward_mean" in evaluation
+
+
+def test_parallel_evaluation_needs_an_interval():
+    with pytest.raises(ValueError, match="evaluation_parallel_to_training=True evaluates "
+                                         "every evaluation_interval-th iteration"):
+        PPO(config={**SMALL, "evaluation_interval": None,
+                    "evaluation_parallel_to_training": True})
