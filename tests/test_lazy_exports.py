@@ -1,4 +1,5 @@
-"""tfrl.utils.lazy_exports and the lazy packages that use it (tfrl.env, tfrl.models)."""
+"""tfrl.utils.lazy_exports and the lazy packages that use it (tfrl.env, tfrl.models,
+tfrl.evaluation.rollout_worker)."""
 
 import ast
 import os
@@ -25,7 +26,9 @@ def test_lazy_exports_rejects_a_name_under_two_modules():
 
 
 def test_packages_export_lazily_without_tensorflow():
-    code = ("import sys, tfrl.env, tfrl.models; "
+    # tfrl.evaluation.rollout_worker.env: what a sub-env process (remote_worker_envs)
+    # imports to unpickle the worker's env maker.
+    code = ("import sys, tfrl.env, tfrl.models, tfrl.evaluation.rollout_worker.env; "
             "assert 'tensorflow' not in sys.modules; "
             "print(tfrl.env.__all__); print(tfrl.models.__all__); "
             "from tfrl.env import PolicyClient, make_multi_agent; "

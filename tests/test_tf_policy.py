@@ -14,15 +14,43 @@ from tfrl.policy.tf_policy import TFPolicy
 # ------------------------------------------------------------------ equivalence
 
 
+@pytest.fixture(scope="module")
+def default_strategy_update():
+    """`default_strategy_update(learn_input)`: the weights and info of a default-strategy
+    policy after `learn_on_batch(make_batch(64))`, computed once per module for the
+    strategy cases below to compare with (each case still builds and updates its own
+    policy, the "default" case a second default-strategy one)."""
+    results = {}
+
+    def get(learn_input):
+        if learn_input not in results:
+            reference = make_policy("default", learn_input=learn_input)
+            info = reference.learn_on_batch(make_batch(64))
+            results[learn_input] = reference.get_weights(), info
+        return results[learn_input]
+
+    return get
+
+
+@pytest.fixture(scope="module")
+def default_strategy_gradients():
+    """The gradients a default-strategy policy computes on `make_batch(32)` and its weights
+    after applying them, computed once per module (each case builds its own policy)."""
+    reference = make_policy("default")
+    ref_grads, _ = reference.compute_gradients(make_batch(32))
+    reference.apply_gradients(ref_grads)
+    return ref_grads, reference.get_weights()
+
+
 @pytest.mark.parametrize("learn_input", ["in_graph", "tf_data"])
 @pytest.mark.parametrize("strategy", STRATEGIES)
-def test_learn_on_batch_gives_the_same_weights_under_every_strategy(strategy, learn_input):
-    reference = make_policy("default", learn_input=learn_input)
+def test_learn_on_batch_gives_the_same_weights_under_every_strategy(strategy, learn_input,
+                                                                    default_strategy_update):
+    ref_weights, ref_info = default_strategy_update(learn_input)
     policy = make_policy(strategy, learn_input=learn_input)
     batch = make_batch(64)
-    ref_info = reference.learn_on_batch(batch)
     info = policy.learn_on_batch(batch)
-    for got, want in zip(policy.get_weights(), reference.get_weights()):
+    for got, want in zip(policy.get_weights(), ref_weights):
         np.testing.assert_allclose(got, want, atol=1e-5)
     assert info["learner_stats"]["num_grad_updates"] == 3 * 4
     for key in ("total_loss", "vf_loss", "mean_adv"):
@@ -47,17 +75,16 @@ def test_tf_data_input_draws_the_in_graph_minibatches():
 
 
 @pytest.mark.parametrize("strategy", STRATEGIES)
-def test_compute_and_apply_gradients_match_under_every_strategy(strategy):
-    reference = make_policy("default")
+def test_compute_and_apply_gradients_match_under_every_strategy(strategy,
+                                                               default_strategy_gradients):
+    ref_grads, ref_weights = default_strategy_gradients
     policy = make_policy(strategy)
     batch = make_batch(32)
-    ref_grads, _ = reference.compute_gradients(batch)
     grads, info = policy.compute_gradients(batch)
     for got, want in zip(grads, ref_grads):
         np.testing.assert_allclose(got, want, atol=1e-6)
     policy.apply_gradients(grads)
-    reference.apply_gradients(ref_grads)
-    for got, want in zip(policy.get_weights(), reference.get_weights()):
+    for got, want in zip(policy.get_weights(), ref_weights):
         np.testing.assert_allclose(got, want, atol=1e-6)
     assert set(info["learner_stats"]) == {"total_loss", "vf_loss", "mean_adv"}
 

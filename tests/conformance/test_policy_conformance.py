@@ -13,6 +13,24 @@ from conformance_helpers import (PER_REPLICA_STATS, POLICY_SUPPORTED, SPACES, ST
 pytestmark = pytest.mark.parametrize("algo,space", POLICY_SUPPORTED)
 
 
+@pytest.fixture(scope="module")
+def trained_policy():
+    """`trained_policy(algo, space)`: the pair's one-device policy after one update on
+    `train_batch(seed=1)`, built and compiled once per module. The state and SavedModel
+    checks share it: each compares the policy with a copy of it in whatever state the
+    other left it (more updates, more actions taken), so neither depends on their order."""
+    policies = {}
+
+    def get(algo, space):
+        if (algo, space) not in policies:
+            policy = make_policy(algo, space)
+            policy.learn_on_batch(train_batch(policy, space, 32, seed=1))
+            policies[algo, space] = policy
+        return policies[algo, space]
+
+    return get
+
+
 def test_each_compiled_function_traces_once(algo, space):
     policy = make_policy(algo, space, "mirrored", inference="tf")
     assert policy.inference == "tf"
@@ -56,9 +74,8 @@ def test_same_update_under_every_strategy(algo, space):
                                        err_msg=f"{name}: {key}")
 
 
-def test_state_round_trips_bit_for_bit_and_training_continues(algo, space):
-    source = make_policy(algo, space)
-    source.learn_on_batch(train_batch(source, space, 32, seed=1))
+def test_state_round_trips_bit_for_bit_and_training_continues(algo, space, trained_policy):
+    source = trained_policy(algo, space)
     state = source.get_state()
     assert state["num_grad_updates"] > 0 and state["global_timestep"] > 0
     target = make_policy(algo, space, seed=123)  # other weights, shuffles and samples
@@ -76,9 +93,8 @@ def test_state_round_trips_bit_for_bit_and_training_continues(algo, space):
     assert_same_state(target.get_state(), source.get_state())
 
 
-def test_saved_model_acts_like_the_live_policy(algo, space, tmp_path):
-    policy = make_policy(algo, space)
-    policy.learn_on_batch(train_batch(policy, space, 32, seed=1))
+def test_saved_model_acts_like_the_live_policy(algo, space, tmp_path, trained_policy):
+    policy = trained_policy(algo, space)
     policy.export_model(str(tmp_path / "model"))
     loaded = tf.saved_model.load(str(tmp_path / "model"))
     obs = observations(space, 6, seed=4)

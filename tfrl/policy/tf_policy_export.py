@@ -126,17 +126,22 @@ def export_saved_model(policy, export_dir: str) -> str:
     def stochastic_action(*args):
         return outputs(args, explore=True)
 
+    # The single-output signatures call the traced deterministic graph rather than
+    # tracing the policy's action computation again (each trace of it costs as much as
+    # the whole export's saving); they return its outputs unchanged.
+    deterministic = deterministic_action.get_concrete_function()
+
     @tf.function(input_signature=flat_specs, autograph=False)
     def action_dist_inputs(*args):
-        return {Columns.ACTION_DIST_INPUTS: outputs(args, False)[Columns.ACTION_DIST_INPUTS]}
+        return {Columns.ACTION_DIST_INPUTS: deterministic(*args)[Columns.ACTION_DIST_INPUTS]}
 
     @tf.function(input_signature=flat_specs, autograph=False)
     def value(*args):
-        return {Columns.VF_PREDS: outputs(args, False)[Columns.VF_PREDS]}
+        return {Columns.VF_PREDS: deterministic(*args)[Columns.VF_PREDS]}
 
     signatures = {
-        "serving_default": deterministic_action.get_concrete_function(),
-        "deterministic_action": deterministic_action.get_concrete_function(),
+        "serving_default": deterministic,
+        "deterministic_action": deterministic,
         "stochastic_action": stochastic_action.get_concrete_function(),
         "action_dist_inputs": action_dist_inputs.get_concrete_function(),
         "value": value.get_concrete_function(),

@@ -7,8 +7,13 @@
 * `policies`: building its policies (specs, spaces, preprocessors);
 * `learning`: routing batches and gradients to the trainable policies;
 * `state`: saving and restoring it, and its observation filters.
+
+The package's names are imported on first use, so that importing one of its parts (as a
+sub-env process does to unpickle `env.SubEnvMaker`) does not import TensorFlow.
 """
 
-from tfrl.evaluation.rollout_worker.rollout_worker import RolloutWorker, get_global_worker
+from tfrl.utils.lazy_exports import lazy_exports
 
-__all__ = ["RolloutWorker", "get_global_worker"]
+__getattr__, __all__ = lazy_exports(__name__, {
+    "tfrl.evaluation.rollout_worker.rollout_worker": ["RolloutWorker", "get_global_worker"],
+})
