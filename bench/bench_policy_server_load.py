@@ -11,14 +11,18 @@ client: a refused request that `PolicyClient` did not retry away), 503s answered
 Slow senders: the same load with `--attack_clients` clients, first quiet, then while
 64 connections trickle their headers (a request line, then one header byte per second)
 and 4 trickle 32 MiB bodies (one byte per second); a connection the server closes is
-opened again, so that 68 stay open or opening. Target: no errors, p99 within 2x the
-quiet row. Only 127.0.0.1; bounded in count (68 sockets) and time (the load's run).
+opened again, so that 68 stay open or opening. The slow senders run in a process of
+their own (as a real attacker would: in the server's process their thread would compete
+for its GIL, which no remote sender can; `--attack_in_process` measures that way).
+Target: no errors, p99 within 2x the quiet row. Only 127.0.0.1; bounded in count (68
+sockets) and time (the load's run).
 
 Bad inputs: each request of `BAD_INPUTS` is sent once; its status and answer are
 printed (a markdown table).
 
     python bench/bench_policy_server_load.py [--clients=1,4,16] [--requests=300]
         [--max_connections=8] [--timeout=120] [--attack_clients=4] [--attack_requests=1000]
+        [--attack_in_process]
 """
 
 import argparse
@@ -142,8 +146,39 @@ class SlowSenders:
                 sock.close()
 
 
+def _slow_senders_process(port: int, ready, stop) -> None:
+    """Runs `SlowSenders` on `port` in this (spawned) process until `stop` is set."""
+    with SlowSenders(port):
+        ready.set()
+        stop.wait()
+
+
+class SlowSendersProcess:
+    """`SlowSenders` in a process of their own (started and stopped like `SlowSenders`)."""
+
+    def __init__(self, port: int):
+        ctx = mp.get_context("spawn")
+        self._ready, self._stop = ctx.Event(), ctx.Event()
+        self._proc = ctx.Process(target=_slow_senders_process,
+                                 args=(port, self._ready, self._stop), daemon=True)
+
+    def __enter__(self) -> "SlowSendersProcess":
+        self._proc.start()
+        if not self._ready.wait(60):
+            self._proc.kill()
+            raise RuntimeError("The slow senders' process did not open its connections "
+                               "within 60 s.")
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._proc.join(15)
+        if self._proc.is_alive():
+            self._proc.kill()
+
+
 def run_load(num_clients: int, requests: int, report_every: int, max_connections: int,
-             timeout: float, slow_senders: bool = False) -> dict:
+             timeout: float, slow_senders: bool = False, attack_in_process: bool = False) -> dict:
     from tfrl.serving.policy_server_input import PolicyServerInput
     from tfrl.offline.io_context import IOContext
 
@@ -160,7 +195,9 @@ def run_load(num_clients: int, requests: int, report_every: int, max_connections
 
     drainer = threading.Thread(target=drain, daemon=True)
     drainer.start()
-    attack = SlowSenders(server.server_port) if slow_senders else None
+    attack = None
+    if slow_senders:
+        attack = (SlowSenders if attack_in_process else SlowSendersProcess)(server.server_port)
     if attack is not None:
         attack.__enter__()
     ctx = mp.get_context("spawn")
@@ -287,6 +324,9 @@ def main() -> None:
     parser.add_argument("--attack_requests", type=int, default=1000,
                         help="requests per client in the slow-senders rows (long enough "
                              "for several header_timeout rounds)")
+    parser.add_argument("--attack_in_process", action="store_true",
+                        help="run the slow senders as a thread of the server's process "
+                             "(competing for its GIL) instead of a process of their own")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)  # the refusals' warnings would drown the tables
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
@@ -307,7 +347,8 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|---|---|")
     for slow in (False, True):
         r = run_load(args.attack_clients, args.attack_requests, args.report_every,
-                     args.max_connections, args.timeout, slow_senders=slow)
+                     args.max_connections, args.timeout, slow_senders=slow,
+                     attack_in_process=args.attack_in_process)
         print(f"| {'64 headers + 4 bodies' if slow else 'none (quiet)'} | {r['clients']} | "
               f"{r['done']}/{r['requests']} | {r['done'] / r['wall_s']:.0f} | "
               f"{r['GET_ACTION_p50_ms']:.1f} / {r['GET_ACTION_p99_ms']:.1f} | "
