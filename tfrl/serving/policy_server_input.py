@@ -43,7 +43,8 @@ Limits (each a keyword argument):
   headers are in, a connection is read by one selector thread shared by all such
   connections (a slow sender of headers costs no thread and wakes none per byte);
   then it gets a thread of its own (blocked in a read when idle). More get 503 +
-  `Retry-After` at once, without a thread.
+  `Retry-After` at once, without a thread. New connections wait to be accepted in a
+  listen backlog of `max_open_connections` (at most the OS's `SOMAXCONN`).
 - `header_timeout` (default 10 s): the request line and headers must arrive within
   this time (from the connection's start, or on a keep-alive connection from the
   request's first byte; a keep-alive connection may idle 60 s between requests);
