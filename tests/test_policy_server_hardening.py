@@ -330,6 +330,33 @@ def test_connections_per_client_are_capped():
         assert post(server, {"command": "GET_WEIGHTS"})[0] == 200
 
 
+def test_a_burst_of_new_connections_waits_to_be_accepted(monkeypatch):
+    """While the accepting thread is held up, 32 new connections all complete: the listen
+    backlog queues them. (With socketserver's backlog of 5, the kernel dropped the
+    connection attempts beyond it; their clients retried only after 1 s and 3 s, so
+    every new client stalled while slow senders reconnected in bulk.)"""
+    gate = threading.Event()
+    process_request = PolicyServerInput.process_request
+
+    def held_up(self, request, client_address):
+        gate.wait(10)
+        process_request(self, request, client_address)
+
+    monkeypatch.setattr(PolicyServerInput, "process_request", held_up)
+    with make_server() as server:
+        socks = []
+        try:
+            for _ in range(32):  # a dropped attempt is retried at 1 s and 3 s: 2 s fails
+                socks.append(socket.create_connection((HOST, server.server_port), timeout=2))
+        finally:
+            gate.set()
+            for sock in socks:
+                sock.close()
+        assert len(socks) == 32
+        assert server.request_queue_size == 512  # max_open_connections
+        assert post(server, {"command": "GET_WEIGHTS"})[0] == 200
+
+
 @pytest.mark.parametrize("kwargs,message", [
     ({"header_timeout": 0}, "header_timeout must be a finite number > 0. Received: "
                             "header_timeout=0."),

@@ -43,7 +43,8 @@ Limits (each a keyword argument):
   headers are in, a connection is read by one selector thread shared by all such
   connections (a slow sender of headers costs no thread and wakes none per byte);
   then it gets a thread of its own (blocked in a read when idle). More get 503 +
-  `Retry-After` at once, without a thread.
+  `Retry-After` at once, without a thread. New connections wait to be accepted in a
+  listen backlog of `max_open_connections` (at most the OS's `SOMAXCONN`).
 - `header_timeout` (default 10 s): the request line and headers must arrive within
   this time (from the connection's start, or on a keep-alive connection from the
   request's first byte; a keep-alive connection may idle 60 s between requests);
@@ -205,6 +206,11 @@ class PolicyServerInput(ThreadingHTTPServer, InputReader):
         self.max_connections = max_connections
         self.max_open_connections = max_open_connections
         self.max_connections_per_client = max_connections_per_client
+        # The listen backlog: a burst of new connections waits there to be accepted. With
+        # socketserver's 5, the kernel drops the connection attempts beyond it, and their
+        # clients retry only after 1 s, 3 s, ... (every new client stalls while slow
+        # senders reconnect in bulk).
+        self.request_queue_size = min(max_open_connections, socket.SOMAXCONN)
         self.header_timeout = float(header_timeout)
         self.min_body_rate = float(min_body_rate)
         self._open_per_client: Dict[str, int] = collections.Counter()
@@ -595,7 +601,9 @@ class _HeadReader:
         self._wake_r.setblocking(False)
         self._selector.register(self._wake_r, selectors.EVENT_READ, None)
         self._added: collections.deque = collections.deque()
-        # socket -> [client_address, head bytes so far, deadline]
+        # socket -> [client_address, head bytes so far, deadline], in the order of the
+        # deadlines (those of accepted connections plus the one header_timeout; dicts keep
+        # insertion order), so that finding the late ones costs no scan of them all.
         self._pending: Dict[Any, list] = {}
 
     def add(self, sock: socket.socket, client_address: Any) -> None:
@@ -613,8 +621,8 @@ class _HeadReader:
         try:
             while not server._stop_event.is_set():  # pylint: disable=protected-access
                 timeout = _POLL_TIMEOUT_S
-                if self._pending:
-                    first = min(entry[2] for entry in self._pending.values())
+                if self._pending:  # the first one is due first (see _take_added)
+                    first = next(iter(self._pending.values()))[2]
                     timeout = max(0.0, min(timeout, first - time.monotonic()))
                 for key, _ in self._selector.select(timeout):
                     if key.data is None:
@@ -673,7 +681,11 @@ class _HeadReader:
 
     def _close_late(self) -> None:
         now = time.monotonic()
-        late = [sock for sock, entry in self._pending.items() if entry[2] <= now]
+        late = []
+        for sock, entry in self._pending.items():
+            if entry[2] > now:
+                break
+            late.append(sock)
         for sock in late:
             self.server._count("slow_header")  # pylint: disable=protected-access
             logger.info("Closed a connection from %s: its request line and headers did not "
