@@ -391,7 +391,9 @@ class Algorithm:
         """Samples `evaluation_duration` episodes (or timesteps) with the evaluation
         workers as they are; `{"evaluation": metrics}`."""
         eval_workers = self.evaluation_workers
-        assert eval_workers is not None  # _sync_evaluation_workers made them
+        if eval_workers is None:  # _sync_evaluation_workers makes them before this runs
+            raise RuntimeError("_run_evaluation() called before the evaluation workers "
+                               "were made; call evaluate() instead.")
         by_episodes = self.algo_config.evaluation_duration_unit == "episodes"
         duration = int(self.algo_config.evaluation_duration)
         samplers = ([eval_workers.local_worker()] if not eval_workers.remote_workers()

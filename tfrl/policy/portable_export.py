@@ -89,8 +89,9 @@ def export_tflite(policy, export_dir: str) -> str:
     specs, _ = flat_inputs(policy)
     signatures = {}
     for name, fn in functions.items():
-        frozen = convert_variables_to_constants_v2(fn.get_concrete_function())
-        names = sorted(fn.get_concrete_function().structured_outputs)
+        concrete = fn.get_concrete_function()
+        frozen = convert_variables_to_constants_v2(concrete)
+        names = sorted(concrete.structured_outputs)
         # A frozen function returns a flat list in the dict's (sorted) key order.
         signatures[name] = tf.function(
             lambda *args, f=frozen, n=names: dict(zip(n, tree.flatten(f(*args)))),
