@@ -65,6 +65,14 @@ if tune is not None:
             return result
 
 
+def fingerprint_in(fingerprint: float, reported: Any) -> bool:
+    """Whether `fingerprint` is one of the `reported` ones. Tune's histories are read back
+    from its progress.csv, whose float parsing may move the last digit: equal within 1e-9
+    (one optimizer step moves a fingerprint by ~1e-3 of itself)."""
+    return bool(np.isclose(fingerprint, np.asarray(reported, np.float64),
+                           rtol=1e-9, atol=0.0).any())
+
+
 def run_pbt(num_trials: int = 4, iterations: int = 8, batch: int = 256,
             storage_path: str = "") -> Dict[str, Any]:
     """Runs the PBT population; returns the trials' histories and the exploits found.
@@ -101,10 +109,11 @@ def run_pbt(num_trials: int = 4, iterations: int = 8, batch: int = 256,
             source = row["restored_from"]
             if source == trial or source not in histories:
                 continue  # a paused trial resuming from its own checkpoint
-            reported = set(histories[source]["weights_fingerprint"])
+            reported = histories[source]["weights_fingerprint"].to_numpy()
             exploits.append({"trial": trial, "iteration": int(row["training_iteration"]),
                              "source": source,
-                             "weights_match": row["restored_fingerprint"] in reported})
+                             "weights_match": fingerprint_in(row["restored_fingerprint"],
+                                                             reported)})
     return {"results": results, "exploits": exploits,
             "best": results.get_best_result(metric="episode_reward_mean", mode="max")}
 

@@ -233,8 +233,9 @@ def test_pbt_of_four_trials_exploits_another_trials_checkpoint(ray_runtime, tmp_
         (restored,) = rows[rows["training_iteration"] == exploit["iteration"]][
             "restored_fingerprint"]
         # weights the source reported, never the exploiting trial itself
-        assert restored in set(histories[exploit["source"]]["weights_fingerprint"])
-        assert restored not in set(rows["weights_fingerprint"])
+        assert example.fingerprint_in(restored, histories[exploit["source"]][
+            "weights_fingerprint"])
+        assert not example.fingerprint_in(restored, rows["weights_fingerprint"])
     assert out["best"].metrics["episode_reward_mean"] == max(
         r.metrics["episode_reward_mean"] for r in results)
 

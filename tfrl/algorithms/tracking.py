@@ -28,6 +28,7 @@ Example (not run: it needs mlflow):
                                                       experiment_name="ppo-cartpole")])
 """
 
+import importlib
 import os
 import shutil
 import tempfile
@@ -36,14 +37,17 @@ from typing import Any, Dict, Mapping, Optional
 
 import keras
 
-try:  # optional: the tracking extra
-    import mlflow
-except ImportError:  # pragma: no cover - exercised without the extra
-    mlflow = None
-try:
-    import wandb
-except ImportError:  # pragma: no cover
-    wandb = None  # type: ignore[assignment]
+
+def _optional_module(name: str) -> Any:
+    """The module `name` if it is installed (the `tracking` extra), else None."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:  # pragma: no cover - exercised without the extra
+        return None
+
+
+mlflow: Any = _optional_module("mlflow")
+wandb: Any = _optional_module("wandb")
 
 #: The longest parameter value logged (MLflow refuses values over 6000 characters).
 MAX_PARAM_CHARS = 500
