@@ -14,14 +14,16 @@ Ray Tune is optional (`pip install 'tfrl[tune]'`); without it this example says 
     python examples/pbt_cartpole.py --smoke   # 4 trials x 3 iterations of 64 steps
 """
 
+import json
 import os
-import re
 import tempfile
 from typing import Any, Dict, List
 
 import numpy as np
 
 from tfrl.utils.progress import quiet_tensorflow, script_parser
+
+TRACE_FILE = "pbt_trace.json"  # what TracedPPO writes beside each checkpoint
 
 quiet_tensorflow()  # hides TensorFlow's start-up notices unless --verbose; before it loads
 
@@ -36,32 +38,38 @@ if tune is not None:
 
     class TracedPPO(tfrl.tune.get_trainable("PPO")):
         """tfrl's PPO trainable that reports, after each step, a fingerprint of its
-        weights and, after a restore, the id of the trial whose checkpoint it loaded."""
+        weights and, after a restore, which trial saved the checkpoint it loaded, that
+        trial's fingerprint and iteration when it saved, and its own fingerprint after
+        loading (equal when the weights really came back)."""
 
-        restored_from = ""
-        restored_fingerprint = -1.0
+        restored: Dict[str, Any] = {}
 
         def fingerprint(self) -> float:
             return float(sum(np.abs(np.asarray(w, np.float64)).sum()
                              for w in self.algorithm.get_weights()["default_policy"]))
 
+        def save_checkpoint(self, checkpoint_dir: str) -> None:
+            super().save_checkpoint(checkpoint_dir)
+            with open(os.path.join(checkpoint_dir, TRACE_FILE), "w") as f:
+                json.dump({"trial": self.trial_id, "iteration": self.iteration,
+                           "fingerprint": self.fingerprint()}, f)
+
         def load_checkpoint(self, checkpoint: Any) -> None:
             super().load_checkpoint(checkpoint)
-            # A Tune checkpoint lives in its trial's directory, whose name holds the
-            # trial's id: .../PPOTrainable_CartPole-v1_<id>_<index>_<config>/checkpoint_N.
-            trial_dir = os.path.basename(os.path.dirname(os.path.normpath(
-                os.fspath(checkpoint))))
-            match = re.search(r"_([0-9a-f]+_\d{5})_", trial_dir)
-            self.restored_from = match.group(1) if match else trial_dir
-            self.restored_fingerprint = self.fingerprint()
+            with open(os.path.join(os.fspath(checkpoint), TRACE_FILE)) as f:
+                saved = json.load(f)
+            self.restored = {"restored_from": saved["trial"],
+                             "restored_source_iteration": saved["iteration"],
+                             "saved_fingerprint": saved["fingerprint"],
+                             "restored_fingerprint": self.fingerprint()}
 
         def step(self) -> Dict[str, Any]:
             result = super().step()
-            result.update(weights_fingerprint=self.fingerprint(),
-                          trial=self.trial_id,
-                          restored_from=self.restored_from,
-                          restored_fingerprint=self.restored_fingerprint)
-            self.restored_from, self.restored_fingerprint = "", -1.0
+            result.update({"restored_from": "", "restored_source_iteration": -1,
+                           "saved_fingerprint": -1.0, "restored_fingerprint": -1.0},
+                          weights_fingerprint=self.fingerprint(), trial=self.trial_id)
+            result.update(self.restored)
+            self.restored = {}
             return result
 
 
@@ -79,9 +87,10 @@ def run_pbt(num_trials: int = 4, iterations: int = 8, batch: int = 256,
 
     Returns:
         `{"results": Tune's ResultGrid, "exploits": [...], "best": best Result}`; an
-        exploit is `{"trial", "iteration", "source", "weights_match"}`: `trial` loaded the
-        checkpoint of the trial `source` (another trial) before `iteration`, and
-        `weights_match` says its weights then equal ones `source` reported.
+        exploit is `{"trial", "iteration", "source", "source_iteration", "weights_match"}`:
+        `trial` loaded, before `iteration`, the checkpoint that the trial `source` (another
+        trial) saved after its iteration `source_iteration`; `weights_match` says that its
+        weights after loading equal the ones `source` saved.
     """
     pbt = PopulationBasedTraining(
         time_attr="training_iteration", perturbation_interval=1, quantile_fraction=0.5,
@@ -109,11 +118,13 @@ def run_pbt(num_trials: int = 4, iterations: int = 8, batch: int = 256,
             source = row["restored_from"]
             if source == trial or source not in histories:
                 continue  # a paused trial resuming from its own checkpoint
-            reported = histories[source]["weights_fingerprint"].to_numpy()
-            exploits.append({"trial": trial, "iteration": int(row["training_iteration"]),
-                             "source": source,
-                             "weights_match": fingerprint_in(row["restored_fingerprint"],
-                                                             reported)})
+            exploits.append({
+                "trial": trial, "iteration": int(row["training_iteration"]),
+                "source": source,
+                "source_iteration": int(row["restored_source_iteration"]),
+                # the weights after loading are the ones the source saved
+                "weights_match": fingerprint_in(row["restored_fingerprint"],
+                                                [row["saved_fingerprint"]])})
     return {"results": results, "exploits": exploits,
             "best": results.get_best_result(metric="episode_reward_mean", mode="max")}
 

@@ -232,9 +232,13 @@ def test_pbt_of_four_trials_exploits_another_trials_checkpoint(ray_runtime, tmp_
         rows = histories[exploit["trial"]]
         (restored,) = rows[rows["training_iteration"] == exploit["iteration"]][
             "restored_fingerprint"]
-        # weights the source reported, never the exploiting trial itself
-        assert example.fingerprint_in(restored, histories[exploit["source"]][
-            "weights_fingerprint"])
+        # the weights the source reported after the iteration it saved at, never the
+        # exploiting trial's own
+        source = histories[exploit["source"]]
+        reported = source[source["training_iteration"] == exploit["source_iteration"]][
+            "weights_fingerprint"]
+        assert example.fingerprint_in(restored, reported), (exploit, restored, list(source[
+            "weights_fingerprint"]))
         assert not example.fingerprint_in(restored, rows["weights_fingerprint"])
     assert out["best"].metrics["episode_reward_mean"] == max(
         r.metrics["episode_reward_mean"] for r in results)

@@ -1,6 +1,7 @@
-"""Every registered algorithm's policy, on a Discrete and a Box action space: compiled
-functions trace once, updates agree across strategies, state round-trips bit for bit, the
-SavedModel acts like the live policy, and a wrong observation shape is rejected clearly."""
+"""Every registered algorithm's policy, on a Discrete and a Box action space: updates
+agree across strategies and compiled functions trace once, state round-trips bit for
+bit, the SavedModel acts like the live policy, and a wrong observation shape is rejected
+clearly."""
 
 import numpy as np
 import pytest
@@ -31,27 +32,14 @@ def trained_policy():
     return get
 
 
-def test_each_compiled_function_traces_once(algo, space):
-    policy = make_policy(algo, space, "mirrored", inference="tf")
-    assert policy.inference == "tf"
-    for i in range(4):
-        obs = observations(space, 1 + 3 * i, seed=i)  # 1, 4, 7, 10 rows
-        policy.compute_actions(obs, explore=bool(i % 2))
-        policy.value(obs)
-        batch = train_batch(policy, space, 32 + 16 * (i % 2), seed=i)  # 32 or 48 rows
-        info = policy.learn_on_batch(batch)
-        grads, _ = policy.compute_gradients(batch)
-        policy.apply_gradients(grads)
-    assert set(policy.num_traces) >= {"compute_actions", "value", "learn_on_batch",
-                                      "compute_gradients", "apply_gradients"}
-    assert all(count == 1 for count in policy.num_traces.values()), policy.num_traces
-    assert info["num_traces"] == policy.num_traces
-    assert info["learner_stats"]["num_traces"] == 1
-
-
-def test_same_update_under_every_strategy(algo, space):
+def test_same_update_under_every_strategy_and_each_function_traces_once(algo, space):
+    # Each strategy's SGD policy learns on the same batch; the 2-replica one (acting on
+    # the TF path) then goes on to act, learn and apply gradients with other batch sizes,
+    # and each of its compiled functions has traced once (one case builds and traces the
+    # three policies for both checks).
     policy_class = sgd_policy_class(algo)
-    policies = {name: make_policy(algo, space, name, policy_class=policy_class)
+    policies = {name: make_policy(algo, space, name, policy_class=policy_class,
+                                  inference="tf")
                 for name in STRATEGIES}
     assert [p.strategy.num_replicas_in_sync for p in policies.values()] == [1, 1, 2]
     initial = policies["default"].get_weights()
@@ -72,6 +60,26 @@ def test_same_update_under_every_strategy(algo, space):
                 continue
             np.testing.assert_allclose(infos[name][key], value, rtol=1e-4, atol=1e-6,
                                        err_msg=f"{name}: {key}")
+    _assert_each_function_traces_once(policies["mirrored"], space)
+
+
+def _assert_each_function_traces_once(policy, space):
+    """Acting, values, learning, gradients and their application with 1-10 observation
+    rows and 32- or 48-row batches: each compiled function traces once."""
+    assert policy.inference == "tf"
+    for i in range(4):
+        obs = observations(space, 1 + 3 * i, seed=i)  # 1, 4, 7, 10 rows
+        policy.compute_actions(obs, explore=bool(i % 2))
+        policy.value(obs)
+        batch = train_batch(policy, space, 32 + 16 * (i % 2), seed=i)  # 32 or 48 rows
+        info = policy.learn_on_batch(batch)
+        grads, _ = policy.compute_gradients(batch)
+        policy.apply_gradients(grads)
+    assert set(policy.num_traces) >= {"compute_actions", "value", "learn_on_batch",
+                                      "compute_gradients", "apply_gradients"}
+    assert all(count == 1 for count in policy.num_traces.values()), policy.num_traces
+    assert info["num_traces"] == policy.num_traces
+    assert info["learner_stats"]["num_traces"] == 1
 
 
 def test_state_round_trips_bit_for_bit_and_training_continues(algo, space, trained_policy):

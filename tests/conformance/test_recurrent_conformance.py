@@ -20,32 +20,15 @@ from conformance_helpers import (PER_REPLICA_STATS, RECURRENT_MODEL,
 pytestmark = pytest.mark.parametrize("algo,space", RECURRENT_POLICY_SUPPORTED)
 
 
-def test_recurrent_policy_traces_each_compiled_function_once(algo, space):
-    policy = make_recurrent_policy(algo, space, "mirrored", inference="tf",
-                                   model=SHARED_RECURRENT_MODEL)
-    assert policy.is_recurrent() and policy.inference == "tf"
-    for i in range(4):
-        rows = 1 + 3 * i  # 1, 4, 7, 10 agents
-        obs = observations(space, rows, seed=i)
-        state = batched_initial_state(policy, rows)
-        _, state, _ = policy.compute_actions(obs, state, explore=bool(i % 2))
-        policy.value(obs, state)
-        batch = recurrent_train_batch(policy, space, 32 + 16 * (i % 2), seed=i)
-        info = policy.learn_on_batch(batch)
-        grads, _ = policy.compute_gradients(batch)
-        policy.apply_gradients(grads)
-    assert set(policy.num_traces) >= {"compute_actions", "value", "learn_on_batch",
-                                      "compute_gradients", "apply_gradients"}
-    assert all(count == 1 for count in policy.num_traces.values()), policy.num_traces
-    assert info["learner_stats"]["num_traces"] == 1
-
-
-def test_recurrent_update_and_learner_stats_are_the_same_under_every_strategy(algo, space):
-    # Each strategy's SGD policy learns on one 48-row batch of sequences (one case builds
-    # and traces the three policies for both checks).
+def test_recurrent_update_and_stats_are_the_same_under_every_strategy_and_trace_once(
+        algo, space):
+    # Each strategy's SGD policy learns on one 48-row batch of sequences; the 2-replica
+    # one then goes on to act, learn and apply gradients with other sizes, and each of
+    # its compiled functions has traced once (one case builds and traces the three
+    # policies for all the checks).
     policy_class = sgd_policy_class(algo)
     policies = {name: make_recurrent_policy(algo, space, name, policy_class=policy_class,
-                                            model=SHARED_RECURRENT_MODEL)
+                                            model=SHARED_RECURRENT_MODEL, inference="tf")
                 for name in STRATEGIES}
     assert [p.strategy.num_replicas_in_sync for p in policies.values()] == [1, 1, 2]
     initial = policies["default"].get_weights()
@@ -69,6 +52,27 @@ def test_recurrent_update_and_learner_stats_are_the_same_under_every_strategy(al
     # about log 2 at every step: replica weighting cannot show in it; it is compared
     # all the same.)
     _assert_same_stats(infos["mirrored"], infos["default"], "mirrored")
+    _assert_each_function_traces_once(policies["mirrored"], space)
+
+
+def _assert_each_function_traces_once(policy, space):
+    """Acting with state and values for 1-10 agents, learning on 32- or 48-row batches
+    of sequences, gradients and their application: each compiled function traces once."""
+    assert policy.is_recurrent() and policy.inference == "tf"
+    for i in range(4):
+        rows = 1 + 3 * i  # 1, 4, 7, 10 agents
+        obs = observations(space, rows, seed=i)
+        state = batched_initial_state(policy, rows)
+        _, state, _ = policy.compute_actions(obs, state, explore=bool(i % 2))
+        policy.value(obs, state)
+        batch = recurrent_train_batch(policy, space, 32 + 16 * (i % 2), seed=i)
+        info = policy.learn_on_batch(batch)
+        grads, _ = policy.compute_gradients(batch)
+        policy.apply_gradients(grads)
+    assert set(policy.num_traces) >= {"compute_actions", "value", "learn_on_batch",
+                                      "compute_gradients", "apply_gradients"}
+    assert all(count == 1 for count in policy.num_traces.values()), policy.num_traces
+    assert info["learner_stats"]["num_traces"] == 1
 
 
 def _assert_same_stats(got, want, name):
