@@ -102,3 +102,35 @@ def test_parallel_evaluation_needs_an_interval():
                                          "every evaluation_interval-th iteration"):
         PPO(config={**SMALL, "evaluation_interval": None,
                     "evaluation_parallel_to_training": True})
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_auto_duration_evaluates_while_training_lasts_or_one_episode_per_worker(parallel):
+    # In parallel, "auto" samples until the iteration's training ends: the learner is
+    # held until EVAL_EPISODES evaluation episodes ended, so at least that many are in the
+    # result, all ended while it learned. In sequence, max(1, evaluation_num_workers)
+    # episodes: one (no evaluation workers).
+    OverlapProbe.reset(wait_s=60.0 if parallel else 0.2)
+    algo = PPO(config={**SMALL, "evaluation_duration": "auto",
+                       "evaluation_parallel_to_training": parallel,
+                       "callbacks": OverlapProbe})
+    try:
+        evaluation = algo.train()["evaluation"]
+        state = OverlapProbe.state
+        if parallel:
+            assert evaluation["episodes_this_iter"] >= EVAL_EPISODES
+            assert evaluation["episodes_this_iter"] <= state["ended"]
+            assert state["ended_while_learning"] >= EVAL_EPISODES
+        else:
+            assert evaluation["episodes_this_iter"] == 1
+            assert state["ended_while_learning"] == 0
+        # evaluate() outside train(): the sequential rule.
+        assert algo.evaluate()["evaluation"]["episodes_this_iter"] == 1
+    finally:
+        algo.stop()
+
+
+@pytest.mark.parametrize("duration", ["autoo", 0, 2.5])
+def test_evaluation_duration_is_an_int_or_auto(duration):
+    with pytest.raises(ValueError, match="evaluation_duration"):
+        PPO(config={**SMALL, "evaluation_duration": duration})

@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from conformance_helpers import ALGORITHM_NAMES, algorithm_config, policy_twin, supports
+from conformance_helpers import without_graph_optimizer  # noqa: F401 (autouse)
 from tfrl.algorithms.registry import get_algorithm_class
 from tfrl.examples.envs.masked_actions import MaskedActions
 from tfrl.models.catalog import ModelCatalog

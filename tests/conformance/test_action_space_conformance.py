@@ -7,6 +7,7 @@ import pytest
 
 from conformance_helpers import (ENVS, RECURRENT_MODEL, RECURRENT_UNSUPPORTED, SPACES,
                                  UNSUPPORTED, algorithm_config, make_policy)
+from conformance_helpers import without_graph_optimizer  # noqa: F401 (autouse)
 from tfrl.algorithms.registry import get_algorithm_class
 
 @pytest.mark.parametrize("algo,space", UNSUPPORTED)

@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 from conformance_helpers import SUPPORTED, assert_same_state, make_algorithm, trace
+from conformance_helpers import without_graph_optimizer  # noqa: F401 (autouse)
 
 pytestmark = pytest.mark.parametrize("algo,space", SUPPORTED)
 

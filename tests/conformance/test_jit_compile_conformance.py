@@ -11,6 +11,7 @@ import tensorflow as tf
 
 from conformance_helpers import (PER_REPLICA_STATS, make_policy, make_recurrent_policy, recurrent_train_batch,
                                  train_batch)
+from conformance_helpers import without_graph_optimizer  # noqa: F401 (autouse)
 from tfrl.policy.strategy import make_strategy
 from tfrl.policy.tf_policy import TFPolicy
 from tfrl.policy.tf_train_step import XlaCompileError

@@ -10,6 +10,7 @@ import tensorflow as tf
 from conformance_helpers import (PER_REPLICA_STATS, POLICY_SUPPORTED, SPACES, STRATEGIES,
                                  assert_same_state, make_policy, observations,
                                  sgd_policy_class, train_batch)
+from conformance_helpers import without_graph_optimizer  # noqa: F401 (autouse)
 
 pytestmark = pytest.mark.parametrize("algo,space", POLICY_SUPPORTED)
 

@@ -7,6 +7,7 @@ import pytest
 
 from conformance_helpers import (ALGORITHM_NAMES, POLICY_SUPPORTED, SUPPORTED, make_policy,
                                  observations, policy_twin, train_batch)
+from conformance_helpers import without_graph_optimizer  # noqa: F401 (autouse)
 
 TWINS = [(name, policy_twin(name)) for name in ALGORITHM_NAMES if policy_twin(name)]
 

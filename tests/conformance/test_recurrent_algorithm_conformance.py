@@ -9,6 +9,7 @@ import tensorflow as tf
 from conformance_helpers import (RECURRENT_MODEL, RECURRENT_SUPPORTED,
                                  assert_exported_states_follow_the_live_policy,
                                  assert_same_state, make_algorithm, trace)
+from conformance_helpers import without_graph_optimizer  # noqa: F401 (autouse)
 
 pytestmark = pytest.mark.parametrize("algo,space", RECURRENT_SUPPORTED)
 

@@ -16,6 +16,7 @@ from conformance_helpers import (PER_REPLICA_STATS, RECURRENT_MODEL,
                                  assert_same_state, batched_initial_state,
                                  make_recurrent_policy, observations, recurrent_train_batch,
                                  sgd_policy_class)
+from conformance_helpers import without_graph_optimizer  # noqa: F401 (autouse)
 
 pytestmark = pytest.mark.parametrize("algo,space", RECURRENT_POLICY_SUPPORTED)
 

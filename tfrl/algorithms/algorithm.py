@@ -34,6 +34,7 @@ import logging
 import os
 import random
 import tempfile
+import threading
 import time
 from typing import Any, ClassVar, Dict, List, Optional, Type, Union
 
@@ -306,15 +307,18 @@ class Algorithm:
             self._first_train_time = start
         interval = int(self.algo_config.evaluation_interval or 0)
         evaluate = interval > 0 and (self.iteration + 1) % interval == 0
-        evaluation = (self._evaluate_in_parallel()
+        trained = threading.Event()  # ends an evaluation_duration="auto" in parallel
+        evaluation = (self._evaluate_in_parallel(trained)
                       if evaluate and self.algo_config.evaluation_parallel_to_training
                       else None)
         try:
             result = self._run_iteration()
         except BaseException:
+            trained.set()
             if evaluation is not None:  # no evaluation outlives the iteration
                 concurrent.futures.wait([evaluation])
             raise
+        trained.set()
         self._sync_filters_if_needed()
         self.iteration += 1
         if evaluation is not None:
@@ -378,29 +382,45 @@ class Algorithm:
         self.evaluation_workers.foreach_worker(
             lambda w: (w.set_weights(weights), w.sync_filters(filters)))
 
-    def _evaluate_in_parallel(self) -> "concurrent.futures.Future[Dict[str, Any]]":
-        """Starts an evaluation, on the weights of now, in the evaluation thread."""
+    def _evaluate_in_parallel(self, trained: threading.Event
+                              ) -> "concurrent.futures.Future[Dict[str, Any]]":
+        """Starts an evaluation, on the weights of now, in the evaluation thread
+        (`trained`: set when the iteration's training ended, which ends an evaluation of
+        `evaluation_duration="auto"`)."""
         self.callbacks.on_evaluate_start(algorithm=self)
         self._sync_evaluation_workers()
         if self._evaluation_thread is None:
             self._evaluation_thread = concurrent.futures.ThreadPoolExecutor(
                 max_workers=1, thread_name_prefix=f"{type(self).__name__}-evaluation")
-        return self._evaluation_thread.submit(self._run_evaluation)
+        return self._evaluation_thread.submit(self._run_evaluation, trained)
 
-    def _run_evaluation(self) -> Dict[str, Any]:
+    def _run_evaluation(self, trained: Optional[threading.Event] = None) -> Dict[str, Any]:
         """Samples `evaluation_duration` episodes (or timesteps) with the evaluation
-        workers as they are; `{"evaluation": metrics}`."""
+        workers as they are; `{"evaluation": metrics}`. With `evaluation_duration="auto"`:
+        sampling rounds until `trained` is set (at least one round), or without `trained`
+        max(1, evaluation_num_workers) episodes (or timesteps), as RLlib does."""
         eval_workers = self.evaluation_workers
         if eval_workers is None:  # _sync_evaluation_workers makes them before this runs
             raise RuntimeError("_run_evaluation() called before the evaluation workers "
                                "were made; call evaluate() instead.")
         by_episodes = self.algo_config.evaluation_duration_unit == "episodes"
-        duration = int(self.algo_config.evaluation_duration)
+        auto = self.algo_config.evaluation_duration == "auto"
+        duration = (max(1, int(self.algo_config.evaluation_num_workers)) if auto
+                    else int(self.algo_config.evaluation_duration))
+        until_trained = trained if auto else None
         samplers = ([eval_workers.local_worker()] if not eval_workers.remote_workers()
                     else None)
         episodes: List[Any] = []
         steps = 0
-        while (len(episodes) if by_episodes else steps) < duration:
+        rounds = 0
+
+        def enough() -> bool:
+            if until_trained is not None:
+                return rounds > 0 and until_trained.is_set()
+            return (len(episodes) if by_episodes else steps) >= duration
+
+        while not enough():
+            rounds += 1
             if samplers is not None:
                 batches = [w.sample() for w in samplers]
                 metrics = [m for w in samplers for m in w.get_metrics()]
@@ -410,7 +430,7 @@ class Algorithm:
                            for m in ms]
             steps += sum(b.env_steps() if hasattr(b, "env_steps") else b.count for b in batches)
             episodes.extend(metrics)
-        if by_episodes:
+        if by_episodes and until_trained is None:
             episodes = episodes[:duration]
         result = summarize_episodes(episodes, episodes, keep_custom_metrics=False)
         result["timesteps_this_iter"] = steps

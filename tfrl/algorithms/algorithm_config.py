@@ -242,7 +242,10 @@ class AlgorithmConfig(PolicyConfig, Mapping[str, Any], metaclass=_ConfigMeta):
     custom_resources_per_worker: dict = _field({})
     # Evaluation.
     evaluation_interval: Optional[int] = None
-    evaluation_duration: int = 10
+    # An int >= 1, or "auto": with evaluation_parallel_to_training, as many sampling
+    # rounds as the iteration's training lasts (at least one); otherwise
+    # max(1, evaluation_num_workers) episodes or timesteps (`evaluation_duration_unit`).
+    evaluation_duration: Union[int, str] = 10
     evaluation_duration_unit: str = "episodes"
     evaluation_num_workers: int = 0
     evaluation_parallel_to_training: bool = False
@@ -271,7 +274,7 @@ class AlgorithmConfig(PolicyConfig, Mapping[str, Any], metaclass=_ConfigMeta):
         "train_batch_size": AT_LEAST_ONE, "gamma": UNIT_INTERVAL, "lr_schedule": SCHEDULE,
         "num_cpus_per_worker": NON_NEGATIVE, "num_gpus_per_worker": NON_NEGATIVE,
         "num_cpus_for_driver": NON_NEGATIVE, "memory_per_worker": NON_NEGATIVE,
-        "evaluation_interval": NON_NEGATIVE, "evaluation_duration": AT_LEAST_ONE,
+        "evaluation_interval": NON_NEGATIVE,
         "evaluation_num_workers": NON_NEGATIVE, "metrics_smoothing_episodes": AT_LEAST_ONE,
         "min_iter_time_s": NON_NEGATIVE, "timesteps_per_iteration": NON_NEGATIVE,
         "collect_metrics_timeout": NON_NEGATIVE, "shuffle_buffer_size": NON_NEGATIVE,
@@ -354,6 +357,9 @@ class AlgorithmConfig(PolicyConfig, Mapping[str, Any], metaclass=_ConfigMeta):
         if self.batch_mode not in ("truncate_episodes", "complete_episodes"):
             fail(f"batch_mode must be 'truncate_episodes' or 'complete_episodes'; received "
                  f"{self.batch_mode!r}.")
+        if self.evaluation_duration != "auto":  # else sized by the training step
+            check_value("evaluation_duration", self.evaluation_duration, int,
+                        AT_LEAST_ONE, type(self).__name__)
         if self.evaluation_duration_unit not in ("episodes", "timesteps"):
             fail("evaluation_duration_unit must be 'episodes' or 'timesteps'; received "
                  f"{self.evaluation_duration_unit!r}.")
