@@ -42,7 +42,9 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
     """`(inputs [B, T, D], memory [B, M, D]) -> [B, T, out_dim]`.
 
     Query step i (at position M + i of `[memory; inputs]`) attends to positions
-    `j <= M + i`; its score is `((q_i + u) . k_j + (q_i + v) . R_{M+i-j}) / sqrt(head_dim)`
+    `i <= j <= M + i` (itself and the M positions before it: a sliding window, so a
+    sequence run in one call gives the same outputs as one step at a time with the
+    memory carried); its score is `((q_i + u) . k_j + (q_i + v) . R_{M+i-j}) / sqrt(head_dim)`
     with R the projected sinusoidal embedding of the distance. Masked scores are set to
     the dtype's minimum (no inf arithmetic).
     """
@@ -82,7 +84,9 @@ class RelativeMultiHeadAttention(keras.layers.Layer):
         by_dist = tf.einsum("bihd,khd->bikh", q + self.v, rel)  # [B, T, K, H]
         # distance of query i to key j: M + i - j (negative: a future key, masked)
         dist = mem_len + tf.range(steps)[:, None] - tf.range(total)[None, :]  # [T, M+T]
-        allowed = dist >= 0
+        # A sliding window: each step sees exactly the M steps before it and itself, as
+        # when sampling one step at a time, so training on a sequence reproduces sampling.
+        allowed = (dist >= 0) & (dist <= mem_len)
         idx = tf.clip_by_value(dist, 0, total - 1)
         position = tf.gather(tf.transpose(by_dist, [1, 2, 0, 3]), idx, axis=1, batch_dims=1)
         position = tf.transpose(position, [2, 0, 1, 3])  # [B, T, M+T, H]
