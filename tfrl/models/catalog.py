@@ -306,12 +306,13 @@ def _masked_model(obs_space: gym.Space, action_space: gym.Space, num_outputs: in
             f"{num_outputs} for a mask {key!r} of {stop - start} entries. Set model_config"
             "['action_mask_key']=None to turn built-in masking off (and mask in a custom "
             "model).")
-    if config["use_lstm"] or config["use_attention"]:
-        raise ValueError(
-            f"Built-in action masking (the observation's {key!r} entry) does not support "
-            "use_lstm or use_attention yet. Received: use_lstm="
-            f"{config['use_lstm']}, use_attention={config['use_attention']}. Use a feed-forward model, or set "
-            "model_config['action_mask_key']=None and mask in a custom recurrent model.")
+    for recurrent_key in ("use_lstm", "use_attention"):
+        if config[recurrent_key]:
+            raise ValueError(
+                f"Built-in action masking (the observation's {config['action_mask_key']!r} "
+                f"entry) does not support {recurrent_key}=True yet. Received: {recurrent_key}=True. Use a "
+                "feed-forward model, or set model_config['action_mask_key']=None and mask in "
+                "a custom recurrent model.")
     inner_space = without_mask(obs_space, config)
     inner = ModelCatalog.get_model(inner_space, action_space, num_outputs,
                                    {**config, "action_mask_key": None}, name)
