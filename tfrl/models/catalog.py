@@ -310,9 +310,9 @@ def _masked_model(obs_space: gym.Space, action_space: gym.Space, num_outputs: in
         if config[recurrent_key]:
             raise ValueError(
                 f"Built-in action masking (the observation's {config['action_mask_key']!r} "
-                f"entry) does not support {recurrent_key}=True yet. Received: {recurrent_key}=True. Use a "
-                "feed-forward model, or set model_config['action_mask_key']=None and mask in "
-                "a custom recurrent model.")
+                f"entry) does not support {recurrent_key}=True yet. Received: "
+                f"{recurrent_key}=True. Use a feed-forward model, or set "
+                "model_config['action_mask_key']=None and mask in a custom recurrent model.")
     inner_space = without_mask(obs_space, config)
     inner = ModelCatalog.get_model(inner_space, action_space, num_outputs,
                                    {**config, "action_mask_key": None}, name)
