@@ -225,7 +225,7 @@ def test_unknown_config_key_names_the_closest_key():
 @pytest.mark.parametrize(
     "config, match",
     [
-        ({"use_attention": True}, "'use_attention'.*not supported by tfrl yet"),
+        ({"no_final_linear": True}, "'no_final_linear'.*not supported by tfrl yet"),
         ({"fcnet_hiddens": [8, 0]}, r"list of positive ints. Received: \[8, 0\]"),
         ({"fcnet_activation": "gelu"}, "Unknown activation. Received: 'gelu'"),
     ],

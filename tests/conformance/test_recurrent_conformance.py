@@ -7,13 +7,12 @@ over episodes (checked on the round-trip's source policy after its training)."""
 
 import numpy as np
 import pytest
-import tensorflow as tf
 
 from conformance_helpers import (PER_REPLICA_STATS, RECURRENT_MODEL,
                                  RECURRENT_POLICY_SUPPORTED, SHARED_RECURRENT_MODEL,
                                  STRATEGIES,
-                                 assert_exported_states_follow_the_live_policy,
-                                 assert_same_state, batched_initial_state,
+                                 assert_state_round_trips_and_export_follows,
+                                 batched_initial_state,
                                  make_recurrent_policy, observations, recurrent_train_batch,
                                  sgd_policy_class)
 from conformance_helpers import without_graph_optimizer  # noqa: F401 (autouse)
@@ -90,32 +89,5 @@ def test_recurrent_state_round_trips_bit_for_bit_and_training_continues(algo, sp
     # A recurrent policy that learned once, and another one (other seed) set to its state.
     # The SavedModel check runs at the end on the trained source policy (one case builds
     # and traces one policy less than a separate SavedModel test did).
-    source = make_recurrent_policy(algo, space)
-    source.learn_on_batch(recurrent_train_batch(source, space, 32, seed=1))
-    state = source.get_state()
-    assert state["num_grad_updates"] > 0
-    target = make_recurrent_policy(algo, space, seed=123)
-    target.set_state(state)
-    assert_same_state(target.get_state(), state)
-    # Recurrent models act on the TF inference path: its sampling generator is restored,
-    # so the restored policy samples the same actions.
-    obs = observations(space, 5, 2)
-    states = batched_initial_state(source, 5)
-    assert_same_state(target.compute_actions(obs, states, explore=True),
-                      source.compute_actions(obs, states, explore=True), "sampled actions")
-    actor = make_recurrent_policy(algo, space, seed=7)  # acts for both: their clocks agree
-    for seed in (2, 3):
-        obs = observations(space, 5, seed)
-        states = [s + 0.5 for s in batched_initial_state(source, 5)]
-        assert_same_state(target.compute_actions(obs, states, explore=False),
-                          source.compute_actions(obs, states, explore=False),
-                          "compute_actions")
-        batch = recurrent_train_batch(actor, space, 48, seed=seed)
-        assert_same_state(target.learn_on_batch(batch)["learner_stats"],
-                          source.learn_on_batch(batch)["learner_stats"], "learner_stats")
-    assert_same_state(target.get_state(), source.get_state())
-    # The SavedModel (state in, state out) acts like the live policy step by step.
-    source.export_model(str(tmp_path / "model"))
-    assert_exported_states_follow_the_live_policy(
-        source, tf.saved_model.load(str(tmp_path / "model")))
+    assert_state_round_trips_and_export_follows(algo, space, tmp_path)
 

@@ -25,6 +25,7 @@ from tfrl.models.action_mask import ActionMaskModel, action_mask_layout, without
 from tfrl.models.model_defaults import _INITIALIZER_KEYS, MODEL_DEFAULTS, check_model_keys
 from tfrl.models.preprocessors import Preprocessor, get_preprocessor
 from tfrl.models.tf import tf_action_dist as dists
+from tfrl.models.tf.attention_net import GTrXLWrapper
 from tfrl.models.tf.custom_model import adopt_custom_model
 from tfrl.models.tf.fcnet import FullyConnectedNetwork
 from tfrl.models.tf.recurrent_net import LSTMWrapper
@@ -43,7 +44,7 @@ _IMPLEMENTED_INITIALIZER_KEYS = ("fcnet_weights_initializer",
 
 # Keys tfrl accepts but does not implement yet: only their default value is allowed.
 _NOT_IMPLEMENTED = (
-    "no_final_linear", "_time_major", "use_attention", "custom_preprocessor",
+    "no_final_linear", "_time_major", "custom_preprocessor",
     "encoder_latent_dim", "_disable_preprocessor_api", "_disable_action_flattening",
 ) + tuple(k for k in _INITIALIZER_KEYS if k not in _IMPLEMENTED_INITIALIZER_KEYS)
 
@@ -241,12 +242,26 @@ class ModelCatalog:
                     "use_lstm=True with a custom_model is not supported yet. Make the "
                     "custom model recurrent itself (is_recurrent=True) or drop use_lstm."
                 )
+            if config["use_attention"]:
+                raise ValueError(
+                    "use_attention=True with a custom_model is not supported. Received "
+                    f"custom_model={config['custom_model']!r}. Drop use_attention or make the "
+                    "custom model recurrent itself (is_recurrent=True).")
             model = _lookup(config["custom_model"], _CUSTOM_MODELS, "custom_model")
             if isinstance(model, type):
                 model = _construct(model, model_space, action_space, num_outputs, config, name)
             return adopt_custom_model(
                 model, obs_shape, model_space, action_space, num_outputs, config
             )
+        if config["use_attention"]:
+            if config["use_lstm"]:
+                raise ValueError(
+                    "use_attention=True and use_lstm=True together are not supported. "
+                    "Received both. Set one of them to False.")
+            model = GTrXLWrapper(model_space, action_space, num_outputs, config, name)
+            model((np.zeros((1, 1) + obs_shape, np.float32), model.get_initial_state(1),
+                   np.ones((1,), np.int32)))
+            return model
         if config["use_lstm"]:
             model = LSTMWrapper(model_space, action_space, num_outputs, config, name)
             state = model.get_initial_state(1)
@@ -291,11 +306,13 @@ def _masked_model(obs_space: gym.Space, action_space: gym.Space, num_outputs: in
             f"{num_outputs} for a mask {key!r} of {stop - start} entries. Set model_config"
             "['action_mask_key']=None to turn built-in masking off (and mask in a custom "
             "model).")
-    if config["use_lstm"]:
-        raise ValueError(
-            f"Built-in action masking (the observation's {key!r} entry) does not support "
-            "use_lstm=True yet. Received: use_lstm=True. Use a feed-forward model, or set "
-            "model_config['action_mask_key']=None and mask in a custom recurrent model.")
+    for recurrent_key in ("use_lstm", "use_attention"):
+        if config[recurrent_key]:
+            raise ValueError(
+                f"Built-in action masking (the observation's {config['action_mask_key']!r} "
+                f"entry) does not support {recurrent_key}=True yet. Received: "
+                f"{recurrent_key}=True. Use a feed-forward model, or set "
+                "model_config['action_mask_key']=None and mask in a custom recurrent model.")
     inner_space = without_mask(obs_space, config)
     inner = ModelCatalog.get_model(inner_space, action_space, num_outputs,
                                    {**config, "action_mask_key": None}, name)

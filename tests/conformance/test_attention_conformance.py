@@ -1,0 +1,23 @@
+"""The attention variant (`model: use_attention`, GTrXL) of the recurrent conformance
+checks: a trained PPO policy's state (the memory) round-trips bit for bit, a restored
+policy acts and learns alike, and its SavedModel (memory in, memory out) acts like the
+live policy step by step over 1,000 steps, past the memory's length many times."""
+
+import pytest
+
+from conformance_helpers import RECURRENT_MODEL, assert_state_round_trips_and_export_follows
+
+#: A tiny GTrXL (memory 3 < max_seq_len 4: training sequences reach past the memory).
+ATTENTION_MODEL = {"fcnet_hiddens": [16], "use_attention": True,
+                   "max_seq_len": RECURRENT_MODEL["max_seq_len"],
+                   "attention_num_transformer_units": 1, "attention_dim": 8,
+                   "attention_num_heads": 2, "attention_head_dim": 4,
+                   "attention_memory_inference": 3, "attention_memory_training": 3,
+                   "attention_position_wise_mlp_dim": 8}
+
+
+@pytest.mark.parametrize("algo,space,steps", [("PPO", "discrete", 1000)])
+def test_attention_state_round_trips_and_the_export_follows(algo, space, steps, tmp_path):
+    # One case (~25 s on a loaded 2-core VM, most of it building and tracing 3 policies).
+    assert_state_round_trips_and_export_follows(algo, space, tmp_path, model=ATTENTION_MODEL,
+                                                export_rows=2, export_steps=steps)
