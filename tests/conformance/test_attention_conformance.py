@@ -6,6 +6,7 @@ live policy step by step over 1,000 steps, past the memory's length many times."
 import pytest
 
 from conformance_helpers import RECURRENT_MODEL, assert_state_round_trips_and_export_follows
+from conformance_helpers import without_graph_optimizer  # noqa: F401 (autouse)
 
 #: A tiny GTrXL (memory 3 < max_seq_len 4: training sequences reach past the memory).
 ATTENTION_MODEL = {"fcnet_hiddens": [16], "use_attention": True,
