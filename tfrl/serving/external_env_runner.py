@@ -28,8 +28,8 @@ from tfrl.serving.policy_server_checks import space_range_error
 from tfrl.data.single_agent_episode import SingleAgentEpisode
 from tfrl.policy.policy_config import policy_default
 from tfrl.env.space_checks import action_error, observation_error
-from tfrl.data.sample_batch import MultiAgentBatch
-from tfrl.data.sample_batch import concat_samples
+from tfrl.evaluation.sampling.collectors import FragmentOutput
+from tfrl.evaluation.sampling.ops import logged_action
 from tfrl.utils.spaces.space_utils import to_numpy_batch, unbatch
 
 logger = logging.getLogger(__name__)
@@ -100,6 +100,8 @@ class ExternalEnvRunner:
         self.expired_episodes = 0
         self._next_expiry_check = 0.0
         self._episodes: Dict[str, _EpisodeRecord] = {}
+        # The sampling loop's per-policy output: postprocessed chunks -> emitted batch.
+        self._output = FragmentOutput(multiagent, any_lone_policy=True)
         self._stop_event = threading.Event()
         self._drain_requested = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="ExternalEnvRunner", daemon=True)
@@ -277,7 +279,7 @@ class ExternalEnvRunner:
                 raise RuntimeError(f"Policy {pid!r} returned {len(actions)} actions for "
                                    f"{len(rows)} observations.")
             for i, (eid, aid, _) in enumerate(rows):
-                action = off_policy.get(eid, {}).get(aid, actions[i])
+                action = logged_action(off_policy, eid, aid, actions[i])
                 agent = self._episodes[eid].agents[aid]
                 agent.pending_action = action
                 agent.pending_extras = {k: v[i] for k, v in extras_rows.items()}
@@ -286,7 +288,7 @@ class ExternalEnvRunner:
             self.base_env.send_actions(dict(actions_to_send))
 
     def _emit(self, finished: List[tuple], metrics: List[dict]) -> None:
-        per_policy = defaultdict(list)
+        output = self._output
         records = {}
         for pid, chunk, record in finished:
             records[id(record)] = record
@@ -297,17 +299,13 @@ class ExternalEnvRunner:
             if hasattr(policy, "postprocess_trajectory"):
                 with self.policy_lock:
                     batch = policy.postprocess_trajectory(batch)
-            per_policy[pid].append(batch)
-        if not per_policy and not metrics:
+            output.add(pid, batch)
+        if not output.batches and not metrics:
             return
         batch = None
-        if per_policy:
-            batches = {pid: concat_samples(b) for pid, b in per_policy.items()}
-            if self.multiagent:
-                env_steps = sum(r.unreported_env_steps for r in records.values())
-                batch = MultiAgentBatch(batches, env_steps)
-            else:
-                batch = batches[next(iter(batches))]
+        if output.batches:
+            output.env_steps = sum(r.unreported_env_steps for r in records.values())
+            batch = output.build()
         for record in records.values():
             record.unreported_env_steps = 0
         self.emit(batch, metrics)

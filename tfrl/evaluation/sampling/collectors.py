@@ -282,10 +282,13 @@ class FragmentOutput:
     Args:
         multiagent: Always build a MultiAgentBatch (else a SampleBatch when only
             `default_policy` has data).
+        any_lone_policy: Without `multiagent`, build a SampleBatch when only one policy
+            has data, whatever its id (the external runner's single-agent output).
     """
 
-    def __init__(self, multiagent: bool):
+    def __init__(self, multiagent: bool, any_lone_policy: bool = False):
         self.multiagent = multiagent
+        self.any_lone_policy = any_lone_policy
         self.batches: Dict[str, List[SampleBatch]] = {}
         self.env_steps = 0
         self.agent_steps = 0
@@ -302,7 +305,7 @@ class FragmentOutput:
                           for pid, b in self.batches.items()}
         env_steps = self.env_steps
         self.batches, self.env_steps, self.agent_steps = {}, 0, 0
-        if (not self.multiagent and DEFAULT_POLICY_ID in policy_batches
-                and len(policy_batches) == 1):
-            return policy_batches[DEFAULT_POLICY_ID]
+        if not self.multiagent and len(policy_batches) == 1 and (
+                self.any_lone_policy or DEFAULT_POLICY_ID in policy_batches):
+            return next(iter(policy_batches.values()))
         return MultiAgentBatch(policy_batches, env_steps)
