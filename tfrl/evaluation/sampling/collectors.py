@@ -4,6 +4,8 @@ postprocessing per episode, and the per-policy output of one sampled fragment.
 Both sampling loops (the generic `loop` and the array-based `vector_loop`)
 produce per-agent trajectory chunks as column dicts and hand them to
 `postprocess_episode_chunks`, so the batches they build are identical.
+`tfrl.serving`'s ExternalEnvRunner records with `AgentCollector` and emits through
+`FragmentOutput` too (with the hooks `spaces`, `id_columns` and `any_lone_policy`).
 
 A chunk whose agent's last info says `training_enabled=False` (RLlib's rule, used by
 policy clients and by envs that mark steps not to learn from) is left out: not
