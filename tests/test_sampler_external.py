@@ -4,8 +4,11 @@ actions logged off-policy."""
 import gymnasium as gym
 import numpy as np
 
+from tfrl.data.sample_batch import MultiAgentBatch
 from tfrl.env.external_env import ExternalEnv
+from tfrl.evaluation.sampling.collectors import AgentCollector, FragmentOutput
 from tfrl.evaluation.sampling.loop import SamplingLoop
+from tfrl.evaluation.sampling.ops import logged_action
 
 from sampler_helpers import FakePolicy, FakeWorker, make_sampler
 
@@ -52,3 +55,41 @@ def test_external_env_episodes_with_logged_actions():
         assert batch["terminateds"].tolist() == [False, False, True]
     assert env.actions[:3] == [0, 2, 2]
     assert [m.episode_reward for m in sampler.get_metrics()] == [7.0, 7.0]
+
+
+def test_collector_hooks_give_the_external_runners_batches():
+    """AgentCollector(spaces=..., id_columns=False) and FragmentOutput(any_lone_policy=True):
+    the batch format of tfrl.serving's ExternalEnvRunner (raw values cast to the spaces'
+    dtypes, string episode ids, no sampler id columns, a lone policy's plain batch)."""
+    space = gym.spaces.Box(-1.0, 1.0, (2,), np.float32)
+    collector = AgentCollector(0, "p", (False, False), spaces=(space, gym.spaces.Discrete(3)),
+                               id_columns=False)
+    for t in range(2):
+        collector.pending = ([0.5 * t, 0.0], t, {"vf_preds": np.float32(t)}, None, None)
+        collector.add_row([0.5 * t + 0.5, 0.0], 1.0, t == 1, False, {"t": t}, t)
+    batch = collector.build("ep", "ep", 0, None, None)
+    assert sorted(batch) == ["actions", "dones", "eps_id", "infos", "new_obs", "obs",
+                             "rewards", "t", "terminateds", "truncateds", "vf_preds"]
+    assert batch["obs"].dtype == np.float32 and batch["obs"].tolist() == [[0.0, 0.0], [0.5, 0.0]]
+    assert batch["new_obs"].tolist() == [[0.5, 0.0], [1.0, 0.0]]
+    assert batch["actions"].dtype == np.int64 and batch["actions"].tolist() == [0, 1]
+    assert batch["eps_id"].tolist() == ["ep", "ep"] and batch["t"].tolist() == [0, 1]
+    assert batch["terminateds"].tolist() == [False, True]
+    assert batch["infos"].tolist() == [{"t": 0}, {"t": 1}]
+    assert batch["vf_preds"].tolist() == [0.0, 1.0]
+    output = FragmentOutput(multiagent=False, any_lone_policy=True)
+    output.add("p", batch)
+    assert output.build() is batch
+    output = FragmentOutput(multiagent=False)  # the sampler's rule: only default_policy
+    output.add("p", batch)
+    output.env_steps = 2
+    built = output.build()
+    assert isinstance(built, MultiAgentBatch) and built.env_steps() == 2
+    assert built.policy_batches["p"] is batch
+
+
+def test_logged_action_wins_over_the_computed_one():
+    off_policy = {"e": {"a": 2}}
+    assert logged_action(off_policy, "e", "a", 0) == 2
+    assert logged_action(off_policy, "e", "b", 0) == 0
+    assert logged_action({}, "e", "a", 1) == 1 and logged_action(None, "e", "a", 1) == 1

@@ -4,7 +4,8 @@ The loop behind both inference modes of the policy server: the server (remote
 inference) and a `PolicyClient` (local inference) each own an ExternalEnv that clients
 drive, and a runner thread that polls the env's BaseEnv view, calls each policy's
 `compute_actions` once per poll (per explore setting) for all waiting agents, sends
-the actions back, and records one `SingleAgentEpisode` per agent. Finished episodes,
+the actions back, and records each agent's steps with the sampling loop's
+`AgentCollector` (the batches keep the ExternalEnv's string episode ids). Finished episodes,
 and fragments of `rollout_fragment_length` steps of long ones, are emitted as
 SampleBatches (postprocessed by their policy) together with episode metrics.
 
@@ -25,11 +26,10 @@ from typing import Any, Callable, Dict, List, Optional
 from tfrl.env.external_env import ExternalEnv
 from tfrl.env.external_multi_agent_env import ExternalMultiAgentEnv
 from tfrl.serving.policy_server_checks import space_range_error
-from tfrl.data.single_agent_episode import SingleAgentEpisode
 from tfrl.policy.policy_config import policy_default
 from tfrl.env.space_checks import action_error, observation_error
-from tfrl.data.sample_batch import MultiAgentBatch
-from tfrl.data.sample_batch import concat_samples
+from tfrl.evaluation.sampling.collectors import AgentCollector, FragmentOutput
+from tfrl.evaluation.sampling.ops import logged_action
 from tfrl.utils.spaces.space_utils import to_numpy_batch, unbatch
 
 logger = logging.getLogger(__name__)
@@ -39,11 +39,14 @@ EmitFn = Callable[[Any, List[dict]], None]
 
 
 class _AgentRecord:
-    def __init__(self, policy_id: str, episode: SingleAgentEpisode):
+    """One agent of an episode: its policy, the sampling loop's collector of its rows,
+    and the `t` and info (of the observation it acts on) of its next row."""
+
+    def __init__(self, policy_id: str, collector: AgentCollector):
         self.policy_id = policy_id
-        self.episode = episode
-        self.pending_action: Any = None
-        self.pending_extras: Dict[str, Any] = {}
+        self.collector = collector
+        self.t = 0
+        self.info: dict = {}
         self.started = False
 
 
@@ -100,6 +103,8 @@ class ExternalEnvRunner:
         self.expired_episodes = 0
         self._next_expiry_check = 0.0
         self._episodes: Dict[str, _EpisodeRecord] = {}
+        # The sampling loop's per-policy output: postprocessed chunks -> emitted batch.
+        self._output = FragmentOutput(multiagent, any_lone_policy=True)
         self._stop_event = threading.Event()
         self._drain_requested = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="ExternalEnvRunner", daemon=True)
@@ -166,7 +171,7 @@ class ExternalEnvRunner:
         """Polls once, records the new data, computes and sends actions, emits batches."""
         obs, rewards, terminateds, truncateds, infos, off_policy = self.base_env.poll()
         to_act = defaultdict(list)  # (policy id, explore) -> [(env id, agent id, obs)]
-        finished: List[tuple] = []  # (policy id, SingleAgentEpisode chunk, episode record)
+        finished: List[tuple] = []  # (policy id, SampleBatch chunk or None, episode record)
         metrics: List[dict] = []
         for eid, agent_obs in obs.items():
             record = self._episodes.get(eid)
@@ -184,25 +189,22 @@ class ExternalEnvRunner:
                 info = _clean_info(infos[eid].get(aid))
                 if not agent.started:
                     agent.started = True
-                    agent.episode.add_env_reset(agent_ob, info)
                 else:
                     reward = rewards[eid].get(aid)
                     reward = 0.0 if reward is None else float(reward)
-                    agent.episode.add_env_step(
-                        agent_ob, agent.pending_action, reward, info,
-                        terminated=bool(terminateds[eid].get(aid)),
-                        truncated=bool(truncateds[eid].get(aid)),
-                        extra_model_outputs=agent.pending_extras)
+                    agent.collector.add_row(agent_ob, reward, bool(terminateds[eid].get(aid)),
+                                            bool(truncateds[eid].get(aid)), agent.info, agent.t)
+                    agent.t += 1
                     record.agent_rewards[(aid, agent.policy_id)] += reward
                     stepped = True
+                agent.info = info
                 if all_done or terminateds[eid].get(aid) or truncateds[eid].get(aid):
-                    finished.append((agent.policy_id, agent.episode, record))
+                    finished.append((agent.policy_id, _chunk(eid, agent), record))
                     del record.agents[aid]
                     continue
                 limit = self.rollout_fragment_length
-                if limit and len(agent.episode) >= limit:
-                    finished.append((agent.policy_id, agent.episode, record))
-                    agent.episode = agent.episode.cut()
+                if limit and len(agent.collector.rows) >= limit:
+                    finished.append((agent.policy_id, _chunk(eid, agent), record))
                 explore = record.training_enabled and self._explore(agent.policy_id)
                 to_act[(agent.policy_id, explore)].append((eid, aid, agent_ob))
             if stepped:
@@ -210,8 +212,8 @@ class ExternalEnvRunner:
                 record.unreported_env_steps += 1
             if all_done:
                 # Agents without a final observation end where they last acted.
-                finished.extend((a.policy_id, a.episode, record) for a in record.agents.values()
-                                if a.started)
+                finished.extend((a.policy_id, _chunk(eid, a), record)
+                                for a in record.agents.values() if a.started)
                 metrics.append(_episode_metrics(record))
                 del self._episodes[eid]
         self._act(to_act, off_policy)
@@ -225,7 +227,7 @@ class ExternalEnvRunner:
         for aid, ob in agent_obs.items():
             agent = record.agents.get(aid)
             if agent is None:
-                agent = record.agents[aid] = self._new_agent(eid, aid)
+                agent = record.agents[aid] = self._new_agent(eid, aid, len(record.agents))
             policy = self.policies[agent.policy_id]
             problem = (observation_error(policy.observation_space, ob)
                        or space_range_error(policy.observation_space, ob, "observation"))
@@ -236,7 +238,7 @@ class ExternalEnvRunner:
                 return f"agent {aid!r}: {problem}"
         return None
 
-    def _new_agent(self, eid: str, aid: Any) -> _AgentRecord:
+    def _new_agent(self, eid: str, aid: Any, index: int) -> _AgentRecord:
         if self.policy_mapping_fn is None:
             pid = next(iter(self.policies))
         else:
@@ -245,10 +247,9 @@ class ExternalEnvRunner:
                 raise ValueError(f"policy_mapping_fn({aid!r}, ...) returned unknown policy id "
                                  f"{pid!r}; known: {sorted(self.policies)}.")
         policy = self.policies[pid]
-        episode = SingleAgentEpisode(
-            eid, observation_space=policy.observation_space, action_space=policy.action_space,
-            agent_id=aid if self.multiagent else None, module_id=pid, len_lookback_buffer=0)
-        return _AgentRecord(pid, episode)
+        return _AgentRecord(pid, AgentCollector(
+            index, pid, (False, False), spaces=(policy.observation_space, policy.action_space),
+            id_columns=False))
 
     def _reject(self, eid: str, problem: str) -> None:
         del self._episodes[eid]
@@ -276,38 +277,32 @@ class ExternalEnvRunner:
             if len(actions) != len(rows):
                 raise RuntimeError(f"Policy {pid!r} returned {len(actions)} actions for "
                                    f"{len(rows)} observations.")
-            for i, (eid, aid, _) in enumerate(rows):
-                action = off_policy.get(eid, {}).get(aid, actions[i])
-                agent = self._episodes[eid].agents[aid]
-                agent.pending_action = action
-                agent.pending_extras = {k: v[i] for k, v in extras_rows.items()}
+            for i, (eid, aid, ob) in enumerate(rows):
+                action = logged_action(off_policy, eid, aid, actions[i])
+                self._episodes[eid].agents[aid].collector.pending = (
+                    ob, action, {k: v[i] for k, v in extras_rows.items()}, None, None)
                 actions_to_send[eid][aid] = action
         if actions_to_send:
             self.base_env.send_actions(dict(actions_to_send))
 
     def _emit(self, finished: List[tuple], metrics: List[dict]) -> None:
-        per_policy = defaultdict(list)
+        output = self._output
         records = {}
-        for pid, chunk, record in finished:
+        for pid, batch, record in finished:
             records[id(record)] = record
-            if len(chunk) == 0 or not record.training_enabled:
+            if batch is None or not record.training_enabled:
                 continue
-            batch = chunk.get_sample_batch()
             policy = self.policies[pid]
             if hasattr(policy, "postprocess_trajectory"):
                 with self.policy_lock:
                     batch = policy.postprocess_trajectory(batch)
-            per_policy[pid].append(batch)
-        if not per_policy and not metrics:
+            output.add(pid, batch)
+        if not output.batches and not metrics:
             return
         batch = None
-        if per_policy:
-            batches = {pid: concat_samples(b) for pid, b in per_policy.items()}
-            if self.multiagent:
-                env_steps = sum(r.unreported_env_steps for r in records.values())
-                batch = MultiAgentBatch(batches, env_steps)
-            else:
-                batch = batches[next(iter(batches))]
+        if output.batches:
+            output.env_steps = sum(r.unreported_env_steps for r in records.values())
+            batch = output.build()
         for record in records.values():
             record.unreported_env_steps = 0
         self.emit(batch, metrics)
@@ -324,6 +319,12 @@ def fragment_length(config: dict) -> Optional[int]:
     length = config.get("rollout_fragment_length", 200)
     valid = isinstance(length, int) and not isinstance(length, bool) and length > 0
     return length if valid else 200
+
+
+def _chunk(eid: str, agent: _AgentRecord) -> Optional[Any]:
+    """The agent's rows since its last chunk as a SampleBatch (None if it has none)."""
+    collector = agent.collector
+    return collector.build(eid, eid, 0, None, None) if collector.rows else None
 
 
 def _clean_info(info: Optional[dict]) -> dict:

@@ -41,10 +41,10 @@ import numpy as np
 import tree
 
 from tfrl.serving import policy_protocol as P
-from tfrl.env.single_agent_episode import SingleAgentEpisode
 from tfrl.env import space_checks
 from tfrl.env.space_checks import discrete_bounds, observation_error, range_error
 from tfrl.data.sample_batch import MultiAgentBatch, SampleBatch
+from tfrl.evaluation.sampling.collectors import AgentCollector
 
 logger = logging.getLogger(__name__)
 _SIMPLE = (gym.spaces.Box, gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.MultiBinary)
@@ -448,25 +448,23 @@ def reference_batch(policy: Any, multiagent: bool) -> SampleBatch:
     """A two-step trajectory recorded and postprocessed as `ExternalEnvRunner` does it.
 
     Observations are sampled (seeded) from the policy's observation space; actions
-    come from `compute_actions(explore=False)`.
+    come from `compute_actions(explore=False)`. The columns are the same with or
+    without `multiagent` (a MultiAgentBatch holds the same per-policy batches).
     """
     space = policy.observation_space
     sampler = copy.deepcopy(space)  # seeding the policy's own space would change its RNG
     sampler.seed(0)
     obs = [sampler.sample() for _ in range(3)]
-    episode = SingleAgentEpisode("reference", observation_space=space,
-                                 action_space=policy.action_space,
-                                 agent_id="agent0" if multiagent else None,
-                                 len_lookback_buffer=0)
-    episode.add_env_reset(obs[0], {})
+    collector = AgentCollector(0, "reference", (False, False),
+                               spaces=(space, policy.action_space), id_columns=False)
     for t in range(2):
         batch_obs = tree.map_structure(lambda *o: np.stack(o), obs[t])
         actions, _, extras = policy.compute_actions(batch_obs, explore=False)
-        action = tree.map_structure(lambda a: a[0], actions)
-        episode.add_env_step(obs[t + 1], action, 0.0, {}, terminated=t == 1, truncated=False,
-                             extra_model_outputs={k: tree.map_structure(lambda v: v[0], v)
-                                                  for k, v in (extras or {}).items()})
-    batch = episode.get_sample_batch()
+        collector.pending = (obs[t], tree.map_structure(lambda a: a[0], actions),
+                             {k: tree.map_structure(lambda v: v[0], v)
+                              for k, v in (extras or {}).items()}, None, None)
+        collector.add_row(obs[t + 1], 0.0, t == 1, False, {}, t)
+    batch = collector.build("reference", "reference", 0, None, None)
     if hasattr(policy, "postprocess_trajectory"):
         batch = policy.postprocess_trajectory(batch)
     return batch

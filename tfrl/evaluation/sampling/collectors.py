@@ -4,6 +4,8 @@ postprocessing per episode, and the per-policy output of one sampled fragment.
 Both sampling loops (the generic `loop` and the array-based `vector_loop`)
 produce per-agent trajectory chunks as column dicts and hand them to
 `postprocess_episode_chunks`, so the batches they build are identical.
+`tfrl.serving`'s ExternalEnvRunner records with `AgentCollector` and emits through
+`FragmentOutput` too (with the hooks `spaces`, `id_columns` and `any_lone_policy`).
 
 A chunk whose agent's last info says `training_enabled=False` (RLlib's rule, used by
 policy clients and by envs that mark steps not to learn from) is left out: not
@@ -26,6 +28,7 @@ from tfrl.evaluation.sampling.ops import clip_rewards_array
 from tfrl.data.sample_batch import MultiAgentBatch
 from tfrl.data.sample_batch import DEFAULT_POLICY_ID, SampleBatch, concat_samples
 from tfrl.utils.spaces.space_utils import batch as stack_structs
+from tfrl.utils.spaces.space_utils import to_numpy_batch
 
 
 def wants_prev_columns(policy: Any) -> tuple:
@@ -88,7 +91,9 @@ def _same_attr(a: Any, b: Any) -> bool:
         return a is b
 
 
-def _stack(values: list) -> Any:
+def _stack(values: list, space: Any = None) -> Any:
+    if space is not None:
+        return to_numpy_batch(values, space)
     first = values[0]
     if isinstance(first, (dict, tuple)):
         return stack_structs(values)
@@ -108,15 +113,23 @@ class AgentCollector:
         agent_index: The agent's index in its episode.
         policy_id: The agent's policy.
         prev_columns: `(record prev_actions, record prev_rewards)`.
+        spaces: `(observation space, action space)` to batch `obs`/`new_obs` and
+            `actions` in (their dtypes), for raw env values; None stacks them as given.
+        id_columns: Write the sampler's id columns (`eps_id` as int64, `unroll_id`,
+            `agent_index`, `env_id`); False writes `eps_id` as given (an ExternalEnv's
+            string ids) and leaves the others out (the external runner's batches).
     """
 
-    __slots__ = ("agent_index", "policy_id", "prev_columns", "rows", "last_action",
-                 "last_reward", "pending", "pending_reward")
+    __slots__ = ("agent_index", "policy_id", "prev_columns", "spaces", "id_columns", "rows",
+                 "last_action", "last_reward", "pending", "pending_reward")
 
-    def __init__(self, agent_index: int, policy_id: str, prev_columns: tuple):
+    def __init__(self, agent_index: int, policy_id: str, prev_columns: tuple,
+                 spaces: Optional[tuple] = None, id_columns: bool = True):
         self.agent_index = agent_index
         self.policy_id = policy_id
         self.prev_columns = prev_columns
+        self.spaces = spaces or (None, None)
+        self.id_columns = id_columns
         self.rows: List[tuple] = []
         self.last_action: Any = None  # the action before the chunk's first row
         self.last_reward = 0.0
@@ -158,26 +171,30 @@ class AgentCollector:
         n = len(rows)
         (obs, new_obs, actions, rewards, terms, truncs, infos, extras, s_in, s_out,
          ts) = zip(*rows)
-        actions = _stack(list(actions))
+        obs_space, action_space = self.spaces
+        actions = _stack(list(actions), action_space)
         raw_rewards = np.asarray(rewards, np.float64)
         terms = np.asarray(terms, bool)
         truncs = np.asarray(truncs, bool)
         data = {
-            Columns.OBS: _stack(list(obs)),
-            Columns.NEXT_OBS: _stack(list(new_obs)),
+            Columns.OBS: _stack(list(obs), obs_space),
+            Columns.NEXT_OBS: _stack(list(new_obs), obs_space),
             Columns.ACTIONS: actions,
             Columns.REWARDS: clip_rewards_array(raw_rewards, clip_rewards),
             Columns.TERMINATEDS: terms,
             Columns.TRUNCATEDS: truncs,
             Columns.DONES: terms | truncs,
             Columns.INFOS: _object_array(list(infos)),
-            Columns.EPS_ID: np.full(n, eps_id, np.int64),
+            Columns.EPS_ID: np.full(n, eps_id, np.int64 if self.id_columns else None),
             Columns.UNROLL_ID: np.full(n, unroll_id, np.int64),
             Columns.AGENT_INDEX: np.full(n, self.agent_index, np.int64),
             Columns.T: np.asarray(ts, np.int64),
             Columns.ENV_ID: np.full(n, env_id) if isinstance(env_id, (int, np.integer))
             else _object_array([env_id] * n),
         }
+        if not self.id_columns:
+            for key in (Columns.UNROLL_ID, Columns.AGENT_INDEX, Columns.ENV_ID):
+                del data[key]
         if self.prev_columns[0]:
             first = zero_action if self.last_action is None else self.last_action
             data[Columns.PREV_ACTIONS] = tree.map_structure(
@@ -282,10 +299,13 @@ class FragmentOutput:
     Args:
         multiagent: Always build a MultiAgentBatch (else a SampleBatch when only
             `default_policy` has data).
+        any_lone_policy: Without `multiagent`, build a SampleBatch when only one policy
+            has data, whatever its id (the external runner's single-agent output).
     """
 
-    def __init__(self, multiagent: bool):
+    def __init__(self, multiagent: bool, any_lone_policy: bool = False):
         self.multiagent = multiagent
+        self.any_lone_policy = any_lone_policy
         self.batches: Dict[str, List[SampleBatch]] = {}
         self.env_steps = 0
         self.agent_steps = 0
@@ -302,7 +322,7 @@ class FragmentOutput:
                           for pid, b in self.batches.items()}
         env_steps = self.env_steps
         self.batches, self.env_steps, self.agent_steps = {}, 0, 0
-        if (not self.multiagent and DEFAULT_POLICY_ID in policy_batches
-                and len(policy_batches) == 1):
-            return policy_batches[DEFAULT_POLICY_ID]
+        if not self.multiagent and len(policy_batches) == 1 and (
+                self.any_lone_policy or DEFAULT_POLICY_ID in policy_batches):
+            return next(iter(policy_batches.values()))
         return MultiAgentBatch(policy_batches, env_steps)

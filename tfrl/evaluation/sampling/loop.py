@@ -25,7 +25,7 @@ from tfrl.env.space_checks import stack_values
 from tfrl.env.vector_transitions import SIMPLE_SPACES
 from tfrl.evaluation.sampling.collectors import AgentCollector, postprocess_episode_chunks
 from tfrl.evaluation.sampling.loop_core import LoopCore
-from tfrl.evaluation.sampling.ops import check_reward, now, read_only
+from tfrl.evaluation.sampling.ops import check_reward, logged_action, now, read_only
 from tfrl.utils.spaces.space_utils import to_numpy_batch
 
 
@@ -353,9 +353,7 @@ class SamplingLoop(LoopCore):
                 action = actions[i] if simple else tree.map_structure(lambda a: a[i], actions)
                 env_action = read_only(env_actions[i]) if simple else tree.map_structure(
                     lambda a: read_only(a[i]), env_actions)
-                logged = off_policy.get(env_id, {}).get(agent_id) if off_policy else None
-                if logged is not None:
-                    action = logged
+                action = logged_action(off_policy, env_id, agent_id, action)
                 row_extras = {k: v[i] for k, v in extras.items()}
                 s_in = [s[i] for s in state_ins] if state_ins else None
                 s_out = [s[i] for s in state_outs] if state_outs else None

@@ -77,6 +77,14 @@ def read_only(action: Any) -> Any:
     return action
 
 
+def logged_action(off_policy: Optional[dict], env_id: Any, agent_id: Any,
+                  computed: Any) -> Any:
+    """The action to record for an agent: the one its ExternalEnv logged this poll
+    (`log_action`, chosen off-policy by the simulator), else the policy's `computed`."""
+    logged = off_policy.get(env_id, {}).get(agent_id) if off_policy else None
+    return computed if logged is None else logged
+
+
 def unsquash_and_clip(action: Any, space: gym.Space, unsquash: bool, clip: bool) -> Any:
     """Maps one (unbatched) action of bounded Box spaces from [-1, 1] to the bounds
     (`unsquash`) and/or clips it into the bounds (`clip`), as `ActionProcessor` does for
