@@ -11,7 +11,7 @@ subprocess, and writes `bench/curves/<algo>_<env>_tfrl_seed<k>.csv` (bench/curve
 after every iteration: env steps, the mean return of the last 100 training episodes,
 wall seconds. Offline algorithms (the file's `input` is a folder) have no training
 episodes: their curve is the mean greedy return of `--eval-episodes` evaluation episodes
-after every `--eval-every` iterations against the logged steps trained on; `--data ROOT`
+after every `--eval-every` iterations against the logged steps read; `--data ROOT`
 points `input` at `ROOT/<the file's last folder>` and, if that is missing, first writes
 the data there (tfrl.examples.offline_data: CartPole expert and mixed, or Pendulum).
 `--algo` and `--set KEY=VALUE ...` run a file with another algorithm or settings (DDPG,
@@ -62,7 +62,7 @@ def run(name: str, seed: int, steps: int, iterations: int, data: str, eval_every
     algo = get_algorithm_class(exp.algo)(config=build_config(exp))
     budget = iterations if offline else steps
     curve = Curve(exp.algo, exp.env, "tfrl", seed, budget,
-                  note=(f"offline: x is logged steps trained on, y the mean greedy return of "
+                  note=(f"offline: x is logged steps read, y the mean greedy return of "
                         f"{eval_episodes} evaluation episodes" if offline else ""))
     start = time.time()
     result: dict = {"timesteps_total": 0, "training_iteration": 0}
@@ -72,9 +72,7 @@ def run(name: str, seed: int, steps: int, iterations: int, data: str, eval_every
         if offline:
             evaluation = result.get("evaluation")
             if evaluation:
-                x = (result.get("num_agent_steps_trained") or result.get("timesteps_total")
-                     or result["training_iteration"])
-                curve.add(x, evaluation["episode_reward_mean"], time.time() - start)
+                curve.add(result["timesteps_total"], evaluation["episode_reward_mean"], time.time() - start)
         else:
             curve.add(result["timesteps_total"], result["episode_reward_mean"],
                       time.time() - start)

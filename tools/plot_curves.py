@@ -133,7 +133,7 @@ def plot(paths: List[str], out_dir: str) -> List[str]:
                     label=f"{LABELS.get(lib, lib)} ({len(curves)} seed"
                           f"{'s' if len(curves) > 1 else ''})")
         offline = any("note" in meta for meta, _ in runs)
-        ax.set_xlabel("logged steps trained on" if offline else "env steps")
+        ax.set_xlabel("logged steps read" if offline else "env steps")
         ax.set_ylabel("greedy evaluation return" if offline else "mean episode return")
         ax.set_title(f"{algo} on {runs[0][0]['env']}")
         ax.grid(True, alpha=0.3)
