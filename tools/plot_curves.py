@@ -36,6 +36,8 @@ NO_PEER = {
     "CQL_DQN": "Stable-Baselines3 has no offline algorithms",
     "A2C": "no bench runs Stable-Baselines3's A2C beside tfrl's yet",
     "DDPG": "no bench runs Stable-Baselines3's DDPG beside tfrl's yet",
+    "TD3": ("the Stable-Baselines3 run (bench_offpolicy.py --algos TD3 --curves "
+            "bench/curves) is not recorded yet; this is the tuned file's run"),
 }
 
 
