@@ -57,9 +57,10 @@ import os
 import time
 from typing import Optional
 
-from bench_ppo_cartpole import (_fmt, _rss_mb, bench_parser, frameworks_to_compare,
-                                hide_tensorflow, launch, print_result, run_interleaved,
-                                summarize)
+from bench_ppo_cartpole import (_fmt, _rss_mb, bench_parser, curves_to,
+                                frameworks_to_compare, hide_tensorflow, launch, print_result,
+                                run_interleaved, summarize)
+from curves import Curve
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DQN_ZOO = os.path.join(REPO, "tfrl", "tuned", "dqn_cartpole_zoo.yaml")
@@ -205,11 +206,14 @@ def run_tfrl(algo_name: str, seed: int, steps: int, sac_round: int = SAC_ROUND_S
     start, cpu = time.time(), time.process_time()
     solved = None
     result = {"timesteps_total": 0, "episode_reward_mean": float("nan")}
+    curve = Curve(algo_name, SECTIONS[algo_name]["env"], "tfrl", seed, steps)
     while result["timesteps_total"] < steps:
         result = algo.train()
+        curve.add(result["timesteps_total"], result["episode_reward_mean"], time.time() - start)
         if solved is None and result["episode_reward_mean"] >= target:
             solved = result["timesteps_total"]
     wall, cpu = time.time() - start, time.process_time() - cpu
+    curve.write()
     grad_steps = _grad_updates(algo)
     final = result["episode_reward_mean"]
     out = _result(result["timesteps_total"], grad_steps, wall, cpu, solved,
@@ -264,15 +268,19 @@ def run_sb3(algo: str, seed: int, steps: int, threads: int = 1) -> dict:
             if done != self.episodes:
                 self.episodes = done
                 buf = self.model.ep_info_buffer  # the last 100 episodes
+                curve.add(self.num_timesteps, float(np.mean([e["r"] for e in buf])),
+                          time.time() - start)
                 if self.solved is None and np.mean([e["r"] for e in buf]) >= target:
                     self.solved = self.num_timesteps
             return True
 
     model = sb3_model(algo, seed, steps)
     watch = Watch()
+    curve = Curve(algo, SECTIONS[algo]["env"], "sb3", seed, steps)
     start, cpu = time.time(), time.process_time()
     model.learn(total_timesteps=steps, callback=watch)
     wall, cpu = time.time() - start, time.process_time() - cpu
+    curve.write()
     rewards = [e["r"] for e in model.ep_info_buffer]
     out = _result(model.num_timesteps, model._n_updates, wall, cpu, watch.solved,
                   float(np.mean(rewards)) if rewards else None)
@@ -309,6 +317,7 @@ def main() -> int:
             run_tfrl(args.algo, args.seed, args.steps, args.sac_round, args.threads, jit)
             if args.child == "tfrl" else run_sb3(args.algo, args.seed, args.steps, args.threads))
 
+    curves_to(args.curves)
     frameworks = frameworks_to_compare()
     for algo in args.algos:
         section = SECTIONS[algo]

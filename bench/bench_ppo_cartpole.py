@@ -31,6 +31,8 @@ import sys
 import time
 from typing import Callable, Dict, List, Optional, Sequence
 
+from curves import ENV_VAR as CURVES_ENV_VAR, Curve
+
 SOLVED = 475.0
 # tfrl's side of the comparison: the tuned example (also the learning test's config).
 TUNED_CARTPOLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
@@ -61,19 +63,24 @@ def run_tfrl(seed: int, steps: int, t0: float) -> dict:
     from tfrl.cli.experiment import build_config, resolve_experiment
 
     overrides = ISSUE_SETTINGS + [f"seed={seed}", f"lr_schedule=[[0, 1.0e-3], [{steps}, 0.0]]"]
+    from tfrl.algorithms.registry import get_algorithm_class
+
     config = build_config(resolve_experiment(TUNED_CARTPOLE, overrides=overrides))
-    algo = config.build()
+    algo = get_algorithm_class("PPO")(config=config)
     start = time.time()
     first_learn = solved_steps = solved_s = None
     result = {"timesteps_total": 0}
+    curve = Curve("PPO", "CartPole-v1", "tfrl", seed, steps)
     while result["timesteps_total"] < steps:
         result = algo.train()
+        curve.add(result["timesteps_total"], result["episode_reward_mean"], time.time() - start)
         if first_learn is None:
             first_learn = time.time() - t0
         if solved_steps is None and result["episode_reward_mean"] >= SOLVED:
             solved_steps, solved_s = result["timesteps_total"], time.time() - t0
     wall = time.time() - start
     algo.stop()
+    curve.write()
     return {"steps": result["timesteps_total"], "wall_s": wall,
             "steps_per_s": result["timesteps_total"] / wall, "solved_steps": solved_steps,
             "solved_s": solved_s, "first_learn_s": first_learn, "peak_rss_mb": _rss_mb(),
@@ -111,6 +118,9 @@ def run_sb3(seed: int, steps: int, t0: float) -> dict:
 
         def _on_rollout_end(self):
             buf = self.model.ep_info_buffer
+            if buf:
+                curve.add(self.num_timesteps, float(np.mean([e["r"] for e in buf])),
+                          time.time() - start)
             if (self.solved_steps is None and buf
                     and np.mean([e["r"] for e in buf]) >= SOLVED):
                 self.solved_steps, self.solved_s = self.num_timesteps, time.time() - t0
@@ -124,9 +134,11 @@ def run_sb3(seed: int, steps: int, t0: float) -> dict:
                 learning_rate=lambda progress: 1e-3 * progress, seed=seed, device="cpu",
                 verbose=0)
     watch = Watch()
+    curve = Curve("PPO", "CartPole-v1", "sb3", seed, steps)
     start = time.time()
     model.learn(total_timesteps=steps, callback=watch)
     wall = time.time() - start
+    curve.write()
     rewards = [e["r"] for e in model.ep_info_buffer]
     return {"steps": model.num_timesteps, "wall_s": wall,
             "steps_per_s": model.num_timesteps / wall, "solved_steps": watch.solved_steps,
@@ -177,7 +189,17 @@ def bench_parser(description: str, steps: Optional[int] = 100_000,
     parser.add_argument("--child", choices=["tfrl", "sb3"])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--t0", type=float, default=None)
+    parser.add_argument("--curves", metavar="DIR", default=None,
+                        help="write each run's learning curve (env steps, mean return of "
+                             "the last 100 episodes, wall s) as a CSV into DIR, e.g. "
+                             "bench/curves (tools/plot_curves.py plots them)")
     return parser
+
+
+def curves_to(folder: Optional[str]) -> None:
+    """With `--curves DIR`: the child runs write their curves into DIR."""
+    if folder:
+        os.environ[CURVES_ENV_VAR] = os.path.abspath(folder)
 
 
 def print_result(result: dict) -> int:
@@ -219,6 +241,7 @@ def main() -> int:
         child(args.child, args.seed, args.steps, args.t0 or time.time())
         return 0
 
+    curves_to(args.curves)
     frameworks = frameworks_to_compare()
     print(f"{'run':10s} {'wall s':>8s} {'steps/s':>8s} {'steps@475':>10s} {'s@475':>7s} "
           f"{'RSS MB':>7s} {'1st learn s':>11s} {'final R':>8s}")

@@ -1,0 +1,76 @@
+"""The algorithm pages' learning-curve plots (issue 30): every page embeds an SVG that
+exists, made from CSVs in bench/curves/ that exist and parse, and tools/plot_curves.py
+regenerates an SVG from a CSV. Reads files only; no training."""
+
+import glob
+import importlib.util
+import os
+import re
+
+import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PAGES = os.path.join(REPO, "docs", "algorithms")
+CURVES = os.path.join(REPO, "bench", "curves")
+NOT_ALGORITHMS = {"index.md", "common-config.md"}
+EMBED = re.compile(r"^!\[[^\]]+\]\(\.\./assets/curves/([\w-]+\.svg)\)\n\n\*([^*\n]+)\*$",
+                   re.MULTILINE)
+
+
+def _plot_curves():
+    spec = importlib.util.spec_from_file_location(
+        "plot_curves", os.path.join(REPO, "tools", "plot_curves.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _pages():
+    return sorted(p for p in glob.glob(os.path.join(PAGES, "*.md"))
+                  if os.path.basename(p) not in NOT_ALGORITHMS)
+
+
+def test_there_are_algorithm_pages():
+    assert len(_pages()) >= 14
+
+
+@pytest.mark.parametrize("page", _pages(), ids=os.path.basename)
+def test_every_algorithm_page_embeds_its_curves(page):
+    plot_curves = _plot_curves()
+    algo = os.path.basename(page)[:-3].upper()
+    with open(page, encoding="utf-8") as f:
+        embeds = EMBED.findall(f.read())
+    assert [svg for svg, _ in embeds] == [f"{algo.lower()}.svg"], (
+        f"{page}: expected one '![...](../assets/curves/{algo.lower()}.svg)' followed by a "
+        f"blank line and an italic caption line; found {embeds}")
+    svg, caption = embeds[0]
+    assert os.path.isfile(os.path.join(REPO, "docs", "assets", "curves", svg))
+    csvs = glob.glob(os.path.join(CURVES, f"{algo.lower()}_*.csv"))
+    runs = plot_curves.load(csvs).get(algo)
+    assert runs, f"no CSV in bench/curves/ records {algo} (expected {algo.lower()}_*.csv)"
+    for path in csvs:
+        assert os.path.getsize(path) < 8000, f"{path}: thin the rows (bench/curves.py)"
+    # The caption is the one tools/plot_curves.py writes from those CSVs (env, seeds,
+    # budget, peer, machine, date).
+    assert caption == plot_curves.caption(runs)
+
+
+def test_plot_curves_regenerates_an_svg_from_a_csv(tmp_path):
+    plot_curves = _plot_curves()
+    source = sorted(glob.glob(os.path.join(CURVES, "ppo_*_tfrl_seed0.csv")))[0]
+    assert plot_curves.main(["--out", str(tmp_path), source]) == 0
+    with open(tmp_path / "ppo.svg", encoding="utf-8") as f:
+        svg = f.read()
+    assert svg.startswith("<?xml") and "PPO on CartPole-v1" in svg and "tfrl (1 seed)" in svg
+    # Deterministic: the same CSV gives the same bytes.
+    again = tmp_path / "again"
+    plot_curves.main(["--out", str(again), source])
+    assert (again / "ppo.svg").read_text(encoding="utf-8") == svg
+
+
+def test_a_csv_without_rows_is_refused(tmp_path):
+    path = tmp_path / "x_CartPole-v1_tfrl_seed0.csv"
+    path.write_text("# algo=X env=CartPole-v1 library=tfrl seed=0 budget=1\n"
+                    "env_steps,mean_return,wall_s\n")
+    with pytest.raises(ValueError, match="no rows"):
+        _plot_curves().read_curve(str(path))

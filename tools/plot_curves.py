@@ -1,0 +1,218 @@
+"""Plots the learning curves of bench/curves/*.csv as SVGs for the algorithm pages.
+
+    python tools/plot_curves.py                         # every CSV -> docs/assets/curves/
+    python tools/plot_curves.py --pages                 # ... and the pages' sections
+    python tools/plot_curves.py --out /tmp/x bench/curves/ppo_CartPole-v1_tfrl_seed0.csv
+
+One SVG per algorithm (`<algo>.svg`, lower case): the mean return against env steps of
+every run of that algorithm, one colour per library (tfrl, its peer) and one thin line
+per seed, with the mean over the seeds (on the common step grid) drawn thick. The CSVs
+come from the benches (`--curves DIR`, bench/curves.py). The output is deterministic
+(no date in the file, fixed element ids), so a rerun on the same CSVs changes nothing.
+"""
+
+import argparse
+import csv
+import glob
+import os
+import sys
+from collections import defaultdict
+from typing import Dict, List, Tuple
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CURVES = os.path.join(REPO, "bench", "curves")
+OUT = os.path.join(REPO, "docs", "assets", "curves")
+COLOURS = {"tfrl": "#d62728", "sb3": "#1f77b4"}
+LABELS = {"tfrl": "tfrl", "sb3": "Stable-Baselines3"}
+#: Why an algorithm's plot has no peer curve (its caption says so).
+NO_PEER = {
+    "PG": "Stable-Baselines3 has no vanilla policy gradient (REINFORCE)",
+    "A3C": "Stable-Baselines3 has no asynchronous A3C (its A2C is the synchronous form)",
+    "IMPALA": "Stable-Baselines3 has no IMPALA (V-trace) learner",
+    "APPO": "Stable-Baselines3 has no asynchronous PPO",
+    "BC": "Stable-Baselines3 has no offline algorithms",
+    "MARWIL": "Stable-Baselines3 has no offline algorithms",
+    "CQL": "Stable-Baselines3 has no offline algorithms",
+    "CQL_DQN": "Stable-Baselines3 has no offline algorithms",
+    "A2C": "no bench runs Stable-Baselines3's A2C beside tfrl's yet",
+    "DDPG": "no bench runs Stable-Baselines3's DDPG beside tfrl's yet",
+    "TD3": ("the Stable-Baselines3 run (bench_offpolicy.py --algos TD3 --curves "
+            "bench/curves) is not recorded yet; this is the tuned file's run"),
+}
+
+
+def read_curve(path: str) -> Tuple[Dict[str, str], List[Tuple[float, float, float]]]:
+    """A CSV's header fields (`# key=value ...` lines) and its rows (steps, return, wall s)."""
+    meta: Dict[str, str] = {}
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        lines = [line.rstrip("\n") for line in f if line.strip()]
+    body = []
+    for line in lines:
+        if line.startswith("#"):
+            text = line[1:].strip()
+            if text.startswith(("machine=", "note=")):  # values with spaces: one per line
+                key, _, value = text.partition(" date=") if text.startswith("machine=") \
+                    else (text, "", "")
+                k, _, v = key.partition("=")
+                meta[k] = v
+                if value:
+                    meta["date"] = value
+            else:
+                for field in text.split():
+                    k, _, v = field.partition("=")
+                    meta[k] = v
+        else:
+            body.append(line)
+    reader = csv.DictReader(body)
+    for row in reader:
+        rows.append((float(row["env_steps"]), float(row["mean_return"]), float(row["wall_s"])))
+    if not rows:
+        raise ValueError(f"{path}: no rows (expected env_steps,mean_return,wall_s lines)")
+    for key in ("algo", "env", "library", "seed"):
+        if key not in meta:
+            raise ValueError(f"{path}: the header names no {key}= (see bench/curves.py)")
+    return meta, rows
+
+
+def caption(runs: list) -> str:
+    """The one-line caption of an algorithm's plot: env, seeds, budget, peer, machine, date
+    (`runs`: the (header, rows) pairs of its CSVs)."""
+    meta = runs[0][0]
+    libs = sorted({m["library"] for m, _ in runs})
+    seeds = sorted({int(m["seed"]) for m, _ in runs})
+    offline = any("note" in m for m, _ in runs)
+    budget = (f"{int(meta['budget'])} iterations" if offline
+              else f"{int(meta['budget']):,} env steps")
+    seed_text = (f"seeds {', '.join(map(str, seeds))}" if len(seeds) > 1
+                 else f"one seed ({seeds[0]}; more did not fit the run's time)")
+    if "sb3" in libs:
+        peer = "peer: Stable-Baselines3 with the same settings"
+    else:
+        peer = f"no peer curve: {NO_PEER.get(meta['algo'], 'no peer run yet')}"
+    what = ("mean greedy return of the evaluation episodes after each iteration"
+            if offline else "mean return of the last 100 training episodes")
+    return (f"{meta['algo']} on {meta['env']}, {seed_text}, {budget} per run; {what}; "
+            f"{peer}; {meta.get('machine', '?')}, {meta.get('date', '?')}.")
+
+
+def load(paths: List[str]) -> Dict[str, list]:
+    """The runs of `paths` by algorithm: {algo: [(header, rows), ...]}."""
+    by_algo: Dict[str, list] = defaultdict(list)
+    for path in sorted(paths):
+        meta, rows = read_curve(path)
+        by_algo[meta["algo"]].append((meta, rows))
+    return by_algo
+
+
+def plot(paths: List[str], out_dir: str) -> List[str]:
+    """Writes one SVG per algorithm found in `paths` into `out_dir`; returns their paths."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    matplotlib.rcParams["svg.hashsalt"] = "tfrl-curves"
+    matplotlib.rcParams["svg.fonttype"] = "none"  # text as text: small files
+    by_algo = load(paths)
+    os.makedirs(out_dir, exist_ok=True)
+    written = []
+    for algo, runs in sorted(by_algo.items()):
+        fig, ax = plt.subplots(figsize=(6.4, 3.6))
+        by_lib: Dict[str, list] = defaultdict(list)
+        for meta, rows in runs:
+            by_lib[meta["library"]].append(rows)
+        for lib, curves in sorted(by_lib.items(), key=lambda kv: kv[0] != "tfrl"):
+            colour = COLOURS.get(lib, "#2ca02c")
+            for rows in curves:
+                ax.plot([r[0] for r in rows], [r[1] for r in rows], color=colour,
+                        alpha=0.35, linewidth=0.8)
+            grid = np.linspace(max(c[0][0] for c in curves), min(c[-1][0] for c in curves), 50)
+            mean = np.mean([np.interp(grid, [r[0] for r in c], [r[1] for r in c])
+                            for c in curves], axis=0)
+            ax.plot(grid, mean, color=colour, linewidth=2.0,
+                    label=f"{LABELS.get(lib, lib)} ({len(curves)} seed"
+                          f"{'s' if len(curves) > 1 else ''})")
+        offline = any("note" in meta for meta, _ in runs)
+        ax.set_xlabel("logged steps read" if offline else "env steps")
+        ax.set_ylabel("greedy evaluation return" if offline else "mean episode return")
+        ax.set_title(f"{algo} on {runs[0][0]['env']}")
+        ax.grid(True, alpha=0.3)
+        ax.legend(loc="lower right", fontsize="small")
+        fig.tight_layout()
+        path = os.path.join(out_dir, f"{algo.lower()}.svg")
+        fig.savefig(path, format="svg", metadata={"Date": None})
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+PAGES = os.path.join(REPO, "docs", "algorithms")
+SECTION = "## Learning curves\n"
+
+
+def page_section(algo: str, runs: list) -> str:
+    """The "Learning curves" section of an algorithm page: the SVG and its caption."""
+    meta = runs[0][0]
+    return (f"{SECTION}\n![{algo} learning curves on {meta['env']}]"
+            f"(../assets/curves/{algo.lower()}.svg)\n\n*{caption(runs)}*\n\n")
+
+
+def update_pages(by_algo: Dict[str, list], pages: str = PAGES) -> List[str]:
+    """Writes each algorithm's section into `pages/<algo>.md` (replacing the old one, or
+    before "## Results beside a peer"); returns the pages changed."""
+    changed = []
+    for algo, runs in sorted(by_algo.items()):
+        path = os.path.join(pages, f"{algo.lower()}.md")
+        if not os.path.isfile(path):
+            continue
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        new = page_section(algo, runs)
+        if SECTION in text:
+            start = text.index(SECTION)
+            end = text.find("\n## ", start + len(SECTION))
+            end = len(text) if end < 0 else end + 1
+            updated = text[:start] + new + text[end:]
+        elif "## Results beside a peer" in text:
+            at = text.index("## Results beside a peer")
+            updated = text[:at] + new + text[at:]
+        else:
+            updated = text.rstrip("\n") + "\n\n" + new
+        updated = updated.rstrip("\n") + "\n"
+        if updated != text:
+            with open(path, "w", encoding="utf-8") as f:
+                f.write(updated)
+            changed.append(path)
+    return changed
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("csvs", nargs="*", help=f"CSV files (default: {CURVES}/*.csv)")
+    parser.add_argument("--out", default=OUT, help=f"folder of the SVGs (default: {OUT})")
+    parser.add_argument("--pages", action="store_true",
+                        help="also write each plot and caption into its page, "
+                             "docs/algorithms/<algo>.md (section 'Learning curves')")
+    parser.add_argument("--captions", action="store_true",
+                        help="print each algorithm's caption line (for its page) instead")
+    args = parser.parse_args(argv)
+    paths = args.csvs or sorted(glob.glob(os.path.join(CURVES, "*.csv")))
+    if not paths:
+        print(f"plot_curves.py: error: no CSV files (looked in {CURVES})", file=sys.stderr)
+        return 2
+    if args.captions:
+        for algo, runs in sorted(load(paths).items()):
+            print(f"{algo}: {caption(runs)}")
+        return 0
+    for path in plot(paths, args.out):
+        print(path)
+    if args.pages:
+        for path in update_pages(load(paths)):
+            print(path)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
