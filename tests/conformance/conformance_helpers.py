@@ -251,6 +251,15 @@ def make_recurrent_policy(name: str, space: str, strategy: str = "one_device",
                        model=model or RECURRENT_MODEL, **overrides)
 
 
+def assert_each_function_traced_once(policy: Any, info: Dict[str, Any]) -> None:
+    """The policy's compiled functions (acting, values, learning, gradients and their
+    application) each traced once; `info`: its last `learn_on_batch` result."""
+    assert set(policy.num_traces) >= {"compute_actions", "value", "learn_on_batch",
+                                      "compute_gradients", "apply_gradients"}
+    assert all(count == 1 for count in policy.num_traces.values()), policy.num_traces
+    assert info["learner_stats"]["num_traces"] == 1
+
+
 def batched_initial_state(policy: Any, rows: int) -> List[np.ndarray]:
     """The policy's initial state repeated for `rows` agents."""
     return [np.repeat(s[None], rows, axis=0) for s in policy.get_initial_state()]

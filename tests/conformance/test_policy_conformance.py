@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conformance_helpers import (PER_REPLICA_STATS, POLICY_SUPPORTED, SPACES, STRATEGIES,
+from conformance_helpers import (assert_each_function_traced_once,
+                                 PER_REPLICA_STATS, POLICY_SUPPORTED, SPACES, STRATEGIES,
                                  assert_same_state, make_policy, observations,
                                  sgd_policy_class, train_batch)
 from conformance_helpers import without_graph_optimizer  # noqa: F401 (autouse)
@@ -76,11 +77,8 @@ def _assert_each_function_traces_once(policy, space):
         info = policy.learn_on_batch(batch)
         grads, _ = policy.compute_gradients(batch)
         policy.apply_gradients(grads)
-    assert set(policy.num_traces) >= {"compute_actions", "value", "learn_on_batch",
-                                      "compute_gradients", "apply_gradients"}
-    assert all(count == 1 for count in policy.num_traces.values()), policy.num_traces
+    assert_each_function_traced_once(policy, info)
     assert info["num_traces"] == policy.num_traces
-    assert info["learner_stats"]["num_traces"] == 1
 
 
 def test_state_round_trips_bit_for_bit_and_training_continues(algo, space, trained_policy):

@@ -8,7 +8,8 @@ over episodes (checked on the round-trip's source policy after its training)."""
 import numpy as np
 import pytest
 
-from conformance_helpers import (PER_REPLICA_STATS, RECURRENT_MODEL,
+from conformance_helpers import (assert_each_function_traced_once,
+                                 PER_REPLICA_STATS, RECURRENT_MODEL,
                                  RECURRENT_POLICY_SUPPORTED, SHARED_RECURRENT_MODEL,
                                  STRATEGIES,
                                  assert_state_round_trips_and_export_follows,
@@ -69,10 +70,7 @@ def _assert_each_function_traces_once(policy, space):
         info = policy.learn_on_batch(batch)
         grads, _ = policy.compute_gradients(batch)
         policy.apply_gradients(grads)
-    assert set(policy.num_traces) >= {"compute_actions", "value", "learn_on_batch",
-                                      "compute_gradients", "apply_gradients"}
-    assert all(count == 1 for count in policy.num_traces.values()), policy.num_traces
-    assert info["learner_stats"]["num_traces"] == 1
+    assert_each_function_traced_once(policy, info)
 
 
 def _assert_same_stats(got, want, name):
