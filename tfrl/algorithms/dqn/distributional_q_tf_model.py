@@ -22,7 +22,7 @@ greedy action is the argmax of `Q`): `model(obs, training=False, noise_seed=None
 its index); None evaluates their means.
 """
 
-from typing import Any, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import gymnasium as gym
 import keras
@@ -61,7 +61,7 @@ class DistributionalQTFModel(TFModel):
         if distributional not in DISTRIBUTIONAL_KINDS:
             raise ValueError(f"DistributionalQTFModel: distributional must be one of "
                              f"{DISTRIBUTIONAL_KINDS}; received {distributional!r}.")
-        self._head_options = dict(
+        self._head_options: Dict[str, Any] = dict(
             q_hiddens=[int(h) for h in q_hiddens], dueling=bool(dueling),
             num_atoms=int(num_atoms), use_noisy=bool(use_noisy), v_min=float(v_min),
             v_max=float(v_max), sigma0=float(sigma0), distributional=distributional)
