@@ -20,6 +20,16 @@ with `tau < 1` moves them `tau` of the way (the DQN algorithm calls it every
 `n_step` column of n-step transitions gives each row's bootstrap exponent, 1 when
 absent; prioritized replay's `weights` column weights the rows). `compute_td_error`
 gives the per-row TD errors of a batch in one compiled call, for the new priorities.
+
+Rainbow's parts (`num_atoms > 1`, `noisy`): the model is a `DistributionalQTFModel`
+whose outputs are the expected Q-values, so acting, values and the export take the same
+paths (on TF: the numpy inference path serves the catalog's dense model only). The
+loss is `c51_loss` or `qr_dqn_loss` on its atoms (`dqn_loss` on its Q-values for noisy
+nets alone), and `compute_td_error` returns the per-row distributional loss, RLlib's
+priority. With `noisy`, `compute_actions(explore=True)` takes the greedy actions of the
+network under fresh noise (seeded from `sampling_rng`, one compiled call) and applies no
+epsilon; without `explore` the noise-free means act. The loss's noise comes from
+`noise_key` (part of the state) and the update counter (`loss_noise_seed`).
 """
 
 from typing import Any, Callable, ClassVar, Dict, List, Optional, Tuple
