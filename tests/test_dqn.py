@@ -56,8 +56,14 @@ def test_defaults_are_rllibs_and_subdicts_merge_into_theirs():
 
 
 @pytest.mark.parametrize("config, message", [
-    ({"noisy": True}, r"noisy=True \(noisy networks\) is not implemented"),
-    ({"num_atoms": 51}, r"num_atoms=51 \(distributional Q\) is not implemented"),
+    ({"num_atoms": 0}, r"num_atoms must be an int >= 1; received 0"),
+    ({"num_atoms": 51, "distributional": "iqn"},
+     r"distributional must be one of \('c51', 'quantile'\) .*received 'iqn'"),
+    ({"num_atoms": 51, "v_min": 1.0, "v_max": -1.0},
+     r"C51 \(num_atoms > 1\) needs v_min < v_max; received v_min=1.0, v_max=-1.0"),
+    ({"noisy": True, "model": {"use_lstm": True}},
+     r"received model\['use_lstm'\]=True. Drop 'use_lstm', or use num_atoms=1"),
+    ({"sigma0": -0.5}, r"sigma0 must be a finite float >= 0; received -0.5"),
     ({"td_error_loss_fn": "l1"}, r"td_error_loss_fn must be one of \('huber', 'mse'\); "
                                  r"received 'l1'"),
     ({"hiddens": [0]}, r"hiddens must be a list of positive ints; received \[0\]"),

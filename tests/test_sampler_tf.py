@@ -56,3 +56,29 @@ def test_several_tf_policies_act_in_one_run_builder_call():
     assert a.count == 6 and b.count == 3
     assert a["action_dist_inputs"].shape == (6, 3)
     assert a["actions"].dtype == np.int64 and set(np.unique(a["actions"])) <= {0, 1, 2}
+
+
+class OwnExplorationPolicy(TrivialLossPolicy):
+    """Adds its own exploration in `compute_actions` (as DQN and TD3 do)."""
+
+    def compute_actions(self, obs_batch, *args, **kwargs):
+        actions, state_outs, extras = super().compute_actions(obs_batch, *args, **kwargs)
+        return np.zeros_like(actions), state_outs, extras
+
+
+def test_a_policy_with_its_own_compute_actions_acts_by_its_own_call():
+    # The run builder runs `action_graph`, which would skip the override's exploration.
+    space = gym.spaces.Box(0.0, 100.0, (2,), np.float32)
+    config = {"seed": 0, "inference": "tf", "model": {"fcnet_hiddens": [4]}}
+    worker = FakeWorker({"pa": (OwnExplorationPolicy, space, gym.spaces.Discrete(3), config),
+                         "pb": (TrivialLossPolicy, space, gym.spaces.Discrete(3), config)},
+                        policy_mapping_fn=lambda agent_id, episode, **kw: "p" + agent_id)
+    sampler = make_sampler(worker, BaseEnv.to_base_env(TwoAgentEnv(length=6)),
+                           rollout_fragment_length=float("inf"),
+                           multiple_episodes_in_batch=False)
+    assert not sampler.runner.run_builder_ok(worker.policy_map["pa"])
+    assert sampler.runner.run_builder_ok(worker.policy_map["pb"])
+    before = tf_run_builder.num_traces()
+    batch = sampler.next()
+    assert tf_run_builder.num_traces() == before
+    assert batch.policy_batches["pa"]["actions"].tolist() == [0] * 6

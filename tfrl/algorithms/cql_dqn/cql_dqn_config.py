@@ -38,3 +38,11 @@ class CQLDQNConfig(DQNConfig):
 
     _RANGES: ClassVar[Dict[str, Any]] = {
         "min_q_weight": NON_NEGATIVE, "temperature": POSITIVE}
+
+    def validate(self) -> None:
+        super().validate()
+        if self.num_atoms > 1 or self.noisy:
+            raise ValueError(
+                "CQLDQNConfig: the conservative penalty is on expected Q-values: "
+                f"num_atoms must be 1 and noisy False; received num_atoms={self.num_atoms}, "
+                f"noisy={self.noisy}. Use DQN for distributional or noisy Q-learning.")

@@ -31,6 +31,8 @@ EXPLORATION_DEFAULTS: Dict[str, Any] = {
     "epsilon_timesteps": 10000,
 }
 TD_ERROR_LOSS_FNS = ("huber", "mse")
+# What `num_atoms > 1` learns: C51's categorical distribution or QR-DQN's quantiles.
+DISTRIBUTIONAL_KINDS = ("c51", "quantile")
 
 
 def _field(default: Any) -> Any:
@@ -59,13 +61,28 @@ class DQNConfig(OffPolicyConfig):
             appends them to the trunk (`post_fcnet_hiddens`), shared by the value and
             advantage streams (RLlib gives each stream its own copy).
         double_q: Double Q-learning (the online network picks the next action).
-        noisy, num_atoms: Noisy nets and distributional Q are not implemented: only
-            `noisy=False`, `num_atoms=1` are accepted (so `sigma0`, the noise scale, and
-            `v_min`, `v_max`, the support of the value distribution, are not read).
+        num_atoms: Atoms of the return distribution per action; > 1 turns on
+            distributional Q-learning (`distributional`), 1 is plain DQN.
+        v_min, v_max: The support of C51's distribution (`num_atoms` evenly spaced
+            values); returns outside it are clipped to it.
+        distributional: tfrl's addition (RLlib has C51 only): "c51" (Bellemare et al.
+            2017: a categorical distribution on the support, cross-entropy loss) or
+            "quantile" (QR-DQN, Dabney et al. 2018: `num_atoms` quantiles, quantile
+            Huber loss; `v_min`/`v_max` unused). Read when `num_atoms > 1`.
+        noisy: Noisy nets (Fortunato et al. 2018): the Q head's layers are factorised
+            Gaussian `NoisyLayer`s. Exploration then comes from the noise alone (fresh
+            noise per acting call with `explore`; the means without), and
+            `exploration_config`'s epsilon is not applied (RLlib 2.x's behaviour).
+        sigma0: The noisy layers' initial noise scale (`sigma = sigma0 / sqrt(inputs)`).
         exploration_config: `EpsilonGreedy` with `initial_epsilon`, `final_epsilon`,
             `epsilon_timesteps` (linear decay over the policy's timesteps); merged into
             the defaults as `replay_buffer_config` is.
-        td_error_loss_fn: "huber" or "mse".
+        td_error_loss_fn: "huber" or "mse" (for `num_atoms=1`; the distributional losses
+            are their own, as in RLlib).
+
+    With `num_atoms > 1` or `noisy`, the Q network is `DistributionalQTFModel`: the
+    catalog's dense or conv trunk and, as in RLlib, separate advantage and value streams
+    of `hiddens` each (plain DQN appends `hiddens` to the shared trunk).
         adam_epsilon: Adam's epsilon.
 
     DQN replays single transitions: `replay_buffer_config["replay_sequence_length"]`
@@ -90,6 +107,7 @@ class DQNConfig(OffPolicyConfig):
     num_atoms: int = 1
     v_min: float = -10.0
     v_max: float = 10.0
+    distributional: str = "c51"
     td_error_loss_fn: str = "huber"
     adam_epsilon: float = 1e-8
 
@@ -103,12 +121,21 @@ class DQNConfig(OffPolicyConfig):
         def fail(msg: str) -> None:
             raise ValueError(f"DQNConfig: {msg}")
 
-        if self.noisy:
-            fail("noisy=True (noisy networks) is not implemented in tfrl; set noisy=False "
-                 "and explore with exploration_config (EpsilonGreedy).")
-        if self.num_atoms != 1:
-            fail(f"num_atoms={self.num_atoms} (distributional Q) is not implemented in tfrl; "
-                 "set num_atoms=1.")
+        if self.distributional not in DISTRIBUTIONAL_KINDS:
+            fail(f"distributional must be one of {DISTRIBUTIONAL_KINDS} (read when "
+                 f"num_atoms > 1); received {self.distributional!r}.")
+        if self.num_atoms > 1 and self.distributional == "c51" and not (
+                float(self.v_min) < float(self.v_max)):
+            fail(f"C51 (num_atoms > 1) needs v_min < v_max; received v_min={self.v_min!r}, "
+                 f"v_max={self.v_max!r}.")
+        if self.num_atoms > 1 or self.noisy:
+            model = self.model or {}
+            for key in ("custom_model", "use_lstm", "use_attention"):
+                if model.get(key):
+                    fail(f"num_atoms > 1 and noisy=True build DQN's own Q network "
+                         f"(DistributionalQTFModel) on the catalog's dense or conv trunk; "
+                         f"received model[{key!r}]={model[key]!r}. Drop {key!r}, or use "
+                         "num_atoms=1 and noisy=False.")
         if self.td_error_loss_fn not in TD_ERROR_LOSS_FNS:
             fail(f"td_error_loss_fn must be one of {TD_ERROR_LOSS_FNS}; received "
                  f"{self.td_error_loss_fn!r}.")

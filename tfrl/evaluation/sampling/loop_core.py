@@ -201,9 +201,14 @@ class LoopCore:
     # ------------------------------------------------------------ inference
     @staticmethod
     def run_builder_ok(policy: Any) -> bool:
-        """Whether the policy's action graph can join a TFRunBuilder call (TF inference)."""
+        """Whether the policy's action graph can join a TFRunBuilder call: TF inference,
+        and `compute_actions` defined by the class that defines `action_graph` (a policy
+        that adds its own exploration in `compute_actions`, as DQN's epsilon and noisy
+        nets or TD3's noise do, acts by its own call)."""
         return (callable(getattr(policy, "action_input_signature", None))
-                and getattr(policy, "inference", "tf") == "tf")
+                and getattr(policy, "inference", "tf") == "tf"
+                and _defined_by(type(policy), "compute_actions")
+                is _defined_by(type(policy), "action_graph"))
 
     def run_with_builder(self, inputs: Dict[str, tuple]) -> Dict[str, tuple]:
         """The actions of several TF policies in one compiled call."""
@@ -213,6 +218,11 @@ class LoopCore:
         handles = {pid: builder.add_fetches(policy, obs, state_batches, self.explore, pa, pr)
                    for pid, (policy, obs, state_batches, pa, pr, _) in inputs.items()}
         return {pid: (builder.get(h), inputs[pid][2]) for pid, h in handles.items()}
+
+
+def _defined_by(cls: type, name: str) -> Optional[type]:
+    """The class of `cls`'s MRO whose body defines `name` (None if none does)."""
+    return next((c for c in cls.__mro__ if name in vars(c)), None)
 
 
 def _overrides(callbacks: Any, name: str) -> bool:
