@@ -26,7 +26,7 @@ import gymnasium as gym
 import numpy as np
 import tensorflow as tf
 
-from tfrl.env.tf_envs.tf_vector_env import TFVectorEnv
+from tfrl.env.tf_envs.tf_vector_env import RNG_ALG, TFVectorEnv
 
 DT = 0.2
 LINK_LENGTH_1 = 1.0
@@ -95,7 +95,7 @@ class TFAcrobot(TFVectorEnv):
 
     def _initial_physics(self, key):
         start = tf.random.stateless_uniform([self.num_envs, 4], seed=key, minval=-0.1,
-                                            maxval=0.1, dtype=tf.float32)
+                                            maxval=0.1, dtype=tf.float32, alg=RNG_ALG)
         return tf.cast(start, self.dtype)
 
     def _dynamics(self, physics, action):

@@ -20,7 +20,7 @@ import gymnasium as gym
 import numpy as np
 import tensorflow as tf
 
-from tfrl.env.tf_envs.tf_vector_env import TFVectorEnv
+from tfrl.env.tf_envs.tf_vector_env import RNG_ALG, TFVectorEnv
 
 GRAVITY = 9.8
 MASS_CART = 1.0
@@ -51,7 +51,7 @@ class TFCartPole(TFVectorEnv):
 
     def _initial_physics(self, key):
         return tf.random.stateless_uniform([self.num_envs, 4], seed=key, minval=-0.05,
-                                           maxval=0.05, dtype=self.dtype)
+                                           maxval=0.05, dtype=self.dtype, alg=RNG_ALG)
 
     def _dynamics(self, physics, action):
         x, x_dot, theta, theta_dot = tf.unstack(physics, axis=1)  # each [N]

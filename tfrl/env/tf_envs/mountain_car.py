@@ -20,7 +20,7 @@ import gymnasium as gym
 import numpy as np
 import tensorflow as tf
 
-from tfrl.env.tf_envs.tf_vector_env import TFVectorEnv
+from tfrl.env.tf_envs.tf_vector_env import RNG_ALG, TFVectorEnv
 
 MIN_POSITION = -1.2
 MAX_POSITION = 0.6
@@ -34,7 +34,7 @@ GRAVITY = 0.0025
 def initial_mountain_car_physics(key, num_envs, dtype):
     """[num_envs, 2] start states: position uniform in [-0.6, -0.4), velocity 0."""
     position = tf.random.stateless_uniform([num_envs], seed=key, minval=-0.6, maxval=-0.4,
-                                           dtype=dtype)
+                                           dtype=dtype, alg=RNG_ALG)
     return tf.stack([position, tf.zeros_like(position)], axis=1)
 
 

@@ -22,7 +22,7 @@ import gymnasium as gym
 import numpy as np
 import tensorflow as tf
 
-from tfrl.env.tf_envs.tf_vector_env import TFVectorEnv
+from tfrl.env.tf_envs.tf_vector_env import RNG_ALG, TFVectorEnv
 
 MAX_SPEED = 8.0
 MAX_TORQUE = 2.0
@@ -54,7 +54,8 @@ class TFPendulum(TFVectorEnv):
 
     def _initial_physics(self, key):
         high = tf.constant([math.pi, 1.0], self.dtype)
-        unit = tf.random.stateless_uniform([self.num_envs, 2], seed=key, dtype=self.dtype)
+        unit = tf.random.stateless_uniform([self.num_envs, 2], seed=key, dtype=self.dtype,
+                                           alg=RNG_ALG)
         return -high + unit * (2 * high)
 
     def _dynamics(self, physics, action):

@@ -37,8 +37,13 @@ import gymnasium as gym
 import numpy as np
 import tensorflow as tf
 
-# A stateless RNG key: an int64 tensor of shape [2] (`tf.random.stateless_*`'s `seed`).
+# A seed or a stateless RNG key: an int64 tensor of shape [2] (`tf.random.stateless_*`'s
+# `seed`).
 Seed = Union[int, np.integer, tf.Tensor, np.ndarray]
+
+# The stateless RNG algorithm of every draw: fixed, because "auto_select" picks another
+# algorithm under XLA, and a key must give the same resets with and without XLA.
+RNG_ALG = "philox"
 
 
 class TFEnvState(NamedTuple):
@@ -256,5 +261,5 @@ def _key(seed: Seed) -> tf.Tensor:
 
 def _split(key: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor]:
     """Two new independent keys from `key`."""
-    keys = tf.random.experimental.stateless_split(key, num=2)
+    keys = tf.random.experimental.stateless_split(key, num=2, alg=RNG_ALG)
     return keys[0], keys[1]
