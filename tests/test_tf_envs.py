@@ -105,13 +105,18 @@ def test_trajectories_match_gymnasium(recording):
 
 
 def test_float32_steps_match_gymnasium_to_float32_tolerance(recording):
+    # Every recorded step from gymnasium's state, all at once: one env of T x N sub-envs.
     gym_id, rec = recording
-    env = make_tf_env(f"tfrl/{gym_id}", num_envs=NUM_ENVS, dtype=tf.float32)
-    steps, _ = _tf_replay(env, rec, np.ones(rec["terminated"].shape, bool))
-    np.testing.assert_array_equal(steps.terminated.numpy(), rec["terminated"])
-    np.testing.assert_array_equal(steps.truncated.numpy(), rec["truncated"])
-    np.testing.assert_allclose(steps.final_obs.numpy(), rec["obs"], rtol=2e-5, atol=2e-5)
-    np.testing.assert_allclose(steps.reward.numpy(), rec["reward"], rtol=1e-5, atol=1e-5)
+    done = rec["terminated"] | rec["truncated"]
+    elapsed_before = np.concatenate([np.zeros((1, NUM_ENVS), np.int32),
+                                     _expected_elapsed(done)[:-1]])
+    env = make_tf_env(f"tfrl/{gym_id}", num_envs=done.size, dtype=tf.float32)
+    flat = {k: v.reshape(done.size, *v.shape[2:]) for k, v in rec.items()}
+    step = env.step(env.make_state(flat["physics"], elapsed_before.reshape(-1)), flat["action"])
+    np.testing.assert_array_equal(step.terminated.numpy(), flat["terminated"])
+    np.testing.assert_array_equal(step.truncated.numpy(), flat["truncated"])
+    np.testing.assert_allclose(step.final_obs.numpy(), flat["obs"], rtol=2e-5, atol=2e-5)
+    np.testing.assert_allclose(step.reward.numpy(), flat["reward"], rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("gym_id", GYM_IDS)
@@ -190,8 +195,8 @@ def _random_actions(env, key):
 
 
 @needs_xla
-@pytest.mark.parametrize("gym_id", GYM_IDS)
-def test_step_compiles_with_xla(gym_id):
+@pytest.mark.parametrize("gym_id", GYM_IDS[1:])  # CartPole: the compiled rollout below
+def test_step_compiles_with_xla_and_traces_once(gym_id):
     env = make_tf_env(f"tfrl/{gym_id}", num_envs=8)
     traces = []
 
@@ -201,21 +206,23 @@ def test_step_compiles_with_xla(gym_id):
 
     compiled = tf.function(step, jit_compile=True)
     state, _ = env.reset(seed=0)
-    for t in range(3):
+    for t in range(2):
         action = _random_actions(env, tf.constant([t, 0], tf.int64))
         xla, eager = compiled(state, action), env.step(state, action)
         np.testing.assert_allclose(xla.final_obs.numpy(), eager.final_obs.numpy(), rtol=1e-6,
                                    atol=1e-6)
         np.testing.assert_allclose(xla.reward.numpy(), eager.reward.numpy(), rtol=1e-6)
+        # The same key gives the same resets with and without XLA.
         np.testing.assert_array_equal(xla.state.key.numpy(), eager.state.key.numpy())
-        state = eager.state
+        np.testing.assert_allclose(xla.state.physics.numpy(), eager.state.physics.numpy(),
+                                   rtol=1e-6, atol=1e-6)
+        state = xla.state
     assert len(traces) == 1
 
 
 @needs_xla
-@pytest.mark.parametrize("gym_id", ["CartPole-v1", "Pendulum-v1"])
-def test_compiled_rollout_is_deterministic_given_the_key(gym_id):
-    env = make_tf_env(f"tfrl/{gym_id}", num_envs=64)
+def test_compiled_rollout_is_deterministic_given_the_key():
+    env = make_tf_env("tfrl/CartPole-v1", num_envs=64)
 
     @tf.function(jit_compile=True)
     def rollout(seed):
@@ -236,10 +243,8 @@ def test_compiled_rollout_is_deterministic_given_the_key(gym_id):
     for a, b in zip(first, again):
         np.testing.assert_array_equal(a.numpy(), b.numpy())
     assert not np.array_equal(first[0].numpy(), other[0].numpy())
-    if gym_id == "Pendulum-v1":
-        assert int(first[2]) == 64 * 1000 // 200  # only truncations
-    else:
-        assert int(first[1]) == 64 * 1000 and int(first[2]) > 64 * 1000 // 500
+    assert int(first[1]) == 64 * 1000  # reward 1 per step
+    assert 64 * 1000 // 500 < int(first[2]) < 64 * 1000 // 8  # random play ends early
 
 
 def test_registry_names_every_env():

@@ -125,6 +125,7 @@ class TFVectorEnv:
 
     # ---- the public, pure API --------------------------------------------------
 
+    @tf.autograph.experimental.do_not_convert
     def reset(self, seed: Seed) -> Tuple[TFEnvState, tf.Tensor]:
         """Starts all sub-envs; returns the state and the [N, ...] first observations.
 
@@ -136,6 +137,7 @@ class TFVectorEnv:
                            elapsed_steps=tf.zeros([self.num_envs], tf.int32), key=key)
         return state, self._observe(state.physics)
 
+    @tf.autograph.experimental.do_not_convert
     def step(self, state: TFEnvState, action) -> TFEnvStep:
         """Steps every sub-env once and resets the ones whose episode ended.
 
@@ -159,6 +161,7 @@ class TFVectorEnv:
                          reward=tf.cast(reward, tf.float32), terminated=terminated,
                          truncated=truncated, final_obs=final_obs)
 
+    @tf.autograph.experimental.do_not_convert
     def make_state(self, physics, elapsed_steps=None, seed: Seed = 0) -> TFEnvState:
         """A state from given arrays (e.g. gymnasium's `env.unwrapped.state` rows).
 
@@ -181,6 +184,7 @@ class TFVectorEnv:
                              f"Received: shape {elapsed_steps.shape.as_list()}.")
         return TFEnvState(physics=physics, elapsed_steps=elapsed_steps, key=_key(seed))
 
+    @tf.autograph.experimental.do_not_convert
     def observe(self, state: TFEnvState) -> tf.Tensor:
         """The [N, ...] float32 observations of a state."""
         self._check_state(state)
