@@ -12,9 +12,17 @@ episode, `final_obs` the last observation of the episode that ended (for the
 value bootstrap of a truncated episode), and its step counter is back to 0. For the
 other sub-envs `final_obs` equals `obs`. The next `step` acts in the new episode.
 
+Rewards, `terminated` and `truncated` belong to the transition into `final_obs`; a
+truncated (not terminated) episode is bootstrapped from the value of `final_obs`.
+
 Truncation follows gymnasium's `TimeLimit`: `truncated` is True on the step that makes
 the episode `max_episode_steps` long, whether or not the env also terminates there (both
 can be True; a terminated episode is not bootstrapped, whatever `truncated` says).
+
+`reset`, `step`, `make_state` and `observe` hold no Python control flow on tensors and
+are not converted by AutoGraph: a `tf.function` that calls them traces them as they are
+(AutoGraph conversion tripled the tracing time of an Acrobot rollout). Draws use the
+Philox algorithm, so a key gives the same resets with and without XLA.
 
 Example:
     >>> import tensorflow as tf
@@ -31,6 +39,7 @@ Example:
     (array([ True,  True,  True]), array([0, 0, 0], dtype=int32))
 """
 
+import copy
 from typing import NamedTuple, Optional, Tuple, Union
 
 import gymnasium as gym
@@ -40,6 +49,8 @@ import tensorflow as tf
 # A seed or a stateless RNG key: an int64 tensor of shape [2] (`tf.random.stateless_*`'s
 # `seed`).
 Seed = Union[int, np.integer, tf.Tensor, np.ndarray]
+# [N] integer or [N, 1] float actions: a tensor, or anything tf.convert_to_tensor takes.
+Action = Union[tf.Tensor, np.ndarray, list]
 
 # The stateless RNG algorithm of every draw: fixed, because "auto_select" picks another
 # algorithm under XLA, and a key must give the same resets with and without XLA.
@@ -91,6 +102,9 @@ class TFVectorEnv:
     `gymnasium_dtype`, the spaces, and three pure batched functions:
     `_initial_physics(key)`, `_dynamics(physics, action)` and `_observe(physics)`.
 
+    `observation_space` and `action_space` are one sub-env's spaces (gymnasium's, as
+    in tfrl's `VectorEnv`); batches add a leading [num_envs] dimension.
+
     Args:
         num_envs: How many sub-envs to step together (an int >= 1).
         max_episode_steps: The time limit (gymnasium's `max_episode_steps`); None for
@@ -115,10 +129,13 @@ class TFVectorEnv:
         self.num_envs = _positive_int("num_envs", num_envs)
         self.max_episode_steps = (self.default_max_episode_steps if max_episode_steps is None
                                   else _positive_int("max_episode_steps", max_episode_steps))
-        self.dtype = self.gymnasium_dtype if dtype is None else tf.as_dtype(dtype)
-        if self.dtype not in (tf.float32, tf.float64):
+        if dtype is not None and dtype not in ("float32", "float64", tf.float32, tf.float64):
             raise ValueError(f"dtype must be tf.float32, tf.float64 or None (gymnasium's). "
                              f"Received: dtype={dtype!r}.")
+        self.dtype = self.gymnasium_dtype if dtype is None else tf.as_dtype(dtype)
+        # Each env its own space objects: a space holds an RNG (`space.seed()`).
+        self.observation_space = copy.deepcopy(type(self).observation_space)
+        self.action_space = copy.deepcopy(type(self).action_space)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.env_id}, num_envs={self.num_envs})"
@@ -138,7 +155,7 @@ class TFVectorEnv:
         return state, self._observe(state.physics)
 
     @tf.autograph.experimental.do_not_convert
-    def step(self, state: TFEnvState, action) -> TFEnvStep:
+    def step(self, state: TFEnvState, action: Action) -> TFEnvStep:
         """Steps every sub-env once and resets the ones whose episode ended.
 
         Args:
@@ -162,7 +179,9 @@ class TFVectorEnv:
                          truncated=truncated, final_obs=final_obs)
 
     @tf.autograph.experimental.do_not_convert
-    def make_state(self, physics, elapsed_steps=None, seed: Seed = 0) -> TFEnvState:
+    def make_state(self, physics: Union[tf.Tensor, np.ndarray, list],
+                   elapsed_steps: Optional[Union[tf.Tensor, np.ndarray, list]] = None,
+                   seed: Seed = 0) -> TFEnvState:
         """A state from given arrays (e.g. gymnasium's `env.unwrapped.state` rows).
 
         Args:
@@ -171,7 +190,7 @@ class TFVectorEnv:
             seed: The seed or [2] key of the later resets.
         """
         physics = tf.cast(tf.convert_to_tensor(physics), self.dtype)
-        if physics.shape != (self.num_envs, self.physics_size):
+        if not physics.shape.is_compatible_with([self.num_envs, self.physics_size]):
             raise ValueError(
                 f"{self.env_id}'s physics has shape [num_envs, {self.physics_size}] = "
                 f"[{self.num_envs}, {self.physics_size}]. Received: shape "
@@ -179,7 +198,7 @@ class TFVectorEnv:
         if elapsed_steps is None:
             elapsed_steps = tf.zeros([self.num_envs], tf.int32)
         elapsed_steps = tf.cast(tf.convert_to_tensor(elapsed_steps), tf.int32)
-        if elapsed_steps.shape != (self.num_envs,):
+        if not elapsed_steps.shape.is_compatible_with([self.num_envs]):
             raise ValueError(f"elapsed_steps has shape [num_envs] = [{self.num_envs}]. "
                              f"Received: shape {elapsed_steps.shape.as_list()}.")
         return TFEnvState(physics=physics, elapsed_steps=elapsed_steps, key=_key(seed))
@@ -217,7 +236,7 @@ class TFVectorEnv:
                 f"{state.physics.shape.as_list()}, expected [{self.num_envs}, "
                 f"{self.physics_size}].")
 
-    def _check_action(self, action) -> tf.Tensor:
+    def _check_action(self, action: Action) -> tf.Tensor:
         action = tf.convert_to_tensor(action)
         discrete = isinstance(self.action_space, gym.spaces.Discrete)
         shape = [self.num_envs] if discrete else [self.num_envs, *self.action_space.shape]
