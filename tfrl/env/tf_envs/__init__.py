@@ -13,8 +13,8 @@ Example:
     ... def rollout(state, key):  # 100 steps of random actions
     ...     total = tf.zeros([env.num_envs])
     ...     for t in tf.range(100):
-    ...         action = tf.random.stateless_uniform([env.num_envs], seed=key + tf.cast(t, tf.int64),
-    ...                                              maxval=2, dtype=tf.int32)
+    ...         seed = key + tf.cast(t, tf.int64)
+    ...         action = tf.random.stateless_uniform([env.num_envs], seed, maxval=2, dtype=tf.int32)
     ...         step = env.step(state, action)
     ...         state, total = step.state, total + step.reward
     ...     return state, total

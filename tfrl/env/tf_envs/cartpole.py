@@ -11,7 +11,8 @@ Example:
     >>> state = env.make_state([[0.0, 0.0, 0.21, 0.0], [0.0, 0.0, 0.0, 0.0]])
     >>> step = env.step(state, tf.constant([0, 1]))
     >>> step.terminated.numpy(), step.final_obs.numpy()[1]
-    (array([ True, False]), array([ 0.        ,  0.19512194,  0.        , -0.29268292], dtype=float32))
+    (array([ True, False]),
+     array([ 0.        ,  0.19512194,  0.        , -0.29268292], dtype=float32))
 """
 
 import math

@@ -33,7 +33,8 @@ Example:
     (TensorShape([3, 4]), array([0, 0, 0], dtype=int32))
     >>> step = env.step(state, tf.constant([0, 1, 1]))
     >>> step.reward.numpy(), step.truncated.numpy(), step.state.elapsed_steps.numpy()
-    (array([1., 1., 1.], dtype=float32), array([False, False, False]), array([1, 1, 1], dtype=int32))
+    (array([1., 1., 1.], dtype=float32), array([False, False, False]),
+     array([1, 1, 1], dtype=int32))
     >>> step = env.step(step.state, tf.constant([0, 1, 1]))
     >>> step.truncated.numpy(), step.state.elapsed_steps.numpy()
     (array([ True,  True,  True]), array([0, 0, 0], dtype=int32))
