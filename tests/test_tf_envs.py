@@ -245,7 +245,9 @@ def _random_actions(env, key):
 
 
 @needs_xla
-@pytest.mark.parametrize("gym_id", GYM_IDS[1:])  # CartPole: the compiled rollout below
+# CartPole: the compiled rollout below. MountainCar-v0's ops (cos, clip, where on float64,
+# integer actions) are a subset of CartPole's and MountainCarContinuous-v0's.
+@pytest.mark.parametrize("gym_id", ["Pendulum-v1", "Acrobot-v1", "MountainCarContinuous-v0"])
 def test_step_compiles_with_xla_and_traces_once(gym_id):
     env = make_tf_env(f"tfrl/{gym_id}", num_envs=8)
     traces = []
@@ -347,6 +349,9 @@ def test_bad_states_and_seeds_say_what_was_expected():
     with pytest.raises(ValueError, match=r"The state does not belong to TFCartPole\(CartPole-v1, "
                                          r"num_envs=2\): its physics has shape \[2, 2\]"):
         cartpole.step(pendulum.reset(seed=0)[0], tf.constant([0, 1]))
+    with pytest.raises(TypeError, match=r"The state's physics is float32; TFCartPole\(CartPole-v1, "
+                                        r"num_envs=2\) computes in float64"):
+        cartpole.step(TFCartPole(2, dtype=tf.float32).reset(seed=0)[0], tf.constant([0, 1]))
     with pytest.raises(TypeError, match=r"state must be the TFEnvState.*Received: tuple"):
         cartpole.step((1, 2, 3), tf.constant([0, 1]))
     with pytest.raises(ValueError, match=r"physics has shape \[num_envs, 4\] = \[2, 4\]. "
@@ -360,3 +365,5 @@ def test_bad_states_and_seeds_say_what_was_expected():
         cartpole.reset(seed=[1, 2, 3])
     state = cartpole.make_state(np.zeros((2, 4)), seed=[4, 5])
     assert isinstance(state, TFEnvState) and state.key.numpy().tolist() == [4, 5]
+    # Python floats keep float64 precision.
+    assert cartpole.make_state([[0.0, 0.0, 0.21, 0.0]] * 2).physics.numpy()[0, 2] == 0.21

@@ -185,12 +185,15 @@ class TFVectorEnv:
                    seed: Seed = 0) -> TFEnvState:
         """A state from given arrays (e.g. gymnasium's `env.unwrapped.state` rows).
 
+        A state is read the same way: `state.physics.numpy()` holds those rows.
+
         Args:
             physics: [N, D] sub-env states, laid out as gymnasium's `unwrapped.state`.
             elapsed_steps: [N] steps already taken in each episode; None for zeros.
             seed: The seed or [2] key of the later resets.
         """
-        physics = tf.cast(tf.convert_to_tensor(physics), self.dtype)
+        # dtype_hint: Python floats become float64 (not float32) for a float64 env.
+        physics = tf.cast(tf.convert_to_tensor(physics, dtype_hint=self.dtype), self.dtype)
         if not physics.shape.is_compatible_with([self.num_envs, self.physics_size]):
             raise ValueError(
                 f"{self.env_id}'s physics has shape [num_envs, {self.physics_size}] = "
@@ -236,6 +239,10 @@ class TFVectorEnv:
                 f"The state does not belong to {self!r}: its physics has shape "
                 f"{state.physics.shape.as_list()}, expected [{self.num_envs}, "
                 f"{self.physics_size}].")
+        if state.physics.dtype != self.dtype:
+            raise TypeError(f"The state's physics is {state.physics.dtype.name}; {self!r} "
+                            f"computes in {self.dtype.name}. Build the state with this env's "
+                            f"reset() or make_state().")
 
     def _check_action(self, action: Action) -> tf.Tensor:
         action = tf.convert_to_tensor(action)
