@@ -114,7 +114,7 @@ class TFVectorEnv:
             does (float64 for all but MountainCarContinuous, which keeps float32), so
             that trajectories match gymnasium's to float32 rounding. `tf.float32`
             everywhere is faster on accelerators; one step then agrees with
-            gymnasium's to about 1e-6 relative, and long trajectories drift apart as
+            gymnasium's to a few 1e-6 (relative), and long trajectories drift apart as
             float32 rounding accumulates.
     """
 
