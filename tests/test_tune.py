@@ -4,10 +4,11 @@ The `--dry_run` and sweep-file checks need no Ray; the sweeps themselves (marked
 share one local Ray runtime of 2 CPUs and run tiny PPO CartPole trials (64 steps an
 iteration, no remote workers, half a CPU each, two at a time, actors reused between
 trials): a grid of 4 under ASHA reports all 4, stops some early and writes the best
-config (one sweep: each Tune run starts actors that import TensorFlow); PBT of 4 trials (examples/pbt_cartpole.py) copies one trial's weights into another
-(checked by the checkpoint's trial directory and a weight fingerprint); a trial whose env
-raises is retried, reported and the sweep still finishes; MLflow and W&B (offline) log
-each trial's config, metrics and final checkpoint.
+config (one sweep: each Tune run starts actors that import TensorFlow); PBT of 4 trials
+(examples/pbt_cartpole.py) copies one trial's weights into another (checked by the
+checkpoint's trial directory and a weight fingerprint); a trial whose env raises is
+retried, reported and the sweep still finishes; MLflow and W&B (offline) log each
+trial's config, metrics and final checkpoint.
 """
 
 import importlib.util
