@@ -199,12 +199,11 @@ class ExternalEnvRunner:
                     stepped = True
                 agent.info = info
                 if all_done or terminateds[eid].get(aid) or truncateds[eid].get(aid):
-                    finished.append((agent.policy_id, _chunk(eid, agent), record))
+                    finished.append((agent.policy_id, agent.collector.take_chunk(eid), record))
                     del record.agents[aid]
                     continue
-                limit = self.rollout_fragment_length
-                if limit and len(agent.collector.rows) >= limit:
-                    finished.append((agent.policy_id, _chunk(eid, agent), record))
+                if agent.collector.cut_due(self.rollout_fragment_length):
+                    finished.append((agent.policy_id, agent.collector.take_chunk(eid), record))
                 explore = record.training_enabled and self._explore(agent.policy_id)
                 to_act[(agent.policy_id, explore)].append((eid, aid, agent_ob))
             if stepped:
@@ -212,7 +211,7 @@ class ExternalEnvRunner:
                 record.unreported_env_steps += 1
             if all_done:
                 # Agents without a final observation end where they last acted.
-                finished.extend((a.policy_id, _chunk(eid, a), record)
+                finished.extend((a.policy_id, a.collector.take_chunk(eid), record)
                                 for a in record.agents.values() if a.started)
                 metrics.append(_episode_metrics(record))
                 del self._episodes[eid]
@@ -319,12 +318,6 @@ def fragment_length(config: dict) -> Optional[int]:
     length = config.get("rollout_fragment_length", 200)
     valid = isinstance(length, int) and not isinstance(length, bool) and length > 0
     return length if valid else 200
-
-
-def _chunk(eid: str, agent: _AgentRecord) -> Optional[Any]:
-    """The agent's rows since its last chunk as a SampleBatch (None if it has none)."""
-    collector = agent.collector
-    return collector.build(eid, eid, 0, None, None) if collector.rows else None
 
 
 def _clean_info(info: Optional[dict]) -> dict:

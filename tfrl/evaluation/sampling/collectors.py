@@ -164,6 +164,17 @@ class AgentCollector:
         action = zero_action if self.last_action is None else self.last_action
         return action, float(self.last_reward)
 
+    def cut_due(self, fragment_length: Optional[int]) -> bool:
+        """Whether the agent's own rows fill a fragment of `fragment_length` steps
+        (per-agent cuts, as the external runner emits; None or 0 never cuts)."""
+        return bool(fragment_length) and len(self.rows) >= fragment_length
+
+    def take_chunk(self, eps_id: Any) -> Optional[SampleBatch]:
+        """The rows since the last chunk as a SampleBatch with `eps_id` as episode and
+        env id, no reward clipping and no previous action (None if there are no rows);
+        starts a new, empty chunk."""
+        return self.build(eps_id, eps_id, 0, None, None) if self.rows else None
+
     def build(self, eps_id: int, env_id: Any, unroll_id: int,
               clip_rewards: Any, zero_action: Any) -> SampleBatch:
         """The chunk's columns as a SampleBatch; starts a new, empty chunk."""
