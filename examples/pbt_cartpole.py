@@ -17,7 +17,7 @@ Ray Tune is optional (`pip install 'tfrl[tune]'`); without it this example says 
 import json
 import os
 import tempfile
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Optional
 
 import numpy as np
 
@@ -82,8 +82,10 @@ def fingerprint_in(fingerprint: float, reported: Any) -> bool:
 
 
 def run_pbt(num_trials: int = 4, iterations: int = 8, batch: int = 256,
-            storage_path: str = "") -> Dict[str, Any]:
+            storage_path: str = "", time_budget_s: Optional[float] = None
+            ) -> Dict[str, Any]:
     """Runs the PBT population; returns the trials' histories and the exploits found.
+    `time_budget_s` (None: no limit) ends the whole run after that many seconds.
 
     Returns:
         `{"results": Tune's ResultGrid, "exploits": [...], "best": best Result}`; an
@@ -105,7 +107,7 @@ def run_pbt(num_trials: int = 4, iterations: int = 8, batch: int = 256,
     tuner = tfrl.tune.Tuner(
         TracedPPO, param_space=config,
         tune_config=tune.TuneConfig(metric="episode_reward_mean", mode="max", scheduler=pbt,
-                                    reuse_actors=True),
+                                    reuse_actors=True, time_budget_s=time_budget_s),
         run_config=tune.RunConfig(
             name="pbt_cartpole", verbose=0, stop={"training_iteration": iterations},
             storage_path=storage_path or tempfile.mkdtemp(prefix="pbt_cartpole_")))

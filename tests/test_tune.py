@@ -220,7 +220,10 @@ def test_pbt_of_four_trials_exploits_another_trials_checkpoint(ray_runtime, tmp_
     loads the checkpoint of another trial (its path is in that trial's directory) and
     its weights are then ones that only the other trial reported."""
     example = _load_example("pbt_cartpole")
-    out = example.run_pbt(num_trials=4, iterations=3, batch=64, storage_path=str(tmp_path))
+    # A time budget: a stalled synchronous PBT (seen once, in a loaded full run) ends as
+    # a failure of the iteration check below, not as a run that never returns.
+    out = example.run_pbt(num_trials=4, iterations=3, batch=64, storage_path=str(tmp_path),
+                          time_budget_s=600)
     results = out["results"]
     assert len(results) == 4 and not results.errors
     assert all(r.metrics["training_iteration"] == 3 for r in results)
