@@ -14,18 +14,7 @@ from tfrl.algorithms.dqn import DQN, DQNConfig, DQNTFPolicy
 from tfrl.algorithms.dqn.distributional_q_tf_model import DistributionalQTFModel
 from tfrl.algorithms.dqn.dqn_loss import c51_targets, categorical_td_error
 from tfrl.env.registry import register_env
-
-@pytest.fixture(scope="module", autouse=True)
-def without_graph_optimizer():
-    """Grappler off for this module (as in tests/conformance): tracing the learning
-    steps dominates these tests, and nothing here compares against graph-optimized
-    numbers."""
-    options = tf.config.optimizer.get_experimental_options()
-    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
-    yield
-    tf.config.optimizer.set_experimental_options(
-        {"disable_meta_optimizer": options.get("disable_meta_optimizer", False)})
-
+from graph_options import without_graph_optimizer  # noqa: F401 (autouse)
 
 OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
 SMALL = {"model": {"fcnet_hiddens": [16]}, "hiddens": [8], "seed": 0}

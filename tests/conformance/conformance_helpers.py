@@ -11,30 +11,16 @@ from typing import Any, Dict, List, Optional, Tuple
 import gymnasium as gym
 import keras
 import numpy as np
-import pytest
 import tensorflow as tf
 
 from tfrl.algorithms.registry import ALGORITHMS, get_algorithm_class
 from tfrl.env.registry import register_env
 from tfrl.policy.sample_batch import SampleBatch
 from tfrl.policy.strategy import make_strategy
+from graph_options import without_graph_optimizer  # noqa: F401 (re-exported)
 
 ALGORITHM_NAMES = sorted(ALGORITHMS)
 
-
-@pytest.fixture(scope="module", autouse=True)
-def without_graph_optimizer():
-    """Grappler (TensorFlow's graph optimizer) off for the module that imports this
-    fixture: its passes over the first call of each compiled function took about a
-    third of these modules' time (building and tracing dominates them). The conformance checks compare the policy with
-    itself (strategies, restores, exports), all run the same way; the learning tests,
-    the digests of `test_training_step_digests.py` and every other test keep TensorFlow's
-    defaults."""
-    options = tf.config.optimizer.get_experimental_options()
-    tf.config.optimizer.set_experimental_options({"disable_meta_optimizer": True})
-    yield
-    tf.config.optimizer.set_experimental_options(
-        {"disable_meta_optimizer": options.get("disable_meta_optimizer", False)})
 
 # CartPole-like (Box obs, Discrete actions) and Pendulum-like (Box obs, Box actions).
 SPACES: Dict[str, Tuple[gym.Space, gym.Space]] = {
