@@ -36,6 +36,26 @@ except ImportError:  # the tune extra is not installed
 if tune is not None:
     import tfrl.tune
 
+    class ReportLog(tune.Callback):
+        """Every result each trial reported, in order, as the driver received it.
+
+        A trial's `metrics_dataframe` is not its whole history under PBT: it is read back
+        from the trial's progress file, which an exploit may rewrite (a source trial that
+        later exploits another one can lose the rows it reported before). This log keeps
+        them all."""
+
+        KEYS = ("training_iteration", "weights_fingerprint", "restored_from",
+                "restored_source_iteration", "saved_fingerprint", "restored_fingerprint")
+
+        def __init__(self) -> None:
+            self.reports: Dict[str, List[Dict[str, Any]]] = {}
+
+        def on_trial_result(self, iteration: int, trials: List[Any], trial: Any,
+                            result: Dict[str, Any], **info: Any) -> None:
+            if "trial" in result:
+                self.reports.setdefault(result["trial"], []).append(
+                    {k: result[k] for k in self.KEYS if k in result})
+
     class TracedPPO(tfrl.tune.get_trainable("PPO")):
         """tfrl's PPO trainable that reports, after each step, a fingerprint of its
         weights and, after a restore, which trial saved the checkpoint it loaded, that
@@ -74,9 +94,9 @@ if tune is not None:
 
 
 def fingerprint_in(fingerprint: float, reported: Any) -> bool:
-    """Whether `fingerprint` is one of the `reported` ones. Tune's histories are read back
-    from its progress.csv, whose float parsing may move the last digit: equal within 1e-9
-    (one optimizer step moves a fingerprint by ~1e-3 of itself)."""
+    """Whether `fingerprint` is one of the `reported` ones: equal within 1e-9, in case a
+    report went through text on the way (one optimizer step moves a fingerprint by ~1e-3
+    of itself)."""
     return bool(np.isclose(fingerprint, np.asarray(reported, np.float64),
                            rtol=1e-9, atol=0.0).any())
 
@@ -88,11 +108,13 @@ def run_pbt(num_trials: int = 4, iterations: int = 8, batch: int = 256,
     `time_budget_s` (None: no limit) ends the whole run after that many seconds.
 
     Returns:
-        `{"results": Tune's ResultGrid, "exploits": [...], "best": best Result}`; an
-        exploit is `{"trial", "iteration", "source", "source_iteration", "weights_match"}`:
-        `trial` loaded, before `iteration`, the checkpoint that the trial `source` (another
-        trial) saved after its iteration `source_iteration`; `weights_match` says that its
-        weights after loading equal the ones `source` saved.
+        `{"results": Tune's ResultGrid, "reports": {trial: [result, ...]}, "exploits":
+        [...], "best": best Result}`; `reports` holds every result each trial reported, in
+        order (see `ReportLog`). An exploit is `{"trial", "iteration", "source",
+        "source_iteration", "restored_fingerprint", "weights_match"}`: `trial` loaded,
+        before `iteration`, the checkpoint that the trial `source` (another trial) saved
+        after its iteration `source_iteration`; `weights_match` says that its weights after
+        loading (`restored_fingerprint`) equal the ones `source` saved.
     """
     pbt = PopulationBasedTraining(
         time_attr="training_iteration", perturbation_interval=1, quantile_fraction=0.5,
@@ -104,30 +126,31 @@ def run_pbt(num_trials: int = 4, iterations: int = 8, batch: int = 256,
               "sgd_minibatch_size": min(batch, 64), "num_sgd_iter": 2,
               "model": {"fcnet_hiddens": [16]}, "lr": 1e-3, "clip_param": 0.2,
               "num_cpus_for_driver": 0.5, "seed": tune.grid_search(list(range(num_trials)))}
+    log = ReportLog()
     tuner = tfrl.tune.Tuner(
         TracedPPO, param_space=config,
         tune_config=tune.TuneConfig(metric="episode_reward_mean", mode="max", scheduler=pbt,
                                     reuse_actors=True, time_budget_s=time_budget_s),
         run_config=tune.RunConfig(
             name="pbt_cartpole", verbose=0, stop={"training_iteration": iterations},
-            storage_path=storage_path or tempfile.mkdtemp(prefix="pbt_cartpole_")))
+            storage_path=storage_path or tempfile.mkdtemp(prefix="pbt_cartpole_"),
+            callbacks=[log]))
     results = tuner.fit()
-    histories = {r.metrics["trial"]: r.metrics_dataframe for r in results
-                 if r.metrics and "trial" in r.metrics}
     exploits: List[Dict[str, Any]] = []
-    for trial, history in histories.items():
-        for _, row in history[history["restored_from"] != ""].iterrows():
-            source = row["restored_from"]
-            if source == trial or source not in histories:
-                continue  # a paused trial resuming from its own checkpoint
+    for trial, rows in log.reports.items():
+        for row in rows:
+            source = row.get("restored_from", "")
+            if not source or source == trial or source not in log.reports:
+                continue  # no restore, or a paused trial resuming from its own checkpoint
             exploits.append({
                 "trial": trial, "iteration": int(row["training_iteration"]),
                 "source": source,
                 "source_iteration": int(row["restored_source_iteration"]),
+                "restored_fingerprint": row["restored_fingerprint"],
                 # the weights after loading are the ones the source saved
                 "weights_match": fingerprint_in(row["restored_fingerprint"],
                                                 [row["saved_fingerprint"]])})
-    return {"results": results, "exploits": exploits,
+    return {"results": results, "reports": log.reports, "exploits": exploits,
             "best": results.get_best_result(metric="episode_reward_mean", mode="max")}
 
 

@@ -227,22 +227,28 @@ def test_pbt_of_four_trials_exploits_another_trials_checkpoint(ray_runtime, tmp_
     results = out["results"]
     assert len(results) == 4 and not results.errors
     assert all(r.metrics["training_iteration"] == 3 for r in results)
-    histories = {r.metrics["trial"]: r.metrics_dataframe for r in results}
-    assert out["exploits"], [list(h["restored_from"]) for h in histories.values()]
+    # every report reached the driver's log, a trial's latest one last (under PBT a
+    # trial's metrics_dataframe may have lost rows: the log is its whole history)
+    reports = out["reports"]
+    assert sorted(reports) == sorted(r.metrics["trial"] for r in results)
+    for r in results:
+        assert reports[r.metrics["trial"]][-1]["weights_fingerprint"] == r.metrics[
+            "weights_fingerprint"]
+        assert len(reports[r.metrics["trial"]]) >= 3
+    assert out["exploits"], {t: [row.get("restored_from") for row in rows]
+                             for t, rows in reports.items()}
     for exploit in out["exploits"]:
-        assert exploit["source"] != exploit["trial"] and exploit["source"] in histories
+        assert exploit["source"] != exploit["trial"] and exploit["source"] in reports
         assert exploit["weights_match"], exploit
-        rows = histories[exploit["trial"]]
-        (restored,) = rows[rows["training_iteration"] == exploit["iteration"]][
-            "restored_fingerprint"]
+        restored = exploit["restored_fingerprint"]
         # the weights the source reported after the iteration it saved at, never the
         # exploiting trial's own
-        source = histories[exploit["source"]]
-        reported = source[source["training_iteration"] == exploit["source_iteration"]][
-            "weights_fingerprint"]
-        assert example.fingerprint_in(restored, reported), (exploit, restored, list(source[
-            "weights_fingerprint"]))
-        assert not example.fingerprint_in(restored, rows["weights_fingerprint"])
+        source = reports[exploit["source"]]
+        reported = [row["weights_fingerprint"] for row in source
+                    if row["training_iteration"] == exploit["source_iteration"]]
+        assert example.fingerprint_in(restored, reported), (exploit, source)
+        own = [row["weights_fingerprint"] for row in reports[exploit["trial"]]]
+        assert not example.fingerprint_in(restored, own), (exploit, own)
     assert out["best"].metrics["episode_reward_mean"] == max(
         r.metrics["episode_reward_mean"] for r in results)
 
