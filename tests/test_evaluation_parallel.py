@@ -5,10 +5,15 @@ The overlap is shown without timing: a callback holds the learner inside
 `on_learn_on_batch` until the evaluation worker has finished its episodes, and holds the
 evaluation worker's episodes until the learner is there (each wait with a timeout), and
 counts the evaluation episodes that ended while the learner was in its learning step. In
-parallel every evaluation episode does; in sequence none does.
+parallel every evaluation episode does; in sequence none does. The same with remote
+evaluation workers (threads), and with one on a Ray actor (the signal then goes through a
+file).
 """
 
+import os
+import sys
 import threading
+import time
 
 import pytest
 
@@ -130,7 +135,91 @@ def test_auto_duration_evaluates_while_training_lasts_or_one_episode_per_worker(
         algo.stop()
 
 
+@pytest.mark.parametrize("parallel", [True, False])
+def test_remote_evaluation_workers_sample_while_the_learner_trains_or_after(parallel):
+    # Two evaluation workers besides the local one (thread backend: the callbacks' class
+    # state is shared); the local evaluation worker has no env, so only the remote ones
+    # may sample.
+    OverlapProbe.reset(wait_s=60.0 if parallel else 0.2)
+    algo = PPO(config={**SMALL, "evaluation_parallel_to_training": parallel,
+                       "evaluation_num_workers": 2, "remote_backend": "thread",
+                       "callbacks": OverlapProbe})
+    try:
+        assert len(algo.evaluation_workers.remote_workers()) == 2
+        assert algo.evaluation_workers.local_worker().env is None
+        result = algo.train()
+        again = algo.evaluate()["evaluation"]  # outside train(): in sequence
+    finally:
+        algo.stop()
+    state = OverlapProbe.state
+    assert result["evaluation"]["episodes_this_iter"] == EVAL_EPISODES
+    assert state["learn_calls"] == 1 and state["ended"] >= EVAL_EPISODES
+    assert threading.main_thread().name not in state["threads"]  # the remote workers'
+    if parallel:
+        assert state["ended_while_learning"] >= EVAL_EPISODES
+    else:
+        assert state["ended_while_learning"] == 0
+    assert again["episodes_this_iter"] == EVAL_EPISODES
+
+
 @pytest.mark.parametrize("duration", ["autoo", 0, 2.5])
 def test_evaluation_duration_is_an_int_or_auto(duration):
     with pytest.raises(ValueError, match="evaluation_duration"):
         PPO(config={**SMALL, "evaluation_duration": duration})
+
+
+class FileOverlapProbe(DefaultCallbacks):
+    """Across processes (an evaluation worker on a Ray actor): each evaluation episode's
+    end appends a line to `signal`, and the learner stays in `on_learn_on_batch` until
+    `EVAL_EPISODES` lines are there (at most 60 s), counting what it saw."""
+
+    signal = ""  # set by the test; shipped to the actor with the class (by value)
+    seen_while_learning = -1
+
+    def on_episode_end(self, *, worker, episode, **kwargs):
+        if worker.policy_config.get("in_evaluation"):
+            with open(self.signal, "a") as f:
+                f.write(f"{os.getpid()}\n")
+
+    def on_learn_on_batch(self, *, policy, train_batch, result, **kwargs):
+        deadline = time.monotonic() + 60.0
+        while len(_lines(self.signal)) < EVAL_EPISODES and time.monotonic() < deadline:
+            time.sleep(0.05)
+        type(self).seen_while_learning = len(_lines(self.signal))
+
+
+def _lines(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        return f.read().split()
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_ray_evaluation_worker_samples_while_the_learner_trains(tmp_path):
+    ray = pytest.importorskip("ray")
+    from tfrl.backends.ray import init_ray
+
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    FileOverlapProbe.signal = str(tmp_path / "evaluation_episodes")
+    started = init_ray(num_cpus=2, log_to_driver=False, configure_logging=False)
+    algo = None
+    try:
+        algo = PPO(config={**SMALL, "evaluation_parallel_to_training": True,
+                           "evaluation_num_workers": 1, "num_cpus_per_worker": 0.5,
+                           "callbacks": FileOverlapProbe})
+        (handle,) = algo.evaluation_workers.remote_workers()
+        assert handle.apply(lambda w: os.getpid()).result(timeout=60) != os.getpid()
+        result = algo.train()
+    finally:
+        if algo is not None:
+            algo.stop()
+        if started:
+            ray.shutdown()
+    # the learner saw every evaluation episode end (in the actor's process) while it was
+    # in its learning step
+    assert FileOverlapProbe.seen_while_learning >= EVAL_EPISODES
+    assert len(set(_lines(FileOverlapProbe.signal))) == 1  # one actor process
+    assert int(_lines(FileOverlapProbe.signal)[0]) != os.getpid()
+    assert result["evaluation"]["episodes_this_iter"] == EVAL_EPISODES

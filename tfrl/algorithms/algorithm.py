@@ -425,9 +425,10 @@ class Algorithm:
                 batches = [w.sample() for w in samplers]
                 metrics = [m for w in samplers for m in w.get_metrics()]
             else:
-                batches = eval_workers.foreach_worker(lambda w: w.sample())[1:]
-                metrics = [m for ms in eval_workers.foreach_worker(lambda w: w.get_metrics())[1:]
-                           for m in ms]
+                # the local evaluation worker has no env when there are remote ones
+                batches = eval_workers.foreach_worker(lambda w: w.sample(), local_worker=False)
+                metrics = [m for ms in eval_workers.foreach_worker(
+                    lambda w: w.get_metrics(), local_worker=False) for m in ms]
             steps += sum(b.env_steps() if hasattr(b, "env_steps") else b.count for b in batches)
             episodes.extend(metrics)
         if by_episodes and until_trained is None:

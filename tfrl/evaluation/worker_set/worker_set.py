@@ -246,9 +246,12 @@ class WorkerSet:
                         what: str) -> List[Any]:
         return self._remotes.on_all(self._remotes.handles, lambda h, _: send(h), what)
 
-    def foreach_worker(self, func: Callable[[Any], Any]) -> List[Any]:
-        """`[func(worker) for every worker]`, local first, then remotes in index order."""
-        local = [func(self._local_worker)] if self._local_worker is not None else []
+    def foreach_worker(self, func: Callable[[Any], Any], *, local_worker: bool = True
+                       ) -> List[Any]:
+        """`[func(worker) for every worker]`, local first, then remotes in index order;
+        with `local_worker=False` (RLlib 2.x's keyword) the remote workers only."""
+        local = ([func(self._local_worker)]
+                 if local_worker and self._local_worker is not None else [])
         return local + self._remote_results(lambda h: h.apply(func), "foreach_worker")
 
     def foreach_worker_with_index(self, func: Callable[[Any, int], Any]) -> List[Any]:
