@@ -10,9 +10,12 @@ run on the worker node (Ray node ids), that the batches of both reached the lear
 only to a worker whose batch it just queued), and that IMPALA reaches a mean return of
 150 on CartPole-v1 from `tfrl/tuned/impala_cartpole.yaml` (~40k env steps there).
 
-Skipped without Ray; marked `ray`, `slow` and `learning`. Every wait is bounded: node
-start-up, actor start-up (TensorFlow imports take seconds), each remote call, and the
-training run in steps and wall time.
+A Ray Tune sweep runs unchanged on the same cluster (issue 31): two PPO trials that each
+ask for a whole CPU run at the same time, one on each node, and both report.
+
+Skipped without Ray; marked `ray` and `slow` (the IMPALA run also `learning`). Every wait
+is bounded: node start-up, actor start-up (TensorFlow imports take seconds), each remote
+call, and the training run in steps and wall time.
 """
 
 import os
@@ -27,7 +30,7 @@ from tfrl.cli.experiment import build_config, resolve_experiment
 ray = pytest.importorskip("ray")
 cluster_utils = pytest.importorskip("ray.cluster_utils")
 
-pytestmark = [pytest.mark.ray, pytest.mark.slow, pytest.mark.learning]
+pytestmark = [pytest.mark.ray, pytest.mark.slow]
 # The actors cannot import this module: ship its functions by value.
 ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
@@ -62,6 +65,7 @@ def _node_id(worker):
     return ray.get_runtime_context().get_node_id()
 
 
+@pytest.mark.learning
 def test_impala_trains_with_its_workers_on_the_second_node(two_node_cluster):
     cluster, worker_node = two_node_cluster
     alive = [n for n in ray.nodes() if n["Alive"]]
@@ -104,3 +108,32 @@ def test_impala_trains_with_its_workers_on_the_second_node(two_node_cluster):
     assert all(t > 0 for t in timesteps), timesteps  # both workers' batches were queued
     assert counters["num_env_steps_trained"] > 0
     assert counters["num_weight_broadcasts"] > 0
+
+
+def test_a_tune_sweep_places_its_trials_on_both_nodes(two_node_cluster, tmp_path):
+    tune = pytest.importorskip("ray.tune")
+    import tfrl.tune
+
+    cluster, worker_node = two_node_cluster
+
+    class NodeReportingPPO(tfrl.tune.get_trainable("PPO")):
+        """tfrl's PPO trainable that reports the Ray node it runs on."""
+
+        def step(self):
+            return {**super().step(), "node_id": ray.get_runtime_context().get_node_id()}
+
+    config = {"env": "CartPole-v1", "num_workers": 0, "num_envs_per_worker": 2,
+              "rollout_fragment_length": 8, "train_batch_size": 32,
+              "sgd_minibatch_size": 16, "num_sgd_iter": 1, "model": {"fcnet_hiddens": [8]},
+              # a whole CPU a trial: each node has one, so the two trials run on both
+              "num_cpus_for_driver": 1, "seed": tune.grid_search([0, 1])}
+    results = tfrl.tune.Tuner(
+        NodeReportingPPO, param_space=config,
+        tune_config=tune.TuneConfig(metric="episode_reward_mean", mode="max",
+                                    time_budget_s=4 * TIMEOUT),
+        run_config=tune.RunConfig(name="two_nodes", verbose=0, storage_path=str(tmp_path),
+                                  stop={"training_iteration": 2})).fit()
+    assert len(results) == 2 and not results.errors
+    assert all(r.metrics["training_iteration"] == 2 for r in results)
+    nodes = sorted(r.metrics["node_id"] for r in results)
+    assert nodes == sorted([cluster.head_node.node_id, worker_node.node_id]), nodes
