@@ -53,6 +53,9 @@ TUNE_REQUIRES = ["ray[tune]>=2.60,<3", "optuna>=3.0"]
 # `policy.export_tflite`, `export_model(onnx=opset)`): tf2onnx converts to ONNX;
 # onnxruntime and ai-edge-litert (TFLite's interpreter) run the files in the tests.
 EXPORT_REQUIRES = ["tf2onnx>=1.16", "onnxruntime>=1.17", "ai-edge-litert>=1.2"]
+# TensorFlow Serving's request protos (PredictRequest/PredictResponse), for clients of a
+# served policy; the tests build requests with them against the exported signatures.
+SERVING_REQUIRES = ["tensorflow-serving-api==2.21.*"]
 # Experiment tracking (tfrl.algorithms.tracking's fit() callbacks, tfrl tune's
 # `callbacks: [mlflow, wandb]` through Ray Tune's logger callbacks). Not in the test extra:
 # mlflow pulls ~70 packages (Flask, scikit-learn, pyarrow, ...) and takes ~3 s to import;
@@ -70,7 +73,7 @@ EXTRAS_REQUIRE = {
     # that CI runs their tests (which skip without them).
     "test": ["pytest>=8", "pytest-xdist>=3.5", "hypothesis>=6.100", "ray>=2.60,<3",
              "import-linter>=2.1", "grimp>=3.5", "mypy>=1.10"] + TFP_REQUIRES + PETTINGZOO_REQUIRES
-            + TUNE_REQUIRES + EXPORT_REQUIRES
+            + TUNE_REQUIRES + EXPORT_REQUIRES + SERVING_REQUIRES
             + ATARI_REQUIRES + MINATAR_REQUIRES + MUJOCO_REQUIRES + OFFLINE_REQUIRES,
     "offline": OFFLINE_REQUIRES,
     "video": VIDEO_REQUIRES,
@@ -81,6 +84,7 @@ EXTRAS_REQUIRE = {
     "ray": ["ray[default]>=2.60,<3"],
     "tune": TUNE_REQUIRES,
     "export": EXPORT_REQUIRES,
+    "serving": SERVING_REQUIRES,
     "tracking": TRACKING_REQUIRES,
     "pettingzoo": PETTINGZOO_REQUIRES,
     # Reference implementations for bench/bench_ppo_cartpole.py and bench_atari.py (SB3's

@@ -96,6 +96,18 @@ def named_outputs(actions: Any, state_out: List[tf.Tensor]) -> Dict[str, tf.Tens
     return result
 
 
+def tf_variable(weight: Any) -> tf.Variable:
+    """The `tf.Variable` that holds a Keras 3 weight (the weight itself if it is one)."""
+    if isinstance(weight, tf.Variable):
+        return weight
+    value = getattr(weight, "value", None)
+    if isinstance(value, tf.Variable):
+        return value
+    raise TypeError(f"Cannot export the weight {getattr(weight, 'path', weight)!r}: it is "
+                    f"not backed by a tf.Variable (received {type(weight).__name__}); "
+                    "export needs Keras' TensorFlow backend.")
+
+
 def export_saved_model(policy, export_dir: str) -> str:
     """Writes `policy`'s SavedModel (see the module docstring); returns its directory."""
     flat_specs, split = flat_inputs(policy)
@@ -113,8 +125,11 @@ def export_saved_model(policy, export_dir: str) -> str:
 
     module = tf.Module()
     # The variables, not the Keras model: saving a model traces its default signature,
-    # which fails for models with call kwargs (prev_actions).
-    module.model_variables = list(policy.model.weights)
+    # which fails for models with call kwargs (prev_actions). The tf.Variables under the
+    # Keras ones: tracked as Keras variables, they are restored for TF2's loader only;
+    # TF1's session loader (TF Serving, `saved_model_cli run`) then reads uninitialized
+    # variables.
+    module.model_variables = [tf_variable(w) for w in policy.model.weights]
     # Seeds `stochastic_action`'s samples (its state advances with every call).
     module.sampling_generator = policy.sampling_generator
 
