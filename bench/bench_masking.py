@@ -15,7 +15,7 @@ applied to the logits. tfrl reads the Dict observation's `action_mask` entry its
 MaskablePPO side gets the values as a Box observation and the mask through sb3-contrib's
 `ActionMasker`.
 
-Settings on both sides: 4 envs x 64 steps (batch 256), minibatch 64, 4 epochs, lr 3e-4,
+Settings on both sides: 4 envs x 64 steps (batch 256), minibatch 64, 10 epochs, lr 1e-3,
 gamma 0.99, GAE lambda 0.95, clip 0.2, no entropy bonus, value coefficient 0.5, grad
 clip 0.5, separate 64x64 tanh policy and value networks; one TF intra/inter-op thread and
 one torch thread. Reported per run: wall seconds for the budget (after the algorithm is
@@ -39,8 +39,8 @@ NUM_ACTIONS, NUM_VALID, EPISODE_LEN = 100, 20, 20
 ENV_ID = "tfrl.examples.envs:MaskedActions-v0"
 EVAL_EPISODES = 20
 EVAL_SEED = 10_000  # evaluation episode k resets with seed EVAL_SEED + k on both sides
-NUM_ENVS, N_STEPS, MINIBATCH, EPOCHS = 4, 64, 64, 4
-LR, GAMMA, LAMBDA, CLIP, VF_COEF, GRAD_CLIP = 3e-4, 0.99, 0.95, 0.2, 0.5, 0.5
+NUM_ENVS, N_STEPS, MINIBATCH, EPOCHS = 4, 64, 64, 10
+LR, GAMMA, LAMBDA, CLIP, VF_COEF, GRAD_CLIP = 1e-3, 0.99, 0.95, 0.2, 0.5, 0.5
 HIDDEN = [64, 64]
 
 
