@@ -108,7 +108,7 @@ class _ServingLoop(SamplingLoop):
         self._emit()
 
     def forget(self, env_id: str) -> None:
-        """Drops the episode `env_id` (rejected or expired) and its rows."""
+        """Drops the episode `env_id` (ended, rejected or expired) and its rows."""
         self._active.pop(env_id, None)
         self._env_order.pop(env_id, None)  # an ExternalEnv never reuses an episode id
 
@@ -117,9 +117,8 @@ class _ServingLoop(SamplingLoop):
                       off_policy=None) -> None:
         admitted = {}
         for eid, agent_obs in obs.items():
-            new = eid not in self._active
             state = self.env_state(eid)
-            if new:  # the client's training_enabled holds for the whole episode
+            if state.new:  # the client's training_enabled holds for the whole episode
                 state.training = all(i.get("training_enabled", True)
                                      for i in infos[eid].values())
             problem = self._bad_data(state, agent_obs, (off_policy or {}).get(eid, {}))
@@ -132,7 +131,7 @@ class _ServingLoop(SamplingLoop):
 
     def _end_episode(self, env_id, state: EnvState, hit_horizon: bool, to_eval) -> None:
         super()._end_episode(env_id, state, hit_horizon, to_eval)
-        self._env_order.pop(env_id, None)  # an ExternalEnv never reuses an episode id
+        self.forget(env_id)
 
     def _bad_data(self, state: EnvState, agent_obs: dict, off_policy: dict) -> Optional[str]:
         """Why an agent's observation or logged action does not fit its policy, or None."""

@@ -12,7 +12,9 @@ the next `poll()` (reporting the reset observation with reward None). Only the h
 resets a sub-env explicitly (`try_reset`).
 
 `SamplingLoop.run()` is a generator of SampleBatch/MultiAgentBatch fragments and of one
-`RolloutMetrics` per finished episode.
+`RolloutMetrics` per finished episode; `step()` is one iteration. `tfrl.serving`'s
+external runner is this loop with other episode rules and batch format (a subclass
+that sets the class switches and overrides the small hooks below).
 """
 
 from typing import Any, Dict, Iterator, Optional
@@ -58,17 +60,12 @@ def hard_horizon_problem(base_env: Any, horizon: Any, soft_horizon: bool) -> Opt
 
 
 class EnvState:
-    """An active episode of one sub-env and its agents' collectors.
+    """An active episode of one sub-env (`episode`) and its agents' `collectors`.
 
-    Attributes:
-        episode: The Episode.
-        collectors: Agent id -> AgentCollector.
-        order: When the sub-env was first seen (fragments are cut in this order).
-        new: No step recorded yet (the reset observation comes next).
-        training: Whether the episode's steps may be trained on, decided for the whole
-            episode (the external runner's rule; the sampler decides per chunk).
-        reported: `episode.length` when the episode's steps were last counted in an
-            emitted batch (the external runner's per-episode step count).
+    `order`: when the sub-env was first seen (fragments are cut in this order); `new`: no
+    step recorded yet. For the external runner: `training` (trained on, decided for the
+    whole episode) and `reported` (`episode.length` when its steps were last counted in
+    an emitted batch).
     """
 
     __slots__ = ("episode", "collectors", "order", "new", "training", "reported")
@@ -87,8 +84,8 @@ class SamplingLoop(LoopCore):
 
     One `step()` has three stages: record (`_process_poll`: episodes, rows, episode
     ends, fragment cuts), act (`_compute_actions`, `_actions_to_send`) and send. The
-    class attributes below choose the batch format; their defaults are the sampler's
-    (RLlib's), and `tfrl.serving`'s external runner (a subclass) sets the others.
+    class switches below choose the batch format: the defaults are the sampler's
+    (RLlib's); the external runner sets the others.
     """
 
     # A row's `t`: the agent's own step count (True) or the episode's env step (False).
@@ -354,8 +351,8 @@ class SamplingLoop(LoopCore):
                 episode.set_last_done(agent_id, False, False)
             return  # (no on_episode_start: the same Episode goes on, as in RLlib)
         del self._active[env_id]
-        for pid in list(to_eval):
-            to_eval[pid] = [item for item in to_eval[pid] if item[0] != env_id]
+        for key in list(to_eval):
+            to_eval[key] = [item for item in to_eval[key] if item[0] != env_id]
         if hit_horizon:
             self._reset_for_horizon(env_id, to_eval)
 
