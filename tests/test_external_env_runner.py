@@ -133,6 +133,39 @@ def test_multi_agent_mapping_and_batches(harness):
     assert h.metrics()[0]["agent_rewards"] == {("x", "p0"): 1.0, ("y", "p1"): 2.0}
 
 
+def test_multi_agent_batch_format_per_agent(harness):
+    """The runner's batch format on the generic loop: an agent done alone is emitted at
+    once, `t` counts each agent's own steps, a row's info is the one that came with its
+    observation, an agent not observed at the end leaves no last row (its reward is
+    dropped), and a batch counts the env steps of its episode since the last batch."""
+    h = harness(multiagent=True)
+    eid = h.env.start_episode("e")
+    h.env.get_action(eid, {"a": _obs(0), "b": _obs(1)})
+    h.env.log_returns(eid, {"a": 1.0, "b": 2.0}, {"a": {"u": 1}}, {"b": True})
+    h.env.get_action(eid, {"a": _obs(2), "b": _obs(3), "c": _obs(4)})
+    h.env.log_returns(eid, {"a": 0.5, "c": 1.5})
+    h.env.get_action(eid, {"a": _obs(5)})
+    h.env.end_episode(eid, {"a": _obs(6)})
+    h.wait_for(lambda: h.metrics())
+    first, second = h.batches()
+    assert first.env_steps() == 1 and second.env_steps() == 2
+    b, a = first.policy_batches["default_policy"], second.policy_batches["default_policy"]
+    assert b["t"].tolist() == [0] and b["terminateds"].tolist() == [True]
+    np.testing.assert_array_equal(b["new_obs"], [_obs(3)])
+    assert b["rewards"].tolist() == [2.0] and b["eps_id"].tolist() == ["e"]
+    assert a["t"].tolist() == [0, 1, 2] and a["terminateds"].tolist() == [False, False, True]
+    np.testing.assert_array_equal(a["obs"], np.stack([_obs(0), _obs(2), _obs(5)]))
+    np.testing.assert_array_equal(a["new_obs"], np.stack([_obs(2), _obs(5), _obs(6)]))
+    assert a["rewards"].tolist() == [1.0, 0.5, 0.0]
+    assert a["infos"].tolist() == [{}, {"u": 1}, {}]
+    assert "agent_index" not in a and "unroll_id" not in a and "env_id" not in a
+    assert h.metrics() == [{"episode_length": 3, "episode_reward": 3.5,
+                            "agent_rewards": {("a", "default_policy"): 1.5,
+                                              ("b", "default_policy"): 2.0},
+                            "custom_metrics": {}, "perf_stats": {}, "hist_data": {},
+                            "media": {}}]
+
+
 def test_bad_multi_agent_observation_drops_the_episode(harness):
     h = harness(multiagent=True)
     eid = h.env.start_episode("e")

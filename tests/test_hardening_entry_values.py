@@ -115,6 +115,43 @@ def test_external_env_refuses_an_int_overflow_and_a_discrete_value_outside_the_s
     env.log_action(eid, 1, [0, 2**31 - 1])
 
 
+NONFINITE = (r"Observations must be finite numbers: fix the simulator's observation \(e\.g\. a "
+             r"division by zero or an overflow\), or replace NaN and inf before passing it\.$")
+
+
+@pytest.mark.parametrize("call", ["get_action", "log_action", "end_episode"])
+@pytest.mark.parametrize("bad,received", [
+    (np.array([0.5, np.nan], np.float32), r"observation\[1\] holds a non-finite number \(nan\)"),
+    ([np.inf, 0.0], r"observation\[0\] holds a non-finite number \(inf\)"),
+])
+def test_external_env_refuses_a_nonfinite_observation_where_it_enters(call, bad, received):
+    """A NaN or inf observation is refused by the simulator's call (observation_error leaves
+    finiteness to the caller): it never reaches a poll, so no policy acts on it."""
+    env = ExternalEnv(gym.spaces.Discrete(2), FLOAT_BOX)
+    env.get_action_timeout = 0.01
+    eid = env.start_episode("e", training_enabled=False)
+    args = {"get_action": (eid, bad), "log_action": (eid, bad, 1), "end_episode": (eid, bad)}
+    with pytest.raises(ValueError, match=r"^Bad observation for episode e: " + received + r"\. "
+                                         + NONFINITE):
+        getattr(env, call)(*args[call])
+    assert env.episode_counts()["episodes"] == 1 and not env.has_ended_episodes()
+    assert not env._episodes["e"].items  # nothing was queued for a poll
+    env.log_action(eid, [0.5, 0.0], 1)  # the episode goes on
+    assert len(env._episodes["e"].items) == 1
+
+
+def test_external_multi_agent_env_refuses_a_nonfinite_observation_of_one_agent():
+    space = gym.spaces.Dict({"pos": FLOAT_BOX})
+    env = ExternalMultiAgentEnv(gym.spaces.Discrete(2), space)
+    eid = env.start_episode("m", training_enabled=False)
+    obs = {"a": {"pos": [0.0, 0.0]}, "b": {"pos": [0.0, -np.inf]}}
+    with pytest.raises(ValueError, match=r"^Bad observation of agent 'b' in episode m: "
+                                         r"observation\['pos'\]\[1\] holds a non-finite number "
+                                         r"\(-inf\)\. " + NONFINITE):
+        env.log_action(eid, obs, {"a": 0, "b": 1})
+    assert not env._episodes["m"].items
+
+
 class _IntObsEnv(gym.Env):
     """Steps into an observation its space's dtype cannot hold."""
 

@@ -34,8 +34,13 @@ import gymnasium as gym
 
 from tfrl.env.external_env_base import _ExternalEnvToBaseEnv
 from tfrl.env.external_env_episode import ActionTicket, ExternalEnvEpisode, RecentIds
-from tfrl.env.space_checks import action_error, observation_error, reward_error
+from tfrl.env.space_checks import (action_error, nonfinite_error, observation_error,
+                                   reward_error)
 from tfrl.utils.typing import EnvActionType, EnvInfoDict, EnvObsType, MultiAgentDict
+
+# How to fix an observation with NaN or inf (a policy would act on it and train on it).
+NONFINITE_FIX = ("Observations must be finite numbers: fix the simulator's observation (e.g. a "
+                 "division by zero or an overflow), or replace NaN and inf before passing it.")
 
 _DUMMY_AGENT_ID = "agent0"
 
@@ -343,7 +348,12 @@ class ExternalEnv(threading.Thread):
         return "reward"
 
     def _check_observations(self, episode_id: str, obs: MultiAgentDict) -> None:
-        problem = observation_error(self.observation_space, obs[_DUMMY_AGENT_ID])
+        value = obs[_DUMMY_AGENT_ID]
+        problem = nonfinite_error(value, "observation")
+        if problem:
+            raise ValueError(f"Bad observation for episode {episode_id}: {problem}. "
+                             f"{NONFINITE_FIX}")
+        problem = observation_error(self.observation_space, value)
         if problem:
             raise ValueError(f"Bad observation for episode {episode_id}: {problem}.")
 

@@ -28,9 +28,9 @@ from typing import Any, Dict, Optional
 
 import gymnasium as gym
 
-from tfrl.env.external_env import ExternalEnv
+from tfrl.env.external_env import NONFINITE_FIX, ExternalEnv
 from tfrl.env.external_env_base import _id_list
-from tfrl.env.space_checks import action_error, observation_error
+from tfrl.env.space_checks import action_error, nonfinite_error, observation_error
 from tfrl.utils.typing import MultiAgentDict
 
 
@@ -131,6 +131,10 @@ class ExternalMultiAgentEnv(ExternalEnv):
 
     def _check_observations(self, episode_id: str, obs: MultiAgentDict) -> None:
         for agent, value in obs.items():
+            problem = nonfinite_error(value, "observation")
+            if problem:
+                raise ValueError(f"Bad observation of agent {agent!r} in episode {episode_id}: "
+                                 f"{problem}. {NONFINITE_FIX}")
             problem = observation_error(_agent_space(self.observation_space, agent), value)
             if problem:
                 raise ValueError(

@@ -186,6 +186,47 @@ def range_error(value: Any, what: str, dtype: Any) -> Optional[str]:
     return f"{where} is {arr[index].item()!r}, outside {span} {what} is stored in"
 
 
+def nonfinite_error(value: Any, what: str, dtype: Any = None) -> Optional[str]:
+    """Returns where `value` (a number, array or nest of them) holds NaN or inf, or a
+    float outside the range of the float `dtype` it will be stored in, or None.
+
+    Args:
+        value: The value.
+        what: Its name in the message.
+        dtype: A float dtype (e.g. float32) the numbers must fit; None: the value's own
+            dtype (only finiteness is checked).
+    """
+    if isinstance(value, dict):
+        for key, sub in value.items():
+            problem = nonfinite_error(sub, f"{what}[{key!r}]", dtype)
+            if problem:
+                return problem
+        return None
+    if isinstance(value, (list, tuple)) and not all(
+            isinstance(v, numbers.Number) for v in value):
+        for i, sub in enumerate(value):
+            problem = nonfinite_error(sub, f"{what}[{i}]", dtype)
+            if problem:
+                return problem
+        return None
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return None
+    try:
+        arr = np.asarray(value)
+    except (ValueError, TypeError):
+        return None
+    if arr.dtype.kind not in "fc":
+        return None
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        if arr.ndim == 0:
+            return f"{what} is not finite ({arr.item()!r})"
+        index = tuple(int(i) for i in np.argwhere(bad)[0])
+        where = what + "".join(f"[{i}]" for i in index)
+        return f"{where} holds a non-finite number ({arr[index].item()!r})"
+    return range_error(arr, what, dtype)
+
+
 def reward_error(reward: Any, what: str = "reward") -> Optional[str]:
     """Why `reward` is not a finite real number that fits float32 (the dtype batches store
     rewards in), or None. Python and numpy ints and floats are numbers; bools, strings

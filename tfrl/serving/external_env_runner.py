@@ -2,12 +2,26 @@
 
 The loop behind both inference modes of the policy server: the server (remote
 inference) and a `PolicyClient` (local inference) each own an ExternalEnv that clients
-drive, and a runner thread that polls the env's BaseEnv view, calls each policy's
-`compute_actions` once per poll (per explore setting) for all waiting agents, sends
-the actions back, and records each agent's steps with the sampling loop's
-`AgentCollector` (the batches keep the ExternalEnv's string episode ids). Finished episodes,
-and fragments of `rollout_fragment_length` steps of long ones, are emitted as
-SampleBatches (postprocessed by their policy) together with episode metrics.
+drive, and a runner thread that steps the generic sampling loop (`SamplingLoop`) over
+the env's BaseEnv view: it polls, records each agent's steps with the loop's
+`AgentCollector`, calls each policy's `compute_actions` once per poll (per explore
+setting) for all waiting agents and sends the actions back. Finished episodes, and
+chunks of `rollout_fragment_length` steps of an agent in a long one, are emitted once
+per poll as one batch (each chunk postprocessed by its policy) with episode metrics.
+
+What differs from a rollout worker's sampler (`_ServingLoop`, the loop's settings):
+- per episode: the client's `training_enabled` decides for the whole episode whether
+  its steps are trained on and explored with; bad data (observations or logged actions
+  outside the mapped policy's spaces) drop that episode only, with its waiting caller
+  told why (`reject_episode`);
+- the batch format: raw observations cast to the policy's spaces (no preprocessors,
+  filters or bounds checks), the ExternalEnv's string episode ids as `eps_id` and no
+  other id columns, `t` counted per agent, each row's info the one that came with its
+  observation, chunks cut per agent (`rollout_fragment_length` of its rows), an agent
+  that was not observed at the episode's end leaves no last row, and an env step
+  counts when an agent recorded a row in it;
+- the narrower policy protocol below, called under `policy_lock`; postprocessing is
+  `postprocess_trajectory(batch)` alone (no other agents' batches, no callbacks).
 
 Policy protocol used here (the later Keras `Policy` satisfies it):
 `observation_space`, `action_space`, `config` (dict);
@@ -20,16 +34,17 @@ of batched arrays (stored per step as extra model outputs); optionally
 import logging
 import threading
 import time
-from collections import defaultdict
 from typing import Any, Callable, Dict, List, Optional
 
 from tfrl.env.external_env import ExternalEnv
 from tfrl.env.external_multi_agent_env import ExternalMultiAgentEnv
-from tfrl.serving.policy_server_checks import space_range_error
-from tfrl.policy.policy_config import policy_default
 from tfrl.env.space_checks import action_error, observation_error
+from tfrl.evaluation.callbacks import DefaultCallbacks
 from tfrl.evaluation.sampling.collectors import AgentCollector, FragmentOutput
-from tfrl.evaluation.sampling.ops import logged_action
+from tfrl.evaluation.sampling.loop import EnvState, SamplingLoop
+from tfrl.evaluation.sampling.ops import PerfStats
+from tfrl.policy.policy_config import policy_default
+from tfrl.serving.policy_server_checks import space_range_error
 from tfrl.utils.spaces.space_utils import to_numpy_batch, unbatch
 
 logger = logging.getLogger(__name__)
@@ -38,25 +53,176 @@ logger = logging.getLogger(__name__)
 EmitFn = Callable[[Any, List[dict]], None]
 
 
-class _AgentRecord:
-    """One agent of an episode: its policy, the sampling loop's collector of its rows,
-    and the `t` and info (of the observation it acts on) of its next row."""
+class _PolicyView:
+    """What the sampling loop reads of a worker, for the runner's policies: the policy
+    map, a mapping fn in the loop's signature, and no preprocessors or filters."""
 
-    def __init__(self, policy_id: str, collector: AgentCollector):
-        self.policy_id = policy_id
-        self.collector = collector
-        self.t = 0
-        self.info: dict = {}
-        self.started = False
+    def __init__(self, policies: Dict[str, Any], policy_mapping_fn: Optional[Callable],
+                 worker: Any):
+        self.policy_map = policies
+        self.preprocessors: Dict[str, Any] = {}
+        self.filters: Dict[str, Any] = {}
+        self._user_fn = policy_mapping_fn
+        self._worker = worker
+
+    def policy_mapping_fn(self, agent_id: Any, episode: Any, worker: Any = None) -> str:
+        """Calls the user's `fn(agent_id, episode_id, worker=worker)` (the ExternalEnv's
+        episode id, not the Episode) and checks the id it returns."""
+        if self._user_fn is None:
+            return next(iter(self.policy_map))
+        pid = self._user_fn(agent_id, episode.env_id, worker=self._worker)
+        if pid not in self.policy_map:
+            raise ValueError(f"policy_mapping_fn({agent_id!r}, ...) returned unknown policy id "
+                             f"{pid!r}; known: {sorted(self.policy_map)}.")
+        return pid
 
 
-class _EpisodeRecord:
-    def __init__(self, training_enabled: bool):
-        self.training_enabled = training_enabled
-        self.agents: Dict[Any, _AgentRecord] = {}
-        self.agent_rewards: Dict[tuple, float] = defaultdict(float)
-        self.env_steps = 0
-        self.unreported_env_steps = 0
+class _ServingLoop(SamplingLoop):
+    """The generic sampling loop in the external runner's episode rules and batch format
+    (see the module docstring); emits through `emit` once per poll."""
+
+    agent_clock = True
+    info_with_obs = True
+    close_unobserved = False
+    step_needs_rows = True
+    agent_chunks = True
+
+    def __init__(self, base_env: Any, view: _PolicyView, emit: EmitFn, multiagent: bool,
+                 fragment_length: Optional[int], policy_lock: Any):
+        super().__init__(
+            worker=view, base_env=base_env, extra_batch_callback=lambda batch: None,
+            callbacks=DefaultCallbacks(), perf_stats=PerfStats(),
+            rollout_fragment_length=float("inf"), count_steps_by="env_steps",
+            multiple_episodes_in_batch=True, horizon=None, soft_horizon=False,
+            no_done_at_end=False, clip_rewards=None, normalize_actions=False,
+            clip_actions=False, observation_fn=None, render=False,
+            output=FragmentOutput(multiagent, any_lone_policy=True))
+        self.emit = emit
+        self.fragment_length = fragment_length
+        self.policy_lock = policy_lock
+        self._finished: List[tuple] = []  # (EnvState, policy id, chunk or None) of this poll
+
+    def step(self) -> None:
+        """One poll: record, act, send, then emit what finished."""
+        super().step()
+        self._emit()
+
+    def forget(self, env_id: str) -> None:
+        """Drops the episode `env_id` (ended, rejected or expired) and its rows."""
+        self._active.pop(env_id, None)
+        self._env_order.pop(env_id, None)  # an ExternalEnv never reuses an episode id
+
+    # ---- record: per-episode decisions and checks ------------------------------------
+    def _process_poll(self, obs, rewards, terms, truncs, infos, to_eval,
+                      off_policy=None) -> None:
+        admitted = {}
+        for eid, agent_obs in obs.items():
+            state = self.env_state(eid)
+            if state.new:  # the client's training_enabled holds for the whole episode
+                state.training = all(i.get("training_enabled", True)
+                                     for i in infos[eid].values())
+            problem = self._bad_data(state, agent_obs, (off_policy or {}).get(eid, {}))
+            if problem:
+                self._reject(eid, problem)
+                continue
+            admitted[eid] = agent_obs
+            infos[eid] = {aid: _clean_info(info) for aid, info in infos[eid].items()}
+        super()._process_poll(admitted, rewards, terms, truncs, infos, to_eval)
+
+    def _end_episode(self, env_id, state: EnvState, hit_horizon: bool, to_eval) -> None:
+        super()._end_episode(env_id, state, hit_horizon, to_eval)
+        self.forget(env_id)
+
+    def _bad_data(self, state: EnvState, agent_obs: dict, off_policy: dict) -> Optional[str]:
+        """Why an agent's observation or logged action does not fit its policy, or None."""
+        for aid, ob in agent_obs.items():
+            policy = self.policy_map[state.episode.policy_for(aid)]
+            problem = (observation_error(policy.observation_space, ob)
+                       or space_range_error(policy.observation_space, ob, "observation"))
+            if not problem and aid in off_policy:
+                problem = (action_error(policy.action_space, off_policy[aid])
+                           or space_range_error(policy.action_space, off_policy[aid], "action"))
+            if problem:
+                return f"agent {aid!r}: {problem}"
+        return None
+
+    def _reject(self, eid: str, problem: str) -> None:
+        self.forget(eid)
+        message = f"Episode {eid} was dropped because of bad data: {problem}."
+        logger.warning(message)
+        self.base_env.reject_episode(eid, ValueError(message))
+
+    def _preprocess_groups(self, groups: Dict[str, list]) -> dict:
+        return {(eid, aid): (raw, raw) for items in groups.values() for eid, aid, raw in items}
+
+    def new_collector(self, episode: Any, agent_id: Any, pid: str) -> AgentCollector:
+        policy = self.policy_map[pid]
+        return AgentCollector(episode.agent_index(agent_id), pid, (False, False),
+                              spaces=(policy.observation_space, policy.action_space),
+                              id_columns=False)
+
+    def _explore_for(self, state: EnvState, pid: str) -> bool:
+        config = getattr(self.policy_map[pid], "config", None) or {}
+        return state.training and bool(config.get("explore", policy_default("explore")))
+
+    def _agent_chunk_due(self, coll: AgentCollector) -> bool:
+        return coll.cut_due(self.fragment_length)
+
+    def _chunk(self, episode: Any, coll: AgentCollector) -> Any:
+        return coll.take_chunk(episode.env_id)
+
+    def _postprocess_chunks(self, state: EnvState, chunks: Dict[Any, tuple]) -> None:
+        # Postprocessed when the poll's actions are sent (`_emit`); an episode with no
+        # chunk still counts its steps in the poll's batch.
+        self._finished.extend((state, pid, batch) for pid, batch in chunks.values())
+        if not chunks:
+            self._finished.append((state, None, None))
+
+    # ---- act: the narrower policy protocol -------------------------------------------
+    def _compute_actions(self, to_eval: Dict[tuple, list]) -> Dict[tuple, tuple]:
+        results = {}
+        for (pid, explore), items in to_eval.items():
+            policy = self.policy_map[pid]
+            obs_batch = to_numpy_batch([item[2] for item in items], policy.observation_space)
+            with self.policy_lock:
+                actions, state_outs, extras = policy.compute_actions(obs_batch, explore=explore)
+            if state_outs:
+                raise NotImplementedError(
+                    f"Policy {pid!r} returned RNN state outputs; serving recurrent policies "
+                    "through external envs is not supported yet.")
+            count = len(unbatch(actions))
+            if count != len(items):
+                raise RuntimeError(f"Policy {pid!r} returned {count} actions for "
+                                   f"{len(items)} observations.")
+            results[pid, explore] = ((actions, [], extras or {}), None)
+        return results
+
+    # ---- emit: one batch per poll ------------------------------------------------------
+    def _emit(self) -> None:
+        finished, self._finished = self._finished, []
+        metrics = [_episode_metrics(m) for m in self.ready]
+        self.ready = []
+        output = self.output
+        states: Dict[int, EnvState] = {}
+        for state, pid, batch in finished:
+            states[id(state)] = state
+            if batch is None or not state.training:
+                continue
+            policy = self.policy_map[pid]
+            if hasattr(policy, "postprocess_trajectory"):
+                with self.policy_lock:
+                    batch = policy.postprocess_trajectory(batch)
+            output.add(pid, batch)
+        if not output.batches and not metrics:
+            return
+        batch = None
+        if output.batches:
+            # The env steps of the episodes in the batch since they were last in one.
+            output.env_steps = sum(s.episode.length - s.reported for s in states.values())
+            batch = output.build()
+        for state in states.values():
+            state.reported = state.episode.length
+        self.emit(batch, metrics)
 
 
 class ExternalEnvRunner:
@@ -92,19 +258,14 @@ class ExternalEnvRunner:
             )
         self.base_env = base_env
         self.policies = policies
-        self.emit = emit
-        self.policy_mapping_fn = policy_mapping_fn
-        self.multiagent = multiagent
-        self.rollout_fragment_length = rollout_fragment_length
         self.policy_lock = policy_lock or threading.Lock()
-        self.worker = worker
         self.error: Optional[BaseException] = None
         self.episode_idle_timeout = episode_idle_timeout
         self.expired_episodes = 0
         self._next_expiry_check = 0.0
-        self._episodes: Dict[str, _EpisodeRecord] = {}
-        # The sampling loop's per-policy output: postprocessed chunks -> emitted batch.
-        self._output = FragmentOutput(multiagent, any_lone_policy=True)
+        self._sampling = _ServingLoop(base_env, _PolicyView(policies, policy_mapping_fn, worker),
+                                      emit, multiagent, rollout_fragment_length,
+                                      self.policy_lock)
         self._stop_event = threading.Event()
         self._drain_requested = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="ExternalEnvRunner", daemon=True)
@@ -148,7 +309,7 @@ class ExternalEnvRunner:
             self.base_env.stop()
 
     def _expire_idle_episodes(self) -> None:
-        """Drops the env's idle episodes and their records (at most ~10 checks per
+        """Drops the env's idle episodes and their rows (at most ~10 checks per
         `episode_idle_timeout`)."""
         timeout = self.episode_idle_timeout
         now = time.monotonic()
@@ -157,7 +318,7 @@ class ExternalEnvRunner:
         self._next_expiry_check = now + min(timeout / 10, 1.0)
         expired = self.base_env.external_env.expire_idle_episodes(timeout)
         for eid in expired:
-            self._episodes.pop(eid, None)
+            self._sampling.forget(eid)
         if expired:
             self.expired_episodes += len(expired)
             logger.warning("Dropped %d episode(s) idle for more than %s s (%d so far): %s",
@@ -169,142 +330,7 @@ class ExternalEnvRunner:
 
     def run_once(self) -> None:
         """Polls once, records the new data, computes and sends actions, emits batches."""
-        obs, rewards, terminateds, truncateds, infos, off_policy = self.base_env.poll()
-        to_act = defaultdict(list)  # (policy id, explore) -> [(env id, agent id, obs)]
-        finished: List[tuple] = []  # (policy id, SampleBatch chunk or None, episode record)
-        metrics: List[dict] = []
-        for eid, agent_obs in obs.items():
-            record = self._episodes.get(eid)
-            if record is None:
-                training = all(i.get("training_enabled", True) for i in infos[eid].values())
-                record = self._episodes[eid] = _EpisodeRecord(training)
-            problem = self._map_and_check(eid, record, agent_obs, off_policy.get(eid, {}))
-            if problem:
-                self._reject(eid, problem)
-                continue
-            all_done = terminateds[eid]["__all__"] or truncateds[eid]["__all__"]
-            stepped = False
-            for aid, agent_ob in agent_obs.items():
-                agent = record.agents[aid]
-                info = _clean_info(infos[eid].get(aid))
-                if not agent.started:
-                    agent.started = True
-                else:
-                    reward = rewards[eid].get(aid)
-                    reward = 0.0 if reward is None else float(reward)
-                    agent.collector.add_row(agent_ob, reward, bool(terminateds[eid].get(aid)),
-                                            bool(truncateds[eid].get(aid)), agent.info, agent.t)
-                    agent.t += 1
-                    record.agent_rewards[(aid, agent.policy_id)] += reward
-                    stepped = True
-                agent.info = info
-                if all_done or terminateds[eid].get(aid) or truncateds[eid].get(aid):
-                    finished.append((agent.policy_id, agent.collector.take_chunk(eid), record))
-                    del record.agents[aid]
-                    continue
-                if agent.collector.cut_due(self.rollout_fragment_length):
-                    finished.append((agent.policy_id, agent.collector.take_chunk(eid), record))
-                explore = record.training_enabled and self._explore(agent.policy_id)
-                to_act[(agent.policy_id, explore)].append((eid, aid, agent_ob))
-            if stepped:
-                record.env_steps += 1
-                record.unreported_env_steps += 1
-            if all_done:
-                # Agents without a final observation end where they last acted.
-                finished.extend((a.policy_id, a.collector.take_chunk(eid), record)
-                                for a in record.agents.values() if a.started)
-                metrics.append(_episode_metrics(record))
-                del self._episodes[eid]
-        self._act(to_act, off_policy)
-        self._emit(finished, metrics)
-
-    # ---- Steps of run_once -----------------------------------------------------------
-
-    def _map_and_check(self, eid: str, record: _EpisodeRecord, agent_obs: dict,
-                       off_policy: dict) -> Optional[str]:
-        """Creates records of new agents; returns why the data are bad, or None."""
-        for aid, ob in agent_obs.items():
-            agent = record.agents.get(aid)
-            if agent is None:
-                agent = record.agents[aid] = self._new_agent(eid, aid, len(record.agents))
-            policy = self.policies[agent.policy_id]
-            problem = (observation_error(policy.observation_space, ob)
-                       or space_range_error(policy.observation_space, ob, "observation"))
-            if not problem and aid in off_policy:
-                problem = (action_error(policy.action_space, off_policy[aid])
-                           or space_range_error(policy.action_space, off_policy[aid], "action"))
-            if problem:
-                return f"agent {aid!r}: {problem}"
-        return None
-
-    def _new_agent(self, eid: str, aid: Any, index: int) -> _AgentRecord:
-        if self.policy_mapping_fn is None:
-            pid = next(iter(self.policies))
-        else:
-            pid = self.policy_mapping_fn(aid, eid, worker=self.worker)
-            if pid not in self.policies:
-                raise ValueError(f"policy_mapping_fn({aid!r}, ...) returned unknown policy id "
-                                 f"{pid!r}; known: {sorted(self.policies)}.")
-        policy = self.policies[pid]
-        return _AgentRecord(pid, AgentCollector(
-            index, pid, (False, False), spaces=(policy.observation_space, policy.action_space),
-            id_columns=False))
-
-    def _reject(self, eid: str, problem: str) -> None:
-        del self._episodes[eid]
-        message = f"Episode {eid} was dropped because of bad data: {problem}."
-        logger.warning(message)
-        self.base_env.reject_episode(eid, ValueError(message))
-
-    def _explore(self, pid: str) -> bool:
-        config = getattr(self.policies[pid], "config", None) or {}
-        return bool(config.get("explore", policy_default("explore")))
-
-    def _act(self, to_act: dict, off_policy: dict) -> None:
-        actions_to_send = defaultdict(dict)
-        for (pid, explore), rows in to_act.items():
-            policy = self.policies[pid]
-            obs_batch = to_numpy_batch([r[2] for r in rows], policy.observation_space)
-            with self.policy_lock:
-                actions, state_outs, extras = policy.compute_actions(obs_batch, explore=explore)
-            if state_outs:
-                raise NotImplementedError(
-                    f"Policy {pid!r} returned RNN state outputs; serving recurrent policies "
-                    "through external envs is not supported yet.")
-            actions = unbatch(actions)
-            extras_rows = {k: unbatch(v) for k, v in (extras or {}).items()}
-            if len(actions) != len(rows):
-                raise RuntimeError(f"Policy {pid!r} returned {len(actions)} actions for "
-                                   f"{len(rows)} observations.")
-            for i, (eid, aid, ob) in enumerate(rows):
-                action = logged_action(off_policy, eid, aid, actions[i])
-                self._episodes[eid].agents[aid].collector.pending = (
-                    ob, action, {k: v[i] for k, v in extras_rows.items()}, None, None)
-                actions_to_send[eid][aid] = action
-        if actions_to_send:
-            self.base_env.send_actions(dict(actions_to_send))
-
-    def _emit(self, finished: List[tuple], metrics: List[dict]) -> None:
-        output = self._output
-        records = {}
-        for pid, batch, record in finished:
-            records[id(record)] = record
-            if batch is None or not record.training_enabled:
-                continue
-            policy = self.policies[pid]
-            if hasattr(policy, "postprocess_trajectory"):
-                with self.policy_lock:
-                    batch = policy.postprocess_trajectory(batch)
-            output.add(pid, batch)
-        if not output.batches and not metrics:
-            return
-        batch = None
-        if output.batches:
-            output.env_steps = sum(r.unreported_env_steps for r in records.values())
-            batch = output.build()
-        for record in records.values():
-            record.unreported_env_steps = 0
-        self.emit(batch, metrics)
+        self._sampling.step()
 
 
 def fragment_length(config: dict) -> Optional[int]:
@@ -328,12 +354,13 @@ def _clean_info(info: Optional[dict]) -> dict:
     return info
 
 
-def _episode_metrics(record: _EpisodeRecord) -> dict:
-    """A RolloutMetrics-like dict of a finished episode."""
+def _episode_metrics(metrics: Any) -> dict:
+    """The dict a client uploads for a finished episode's RolloutMetrics (its reward the
+    sum of the agents' rewards)."""
     return {
-        "episode_length": record.env_steps,
-        "episode_reward": float(sum(record.agent_rewards.values())),
-        "agent_rewards": dict(record.agent_rewards),
+        "episode_length": metrics.episode_length,
+        "episode_reward": float(sum(metrics.agent_rewards.values())),
+        "agent_rewards": dict(metrics.agent_rewards),
         "custom_metrics": {},
         "perf_stats": {},
         "hist_data": {},

@@ -42,7 +42,7 @@ import tree
 
 from tfrl.serving import policy_protocol as P
 from tfrl.env import space_checks
-from tfrl.env.space_checks import discrete_bounds, observation_error, range_error
+from tfrl.env.space_checks import discrete_bounds, nonfinite_error, observation_error, range_error
 from tfrl.data.sample_batch import MultiAgentBatch, SampleBatch
 from tfrl.evaluation.sampling.collectors import AgentCollector
 
@@ -65,46 +65,6 @@ _METRICS_NUMBER_DICTS = ("custom_metrics", "perf_stats")
 
 class InvalidData(P.BadRequest):
     """Client data the server refuses (HTTP 400); the message names the field."""
-
-
-def nonfinite_error(value: Any, what: str, dtype: Any = None) -> Optional[str]:
-    """Returns where `value` (a number, array or nest of them) holds NaN or inf, or a
-    float outside the range of the float `dtype` it will be stored in, or None.
-
-    Args:
-        value: The value.
-        what: Its name in the message.
-        dtype: A float dtype (e.g. float32) the numbers must fit; None: the value's own
-            dtype (only finiteness is checked).
-    """
-    if isinstance(value, dict):
-        for key, sub in value.items():
-            problem = nonfinite_error(sub, f"{what}[{key!r}]", dtype)
-            if problem:
-                return problem
-        return None
-    if isinstance(value, (list, tuple)) and not _is_flat_numbers(value):
-        for i, sub in enumerate(value):
-            problem = nonfinite_error(sub, f"{what}[{i}]", dtype)
-            if problem:
-                return problem
-        return None
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return None
-    try:
-        arr = np.asarray(value)
-    except (ValueError, TypeError):
-        return None
-    if arr.dtype.kind not in "fc":
-        return None
-    bad = ~np.isfinite(arr)
-    if bad.any():
-        if arr.ndim == 0:
-            return f"{what} is not finite ({arr.item()!r})"
-        index = tuple(int(i) for i in np.argwhere(bad)[0])
-        where = what + "".join(f"[{i}]" for i in index)
-        return f"{where} holds a non-finite number ({arr[index].item()!r})"
-    return range_error(arr, what, dtype)
 
 
 def batch_error(space: gym.Space, batch: Any, what: str, *, integral: bool = False
@@ -478,10 +438,6 @@ class _LeafSpec:
     def __init__(self, value: Any):
         arr = np.asarray(value)
         self.dtype, self.row_shape = arr.dtype, arr.shape[1:]
-
-
-def _is_flat_numbers(items: Any) -> bool:
-    return all(isinstance(v, numbers.Number) for v in items)
 
 
 def _length(arr: np.ndarray) -> Any:

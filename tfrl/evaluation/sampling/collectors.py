@@ -4,8 +4,8 @@ postprocessing per episode, and the per-policy output of one sampled fragment.
 Both sampling loops (the generic `loop` and the array-based `vector_loop`)
 produce per-agent trajectory chunks as column dicts and hand them to
 `postprocess_episode_chunks`, so the batches they build are identical.
-`tfrl.serving`'s ExternalEnvRunner records with `AgentCollector` and emits through
-`FragmentOutput` too (with the hooks `spaces`, `id_columns` and `any_lone_policy`).
+`tfrl.serving`'s external runner (the generic loop in the external runner's batch
+format) uses them with the hooks `spaces`, `id_columns` and `any_lone_policy`.
 
 A chunk whose agent's last info says `training_enabled=False` (RLlib's rule, used by
 policy clients and by envs that mark steps not to learn from) is left out: not
@@ -121,7 +121,7 @@ class AgentCollector:
     """
 
     __slots__ = ("agent_index", "policy_id", "prev_columns", "spaces", "id_columns", "rows",
-                 "last_action", "last_reward", "pending", "pending_reward")
+                 "steps", "last_action", "last_reward", "pending", "pending_reward")
 
     def __init__(self, agent_index: int, policy_id: str, prev_columns: tuple,
                  spaces: Optional[tuple] = None, id_columns: bool = True):
@@ -131,6 +131,7 @@ class AgentCollector:
         self.spaces = spaces or (None, None)
         self.id_columns = id_columns
         self.rows: List[tuple] = []
+        self.steps = 0  # rows added in the episode (all chunks)
         self.last_action: Any = None  # the action before the chunk's first row
         self.last_reward = 0.0
         # (obs, action, extras, state_in, state_out) waiting for the next observation.
@@ -154,6 +155,7 @@ class AgentCollector:
                           truncated, info, extras, state_in, state_out, t))
         self.pending = None
         self.pending_reward = 0.0
+        self.steps += 1
 
     def prev_inputs(self, zero_action: Any, clip_rewards: Any) -> tuple:
         """`(previous action, previous reward)` of the agent's next step (zeros at the

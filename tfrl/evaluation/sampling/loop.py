@@ -12,7 +12,9 @@ the next `poll()` (reporting the reset observation with reward None). Only the h
 resets a sub-env explicitly (`try_reset`).
 
 `SamplingLoop.run()` is a generator of SampleBatch/MultiAgentBatch fragments and of one
-`RolloutMetrics` per finished episode.
+`RolloutMetrics` per finished episode; `step()` is one iteration. `tfrl.serving`'s
+external runner is this loop with other episode rules and batch format (a subclass
+that sets the class switches and overrides the small hooks below).
 """
 
 from typing import Any, Dict, Iterator, Optional
@@ -57,63 +59,104 @@ def hard_horizon_problem(base_env: Any, horizon: Any, soft_horizon: bool) -> Opt
     )
 
 
-class _EnvState:
-    """An active episode of one sub-env and its agents' collectors."""
+class EnvState:
+    """An active episode of one sub-env (`episode`) and its agents' `collectors`.
 
-    __slots__ = ("episode", "collectors", "order", "new")
+    `order`: when the sub-env was first seen (fragments are cut in this order); `new`: no
+    step recorded yet. For the external runner: `training` (trained on, decided for the
+    whole episode) and `reported` (`episode.length` when its steps were last counted in
+    an emitted batch).
+    """
+
+    __slots__ = ("episode", "collectors", "order", "new", "training", "reported")
 
     def __init__(self, episode: Any, order: int):
         self.episode = episode
         self.collectors: Dict[Any, AgentCollector] = {}
         self.order = order
-        self.new = True  # no step recorded yet (the reset observation comes next)
+        self.new = True
+        self.training = True
+        self.reported = 0
 
 
 class SamplingLoop(LoopCore):
-    """The generic loop (see the module docstring); arguments as `LoopCore`."""
+    """The generic loop (see the module docstring); arguments as `LoopCore`.
+
+    One `step()` has three stages: record (`_process_poll`: episodes, rows, episode
+    ends, fragment cuts), act (`_compute_actions`, `_actions_to_send`) and send. The
+    class switches below choose the batch format: the defaults are the sampler's
+    (RLlib's); the external runner sets the others.
+    """
+
+    # A row's `t`: the agent's own step count (True) or the episode's env step (False).
+    agent_clock = False
+    # A row's info: the one that came with its `obs` (True) or with `new_obs` (False).
+    info_with_obs = False
+    # At an episode's end, a last row for each agent that acted but was not observed.
+    close_unobserved = True
+    # An env step counts only if an agent recorded a row in it (else every poll of a
+    # running episode does).
+    step_needs_rows = False
+    # Cut each agent's chunk when the agent is done or `_agent_chunk_due` (per-agent
+    # fragments), instead of cutting every agent at episode ends and fragment cuts.
+    agent_chunks = False
+
+    def __init__(self, **settings: Any):
+        super().__init__(**settings)
+        self._active: Dict[Any, EnvState] = {}
+        self._env_order: Dict[Any, int] = {}
 
     def run(self) -> Iterator[Any]:
         """Yields fragments (SampleBatch/MultiAgentBatch) and RolloutMetrics, forever."""
-        self._active: Dict[Any, _EnvState] = {}
-        self._env_order: Dict[Any, int] = {}
-        perf = self.perf_stats
         while True:
-            t0 = now()
-            obs, rewards, terms, truncs, infos, off_policy = self.base_env.poll()
-            t1 = now()
-            perf.env_wait_time += t1 - t0
-            to_eval: Dict[str, list] = {}
-            self._process_poll(obs, rewards, terms, truncs, infos, to_eval)
-            t2 = now()
-            perf.raw_obs_processing_time += t2 - t1
-            results = self._compute_actions(to_eval)
-            t3 = now()
-            perf.inference_time += t3 - t2
-            actions = self._actions_to_send(to_eval, results, off_policy)
-            for env_id in obs:
-                # A sub-env whose episode goes on though none of its observed agents
-                # acts (all of them are done) still steps, with no actions (as RLlib).
-                if env_id in self._active and env_id not in actions:
-                    actions[env_id] = {}
-            if actions:
-                self.base_env.send_actions(actions)
-            if self.render:
-                self.base_env.try_render()
-            perf.action_processing_time += now() - t3
-            perf.iters += 1
+            self.step()
             if self.ready:
                 yield from self.take_ready()
 
+    def step(self) -> None:
+        """Polls the env once, records what it returned, computes and sends actions;
+        finished fragments and episode metrics go to `ready`."""
+        perf = self.perf_stats
+        t0 = now()
+        obs, rewards, terms, truncs, infos, off_policy = self.base_env.poll()
+        t1 = now()
+        perf.env_wait_time += t1 - t0
+        to_eval: Dict[tuple, list] = {}
+        self._process_poll(obs, rewards, terms, truncs, infos, to_eval, off_policy)
+        t2 = now()
+        perf.raw_obs_processing_time += t2 - t1
+        results = self._compute_actions(to_eval)
+        t3 = now()
+        perf.inference_time += t3 - t2
+        actions = self._actions_to_send(to_eval, results, off_policy)
+        for env_id in obs:
+            # A sub-env whose episode goes on though none of its observed agents
+            # acts (all of them are done) still steps, with no actions (as RLlib).
+            if env_id in self._active and env_id not in actions:
+                actions[env_id] = {}
+        if actions:
+            self.base_env.send_actions(actions)
+        if self.render:
+            self.base_env.try_render()
+        perf.action_processing_time += now() - t3
+        perf.iters += 1
+
     # ------------------------------------------------------------ observations
-    def _process_poll(self, obs, rewards, terms, truncs, infos, to_eval) -> None:
+    def env_state(self, env_id: Any) -> EnvState:
+        """The active episode of `env_id`, started if there is none."""
+        state = self._active.get(env_id)
+        if state is None:
+            order = self._env_order.setdefault(env_id, len(self._env_order))
+            state = self._active[env_id] = EnvState(self.new_episode(env_id), order)
+        return state
+
+    def _process_poll(self, obs, rewards, terms, truncs, infos, to_eval,
+                      off_policy=None) -> None:
         # Phase 1: episodes, observation_fn, and the raw observations grouped by policy.
         groups: Dict[str, list] = {}
         env_obs = {}
         for env_id, agent_obs in obs.items():
-            state = self._active.get(env_id)
-            if state is None:
-                order = self._env_order.setdefault(env_id, len(self._env_order))
-                state = self._active[env_id] = _EnvState(self.new_episode(env_id), order)
+            state = self.env_state(env_id)
             if self.observation_fn is not None:
                 agent_obs = self._apply_observation_fn(agent_obs, state.episode)
             env_obs[env_id] = agent_obs
@@ -170,7 +213,7 @@ class SamplingLoop(LoopCore):
         stepped = not state.new
         all_term = bool(env_terms.get("__all__", False))
         all_trunc = bool(env_truncs.get("__all__", False))
-        if stepped:
+        if stepped and not self.step_needs_rows:
             episode.length += 1
         for agent_id, r in env_rewards.items():
             if r is not None:
@@ -194,8 +237,7 @@ class SamplingLoop(LoopCore):
             coll = state.collectors.get(agent_id)
             pid = episode.policy_for(agent_id)
             if coll is None:
-                coll = state.collectors[agent_id] = AgentCollector(
-                    episode.agent_index(agent_id), pid, self.prev_columns(pid))
+                coll = state.collectors[agent_id] = self.new_collector(episode, agent_id, pid)
             own_term = bool(env_terms.get(agent_id, False)) or all_term
             own_trunc = bool(env_truncs.get(agent_id, False)) or all_trunc
             term, trunc = own_term, own_trunc or hit_horizon
@@ -207,7 +249,9 @@ class SamplingLoop(LoopCore):
                 keep = not ((self.no_done_at_end and episode_end)
                             or (hit_horizon and self.soft_horizon))
                 coll.add_row(obs_row, 0.0 if reward is None else reward, term and keep,
-                             trunc and keep, info, episode.length - 1)
+                             trunc and keep,
+                             episode.last_info_for(agent_id) if self.info_with_obs else info,
+                             coll.steps if self.agent_clock else episode.length - 1)
                 rows += 1
             episode.set_last_raw_obs(agent_id, raw)
             episode.set_last_info(agent_id, info)
@@ -216,11 +260,21 @@ class SamplingLoop(LoopCore):
             else:
                 episode.set_last_observation(agent_id, obs_row)
                 episode.set_last_done(agent_id, term, trunc)
-            if not (own_term or own_trunc or (hit_horizon and not self.soft_horizon)):
-                to_eval.setdefault(pid, []).append((env_id, agent_id, obs_row))
-        if episode_end and not (hit_horizon and self.soft_horizon):
+            done = own_term or own_trunc or (hit_horizon and not self.soft_horizon)
+            if self.agent_chunks and (done or self._agent_chunk_due(coll)):
+                self._postprocess_chunks(state, {agent_id: (pid, self._chunk(episode, coll))})
+                if done:
+                    del state.collectors[agent_id]
+            if not done:
+                to_eval.setdefault((pid, self._explore_for(state, pid)), []).append(
+                    (env_id, agent_id, obs_row))
+        if (episode_end and not (hit_horizon and self.soft_horizon)
+                and self.close_unobserved):
             rows += self._close_unobserved(state, agent_obs, all_term,
                                            all_trunc or hit_horizon)
+        if self.step_needs_rows:
+            stepped = rows > 0
+            episode.length += stepped
         # Every env step counts, also one with no agent observed (or none with a row),
         # as in RLlib: an env that observes no agent for a while still fills fragments.
         self.count_steps(1 if stepped else 0, rows)
@@ -237,7 +291,7 @@ class SamplingLoop(LoopCore):
         if self.fragment_full():
             self._cut_fragment()
 
-    def _close_unobserved(self, state: _EnvState, agent_obs: dict, term: bool,
+    def _close_unobserved(self, state: EnvState, agent_obs: dict, term: bool,
                           trunc: bool) -> int:
         """At the episode's end, gives each agent that acted but got no observation since
         (still alive when the episode ended) a last row, as RLlib does: its next
@@ -255,19 +309,40 @@ class SamplingLoop(LoopCore):
         return added
 
     # ---------------------------------------------------------------- episodes
-    def _build_chunks(self, state: _EnvState) -> Dict[Any, tuple]:
-        episode = state.episode
-        return {agent_id: (coll.policy_id, coll.build(
-                    episode.episode_id, episode.env_id, self.unroll_id(), self.clip_rewards,
-                    self.zero_action(coll.policy_id)))
+    def new_collector(self, episode: Any, agent_id: Any, pid: str) -> AgentCollector:
+        """The collector of an agent's rows, made at its first observation."""
+        return AgentCollector(episode.agent_index(agent_id), pid, self.prev_columns(pid))
+
+    def _explore_for(self, state: EnvState, pid: str) -> Any:
+        """The `explore` argument of the agent's `compute_actions` call."""
+        return self.explore
+
+    def _agent_chunk_due(self, coll: AgentCollector) -> bool:
+        """With `agent_chunks`: whether a running agent's chunk is cut now."""
+        return False
+
+    def _chunk(self, episode: Any, coll: AgentCollector) -> Any:
+        """The agent's rows since its last chunk as a SampleBatch (None if none)."""
+        if not coll.rows:
+            return None
+        return coll.build(episode.episode_id, episode.env_id, self.unroll_id(),
+                          self.clip_rewards, self.zero_action(coll.policy_id))
+
+    def _build_chunks(self, state: EnvState) -> Dict[Any, tuple]:
+        return {agent_id: (coll.policy_id, self._chunk(state.episode, coll))
                 for agent_id, coll in state.collectors.items() if coll.rows}
 
-    def _end_episode(self, env_id, state: _EnvState, hit_horizon: bool, to_eval) -> None:
-        episode = state.episode
-        chunks = self._build_chunks(state)
+    def _postprocess_chunks(self, state: EnvState, chunks: Dict[Any, tuple]) -> None:
+        """Postprocesses chunks of one episode (agent id -> (policy id, batch)) into the
+        output (called at episode ends and fragment cuts, and per agent with
+        `agent_chunks`)."""
         if chunks:
-            postprocess_episode_chunks(chunks, episode, self.policy_map, self.callbacks,
-                                       self.worker, self.output)
+            postprocess_episode_chunks(chunks, state.episode, self.policy_map,
+                                       self.callbacks, self.worker, self.output)
+
+    def _end_episode(self, env_id, state: EnvState, hit_horizon: bool, to_eval) -> None:
+        episode = state.episode
+        self._postprocess_chunks(state, self._build_chunks(state))
         self.episode_finished(episode, env_id)
         if hit_horizon and self.soft_horizon:
             episode.soft_reset()
@@ -276,8 +351,8 @@ class SamplingLoop(LoopCore):
                 episode.set_last_done(agent_id, False, False)
             return  # (no on_episode_start: the same Episode goes on, as in RLlib)
         del self._active[env_id]
-        for pid in list(to_eval):
-            to_eval[pid] = [item for item in to_eval[pid] if item[0] != env_id]
+        for key in list(to_eval):
+            to_eval[key] = [item for item in to_eval[key] if item[0] != env_id]
         if hit_horizon:
             self._reset_for_horizon(env_id, to_eval)
 
@@ -304,16 +379,16 @@ class SamplingLoop(LoopCore):
 
     def _cut_fragment(self) -> None:
         for state in sorted(self._active.values(), key=lambda s: s.order):
-            chunks = self._build_chunks(state)
-            if chunks:
-                postprocess_episode_chunks(chunks, state.episode, self.policy_map,
-                                           self.callbacks, self.worker, self.output)
+            self._postprocess_chunks(state, self._build_chunks(state))
         self.emit_fragment()
 
     # ------------------------------------------------------------------ acting
-    def _compute_actions(self, to_eval: Dict[str, list]) -> Dict[str, tuple]:
+    def _compute_actions(self, to_eval: Dict[tuple, list]) -> Dict[tuple, tuple]:
+        """`(policy id, explore) -> ((actions, state_outs, extras), state_ins)` for the
+        rows `to_eval` holds under that key."""
         inputs = {}
-        for pid, items in to_eval.items():
+        for key, items in to_eval.items():
+            pid = key[0]
             policy = self.policy_map[pid]
             states = [self._active[env_id].episode.rnn_state_for(agent_id)
                       for env_id, agent_id, _ in items]
@@ -329,20 +404,21 @@ class SamplingLoop(LoopCore):
                 if prev_r:
                     prev_reward_batch = np.asarray([p[1] for p in prevs], np.float32)
             obs_batch = np.stack([o for _, _, o in items])
-            inputs[pid] = (policy, obs_batch, state_batches, prev_action_batch,
+            inputs[key] = (policy, obs_batch, state_batches, prev_action_batch,
                            prev_reward_batch, items)
         if len(inputs) > 1 and all(self.run_builder_ok(p[0]) for p in inputs.values()):
             return self.run_with_builder(inputs)
-        return {pid: (policy.compute_actions(
+        return {key: (policy.compute_actions(
                     obs, state_batches, prev_action_batch=pa, prev_reward_batch=pr,
                     episodes=[self._active[e].episode for e, _, _ in items],
-                    explore=self.explore, timestep=policy.global_timestep), state_batches)
-                for pid, (policy, obs, state_batches, pa, pr, items) in inputs.items()}
+                    explore=key[1], timestep=policy.global_timestep), state_batches)
+                for key, (policy, obs, state_batches, pa, pr, items) in inputs.items()}
 
     def _actions_to_send(self, to_eval, results, off_policy) -> Dict[Any, dict]:
         send: Dict[Any, dict] = {}
-        for pid, items in to_eval.items():
-            (actions, state_outs, extras), state_ins = results[pid]
+        for key, items in to_eval.items():
+            pid = key[0]
+            (actions, state_outs, extras), state_ins = results[key]
             if isinstance(actions, list):  # one action per row (as RLlib reads a list)
                 actions = np.asarray(actions)
             env_actions = self.action_processor(pid)(actions)

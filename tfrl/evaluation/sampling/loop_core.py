@@ -210,14 +210,15 @@ class LoopCore:
                 and _defined_by(type(policy), "compute_actions")
                 is _defined_by(type(policy), "action_graph"))
 
-    def run_with_builder(self, inputs: Dict[str, tuple]) -> Dict[str, tuple]:
-        """The actions of several TF policies in one compiled call."""
+    def run_with_builder(self, inputs: Dict[tuple, tuple]) -> Dict[tuple, tuple]:
+        """The actions of several TF policies in one compiled call; `inputs` and the
+        result are keyed by `(policy id, explore)`."""
         from tfrl.utils.tf_run_builder import TFRunBuilder  # imports TensorFlow
 
         builder = TFRunBuilder(debug_name="sampler")
-        handles = {pid: builder.add_fetches(policy, obs, state_batches, self.explore, pa, pr)
-                   for pid, (policy, obs, state_batches, pa, pr, _) in inputs.items()}
-        return {pid: (builder.get(h), inputs[pid][2]) for pid, h in handles.items()}
+        handles = {key: builder.add_fetches(policy, obs, state_batches, key[1], pa, pr)
+                   for key, (policy, obs, state_batches, pa, pr, _) in inputs.items()}
+        return {key: (builder.get(h), inputs[key][2]) for key, h in handles.items()}
 
 
 def _defined_by(cls: type, name: str) -> Optional[type]:
