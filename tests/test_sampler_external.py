@@ -57,6 +57,20 @@ def test_external_env_episodes_with_logged_actions():
     assert [m.episode_reward for m in sampler.get_metrics()] == [7.0, 7.0]
 
 
+def test_ended_external_episodes_leave_no_trace_in_the_loop():
+    # An ExternalEnv's env ids are episode ids, never reused: a long-running sampler must
+    # not keep one entry per episode ever played (it did, in its cut order).
+    env = Simulator()
+    worker = FakeWorker({"default_policy": (FakePolicy, OBS, env.action_space, {})})
+    sampler = make_sampler(worker, env, rollout_fragment_length=float("inf"),
+                           multiple_episodes_in_batch=False)
+    batches = [sampler.next() for _ in range(20)]
+    assert [b["env_id"][0] for b in batches] == [f"ep{k}" for k in range(20)]
+    loop = sampler.runner
+    assert len(loop._env_order) <= 1 and len(loop._active) <= 1
+    assert loop._next_order == 20 + len(loop._active)  # every episode had its own place
+
+
 def test_collector_hooks_give_the_external_runners_batches():
     """AgentCollector(spaces=..., id_columns=False) and FragmentOutput(any_lone_policy=True):
     the batch format of tfrl.serving's ExternalEnvRunner (raw values cast to the spaces'

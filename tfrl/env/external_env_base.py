@@ -27,6 +27,10 @@ class _ExternalEnvToBaseEnv(BaseEnv):
             None waits until data arrive, `stop()` is called or the env thread dies.
     """
 
+    # Its env ids are episode ids, which an ExternalEnv never reuses (a sampling loop
+    # may forget an id once its episode ended).
+    env_ids_are_episode_ids = True
+
     def __init__(self, external_env, poll_timeout: Optional[float] = None):
         self.external_env = external_env
         self.action_space = external_env.action_space

@@ -104,7 +104,10 @@ class SamplingLoop(LoopCore):
     def __init__(self, **settings: Any):
         super().__init__(**settings)
         self._active: Dict[Any, EnvState] = {}
+        # Each env id's place in the cut order: the order in which ids first appeared
+        # (a counter, not len(), so that forgetting ended ids keeps the others' places).
         self._env_order: Dict[Any, int] = {}
+        self._next_order = 0
 
     def run(self) -> Iterator[Any]:
         """Yields fragments (SampleBatch/MultiAgentBatch) and RolloutMetrics, forever."""
@@ -146,7 +149,10 @@ class SamplingLoop(LoopCore):
         """The active episode of `env_id`, started if there is none."""
         state = self._active.get(env_id)
         if state is None:
-            order = self._env_order.setdefault(env_id, len(self._env_order))
+            order = self._env_order.get(env_id)
+            if order is None:
+                order = self._env_order[env_id] = self._next_order
+                self._next_order += 1
             state = self._active[env_id] = EnvState(self.new_episode(env_id), order)
         return state
 
@@ -351,6 +357,8 @@ class SamplingLoop(LoopCore):
                 episode.set_last_done(agent_id, False, False)
             return  # (no on_episode_start: the same Episode goes on, as in RLlib)
         del self._active[env_id]
+        if getattr(self.base_env, "env_ids_are_episode_ids", False):
+            self._env_order.pop(env_id, None)  # the id never comes back: forget it
         for key in list(to_eval):
             to_eval[key] = [item for item in to_eval[key] if item[0] != env_id]
         if hit_horizon:
