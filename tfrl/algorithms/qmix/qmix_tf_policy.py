@@ -9,7 +9,8 @@ an `"obs"` entry (what the agent network sees), an `"action_mask"` entry (`Box(0
 without it the mixer reads all members' observations).
 
 Acting: one agent network (`model.agent_q_network`, shared by the members) gives each
-member's Q-values in one compiled call; each member takes its best allowed action, or
+member's Q-values, in numpy on a copy of its weights (refreshed after each change of
+them; `config["inference"]="tf"`: in one compiled call instead); each member takes its best allowed action, or
 with probability epsilon a uniform allowed one (drawn from the policy's seeded
 `sampling_rng`); epsilon falls linearly from `initial_epsilon` to `final_epsilon` over
 `epsilon_timesteps` of the policy's timestep. The actions come back as a tuple of `[B]`
@@ -45,6 +46,8 @@ from tfrl.models.action_mask import check_mask_space, uniform_allowed_actions
 from tfrl.models.preprocessors import get_preprocessor
 from tfrl.models.tf.target_update import assign_weights, hard_update
 from tfrl.policy.policy import Policy
+from tfrl.policy.numpy_inference import (WeightReader, activation_problem, dense_params,
+                                         mlp_forward)
 from tfrl.policy.policy_config import FrozenConfig
 from tfrl.policy.strategy import make_strategy
 from tfrl.utils.schedules import LinearSchedule
@@ -212,6 +215,15 @@ class QMixTFPolicy(Policy):
                                                 name="num_grad_updates")
         self.update_target()
         self.num_traces: Dict[str, int] = {}
+        # Numpy acting: the agent network's dense layers, copied when `weights_version`
+        # (counting changes of the weights) moved past `_numpy_version`.
+        dense = [layer for layer in self.model.layers if isinstance(layer, keras.layers.Dense)]
+        self._numpy_acting = (config["inference"] != "tf"
+                              and activation_problem(dense[:-1]) is None)
+        self._dense_layers = dense
+        self._weight_reader = WeightReader(self.model.weights) if self._numpy_acting else None
+        self._numpy_layers: List[Any] = []
+        self.weights_version, self._numpy_version = 0, -1
         obs_spec = tf.TensorSpec((None, layout.n_agents, layout.obs_size), tf.float32)
         state_spec = tf.TensorSpec((None, layout.state_size), tf.float32)
         agents_spec = tf.TensorSpec((None, layout.n_agents), tf.float32)
@@ -261,7 +273,7 @@ class QMixTFPolicy(Policy):
         explore = self.config["explore"] if explore is None else explore
         step = self.global_timestep if timestep is None else int(timestep)
         obs, mask, _ = self.layout.split(self.layout.flat(obs_batch, type(self).__name__))
-        q = self._q_fn(tf.constant(obs)).numpy()  # [B, N, A]
+        q = self._acting_q(obs)  # [B, N, A]
         rows, n_agents, n_actions = q.shape
         allowed = np.ones(q.shape, bool) if mask is None else mask > 0.5  # [B, N, A]
         actions = np.where(allowed, q, MASKED_Q).argmax(axis=-1)  # [B, N]
@@ -275,6 +287,20 @@ class QMixTFPolicy(Policy):
         self.global_timestep += rows
         dtype = self.action_space.spaces[0].dtype
         return tuple(actions[:, i].astype(dtype) for i in range(n_agents)), [], {}
+
+    def _acting_q(self, obs: np.ndarray) -> np.ndarray:
+        """`[B, N, obs_size]` -> `[B, N, A]` Q-values, in numpy or one compiled call."""
+        if not self._numpy_acting:
+            return self._q_fn(tf.constant(obs)).numpy()
+        if self._numpy_version != self.weights_version:
+            values = iter(self._weight_reader.read())
+            last = len(self._dense_layers) - 1
+            self._numpy_layers = [dense_params(values, layer, activation=i < last)
+                                  for i, layer in enumerate(self._dense_layers)]
+            self._numpy_version = self.weights_version
+        rows, n_agents, size = obs.shape
+        q = mlp_forward(obs.reshape(rows * n_agents, size), self._numpy_layers)
+        return q.reshape(rows, n_agents, self.layout.n_actions)
 
     def _q_values_graph(self, obs: tf.Tensor) -> tf.Tensor:
         self.num_traces["compute_actions"] = self.num_traces.get("compute_actions", 0) + 1
@@ -355,6 +381,7 @@ class QMixTFPolicy(Policy):
             for start in range(0, rows, size):
                 part = [tf.constant(x[start:start + size]) for x in inputs]
                 stats = self._train_fn(*part)
+                self.weights_version += 1
                 all_stats.append({k: float(v) for k, v in stats.items()})
         learner_stats = {k: float(np.mean([s[k] for s in all_stats])) for k in all_stats[0]}
         learner_stats["cur_epsilon"] = self.cur_epsilon
@@ -442,6 +469,7 @@ class QMixTFPolicy(Policy):
                                          self.target_mixer)):
             if weights[key] is not None and model is not None:
                 assign_weights(model.weights, weights[key], f"set_weights(): {key!r}")
+        self.weights_version += 1
 
     def get_state(self) -> Dict[str, Any]:
         """The weights, the global timestep, the optimizer's variables, the update count,
