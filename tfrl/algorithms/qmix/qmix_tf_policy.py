@@ -36,7 +36,7 @@ import tensorflow as tf
 from tfrl.algorithms.policy_checks import check_no_recurrent_model
 from tfrl.algorithms.qmix.mixers import QMixer, VDNMixer
 from tfrl.algorithms.qmix.model import agent_q_network
-from tfrl.algorithms.qmix.qmix_config import QMixConfig
+from tfrl.algorithms.qmix.qmix_config import EXPLORATION_DEFAULTS, QMixConfig
 from tfrl.algorithms.qmix.qmix_loss import (
     MASKED_Q, chosen_action_q, qmix_td_loss, target_agent_q)
 from tfrl.core.columns import Columns
@@ -196,7 +196,8 @@ class QMixTFPolicy(Policy):
         if seed is not None:
             keras.utils.set_random_seed(int(seed))
         self.sampling_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
-        exploration = config["exploration_config"]
+        # A partial exploration_config (a policy built from a dict) takes the defaults.
+        exploration = {**EXPLORATION_DEFAULTS, **config["exploration_config"]}
         self.epsilon_schedule = LinearSchedule(
             exploration["epsilon_timesteps"], exploration["final_epsilon"],
             initial_p=exploration["initial_epsilon"])
