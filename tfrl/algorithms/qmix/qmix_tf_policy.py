@@ -182,7 +182,7 @@ class QMixTFPolicy(Policy):
                                       "to False.")
         self.layout = GroupLayout(observation_space, action_space, owner)
         super().__init__(observation_space, action_space, config)
-        self.config = FrozenConfig({**QMixConfig().to_dict(), **self.config})
+        self.config = FrozenConfig({**self.default_config(), **self.config})
         config = self.config
         if config["mixer"] not in ("qmix", "vdn", None):
             raise ValueError(f"{owner}: mixer must be 'qmix', 'vdn' or None; received "
@@ -241,6 +241,11 @@ class QMixTFPolicy(Policy):
                                      autograph=False)
         self._td_fn = tf.function(self._td_error_graph, input_signature=batch_specs,
                                   autograph=False)
+
+    @classmethod
+    def default_config(cls) -> Dict[str, Any]:
+        """The defaults of this policy's keys: `QMixConfig().to_dict()`."""
+        return cls.config_class().to_dict()
 
     def _make_mixer(self) -> Optional[keras.Model]:
         if self.config["mixer"] == "qmix":
