@@ -96,7 +96,7 @@ class QMixConfig(OffPolicyConfig):
     def from_dict(cls, config: Optional[Mapping[str, Any]] = None) -> "QMixConfig":
         return super().from_dict(_without_grad_norm_clipping(config))  # type: ignore[return-value]
 
-    def training(self, **kwargs: Any) -> "QMixConfig":  # type: ignore[override]
+    def training(self, **kwargs: Any) -> "QMixConfig":
         """Sets training keys (RLlib's `grad_norm_clipping` is `grad_clip`)."""
         return super().training(**_without_grad_norm_clipping(kwargs))  # type: ignore[return-value]
 

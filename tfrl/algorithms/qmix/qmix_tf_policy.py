@@ -26,7 +26,7 @@ which `postprocess_trajectory` reads from the info's `"_group_rewards"` into the
 their targets (the algorithm calls it every `target_network_update_freq` sampled steps).
 """
 
-from typing import Any, ClassVar, Dict, List, Optional, Tuple
+from typing import Any, ClassVar, Dict, List, Optional, Sequence, Tuple
 
 import gymnasium as gym
 import keras
@@ -181,7 +181,7 @@ class QMixTFPolicy(Policy):
                                  hint="QMIX's agent network is feed-forward here: set them "
                                       "to False.")
         self.layout = GroupLayout(observation_space, action_space, owner)
-        super().__init__(observation_space, action_space, config)
+        super().__init__(observation_space, action_space, config or {})
         self.config = FrozenConfig({**self.default_config(), **self.config})
         config = self.config
         if config["mixer"] not in ("qmix", "vdn", None):
@@ -222,7 +222,7 @@ class QMixTFPolicy(Policy):
         self._numpy_acting = (config["inference"] != "tf"
                               and activation_problem(dense[:-1]) is None)
         self._dense_layers = dense
-        self._weight_reader = WeightReader(self.model.weights) if self._numpy_acting else None
+        self._weight_reader = WeightReader(self.model.weights)
         self._numpy_layers: List[Any] = []
         self.weights_version, self._numpy_version = 0, -1
         obs_spec = tf.TensorSpec((None, layout.n_agents, layout.obs_size), tf.float32)
@@ -394,21 +394,24 @@ class QMixTFPolicy(Policy):
         learner_stats["num_grad_updates"] = int(self.num_grad_updates.numpy())
         return {"learner_stats": learner_stats}
 
-    def _loss(self, obs, state, actions, rewards, terminateds, next_obs, next_state,
-              next_mask, agent_mask, weights, training: bool
+    def _loss(self, batch: Sequence[tf.Tensor], training: bool
               ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
-        """`qmix_loss`'s functions on this batch (see the module docstring)."""
+        """`qmix_loss`'s functions on a batch of `_learning_inputs` (see the module
+        docstring)."""
+        (obs, state, actions, rewards, terminateds, next_obs, next_state, next_mask,
+         agent_mask, weights) = batch
         q_t = self._agent_q(self.model, obs, training=training)  # [B, N, A]
         q_tp1_target = self._agent_q(self.target_model, next_obs)
         q_tp1_online = (self._agent_q(self.model, next_obs) if self.config["double_q"]
                         else None)
         chosen = chosen_action_q(q_t, actions) * agent_mask  # [B, N]
         target = target_agent_q(q_tp1_target, q_tp1_online, next_mask) * agent_mask
-        if self.mixer is None:  # each agent on its own reward, absent agents masked
+        mixer, target_mixer = self.mixer, self.target_mixer
+        if mixer is None or target_mixer is None:  # each agent on its own reward
             q_tot_t, q_tot_tp1, mask = chosen, target, agent_mask
         else:
-            q_tot_t = self.mixer(chosen, state)  # [B, 1]
-            q_tot_tp1 = self.target_mixer(target, next_state)
+            q_tot_t = mixer(chosen, state)  # [B, 1]
+            q_tot_tp1 = target_mixer(target, next_state)
             mask = None
         return qmix_td_loss(q_tot_t, rewards, terminateds, q_tot_tp1, mask, weights,
                             gamma=self.config["gamma"])
@@ -417,7 +420,7 @@ class QMixTFPolicy(Policy):
         self.num_traces["learn_on_batch"] = self.num_traces.get("learn_on_batch", 0) + 1
         variables = self.trainable_variables
         with tf.GradientTape() as tape:
-            loss, stats = self._loss(*batch, training=True)
+            loss, stats = self._loss(batch, training=True)
         grads = tape.gradient(loss, variables)
         clip = self.config["grad_clip"]
         if clip is not None:
@@ -433,7 +436,7 @@ class QMixTFPolicy(Policy):
 
     def _td_error_graph(self, *batch: tf.Tensor) -> tf.Tensor:
         self.num_traces["compute_td_error"] = self.num_traces.get("compute_td_error", 0) + 1
-        return self._loss(*batch, training=False)[1]["td_error"]
+        return self._loss(batch, training=False)[1]["td_error"]
 
     def td_errors(self, batch: Any) -> np.ndarray:
         """Per-row TD errors `[B]` under the current weights (the mean over the entries
@@ -443,7 +446,7 @@ class QMixTFPolicy(Policy):
     def update_target(self) -> None:
         """Copies the agent network and the mixer into their targets."""
         hard_update(self.target_model.weights, self.model.weights)
-        if self.mixer is not None:
+        if self.mixer is not None and self.target_mixer is not None:
             hard_update(self.target_mixer.weights, self.mixer.weights)
 
     # ---------------------------------------------------------------- state
@@ -473,8 +476,9 @@ class QMixTFPolicy(Policy):
                 f"{sorted(weights) if isinstance(weights, dict) else type(weights).__name__}.")
         for key, model in zip(expected, (self.model, self.target_model, self.mixer,
                                          self.target_mixer)):
-            if weights[key] is not None and model is not None:
-                assign_weights(model.weights, weights[key], f"set_weights(): {key!r}")
+            values = weights[key]
+            if values is not None and model is not None:
+                assign_weights(model.weights, values, f"set_weights(): {key!r}")
         self.weights_version += 1
 
     def get_state(self) -> Dict[str, Any]:
