@@ -344,3 +344,13 @@ def test_restore_continues_exactly(tmp_path):
                 np.testing.assert_array_equal(a, b)
     finally:
         restored.stop()
+
+
+def test_lr_follows_the_schedule_and_the_state():
+    obs_space, act_space = grouped_spaces()
+    policy = QMixTFPolicy(obs_space, act_space, {**SMALL, "lr_schedule": [[0, 0.1], [100, 0.0]]})
+    policy.on_global_var_update({"timestep": 50})
+    assert float(np.asarray(policy.optimizer.learning_rate)) == pytest.approx(0.05)
+    other = QMixTFPolicy(obs_space, act_space, {**SMALL, "lr_schedule": [[0, 0.1], [100, 0.0]]})
+    other.set_state(policy.get_state())
+    assert float(np.asarray(other.optimizer.learning_rate)) == pytest.approx(0.05)

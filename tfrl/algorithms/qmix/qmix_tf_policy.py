@@ -18,8 +18,8 @@ arrays, one per member, as RLlib's.
 
 Learning: `learn_on_batch` runs one compiled step per minibatch of replayed transitions:
 `qmix_loss`'s functions on the online and target agent networks and mixers (`mixers`),
-RMSProp (`lr`, `optim_alpha`, `optim_eps`) on the agent network's and mixer's weights
-with their global norm clipped at `grad_clip`. The team's reward is the batch's `rewards`
+RMSProp (`lr`, or `lr_schedule` over the timesteps; `optim_alpha`, `optim_eps`) on the
+agent network's and mixer's weights with their global norm clipped at `grad_clip`. The team's reward is the batch's `rewards`
 (the group's, the members' sum); without a mixer each member learns from its own reward,
 which `postprocess_trajectory` reads from the info's `"_group_rewards"` into the
 `group_rewards` column. `update_target()` copies the agent network and the mixer into
@@ -50,7 +50,7 @@ from tfrl.policy.numpy_inference import (WeightReader, activation_problem, dense
                                          mlp_forward)
 from tfrl.policy.policy_config import FrozenConfig
 from tfrl.policy.strategy import make_strategy
-from tfrl.utils.schedules import LinearSchedule
+from tfrl.utils.schedules import LinearSchedule, make_schedule
 
 # The column of each member's own reward `[T, N]` (read without a mixer).
 GROUP_REWARDS_COLUMN = "group_rewards"
@@ -201,6 +201,7 @@ class QMixTFPolicy(Policy):
         self.epsilon_schedule = LinearSchedule(
             exploration["epsilon_timesteps"], exploration["final_epsilon"],
             initial_p=exploration["initial_epsilon"])
+        self._lr_schedule = make_schedule(config["lr"], config["lr_schedule"])
         layout = self.layout
         with self.strategy.scope():
             self.model = agent_q_network(layout.obs_size, layout.n_actions, config["model"])
@@ -443,6 +444,12 @@ class QMixTFPolicy(Policy):
         of a row; for prioritized replay), in one compiled call."""
         return self._td_fn(*[tf.constant(x) for x in self._learning_inputs(batch)]).numpy()
 
+    def on_global_var_update(self, global_vars: Dict[str, Any]) -> None:
+        """Stores the timestep (epsilon's position) and moves the lr along `lr_schedule`."""
+        super().on_global_var_update(global_vars)
+        if "timestep" in global_vars:
+            self.optimizer.learning_rate = self._lr_schedule.value(int(global_vars["timestep"]))
+
     def update_target(self) -> None:
         """Copies the agent network and the mixer into their targets."""
         hard_update(self.target_model.weights, self.model.weights)
@@ -501,3 +508,4 @@ class QMixTFPolicy(Policy):
             self.num_grad_updates.assign(int(state["num_grad_updates"]))
         if "sampling_rng" in state:
             self.sampling_rng.bit_generator.state = state["sampling_rng"]
+        self.optimizer.learning_rate = self._lr_schedule.value(self.global_timestep)
