@@ -36,7 +36,7 @@ import tensorflow as tf
 from tfrl.algorithms.policy_checks import check_no_recurrent_model
 from tfrl.algorithms.qmix.mixers import QMixer, VDNMixer
 from tfrl.algorithms.qmix.model import agent_q_network
-from tfrl.algorithms.qmix.qmix_config import EXPLORATION_DEFAULTS, QMixConfig
+from tfrl.algorithms.qmix.qmix_config import EXPLORATION_DEFAULTS, MIXERS, QMixConfig
 from tfrl.algorithms.qmix.qmix_loss import (
     MASKED_Q, chosen_action_q, qmix_td_loss, target_agent_q)
 from tfrl.core.columns import Columns
@@ -184,8 +184,8 @@ class QMixTFPolicy(Policy):
         super().__init__(observation_space, action_space, config or {})
         self.config = FrozenConfig({**self.default_config(), **self.config})
         config = self.config
-        if config["mixer"] not in ("qmix", "vdn", None):
-            raise ValueError(f"{owner}: mixer must be 'qmix', 'vdn' or None; received "
+        if config["mixer"] not in MIXERS:
+            raise ValueError(f"{owner}: mixer must be one of {MIXERS}; received "
                              f"{config['mixer']!r}.")
         self.strategy = strategy if strategy is not None else make_strategy(config)
         if self.strategy.num_replicas_in_sync != 1:
@@ -367,6 +367,8 @@ class QMixTFPolicy(Policy):
         terminateds = np.asarray(samples[Columns.TERMINATEDS], np.float32)
         if next_mask is None:
             next_mask = np.ones((rows, layout.n_agents, layout.n_actions), np.float32)
+        # Every member is present in every row (a grouped env reports all members
+        # together); the loss also takes absent agents (0 here).
         agent_mask = np.ones((rows, layout.n_agents), np.float32)
         weights = (np.asarray(samples[WEIGHTS], np.float32) if WEIGHTS in samples
                    else np.ones(rows, np.float32))
