@@ -264,8 +264,8 @@ def test_learning_traces_once_moves_weights_and_state_round_trips(mixer):
     np.testing.assert_array_equal(source.get_weights()["target_model"][0], after["model"][0])
     # A policy set to the source's state acts and learns as it does.
     target = QMixTFPolicy(obs_space, act_space, {**config, "seed": 5})
+    next_batch = episode_batch(target, 32, seed=2)  # acted before its state is replaced
     target.set_state(source.get_state())
-    next_batch = episode_batch(QMixTFPolicy(obs_space, act_space, config), 32, seed=2)
     obs = next_batch["obs"]
     for a, b in zip(target.compute_actions(obs)[0], source.compute_actions(obs)[0]):
         np.testing.assert_array_equal(a, b)
