@@ -9,12 +9,18 @@ import numpy as np
 import pytest
 
 from tfrl.algorithms.registry import ALGORITHMS, get_algorithm_class
+from tfrl.examples.envs.two_step_game import TwoStepGameWithGroupedAgents
+from tfrl.models.catalog import ModelCatalog
 from tfrl.policy.policy_config import FrozenConfig, PolicyConfig
 from tfrl.policy.tf_policy import DEFAULT_CONFIG, TFPolicy
 
 OBS = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
 ACT = gym.spaces.Discrete(2)
 BOX_ACT = gym.spaces.Box(-2.0, 2.0, (1,), np.float32)
+# A group of two agents (QMIX's spaces): the Tuple of their spaces, flattened.
+GROUPED_OBS = ModelCatalog.get_preprocessor_for_space(
+    gym.spaces.Tuple([gym.spaces.Discrete(6)] * 2)).observation_space
+GROUPED_ACT = gym.spaces.Tuple([gym.spaces.Discrete(2)] * 2)
 
 
 def _discrete(algo_class) -> bool:
@@ -23,11 +29,23 @@ def _discrete(algo_class) -> bool:
     return types is None or isinstance(ACT, types)
 
 
+def _grouped(algo_class) -> bool:
+    """Whether the algorithm's policy acts for a group of agents (QMIX: Tuple actions, on
+    the grouped TwoStepGame)."""
+    types = getattr(algo_class.default_policy_class, "action_space_types", None)
+    return types is not None and isinstance(GROUPED_ACT, types)
+
+
+def _env(algo_class):
+    if _grouped(algo_class):
+        return TwoStepGameWithGroupedAgents
+    return "CartPole-v1" if _discrete(algo_class) else "Pendulum-v1"
+
+
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))
 def test_policy_built_by_the_algorithm_sees_exactly_the_default_config(name):
     algo_class, config_class = get_algorithm_class(name, return_config=True)
-    config = config_class().environment(
-        "CartPole-v1" if _discrete(algo_class) else "Pendulum-v1")
+    config = config_class().environment(_env(algo_class))
     algo = algo_class(config=config)
     try:
         policy = algo.get_policy()
@@ -41,8 +59,9 @@ def test_policy_built_by_the_algorithm_sees_exactly_the_default_config(name):
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))
 def test_policy_built_from_a_partial_dict_takes_the_algorithm_defaults(name):
     algo_class, config_class = get_algorithm_class(name, return_config=True)
-    act = ACT if _discrete(algo_class) else BOX_ACT
-    policy = algo_class.default_policy_class(OBS, act, {"lr": 1e-3, "seed": 0})
+    obs, act = (GROUPED_OBS, GROUPED_ACT) if _grouped(algo_class) else (
+        OBS, ACT if _discrete(algo_class) else BOX_ACT)
+    policy = algo_class.default_policy_class(obs, act, {"lr": 1e-3, "seed": 0})
     assert dict(policy.config) == {**config_class().to_dict(), "lr": 1e-3, "seed": 0}
     if hasattr(type(policy), "cur_lr"):  # SAC learns at its `optimization` rates, not `lr`
         assert policy.cur_lr == pytest.approx(1e-3)

@@ -15,6 +15,7 @@ import tensorflow as tf
 
 from tfrl.algorithms.registry import ALGORITHMS, get_algorithm_class
 from tfrl.env.registry import register_env
+from tfrl.examples.envs.two_step_game import TwoStepGameWithGroupedAgents
 from tfrl.policy.sample_batch import SampleBatch
 from tfrl.policy.strategy import make_strategy
 from graph_options import without_graph_optimizer  # noqa: F401 (re-exported)
@@ -105,6 +106,12 @@ register_env(ENVS["discrete"],
              lambda ctx: FixedStart(gym.make("CartPole-v1", max_episode_steps=24)))
 register_env(ENVS["box"],
              lambda ctx: FixedStart(gym.make("Pendulum-v1", max_episode_steps=16)))
+
+# Algorithms whose policy takes none of `SPACES` (QMIX: a group of agents, Tuple spaces)
+# are not in the policy-level suites; they run on this grouped multi-agent env where the
+# suite trains whole algorithms (the digests), and their own tests cover the rest.
+GROUPED_ENV = "conformance_two_step_game"
+register_env(GROUPED_ENV, lambda ctx: TwoStepGameWithGroupedAgents(ctx))
 
 
 def algorithm_config(name: str, **overrides: Any) -> Dict[str, Any]:
@@ -323,8 +330,9 @@ def assert_exported_states_follow_the_live_policy(policy: Any, loaded: Any, rows
 
 
 def make_algorithm(algo, space, **overrides):
-    return get_algorithm_class(algo)(config=algorithm_config(algo, env=ENVS[space],
-                                                             **overrides))
+    """The algorithm on the `space` pair's env (`"grouped"`: `GROUPED_ENV`)."""
+    env = GROUPED_ENV if space == "grouped" else ENVS[space]
+    return get_algorithm_class(algo)(config=algorithm_config(algo, env=env, **overrides))
 
 
 def learner_stats(result):

@@ -25,22 +25,31 @@ ITERATIONS = 2
 
 
 def space_of(algo):
-    """The Discrete pair where the algorithm supports it, else the Box pair."""
+    """The Discrete pair where the algorithm supports it, else the Box pair, else (an
+    algorithm for groups of agents: QMIX) the suite's grouped env."""
     spaces = [s for a, s in SUPPORTED if a == algo]
+    if not spaces:
+        return "grouped"
     return "discrete" if "discrete" in spaces else spaces[0]
 
 
 def weights_digest(algorithm):
     """sha256 over every policy's weights (sorted by policy id, then weight name), with
-    each array's dtype and shape."""
+    each array's dtype and shape. A weight entry that is a list of arrays (QMIX's weights
+    per network) counts as its arrays, named `<entry>/<index>`; None is left out."""
     h = hashlib.sha256()
     for pid, weights in sorted(algorithm.get_weights().items()):
         h.update(pid.encode())
         items = weights.items() if isinstance(weights, dict) else enumerate(weights)
         for name, value in sorted(items, key=lambda kv: str(kv[0])):
-            array = np.ascontiguousarray(np.asarray(value))
-            h.update(f"{name}|{array.dtype.str}|{array.shape}".encode())
-            h.update(array.tobytes())
+            if value is None:
+                continue
+            parts = ([(f"{name}/{i}", v) for i, v in enumerate(value)]
+                     if isinstance(value, list) else [(name, value)])
+            for part_name, part in parts:
+                array = np.ascontiguousarray(np.asarray(part))
+                h.update(f"{part_name}|{array.dtype.str}|{array.shape}".encode())
+                h.update(array.tobytes())
     return h.hexdigest()
 
 

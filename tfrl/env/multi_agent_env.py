@@ -36,6 +36,10 @@ rewards, flags and infos of the step (or reset), with every observed agent prese
 all four other dicts. A reward is None for an agent's first observation in an episode
 (so for all agents right after a reset) unless the env gave one, and 0.0 for a
 returning agent the env gave none. Flags default to False, infos to `{}`.
+
+`MultiAgentEnv.with_agent_groups()` builds `GroupAgentsWrapper`, defined here too for
+the same reason (RLlib's path `tfrl.env.wrappers.group_agents_wrapper` re-exports it):
+each group of agents acts as one agent with Tuple observations and actions.
 """
 
 from typing import Any, Callable, Dict, List, Optional, Set, Tuple, Type, Union
@@ -46,6 +50,14 @@ from tfrl.env.base_env_interface import BaseEnv
 from tfrl.env.env_context import EnvContext
 from tfrl.env.registry import get_env_creator
 from tfrl.utils.typing import AgentID, EnvID, MultiAgentDict, MultiEnvDict
+
+# The key of an agent's Dict observation that holds the global env state (RLlib's
+# `ENV_STATE`): QMIX's mixer reads it when present.
+ENV_STATE = "state"
+# Info keys of a grouped agent (`GroupAgentsWrapper`): its members' own rewards (in the
+# group's order; the group's reward is their sum) and their own infos.
+GROUP_REWARDS = "_group_rewards"
+GROUP_INFO = "_group_info"
 
 
 class MultiAgentEnv(gym.Env):
@@ -158,6 +170,40 @@ class MultiAgentEnv(gym.Env):
         ids = self.get_agent_ids()
         return bool(isinstance(space, gym.spaces.Dict) and ids and set(space.spaces) == ids)
 
+    def with_agent_groups(self, groups: Dict[str, List[AgentID]],
+                          obs_space: Optional[gym.Space] = None,
+                          act_space: Optional[gym.Space] = None) -> "MultiAgentEnv":
+        """This env with each group of agents acting as one agent (RLlib's grouping).
+
+        A group's observation is the tuple of its members' observations, its action a
+        sequence of its members' actions (in `groups[group_id]`'s order), its reward the
+        sum of theirs (each member's own in its info under `"_group_rewards"`), and it
+        is terminated (truncated) when all its members are. All members of a group
+        must act at the same time. Agents in no group stay as they are.
+
+        Args:
+            groups: group id -> the ids of its agents.
+            obs_space: The grouped env's observation space (for a single group, the
+                Tuple of its members' spaces). None: a Dict keyed by the new agent ids
+                (a group's entry the Tuple of its members' spaces), if the env's agent
+                ids are known, else the env's space.
+            act_space: The same for actions.
+
+        Returns:
+            A `GroupAgentsWrapper` around this env.
+
+        Example:
+            >>> MultiCartPole = make_multi_agent("CartPole-v1")
+            >>> env = MultiCartPole({"num_agents": 2}).with_agent_groups({"team": [0, 1]})
+            >>> obs, infos = env.reset(seed=0)
+            >>> sorted(obs), len(obs["team"])
+            (['team'], 2)
+            >>> obs, rewards, terminateds, truncateds, infos = env.step({"team": (1, 0)})
+            >>> rewards, infos["team"]["_group_rewards"]
+            ({'team': 2.0}, [1.0, 1.0])
+        """
+        return GroupAgentsWrapper(self, groups, obs_space, act_space)
+
     def to_base_env(
         self, make_env: Optional[Callable[[int], "MultiAgentEnv"]] = None, num_envs: int = 1
     ) -> BaseEnv:
@@ -240,6 +286,147 @@ def make_multi_agent(env_name_or_creator: Union[str, Callable[[EnvContext], gym.
                 env.close()
 
     return MultiEnv
+
+
+class GroupAgentsWrapper(MultiAgentEnv):
+    """A MultiAgentEnv whose groups of agents act as one agent each (RLlib's grouping;
+    built by `MultiAgentEnv.with_agent_groups()`, whose docstring says what a group
+    observes, does and receives).
+
+    Args:
+        env: The MultiAgentEnv to wrap.
+        groups: group id -> the ids of its agents (each agent in one group at most).
+        obs_space: The grouped env's observation space (see `with_agent_groups`).
+        act_space: The grouped env's action space.
+
+    Raises:
+        TypeError: If `env` is not a MultiAgentEnv.
+        ValueError: If `groups` is not a dict of non-empty agent id lists, an agent is
+            in two groups, or a group id is the id of an agent in no group.
+    """
+
+    def __init__(self, env: MultiAgentEnv, groups: Dict[str, List[AgentID]],
+                 obs_space: Optional[gym.Space] = None,
+                 act_space: Optional[gym.Space] = None):
+        super().__init__()
+        if not isinstance(env, MultiAgentEnv):
+            raise TypeError(f"with_agent_groups() groups the agents of a MultiAgentEnv; "
+                            f"received a {type(env).__name__}.")
+        if not isinstance(groups, dict) or not all(
+                isinstance(ids, (list, tuple)) and ids for ids in groups.values()):
+            raise ValueError(
+                "groups must be a dict group_id -> non-empty list of agent ids (e.g. "
+                f"{{'team': [0, 1]}}); received {groups!r}.")
+        self.env = env
+        self.groups = {gid: list(ids) for gid, ids in groups.items()}
+        self.agent_id_to_group: Dict[AgentID, str] = {}
+        for group_id, agent_ids in self.groups.items():
+            for agent_id in agent_ids:
+                if agent_id in self.agent_id_to_group:
+                    raise ValueError(
+                        f"Agent {agent_id!r} is in two groups ({self.agent_id_to_group[agent_id]!r} "
+                        f"and {group_id!r}); put each agent in one group at most.")
+                self.agent_id_to_group[agent_id] = group_id
+        inner_ids = env.get_agent_ids()
+        ungrouped = inner_ids - set(self.agent_id_to_group)
+        clash = set(self.groups) & ungrouped
+        if clash:
+            raise ValueError(f"Group ids {sorted(clash, key=repr)} are also ids of agents "
+                             "outside them; give the groups other ids.")
+        self._agent_ids = set(self.groups) | ungrouped
+        self.observation_space = (obs_space if obs_space is not None
+                                  else self._grouped_space(env.observation_space, "observation"))
+        self.action_space = (act_space if act_space is not None
+                             else self._grouped_space(env.action_space, "action"))
+
+    def _grouped_space(self, space: Optional[gym.Space], kind: str) -> Optional[gym.Space]:
+        """A Dict keyed by the grouped env's agent ids (a group: the Tuple of its members'
+        spaces), or the env's own space if its agent ids are unknown."""
+        if not self.env.get_agent_ids():
+            return space
+        space_of = (self.env.get_observation_space if kind == "observation"
+                    else self.env.get_action_space)
+        spaces: Dict[Any, gym.Space] = {}
+        for agent_id in sorted(self._agent_ids, key=repr):
+            if agent_id in self.groups:
+                spaces[agent_id] = gym.spaces.Tuple([space_of(a) for a in self.groups[agent_id]])
+            else:
+                spaces[agent_id] = space_of(agent_id)
+        return gym.spaces.Dict(spaces)
+
+    def reset(self, *, seed: Optional[int] = None, options: Optional[dict] = None):
+        obs, infos = self.env.reset(seed=seed, options=options)
+        return self._group_items(obs, "observations"), self._group_infos(infos)
+
+    def step(self, action_dict: MultiAgentDict):
+        obs, rewards, terminateds, truncateds, infos = self.env.step(
+            self._ungroup_actions(action_dict))
+        obs = self._group_items(obs, "observations")
+        grouped_rewards = self._group_items(rewards, "rewards", aggregate=list)
+        terminateds = self._group_items(terminateds, "terminateds", aggregate=all)
+        truncateds = self._group_items(truncateds, "truncateds", aggregate=all)
+        infos = self._group_infos(infos)
+        rewards = {}
+        for agent_id, reward in grouped_rewards.items():
+            if agent_id in self.groups:
+                rewards[agent_id] = sum(reward)
+                infos.setdefault(agent_id, {})[GROUP_REWARDS] = reward
+            else:
+                rewards[agent_id] = reward
+        return obs, rewards, terminateds, truncateds, infos
+
+    def render(self) -> Any:
+        return self.env.render()
+
+    def close(self) -> None:
+        self.env.close()
+
+    def _ungroup_actions(self, action_dict: MultiAgentDict) -> MultiAgentDict:
+        out = {}
+        for agent_id, action in action_dict.items():
+            if agent_id not in self.groups:
+                out[agent_id] = action
+                continue
+            members = self.groups[agent_id]
+            if isinstance(action, (dict, str)) or not hasattr(action, "__len__") or (
+                    len(action) != len(members)):
+                raise ValueError(
+                    f"The action of group {agent_id!r} must be a sequence of one action per "
+                    f"member {members}; received {action!r}.")
+            out.update(zip(members, action))
+        return out
+
+    def _group_items(self, items: MultiAgentDict, what: str,
+                     aggregate: Callable[[list], Any] = tuple) -> MultiAgentDict:
+        """`items` with each group's members replaced by `aggregate([member values])`;
+        all members of a group must be present if one is."""
+        out = {}
+        for agent_id, value in items.items():
+            group_id = self.agent_id_to_group.get(agent_id)
+            if group_id is None:
+                out[agent_id] = value
+            elif group_id not in out:
+                members = self.groups[group_id]
+                missing = [a for a in members if a not in items]
+                if missing:
+                    raise ValueError(
+                        f"{type(self.env).__name__} returned {what} for some members of group "
+                        f"{group_id!r} but not for {missing}: all agents of a group must act "
+                        f"at the same time. Received {what} for {sorted(items, key=repr)}.")
+                out[group_id] = aggregate([items[a] for a in members])
+        return out
+
+    def _group_infos(self, infos: MultiAgentDict) -> MultiAgentDict:
+        """Infos with a group's members' infos (`{}` for a member without one) under
+        `"_group_info"` in the group's info."""
+        out = {}
+        for agent_id, info in infos.items():
+            group_id = self.agent_id_to_group.get(agent_id)
+            if group_id is None:
+                out[agent_id] = info
+            elif group_id not in out:
+                out[group_id] = {GROUP_INFO: [infos.get(a, {}) for a in self.groups[group_id]]}
+        return out
 
 
 class MultiAgentEnvWrapper(BaseEnv):

@@ -149,11 +149,19 @@ class DQNConfig(OffPolicyConfig):
         self._validate_exploration_config(fail)
 
     def _validate_exploration_config(self, fail) -> None:
-        ex = self.exploration_config
-        check_keys(ex, EXPLORATION_DEFAULTS, f"{type(self).__name__} exploration_config")
-        if ex["type"] != "EpsilonGreedy":
-            fail(f"exploration_config['type'] must be 'EpsilonGreedy' (the one DQN "
-                 f"exploration tfrl implements); received {ex['type']!r}.")
-        for key, (annotation, bound) in _EPSILON_ENTRIES.items():
-            check_value(f"exploration_config[{key!r}]", ex[key], annotation, bound,
-                        type(self).__name__)
+        check_epsilon_greedy(self.exploration_config, type(self).__name__)
+
+
+def check_epsilon_greedy(exploration_config: Dict[str, Any], owner: str) -> None:
+    """Raises a ValueError unless `exploration_config` is a complete `EpsilonGreedy`
+    config (`EXPLORATION_DEFAULTS`' keys, values in range); `owner` names the config
+    class in the message. DQN's and QMIX's check."""
+    check_keys(exploration_config, EXPLORATION_DEFAULTS, f"{owner} exploration_config")
+    if exploration_config["type"] != "EpsilonGreedy":
+        raise ValueError(
+            f"{owner}: exploration_config['type'] must be 'EpsilonGreedy' (the one "
+            f"Q-learning exploration tfrl implements); received "
+            f"{exploration_config['type']!r}.")
+    for key, (annotation, bound) in _EPSILON_ENTRIES.items():
+        check_value(f"exploration_config[{key!r}]", exploration_config[key], annotation,
+                    bound, owner)

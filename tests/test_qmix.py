@@ -1,0 +1,356 @@
+"""QMIX: the pure loss functions against hand-computed numbers, the mixer's monotonicity,
+the policy's spaces, masking, state and traces, and short runs of each mixer (the
+learning test: tests/test_qmix_learning.py)."""
+
+import gymnasium as gym
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from tfrl.algorithms.qmix import QMix, QMixConfig, QMixTFPolicy
+from tfrl.algorithms.qmix.mixers import QMixer, VDNMixer
+from tfrl.algorithms.qmix.qmix_loss import (chosen_action_q, qmix_mix, qmix_td_loss,
+                                            target_agent_q, vdn_mix)
+from tfrl.algorithms.qmix.qmix_tf_policy import GROUP_REWARDS_COLUMN
+from tfrl.algorithms.registry import get_algorithm_class
+from tfrl.examples.envs.two_step_game import TwoStepGameWithGroupedAgents
+from tfrl.models.catalog import ModelCatalog
+from tfrl.policy.sample_batch import SampleBatch
+
+SMALL = {"model": {"fcnet_hiddens": [8]}, "mixing_embed_dim": 4, "seed": 0}
+
+
+# ------------------------------------------------------------------ pure functions
+
+def test_chosen_and_target_agent_q_by_hand():
+    q_t = tf.constant([[[1.0, 2.0], [3.0, 4.0]]])
+    np.testing.assert_array_equal(chosen_action_q(q_t, tf.constant([[1, 0]])), [[2.0, 3.0]])
+    target = tf.constant([[[1.0, 5.0], [2.0, 0.0]]])
+    online = tf.constant([[[3.0, 1.0], [0.0, 4.0]]])
+    np.testing.assert_array_equal(target_agent_q(target), [[5.0, 2.0]])  # max
+    np.testing.assert_array_equal(target_agent_q(target, online), [[1.0, 0.0]])  # double Q
+    # Agent 0 may not take action 1 at t+1: its best allowed target value is 1.
+    mask = tf.constant([[[1.0, 0.0], [1.0, 1.0]]])
+    np.testing.assert_array_equal(target_agent_q(target, None, mask), [[1.0, 2.0]])
+    online_prefers_masked = tf.constant([[[0.0, 9.0], [0.0, 4.0]]])
+    np.testing.assert_array_equal(target_agent_q(target, online_prefers_masked, mask),
+                                  [[1.0, 0.0]])
+    with pytest.raises(ValueError, match=r"q_t must be \[B, N, A\]; received shape \(2, 2\)"):
+        chosen_action_q(tf.zeros((2, 2)), tf.zeros((2, 2), tf.int32))
+
+
+def test_mixing_by_hand():
+    np.testing.assert_array_equal(vdn_mix(tf.constant([[1.0, 2.0], [3.0, -1.0]])),
+                                  [[3.0], [2.0]])
+    # |W1| = [[1, 1], [0.5, 2]]: q @ |W1| = [2, 5]; + b1 = [2, -1]; elu: [2, e^-1 - 1];
+    # |w_final| = [1, 0.5]: 2 + 0.5 (e^-1 - 1) + V (0.5).
+    q_tot = qmix_mix(tf.constant([[1.0, 2.0]]), tf.constant([[[1.0, -1.0], [0.5, 2.0]]]),
+                     tf.constant([[0.0, -6.0]]), tf.constant([[-1.0, 0.5]]),
+                     tf.constant([[0.5]]))
+    np.testing.assert_allclose(q_tot, [[2.0 + 0.5 * (np.exp(-1.0) - 1.0) + 0.5]], rtol=1e-6)
+
+
+def test_td_loss_by_hand_with_masks_and_weights():
+    # Mixed (K = 1): y = [1 + 0.5 * 2, 0 (terminated)] = [2, 0]; td = [-1, 2].
+    loss, stats = qmix_td_loss(tf.constant([[1.0], [2.0]]), tf.constant([[1.0], [0.0]]),
+                               tf.constant([False, True]), tf.constant([[2.0], [5.0]]),
+                               gamma=0.5)
+    assert float(loss) == pytest.approx((1.0 + 4.0) / 2)
+    assert float(stats["td_error_abs"]) == pytest.approx(1.5)
+    assert float(stats["q_taken_mean"]) == pytest.approx(1.5)
+    assert float(stats["target_mean"]) == pytest.approx(1.0)
+    np.testing.assert_allclose(stats["td_error"], [-1.0, 2.0])
+    # Per agent (K = 2, no mixer), agent 1 absent from row 0, row 2 padding: the mean runs
+    # over the 3 real entries; importance weights scale each row.
+    q = tf.constant([[1.0, 2.0], [3.0, 4.0], [7.0, 7.0]])
+    rewards = tf.constant([[0.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
+    mask = tf.constant([[1.0, 0.0], [1.0, 1.0], [0.0, 0.0]])
+    args = (q, rewards, tf.ones(3), tf.fill((3, 2), 100.0), mask)
+    loss, stats = qmix_td_loss(*args, gamma=0.9)
+    assert float(loss) == pytest.approx((1.0 + 4.0 + 9.0) / 3)
+    np.testing.assert_allclose(stats["td_error"], [1.0, 2.5, 0.0])
+    loss, _ = qmix_td_loss(*args, tf.constant([2.0, 1.0, 5.0]), gamma=0.9)
+    assert float(loss) == pytest.approx((2.0 * 1.0 + 4.0 + 9.0) / 3)
+    # The target is held constant: no gradient into the next values.
+    tp1 = tf.Variable([[2.0], [5.0]])
+    with tf.GradientTape() as tape:
+        loss, _ = qmix_td_loss(tf.constant([[1.0], [2.0]]), tf.zeros((2, 1)), tf.zeros(2),
+                               tp1, gamma=0.9)
+    assert tape.gradient(loss, tp1) is None
+    with pytest.raises(ValueError, match=r"rewards_t must have q_tot_t's shape"):
+        qmix_td_loss(tf.zeros((2, 1)), tf.zeros((2, 2)), tf.zeros(2), tf.zeros((2, 1)),
+                     gamma=0.9)
+
+
+def test_qmixer_is_monotonic_in_every_agent_q_and_vdn_sums():
+    keras.utils.set_random_seed(0)
+    mixer = QMixer(n_agents=3, state_dim=5, mixing_embed_dim=8)
+    rng = np.random.default_rng(0)
+    for layer in mixer.layers:  # large weights of both signs
+        layer.set_weights([rng.normal(0.0, 3.0, w.shape).astype(np.float32)
+                           for w in layer.get_weights()])
+    qs = tf.Variable(rng.normal(0.0, 5.0, (64, 3)).astype(np.float32))
+    states = tf.constant(rng.normal(0.0, 2.0, (64, 5)).astype(np.float32))
+    with tf.GradientTape() as tape:
+        q_tot = mixer(qs, states)
+    grads = tape.gradient(q_tot, qs).numpy()  # row b: dQ_tot(b) / dq_i(b)
+    assert q_tot.shape == (64, 1)
+    assert (grads >= 0.0).all() and (grads > 0.0).any()
+    raised = mixer(qs + tf.one_hot(np.arange(64) % 3, 3) * 0.5, states)
+    assert (raised.numpy() >= q_tot.numpy() - 1e-5).all()
+    np.testing.assert_allclose(VDNMixer()(qs, states), tf.reduce_sum(qs, 1, keepdims=True))
+
+
+# -------------------------------------------------------------------- the policy
+
+def grouped_spaces(env_config=None):
+    env = TwoStepGameWithGroupedAgents(env_config or {})
+    raw = env.get_observation_space("agents")
+    obs_space = ModelCatalog.get_preprocessor_for_space(raw).observation_space
+    return obs_space, env.get_action_space("agents")
+
+
+MASKED_MEMBER = gym.spaces.Dict({"obs": gym.spaces.Box(0.0, 1.0, (3,), np.float32),
+                                 "action_mask": gym.spaces.Box(0, 1, (4,), np.float32)})
+
+
+def masked_group(n=2):
+    raw = gym.spaces.Tuple([MASKED_MEMBER] * n)
+    prep = ModelCatalog.get_preprocessor_for_space(raw)
+    return prep, prep.observation_space, gym.spaces.Tuple([gym.spaces.Discrete(4)] * n)
+
+
+def masked_obs(prep, rows, rng, n=2):
+    masks = np.zeros((rows, n, 4), np.float32)
+    masks[:, :, 2] = 1.0
+    masks[:, 1, 0] = 1.0
+    items = [tuple({"obs": rng.random(3).astype(np.float32), "action_mask": masks[r, i]}
+                   for i in range(n)) for r in range(rows)]
+    return prep.transform_batch(items), masks
+
+
+@pytest.mark.parametrize("explore", [True, False])
+def test_actions_are_per_agent_tuples_that_obey_the_action_mask(explore):
+    prep, obs_space, act_space = masked_group()
+    policy = QMixTFPolicy(obs_space, act_space, {**SMALL, "exploration_config": {
+        "initial_epsilon": 1.0, "final_epsilon": 1.0}})
+    obs, masks = masked_obs(prep, 200, np.random.default_rng(0))
+    actions, state, extras = policy.compute_actions(obs, explore=explore)
+    assert isinstance(actions, tuple) and len(actions) == 2 and state == [] and extras == {}
+    assert set(actions[0].tolist()) == {2} and set(actions[1].tolist()) <= {0, 2}
+    if explore:  # epsilon 1: uniform over the allowed actions
+        assert set(actions[1].tolist()) == {0, 2}
+    assert policy.global_timestep == 200
+
+
+def test_numpy_and_compiled_acting_agree():
+    obs_space, act_space = grouped_spaces({"one_hot_state_encoding": True})
+    numpy_policy = QMixTFPolicy(obs_space, act_space, SMALL)
+    tf_policy = QMixTFPolicy(obs_space, act_space, {**SMALL, "inference": "tf"})
+    tf_policy.set_weights(numpy_policy.get_weights())
+    obs = np.random.default_rng(0).integers(0, 2, (16, obs_space.shape[0])).astype(np.float32)
+    for policy in (numpy_policy, tf_policy):
+        q = policy._acting_q(policy.layout.split(obs)[0])
+        np.testing.assert_allclose(q, tf_policy._q_fn(policy.layout.split(obs)[0]),
+                                   rtol=1e-5, atol=1e-6)
+    assert tf_policy.num_traces == {"compute_actions": 1}
+
+
+def test_layout_reads_obs_mask_and_state_entries():
+    obs_space, act_space = grouped_spaces({"one_hot_state_encoding": True,
+                                           "separate_state_space": True})
+    policy = QMixTFPolicy(obs_space, act_space, SMALL)
+    layout = policy.layout
+    # A member: obs MultiDiscrete([2, 2, 2, 3]) one-hot (9), state MultiDiscrete([2] * 3)
+    # one-hot (6): Dict keys in order "obs", "state".
+    assert (layout.n_agents, layout.n_actions, layout.segment) == (2, 2, 15)
+    assert layout.obs_range == (0, 9) and layout.state_range == (9, 15)
+    assert layout.mask_range is None and layout.state_size == 6
+    flat = np.arange(30, dtype=np.float32)[None]
+    obs, mask, state = layout.split(flat)
+    np.testing.assert_array_equal(obs, [[np.arange(9), np.arange(15, 24)]])
+    np.testing.assert_array_equal(state, [np.arange(9, 15)])
+    # Without a "state" entry the mixer reads all members' observations.
+    plain = QMixTFPolicy(*grouped_spaces(), SMALL).layout
+    assert plain.state_size == 12 and plain.obs_range == (0, 6)
+
+
+def test_policy_rejects_spaces_it_cannot_take_naming_them():
+    obs_space, act_space = grouped_spaces()
+    with pytest.raises(ValueError, match=r"needs a Tuple action space.*received Discrete\(2\)"
+                                         r".*with_agent_groups"):
+        QMixTFPolicy(obs_space, gym.spaces.Discrete(2), SMALL)
+    with pytest.raises(ValueError, match=r"needs a Tuple observation space.*received Box"):
+        QMixTFPolicy(gym.spaces.Box(-1.0, 1.0, (4,)), act_space, SMALL)
+    with pytest.raises(ValueError, match="needs Discrete actions"):
+        QMixTFPolicy(obs_space, gym.spaces.Tuple([gym.spaces.Box(-1, 1, (1,))] * 2), SMALL)
+    with pytest.raises(ValueError, match="same action space"):
+        QMixTFPolicy(obs_space, gym.spaces.Tuple([gym.spaces.Discrete(2),
+                                                  gym.spaces.Discrete(3)]), SMALL)
+    with pytest.raises(ValueError, match="has 2 agents and the action space 3"):
+        QMixTFPolicy(obs_space, gym.spaces.Tuple([gym.spaces.Discrete(2)] * 3), SMALL)
+    mixed = gym.spaces.Tuple([gym.spaces.Discrete(3), gym.spaces.Discrete(4)])
+    with pytest.raises(ValueError, match="same observation space"):
+        QMixTFPolicy(mixed, act_space, SMALL)
+    no_obs = gym.spaces.Tuple([gym.spaces.Dict({"x": gym.spaces.Discrete(2)})] * 2)
+    with pytest.raises(ValueError, match="needs an 'obs' entry"):
+        QMixTFPolicy(no_obs, act_space, SMALL)
+    bad_mask = gym.spaces.Tuple([gym.spaces.Dict({
+        "obs": gym.spaces.Discrete(2), "action_mask": gym.spaces.Box(0, 1, (3,))})] * 2)
+    with pytest.raises(ValueError, match=r"one entry per action.*shape \(3,\) for 2 actions"):
+        QMixTFPolicy(bad_mask, act_space, SMALL)
+    with pytest.raises(ValueError, match="does not support recurrent models.*use_lstm=True"):
+        QMixTFPolicy(obs_space, act_space, {"model": {"use_lstm": True}})
+    with pytest.raises(ValueError, match=r"flat \(preprocessed\) grouped observations "
+                                         r"\[B, 12\]; received shape \(3, 5\)"):
+        QMixTFPolicy(obs_space, act_space, SMALL).compute_actions(np.zeros((3, 5)))
+
+
+def test_config_checks():
+    with pytest.raises(ValueError, match=r"mixer must be one of \('qmix', 'vdn', None\); "
+                                         r"received 'sum'"):
+        QMixConfig().training(mixer="sum")
+    with pytest.raises(ValueError, match="n_step must be 1"):
+        QMixConfig().training(n_step=3)
+    with pytest.raises(ValueError, match="exploration_config\\['type'\\] must be 'EpsilonGreedy'"):
+        QMixConfig().exploration_config and QMixConfig.from_dict(
+            {"exploration_config": {"type": "SoftQ"}})
+    with pytest.raises(ValueError, match="grad_norm_clipping .* and grad_clip are both given"):
+        QMixConfig.from_dict({"grad_norm_clipping": 1.0, "grad_clip": 2.0})
+    assert QMixConfig().training(grad_norm_clipping=3.0).grad_clip == 3.0
+    assert get_algorithm_class("QMIX") is QMix
+
+
+def episode_batch(policy, rows, seed, with_group_rewards=False):
+    """Random TwoStepGame-like transitions acted by `policy` (episodes of 2 steps)."""
+    rng = np.random.default_rng(seed)
+    obs = np.zeros((rows, 12), np.float32)
+    first = np.arange(rows) % 2 == 0
+    obs[first, 0] = obs[first, 9] = 1.0
+    second_state = rng.integers(1, 3, rows)
+    obs[~first, second_state[~first]] = 1.0
+    obs[~first, second_state[~first] + 6 + 3] = 1.0
+    new_obs = np.roll(obs, -1, axis=0)
+    actions, _, _ = policy.compute_actions(obs, explore=True)
+    rewards = np.where(first, 0.0, rng.choice([0.0, 1.0, 7.0, 8.0], rows)).astype(np.float32)
+    infos = np.array([{"_group_rewards": [r / 2, r / 2]} for r in rewards], object)
+    batch = SampleBatch(obs=obs, new_obs=new_obs, actions=actions, rewards=rewards,
+                        terminateds=~first, truncateds=np.zeros(rows, bool), infos=infos,
+                        eps_id=np.arange(rows) // 2, t=np.arange(rows) % 2)
+    return policy.postprocess_trajectory(batch)
+
+
+@pytest.mark.parametrize("mixer", ["qmix", "vdn", None])
+def test_learning_traces_once_moves_weights_and_state_round_trips(mixer):
+    obs_space, act_space = grouped_spaces()
+    config = {**SMALL, "mixer": mixer}
+    source = QMixTFPolicy(obs_space, act_space, config)
+    batch = episode_batch(source, 64, seed=1)
+    assert (GROUP_REWARDS_COLUMN in batch) == (mixer is None)
+    before = source.get_weights()
+    infos = [source.learn_on_batch(batch, num_sgd_iter=1, sgd_minibatch_size=16)
+             for _ in range(2)]
+    stats = infos[-1]["learner_stats"]
+    assert np.isfinite([stats[k] for k in ("loss", "td_error_abs", "q_taken_mean",
+                                           "target_mean", "grad_norm")]).all()
+    assert stats["num_grad_updates"] == 8 and source.num_traces["learn_on_batch"] == 1
+    after = source.get_weights()
+    assert (after["mixer"] is None) == (mixer != "qmix")
+    assert not np.array_equal(before["model"][0], after["model"][0])
+    # The target networks moved only with update_target().
+    np.testing.assert_array_equal(before["target_model"][0], after["target_model"][0])
+    source.update_target()
+    np.testing.assert_array_equal(source.get_weights()["target_model"][0], after["model"][0])
+    # A policy set to the source's state acts and learns as it does.
+    target = QMixTFPolicy(obs_space, act_space, {**config, "seed": 5})
+    next_batch = episode_batch(target, 32, seed=2)  # acted before its state is replaced
+    target.set_state(source.get_state())
+    obs = next_batch["obs"]
+    for a, b in zip(target.compute_actions(obs)[0], source.compute_actions(obs)[0]):
+        np.testing.assert_array_equal(a, b)
+    assert target.learn_on_batch(next_batch) == source.learn_on_batch(next_batch)
+    td = source.td_errors(next_batch)
+    assert td.shape == (32,) and np.isfinite(td).all()
+    assert source.num_traces["compute_td_error"] == 1
+
+
+def test_without_mixer_each_agent_needs_its_own_reward():
+    obs_space, act_space = grouped_spaces()
+    policy = QMixTFPolicy(obs_space, act_space, {**SMALL, "mixer": None})
+    batch = SampleBatch(obs=np.zeros((2, 12), np.float32), infos=np.array([{}, {}], object))
+    with pytest.raises(ValueError, match=r"mixer=None learns each agent from its own reward.*"
+                                         r"row 0 has info \{\}"):
+        policy.postprocess_trajectory(batch)
+    with pytest.raises(ValueError, match="set_weights\\(\\) takes get_weights\\(\\)'s dict"):
+        policy.set_weights([np.zeros(1)])
+
+
+# ------------------------------------------------------------------ algorithm runs
+
+def small_algorithm(mixer, env_config=None, steps_per_iteration=32, **overrides):
+    config = (QMixConfig().environment(TwoStepGameWithGroupedAgents, env_config=env_config or {})
+              .training(mixer=mixer, mixing_embed_dim=4, model={"fcnet_hiddens": [8]},
+                        learning_starts=16, target_network_update_freq=16, **overrides)
+              .reporting(min_time_s_per_iteration=0,
+                         min_sample_timesteps_per_iteration=steps_per_iteration)
+              .debugging(seed=0))
+    return config.build()
+
+
+@pytest.mark.parametrize("mixer,env_config,overrides", [
+    ("vdn", None, {}),
+    (None, None, {}),
+    ("qmix", {"one_hot_state_encoding": True, "separate_state_space": True},
+     {"replay_buffer_config": {"type": "MultiAgentPrioritizedReplayBuffer"}}),
+])
+def test_each_mixer_trains_on_the_grouped_two_step_game(mixer, env_config, overrides):
+    algo = small_algorithm(mixer, env_config, **overrides)
+    try:
+        for _ in range(2):
+            result = algo.train()
+        stats = result["info"]["learner"]["default_policy"]["learner_stats"]
+        assert result["timesteps_total"] == 64 and result["episodes_total"] == 32
+        assert np.isfinite(stats["loss"]) and stats["num_grad_updates"] > 0
+        assert result["counters"]["num_target_updates"] >= 1
+        assert 0.0 <= result["episode_reward_mean"] <= 8.0
+    finally:
+        algo.stop()
+
+
+def test_restore_continues_exactly(tmp_path):
+    # Iterations of one sampling round (as the conformance suite's): with
+    # min_sample_timesteps_per_iteration > 0 a restored algorithm's first iteration
+    # samples another number of steps (DQN's too).
+    algo = small_algorithm("qmix", steps_per_iteration=0, store_buffer_in_checkpoints=True)
+    try:
+        for _ in range(5):
+            algo.train()
+        path = algo.save(str(tmp_path))
+        want = [algo.train() for _ in range(3)]
+        weights = algo.get_policy().get_weights()
+    finally:
+        algo.stop()
+    restored = small_algorithm("qmix", steps_per_iteration=0, store_buffer_in_checkpoints=True)
+    try:
+        restored.restore(path)
+        got = [restored.train() for _ in range(3)]
+        for g, w in zip(got, want):
+            assert g["timesteps_total"] == w["timesteps_total"]
+            assert (g["info"]["learner"]["default_policy"]["learner_stats"]
+                    == w["info"]["learner"]["default_policy"]["learner_stats"])
+        for key, arrays in weights.items():
+            for a, b in zip(arrays or [], restored.get_policy().get_weights()[key] or []):
+                np.testing.assert_array_equal(a, b)
+    finally:
+        restored.stop()
+
+
+def test_lr_follows_the_schedule_and_the_state():
+    obs_space, act_space = grouped_spaces()
+    policy = QMixTFPolicy(obs_space, act_space, {**SMALL, "lr_schedule": [[0, 0.1], [100, 0.0]]})
+    policy.on_global_var_update({"timestep": 50})
+    assert float(np.asarray(policy.optimizer.learning_rate)) == pytest.approx(0.05)
+    other = QMixTFPolicy(obs_space, act_space, {**SMALL, "lr_schedule": [[0, 0.1], [100, 0.0]]})
+    other.set_state(policy.get_state())
+    assert float(np.asarray(other.optimizer.learning_rate)) == pytest.approx(0.05)

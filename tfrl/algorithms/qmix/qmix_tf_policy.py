@@ -1,0 +1,513 @@
+"""QMixTFPolicy: QMIX for one group of agents (RLlib's `QMixTorchPolicy`, in TensorFlow).
+
+The policy acts for a grouped agent (`MultiAgentEnv.with_agent_groups()`): its
+observation space is the Tuple of the N members' spaces (flattened by the rollout
+worker's preprocessor; `observation_space.original_space` is the Tuple) and its action
+space the Tuple of their Discrete spaces, all alike. A member's space may be a Dict with
+an `"obs"` entry (what the agent network sees), an `"action_mask"` entry (`Box(0, 1,
+(A,))`: the allowed actions) and a `"state"` entry (the global state the mixer reads;
+without it the mixer reads all members' observations).
+
+Acting: one agent network (`model.agent_q_network`, shared by the members) gives each
+member's Q-values, in numpy on a copy of its weights (refreshed after each change of
+them; `config["inference"]="tf"`: in one compiled call instead); each member takes its best allowed action, or
+with probability epsilon a uniform allowed one (drawn from the policy's seeded
+`sampling_rng`); epsilon falls linearly from `initial_epsilon` to `final_epsilon` over
+`epsilon_timesteps` of the policy's timestep. The actions come back as a tuple of `[B]`
+arrays, one per member, as RLlib's.
+
+Learning: `learn_on_batch` runs one compiled step per minibatch of replayed transitions:
+`qmix_loss`'s functions on the online and target agent networks and mixers (`mixers`),
+RMSProp (`lr`, or `lr_schedule` over the timesteps; `optim_alpha`, `optim_eps`) on the
+agent network's and mixer's weights with their global norm clipped at `grad_clip`. The team's reward is the batch's `rewards`
+(the group's, the members' sum); without a mixer each member learns from its own reward,
+which `postprocess_trajectory` reads from the info's `"_group_rewards"` into the
+`group_rewards` column. `update_target()` copies the agent network and the mixer into
+their targets (the algorithm calls it every `target_network_update_freq` sampled steps).
+"""
+
+from typing import Any, ClassVar, Dict, List, Optional, Sequence, Tuple
+
+import gymnasium as gym
+import keras
+import numpy as np
+import tensorflow as tf
+
+from tfrl.algorithms.policy_checks import check_no_recurrent_model
+from tfrl.algorithms.qmix.mixers import QMixer, VDNMixer
+from tfrl.algorithms.qmix.model import agent_q_network
+from tfrl.algorithms.qmix.qmix_config import EXPLORATION_DEFAULTS, MIXERS, QMixConfig
+from tfrl.algorithms.qmix.qmix_loss import (
+    MASKED_Q, chosen_action_q, qmix_td_loss, target_agent_q)
+from tfrl.core.columns import Columns
+from tfrl.env.multi_agent_env import ENV_STATE, GROUP_REWARDS
+from tfrl.execution.replay_buffer import WEIGHTS
+from tfrl.models.action_mask import check_mask_space, uniform_allowed_actions
+from tfrl.models.preprocessors import get_preprocessor
+from tfrl.models.tf.target_update import assign_weights, hard_update
+from tfrl.policy.policy import Policy
+from tfrl.policy.numpy_inference import (WeightReader, activation_problem, dense_params,
+                                         mlp_forward)
+from tfrl.policy.policy_config import FrozenConfig
+from tfrl.policy.strategy import make_strategy
+from tfrl.utils.schedules import LinearSchedule, make_schedule
+
+# The column of each member's own reward `[T, N]` (read without a mixer).
+GROUP_REWARDS_COLUMN = "group_rewards"
+_OBS_KEY, _MASK_KEY = "obs", "action_mask"
+_GROUP_HINT = ("Group the agents with MultiAgentEnv.with_agent_groups(), whose grouped agent "
+               "has a Tuple of the members' spaces.")
+
+
+class GroupLayout:
+    """Where a grouped agent's parts sit in its flat (preprocessed) observation: N
+    segments of one member each, and in a segment the agent network's observation
+    features, the action mask and the state.
+
+    Args:
+        observation_space: The policy's observation space (preprocessed, with
+            `original_space`, or the raw Tuple).
+        action_space: The Tuple of the members' Discrete action spaces.
+        owner: The name errors start with.
+
+    Raises:
+        ValueError: For spaces QMIX cannot take (see the module docstring).
+    """
+
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space, owner: str):
+        if not isinstance(action_space, gym.spaces.Tuple) or not action_space.spaces:
+            raise ValueError(
+                f"{owner} needs a Tuple action space, one Discrete per agent of the group; "
+                f"received {action_space}. {_GROUP_HINT}")
+        first = action_space.spaces[0]
+        if not isinstance(first, gym.spaces.Discrete):
+            raise ValueError(f"{owner} needs Discrete actions for each agent of the group "
+                             f"(one Q-value per action); received action space {action_space}.")
+        if any(s != first for s in action_space.spaces):
+            raise ValueError(f"{owner}: the agents of a group must have the same action space "
+                             f"(they share one network); received {action_space}.")
+        raw = getattr(observation_space, "original_space", observation_space)
+        if not isinstance(raw, gym.spaces.Tuple):
+            raise ValueError(
+                f"{owner} needs a Tuple observation space, one entry per agent of the group; "
+                f"received {raw}. {_GROUP_HINT}")
+        if len(raw.spaces) != len(action_space.spaces):
+            raise ValueError(
+                f"{owner}: the observation space has {len(raw.spaces)} agents and the action "
+                f"space {len(action_space.spaces)}; received {raw} and {action_space}.")
+        member = raw.spaces[0]
+        if any(str(s) != str(member) for s in raw.spaces):
+            raise ValueError(f"{owner}: the agents of a group must have the same observation "
+                             f"space (they share one network); received {raw}.")
+        self.raw_space = raw
+        self.preprocessed = hasattr(observation_space, "original_space")
+        self.preprocessor = get_preprocessor(raw)(raw)
+        self.n_agents = len(raw.spaces)
+        self.n_actions = int(first.n)
+        self.segment = get_preprocessor(member)(member).size
+        self.obs_range = (0, self.segment)
+        self.mask_range: Optional[Tuple[int, int]] = None
+        self.state_range: Optional[Tuple[int, int]] = None
+        if isinstance(member, gym.spaces.Dict):
+            if _OBS_KEY not in member.spaces:
+                raise ValueError(
+                    f"{owner}: an agent's Dict observation needs an {_OBS_KEY!r} entry (what "
+                    f"the agent network sees), with optional {_MASK_KEY!r} and {ENV_STATE!r} "
+                    f"entries; received {member}.")
+            start = 0
+            for key, child in member.spaces.items():
+                size = get_preprocessor(child)(child).size
+                if key == _OBS_KEY:
+                    self.obs_range = (start, start + size)
+                elif key == _MASK_KEY:
+                    check_mask_space(child, self.n_actions, _MASK_KEY)
+                    self.mask_range = (start, start + size)
+                elif key == ENV_STATE:
+                    self.state_range = (start, start + size)
+                start += size
+        self.obs_size = self.obs_range[1] - self.obs_range[0]
+        self.state_size = (self.state_range[1] - self.state_range[0] if self.state_range
+                           else self.n_agents * self.obs_size)
+        self.flat_size = self.n_agents * self.segment
+
+    def flat(self, obs_batch: Any, owner: str) -> np.ndarray:
+        """The observations as a flat float32 `[B, N * segment]` batch."""
+        if not self.preprocessed:
+            return np.asarray(self.preprocessor.transform_batch(obs_batch), np.float32)
+        flat = np.asarray(obs_batch, np.float32)
+        if flat.ndim != 2 or flat.shape[1] != self.flat_size:
+            raise ValueError(
+                f"{owner}: observations must be a batch of flat (preprocessed) grouped "
+                f"observations [B, {self.flat_size}]; received shape {flat.shape}.")
+        return flat
+
+    def split(self, flat: np.ndarray) -> Tuple[np.ndarray, Optional[np.ndarray], np.ndarray]:
+        """`(obs [B, N, obs_size], action mask [B, N, A] or None, state [B, S])`."""
+        segments = flat.reshape(len(flat), self.n_agents, self.segment)  # [B, N, seg]
+        obs = segments[:, :, self.obs_range[0]:self.obs_range[1]]
+        mask = (None if self.mask_range is None
+                else segments[:, :, self.mask_range[0]:self.mask_range[1]])
+        state = (segments[:, 0, self.state_range[0]:self.state_range[1]] if self.state_range
+                 else obs.reshape(len(flat), -1))
+        return np.ascontiguousarray(obs), mask, np.ascontiguousarray(state)
+
+
+class QMixTFPolicy(Policy):
+    """QMIX's policy for one group of agents (config: `QMixConfig`'s fields); see the
+    module docstring.
+
+    Args:
+        observation_space: The group's (preprocessed) observation space.
+        action_space: The Tuple of the members' Discrete action spaces.
+        config: Policy config; missing keys take `QMixConfig`'s defaults.
+        strategy: The `tf.distribute.Strategy` to build under (one device only).
+
+    Raises:
+        ValueError: For spaces that are not a group's (see `GroupLayout`), a recurrent
+            model, or a strategy with more than one replica.
+    """
+
+    config_class = QMixConfig
+    # The action spaces it accepts (read by the conformance suite too).
+    action_space_types: ClassVar[Tuple[type, ...]] = (gym.spaces.Tuple,)
+    # Recurrent agent networks are refused (read by the conformance suite too).
+    supports_recurrent_models: ClassVar[bool] = False
+
+    def __init__(self, observation_space: gym.Space, action_space: gym.Space,
+                 config: Optional[dict] = None, *,
+                 strategy: Optional[tf.distribute.Strategy] = None):
+        owner = type(self).__name__
+        check_no_recurrent_model(config or {}, owner,
+                                 hint="QMIX's agent network is feed-forward here: set them "
+                                      "to False.")
+        self.layout = GroupLayout(observation_space, action_space, owner)
+        super().__init__(observation_space, action_space, config or {})
+        self.config = FrozenConfig({**self.default_config(), **self.config})
+        config = self.config
+        if config["mixer"] not in MIXERS:
+            raise ValueError(f"{owner}: mixer must be one of {MIXERS}; received "
+                             f"{config['mixer']!r}.")
+        self.strategy = strategy if strategy is not None else make_strategy(config)
+        if self.strategy.num_replicas_in_sync != 1:
+            raise ValueError(f"{owner} learns on one device; received a strategy with "
+                             f"{self.strategy.num_replicas_in_sync} replicas (num_gpus="
+                             f"{config['num_gpus']!r}). Set num_gpus to 0 or 1.")
+        seed = config["seed"]
+        if seed is not None:
+            keras.utils.set_random_seed(int(seed))
+        self.sampling_rng = np.random.default_rng(np.random.SeedSequence(seed).spawn(1)[0])
+        # A partial exploration_config (a policy built from a dict) takes the defaults.
+        exploration = {**EXPLORATION_DEFAULTS, **config["exploration_config"]}
+        self.epsilon_schedule = LinearSchedule(
+            exploration["epsilon_timesteps"], exploration["final_epsilon"],
+            initial_p=exploration["initial_epsilon"])
+        self._lr_schedule = make_schedule(config["lr"], config["lr_schedule"])
+        layout = self.layout
+        with self.strategy.scope():
+            self.model = agent_q_network(layout.obs_size, layout.n_actions, config["model"])
+            self.target_model = agent_q_network(layout.obs_size, layout.n_actions,
+                                                config["model"])
+            self.mixer = self._make_mixer()
+            self.target_mixer = self._make_mixer()
+            self.optimizer = keras.optimizers.RMSprop(
+                learning_rate=config["lr"], rho=config["optim_alpha"],
+                epsilon=config["optim_eps"])
+            self.optimizer.build(self.trainable_variables)
+            self.num_grad_updates = tf.Variable(0, dtype=tf.int64, trainable=False,
+                                                name="num_grad_updates")
+        self.update_target()
+        self.num_traces: Dict[str, int] = {}
+        # Numpy acting: the agent network's dense layers, copied when `weights_version`
+        # (counting changes of the weights) moved past `_numpy_version`.
+        dense = [layer for layer in self.model.layers if isinstance(layer, keras.layers.Dense)]
+        self._numpy_acting = (config["inference"] != "tf"
+                              and activation_problem(dense[:-1]) is None)
+        self._dense_layers = dense
+        self._weight_reader = WeightReader(self.model.weights)
+        self._numpy_layers: List[Any] = []
+        self.weights_version, self._numpy_version = 0, -1
+        obs_spec = tf.TensorSpec((None, layout.n_agents, layout.obs_size), tf.float32)
+        state_spec = tf.TensorSpec((None, layout.state_size), tf.float32)
+        agents_spec = tf.TensorSpec((None, layout.n_agents), tf.float32)
+        mask_spec = tf.TensorSpec((None, layout.n_agents, layout.n_actions), tf.float32)
+        rows_spec = tf.TensorSpec((None,), tf.float32)
+        k = 1 if config["mixer"] else layout.n_agents
+        rewards_spec = tf.TensorSpec((None, k), tf.float32)
+        batch_specs = [obs_spec, state_spec, tf.TensorSpec((None, layout.n_agents), tf.int32),
+                       rewards_spec, rows_spec, obs_spec, state_spec, mask_spec, agents_spec,
+                       rows_spec]
+        self._q_fn = tf.function(self._q_values_graph, input_signature=[obs_spec],
+                                 autograph=False)
+        self._train_fn = tf.function(self._train_graph, input_signature=batch_specs,
+                                     autograph=False)
+        self._td_fn = tf.function(self._td_error_graph, input_signature=batch_specs,
+                                  autograph=False)
+
+    @classmethod
+    def default_config(cls) -> Dict[str, Any]:
+        """The defaults of this policy's keys: `QMixConfig().to_dict()`."""
+        return cls.config_class().to_dict()
+
+    def _make_mixer(self) -> Optional[keras.Model]:
+        if self.config["mixer"] == "qmix":
+            return QMixer(self.layout.n_agents, self.layout.state_size,
+                          self.config["mixing_embed_dim"])
+        if self.config["mixer"] == "vdn":
+            return VDNMixer()
+        return None
+
+    @property
+    def trainable_variables(self) -> List[tf.Variable]:
+        """The agent network's and the mixer's trainable weights."""
+        mixer = self.mixer.trainable_variables if self.mixer is not None else []
+        return list(self.model.trainable_variables) + list(mixer)
+
+    # --------------------------------------------------------------- acting
+
+    @property
+    def cur_epsilon(self) -> float:
+        """Epsilon at the policy's current timestep."""
+        return float(self.epsilon_schedule.value(self.global_timestep))
+
+    def compute_actions(self, obs_batch: Any, state_batches: Optional[List[Any]] = None,
+                        prev_action_batch: Any = None, prev_reward_batch: Any = None,
+                        info_batch: Any = None, episodes: Any = None,
+                        explore: Optional[bool] = None, timestep: Optional[int] = None,
+                        **kwargs) -> Tuple[Any, List[np.ndarray], Dict[str, np.ndarray]]:
+        """Each member's best allowed action, or with probability epsilon (at `timestep`,
+        default `global_timestep`; only with `explore`) a uniform allowed one: a tuple of
+        N `[B]` int arrays."""
+        explore = self.config["explore"] if explore is None else explore
+        step = self.global_timestep if timestep is None else int(timestep)
+        obs, mask, _ = self.layout.split(self.layout.flat(obs_batch, type(self).__name__))
+        q = self._acting_q(obs)  # [B, N, A]
+        rows, n_agents, n_actions = q.shape
+        allowed = np.ones(q.shape, bool) if mask is None else mask > 0.5  # [B, N, A]
+        actions = np.where(allowed, q, MASKED_Q).argmax(axis=-1)  # [B, N]
+        if explore:
+            epsilon = self.epsilon_schedule.value(step)
+            rng = self.sampling_rng
+            explore_entries = rng.random((rows, n_agents)) < epsilon  # [B, N]
+            random_actions = uniform_allowed_actions(
+                allowed.reshape(-1, n_actions), rng).reshape(rows, n_agents)
+            actions = np.where(explore_entries, random_actions, actions)
+        self.global_timestep += rows
+        dtype = self.action_space.spaces[0].dtype
+        return tuple(actions[:, i].astype(dtype) for i in range(n_agents)), [], {}
+
+    def _acting_q(self, obs: np.ndarray) -> np.ndarray:
+        """`[B, N, obs_size]` -> `[B, N, A]` Q-values, in numpy or one compiled call."""
+        if not self._numpy_acting:
+            return self._q_fn(tf.constant(obs)).numpy()
+        if self._numpy_version != self.weights_version:
+            values = iter(self._weight_reader.read())
+            last = len(self._dense_layers) - 1
+            self._numpy_layers = [dense_params(values, layer, activation=i < last)
+                                  for i, layer in enumerate(self._dense_layers)]
+            self._numpy_version = self.weights_version
+        rows, n_agents, size = obs.shape
+        q = mlp_forward(obs.reshape(rows * n_agents, size), self._numpy_layers)
+        return q.reshape(rows, n_agents, self.layout.n_actions)
+
+    def _q_values_graph(self, obs: tf.Tensor) -> tf.Tensor:
+        self.num_traces["compute_actions"] = self.num_traces.get("compute_actions", 0) + 1
+        return self._agent_q(self.model, obs)
+
+    def _agent_q(self, model: keras.Model, obs: tf.Tensor, training: bool = False) -> tf.Tensor:
+        """`[B, N, obs_size]` -> `[B, N, A]`: the shared network on every member."""
+        layout = self.layout
+        flat = tf.reshape(obs, [-1, layout.obs_size])  # [B * N, obs_size]
+        return tf.reshape(model(flat, training=training), [-1, layout.n_agents, layout.n_actions])
+
+    # ------------------------------------------------------------- learning
+
+    def postprocess_trajectory(self, sample_batch: Any, other_agent_batches: Any = None,
+                               episode: Any = None) -> Any:
+        """Without a mixer, adds the `group_rewards` column `[T, N]`: each member's own
+        reward (the info's `"_group_rewards"`).
+
+        Raises:
+            ValueError: If a row's info has no `"_group_rewards"` of N rewards.
+        """
+        if self.config["mixer"] is not None or sample_batch.count == 0:
+            return sample_batch
+        rewards = []
+        for t, info in enumerate(sample_batch[Columns.INFOS]):
+            own = info.get(GROUP_REWARDS) if isinstance(info, dict) else None
+            if own is None or len(own) != self.layout.n_agents:
+                raise ValueError(
+                    f"{type(self).__name__} with mixer=None learns each agent from its own "
+                    f"reward, the info's {GROUP_REWARDS!r} ({self.layout.n_agents} rewards); "
+                    f"row {t} has info {info!r}. Group the agents with "
+                    "MultiAgentEnv.with_agent_groups() (which writes them), or use a mixer.")
+            rewards.append(own)
+        sample_batch[GROUP_REWARDS_COLUMN] = np.asarray(rewards, np.float32)
+        return sample_batch
+
+    def _learning_inputs(self, samples: Any) -> List[np.ndarray]:
+        """The compiled step's inputs from a batch's columns (see `_train_graph`)."""
+        layout, owner = self.layout, type(self).__name__
+        obs, _, state = layout.split(layout.flat(samples[Columns.OBS], owner))
+        next_obs, next_mask, next_state = layout.split(
+            layout.flat(samples[Columns.NEXT_OBS], owner))
+        rows = len(obs)
+        actions = samples[Columns.ACTIONS]
+        actions = (np.stack([np.asarray(a) for a in actions], axis=1)
+                   if isinstance(actions, (tuple, list)) else np.asarray(actions))
+        actions = actions.reshape(rows, layout.n_agents).astype(np.int32)
+        if self.config["mixer"] is None:
+            if GROUP_REWARDS_COLUMN not in samples:
+                raise ValueError(
+                    f"{owner} with mixer=None needs the {GROUP_REWARDS_COLUMN!r} column "
+                    "(each agent's reward), which postprocess_trajectory adds; the batch has "
+                    f"columns {sorted(samples.keys())}.")
+            rewards = np.asarray(samples[GROUP_REWARDS_COLUMN], np.float32)
+        else:
+            rewards = np.asarray(samples[Columns.REWARDS], np.float32)[:, None]
+        terminateds = np.asarray(samples[Columns.TERMINATEDS], np.float32)
+        if next_mask is None:
+            next_mask = np.ones((rows, layout.n_agents, layout.n_actions), np.float32)
+        # Every member is present in every row (a grouped env reports all members
+        # together); the loss also takes absent agents (0 here).
+        agent_mask = np.ones((rows, layout.n_agents), np.float32)
+        weights = (np.asarray(samples[WEIGHTS], np.float32) if WEIGHTS in samples
+                   else np.ones(rows, np.float32))
+        return [obs, state, actions, rewards, terminateds, next_obs, next_state,
+                np.asarray(next_mask, np.float32), agent_mask, weights]
+
+    def learn_on_batch(self, samples: Any, *, num_sgd_iter: Optional[int] = None,
+                       sgd_minibatch_size: Optional[int] = None,
+                       shuffle_sequences: Optional[bool] = None) -> Dict[str, Any]:
+        """`num_sgd_iter` (default 1) passes over `samples` in minibatches of
+        `sgd_minibatch_size` rows (default: all), one compiled step each (replayed rows
+        come shuffled already). Returns `{"learner_stats": ...}`, the stats averaged
+        over the steps."""
+        inputs = self._learning_inputs(samples)
+        rows = len(inputs[0])
+        size = int(sgd_minibatch_size or rows)
+        all_stats: List[Dict[str, float]] = []
+        for _ in range(int(num_sgd_iter or 1)):
+            for start in range(0, rows, size):
+                part = [tf.constant(x[start:start + size]) for x in inputs]
+                stats = self._train_fn(*part)
+                self.weights_version += 1
+                all_stats.append({k: float(v) for k, v in stats.items()})
+        learner_stats = {k: float(np.mean([s[k] for s in all_stats])) for k in all_stats[0]}
+        learner_stats["cur_epsilon"] = self.cur_epsilon
+        learner_stats["num_grad_updates"] = int(self.num_grad_updates.numpy())
+        return {"learner_stats": learner_stats}
+
+    def _loss(self, batch: Sequence[tf.Tensor], training: bool
+              ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
+        """`qmix_loss`'s functions on a batch of `_learning_inputs` (see the module
+        docstring)."""
+        (obs, state, actions, rewards, terminateds, next_obs, next_state, next_mask,
+         agent_mask, weights) = batch
+        q_t = self._agent_q(self.model, obs, training=training)  # [B, N, A]
+        q_tp1_target = self._agent_q(self.target_model, next_obs)
+        q_tp1_online = (self._agent_q(self.model, next_obs) if self.config["double_q"]
+                        else None)
+        chosen = chosen_action_q(q_t, actions) * agent_mask  # [B, N]
+        target = target_agent_q(q_tp1_target, q_tp1_online, next_mask) * agent_mask
+        mixer, target_mixer = self.mixer, self.target_mixer
+        if mixer is None or target_mixer is None:  # each agent on its own reward
+            q_tot_t, q_tot_tp1, mask = chosen, target, agent_mask
+        else:
+            q_tot_t = mixer(chosen, state)  # [B, 1]
+            q_tot_tp1 = target_mixer(target, next_state)
+            mask = None
+        return qmix_td_loss(q_tot_t, rewards, terminateds, q_tot_tp1, mask, weights,
+                            gamma=self.config["gamma"])
+
+    def _train_graph(self, *batch: tf.Tensor) -> Dict[str, tf.Tensor]:
+        self.num_traces["learn_on_batch"] = self.num_traces.get("learn_on_batch", 0) + 1
+        variables = self.trainable_variables
+        with tf.GradientTape() as tape:
+            loss, stats = self._loss(batch, training=True)
+        grads = tape.gradient(loss, variables)
+        clip = self.config["grad_clip"]
+        if clip is not None:
+            grads, grad_norm = tf.clip_by_global_norm(grads, clip)
+        else:
+            grad_norm = tf.linalg.global_norm(grads)
+        self.optimizer.apply_gradients(zip(grads, variables))
+        self.num_grad_updates.assign_add(1)
+        stats = {k: v for k, v in stats.items() if k != "td_error"}
+        stats["grad_norm"] = grad_norm
+        stats["cur_lr"] = tf.cast(self.optimizer.learning_rate, tf.float32)
+        return stats
+
+    def _td_error_graph(self, *batch: tf.Tensor) -> tf.Tensor:
+        self.num_traces["compute_td_error"] = self.num_traces.get("compute_td_error", 0) + 1
+        return self._loss(batch, training=False)[1]["td_error"]
+
+    def td_errors(self, batch: Any) -> np.ndarray:
+        """Per-row TD errors `[B]` under the current weights (the mean over the entries
+        of a row; for prioritized replay), in one compiled call."""
+        return self._td_fn(*[tf.constant(x) for x in self._learning_inputs(batch)]).numpy()
+
+    def on_global_var_update(self, global_vars: Dict[str, Any]) -> None:
+        """Stores the timestep (epsilon's position) and moves the lr along `lr_schedule`."""
+        super().on_global_var_update(global_vars)
+        if "timestep" in global_vars:
+            self.optimizer.learning_rate = self._lr_schedule.value(int(global_vars["timestep"]))
+
+    def update_target(self) -> None:
+        """Copies the agent network and the mixer into their targets."""
+        hard_update(self.target_model.weights, self.model.weights)
+        if self.mixer is not None and self.target_mixer is not None:
+            hard_update(self.target_mixer.weights, self.mixer.weights)
+
+    # ---------------------------------------------------------------- state
+
+    def get_weights(self) -> Dict[str, Optional[List[np.ndarray]]]:
+        """`{"model", "target_model", "mixer", "target_mixer"}` -> lists of arrays (the
+        mixers' None without weights), as RLlib's."""
+        def arrays(model: Optional[keras.Model]) -> Optional[List[np.ndarray]]:
+            if model is None or not model.weights:
+                return None
+            return [np.array(v.numpy()) for v in model.weights]
+
+        return {"model": arrays(self.model), "target_model": arrays(self.target_model),
+                "mixer": arrays(self.mixer), "target_mixer": arrays(self.target_mixer)}
+
+    def set_weights(self, weights: Dict[str, Optional[List[np.ndarray]]]) -> None:
+        """Sets `get_weights()`'s dict.
+
+        Raises:
+            ValueError: If it is not such a dict, or its arrays do not fit.
+        """
+        expected = ("model", "target_model", "mixer", "target_mixer")
+        if not isinstance(weights, dict) or set(weights) != set(expected):
+            raise ValueError(
+                f"{type(self).__name__}.set_weights() takes get_weights()'s dict with keys "
+                f"{list(expected)}; received "
+                f"{sorted(weights) if isinstance(weights, dict) else type(weights).__name__}.")
+        for key, model in zip(expected, (self.model, self.target_model, self.mixer,
+                                         self.target_mixer)):
+            values = weights[key]
+            if values is not None and model is not None:
+                assign_weights(model.weights, values, f"set_weights(): {key!r}")
+        self.weights_version += 1
+
+    def get_state(self) -> Dict[str, Any]:
+        """The weights, the global timestep, the optimizer's variables, the update count,
+        the sampling generator's state and RLlib's `cur_epsilon`."""
+        state = super().get_state()
+        state["optimizer_variables"] = [np.array(v.numpy()) for v in self.optimizer.variables]
+        state["num_grad_updates"] = int(self.num_grad_updates.numpy())
+        state["sampling_rng"] = self.sampling_rng.bit_generator.state
+        state["cur_epsilon"] = self.cur_epsilon
+        return state
+
+    def set_state(self, state: Dict[str, Any]) -> None:
+        """Restores a `get_state()` result."""
+        super().set_state(state)
+        if "optimizer_variables" in state:
+            assign_weights(self.optimizer.variables, state["optimizer_variables"],
+                           "set_state(): 'optimizer_variables'")
+        if "num_grad_updates" in state:
+            self.num_grad_updates.assign(int(state["num_grad_updates"]))
+        if "sampling_rng" in state:
+            self.sampling_rng.bit_generator.state = state["sampling_rng"]
+        self.optimizer.learning_rate = self._lr_schedule.value(self.global_timestep)
