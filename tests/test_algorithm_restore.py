@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 
+from tfrl.algorithms.dqn import DQN
 from tfrl.algorithms.ppo import PPO
 
 import test_algorithm
@@ -41,6 +42,26 @@ def test_restore_mid_training_continues_like_uninterrupted_run(tmp_path):
     for a, b in zip(weights, restored.get_weights()["default_policy"]):
         np.testing.assert_array_equal(a, b)
     restored.stop()
+
+
+def test_restored_iteration_samples_the_step_threshold_again(tmp_path):
+    # min_sample_timesteps_per_iteration: an iteration lasts until that many env steps
+    # were sampled since the last result. After a restore, "since" counts from the
+    # restored counter (it counted from 0: the first iteration stopped after one round).
+    config = {"env": "CartPole-v1", "seed": 0, "min_sample_timesteps_per_iteration": 32,
+              "rollout_fragment_length": 4, "train_batch_size": 8,
+              "num_steps_sampled_before_learning_starts": 0, "model": {"fcnet_hiddens": [8]}}
+    algo = DQN(config=config)
+    algo.train()
+    path = algo.save(str(tmp_path))
+    second = algo.train()
+    algo.stop()
+    restored = DQN(config=config)
+    restored.restore(path)
+    again = restored.train()
+    restored.stop()
+    assert second["timesteps_total"] == 64
+    assert again["timesteps_total"] == 64 and again["counters"] == second["counters"]
 
 
 def test_same_seed_same_losses_and_returns():

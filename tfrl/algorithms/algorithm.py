@@ -527,6 +527,10 @@ class Algorithm:
         self._time_total = float(state["time_total"])
         self._episodes_total = int(state["episodes_total"])
         self.shared_metrics.restore(state["metrics"])
+        # The next iteration's step threshold counts from the restored counter, as it
+        # would have from the last result's (a checkpoint is saved between iterations).
+        self._last_result_steps = int(
+            self.shared_metrics.counters.get(STEPS_SAMPLED_COUNTER, 0))
         self._metrics_op.episode_history = [RolloutMetrics(*m) for m in state["episode_history"]]
         rng = state["rng"]
         random.setstate(rng["python"])

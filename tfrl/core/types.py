@@ -271,8 +271,10 @@ class WorkerSet(Protocol):
                      global_vars: Optional[Dict[str, Any]] = None) -> None:
         """Sends the local worker's weights (and global vars) to every remote worker."""
 
-    def foreach_worker(self, func: Callable[[Any], Any]) -> List[Any]:
-        """`[func(worker)]` on every worker, the local one first."""
+    def foreach_worker(self, func: Callable[[Any], Any], *, local_worker: bool = True
+                       ) -> List[Any]:
+        """`[func(worker)]` on every worker, the local one first (`local_worker=False`:
+        the remote ones only)."""
 
     def stop(self) -> None:
         """Stops every worker."""
