@@ -17,8 +17,9 @@ MaskablePPO side gets the values as a Box observation and the mask through sb3-c
 
 Settings on both sides: 4 envs x 64 steps (batch 256), minibatch 64, 10 epochs, lr 1e-3,
 gamma 0.99, GAE lambda 0.95, clip 0.2, no entropy bonus, value coefficient 0.5, grad
-clip 0.5, separate 64x64 tanh policy and value networks; one TF intra/inter-op thread and
-one torch thread. Reported per run: wall seconds for the budget (after the algorithm is
+clip 0.5, separate 64x64 tanh policy and value networks (orthogonal, gain sqrt(2)),
+advantages normalized per minibatch, Adam epsilon 1e-5 (SB3's defaults, set on tfrl's
+side); one TF intra/inter-op thread and one torch thread. Reported per run: wall seconds for the budget (after the algorithm is
 built), env steps/s, the mean return of the last 100 training episodes at the end, the
 mean greedy return of 20 evaluation episodes on fixed env seeds (the same seeds on both
 sides) with the number of invalid actions taken in them, and peak RSS. Every run is its
@@ -87,8 +88,12 @@ def run_tfrl(seed: int, steps: int, t0: float) -> dict:
         "clip_param": CLIP, "entropy_coeff": 0.0, "vf_loss_coeff": VF_COEF,
         "grad_clip": GRAD_CLIP, "kl_coeff": 0.0,
         "vf_clip_param": 1e6,  # SB3 clips no value loss (clip_range_vf=None)
+        # SB3's per-minibatch advantage normalization, Adam epsilon and orthogonal
+        # hidden layers (gain sqrt(2)); its logits' gain 0.01 is tfrl's default scale.
+        "normalize_advantages": "minibatch", "optimizer": {"epsilon": 1e-5},
         "model": {"fcnet_hiddens": HIDDEN, "fcnet_activation": "tanh",
-                  "vf_share_layers": False},
+                  "vf_share_layers": False, "fcnet_weights_initializer": "orthogonal",
+                  "fcnet_weights_initializer_config": {"gain": 2 ** 0.5}},
         "metrics_smoothing_episodes": 100, "seed": seed})
     curve = Curve("PPO_masked", "MaskedActions-v0", "tfrl", seed, steps)
     start = time.time()
