@@ -1,0 +1,8 @@
+"""The in-graph training path: sampling, advantages and learning of an on-policy
+iteration in one compiled call, for TF-native environments (`tfrl.env.tf_envs`)."""
+
+from tfrl.execution.in_graph.advantages import time_major_advantages
+from tfrl.execution.in_graph.in_graph_iteration import (InGraphIteration,
+                                                        check_in_graph_config)
+
+__all__ = ["InGraphIteration", "check_in_graph_config", "time_major_advantages"]
