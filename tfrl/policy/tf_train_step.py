@@ -262,15 +262,11 @@ class TrainStep:
         the loss reads (those `learn_graph` takes).
 
         Raises:
-            ValueError: For a recurrent policy (sequences are not supported here), or
-                if this policy learns on several replicas.
+            ValueError: For a recurrent policy (sequences are not supported here).
         """
         if self._train_columns.sequences:
             raise ValueError(f"{self._owner}: learning inside another compiled function "
                              "takes rows; the policy's model is recurrent.")
-        if self._xla_loss_and_grads is not None:
-            raise ValueError(f"{self._owner}: learning inside another compiled function "
-                             "does not take jit_compile=True (compile the caller instead).")
         self._train_columns.prepare(example)
         self._build_optimizer()
         return sorted(self._train_columns.specs)

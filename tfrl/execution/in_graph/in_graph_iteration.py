@@ -177,6 +177,10 @@ class InGraphIteration:
         # Acting draws its seeds from the policy's sampling generator: made now, not
         # while tracing (a variable made in a trace makes tf.function trace again).
         policy.sampling_generator  # noqa: B018
+        # Not XLA-compiled as a whole: XLA has no CPU kernel for categorical sampling
+        # (StatelessMultinomial), and compiling the iteration took longer than 100k
+        # steps of CartPole take without it. (`jit_compile=True` still compiles the
+        # loss and gradients, as on the Python path.)
         self._iteration_fn = tf.function(self._iteration_graph, autograph=False)
         self._sample_fn: Optional[Any] = None
         self.num_traces = 0
@@ -196,9 +200,11 @@ class InGraphIteration:
         seed = tf.constant([policy.shuffle_seed(), 0], tf.int64)
         timer = metrics.timers[IN_GRAPH_TIMER]
         with timer:
-            carry, returns, lengths, stats = self._iteration_fn(self._carry, seed)
+            carry, (done, returns, lengths), stats = self._iteration_fn(self._carry, seed)
             timer.push_units_processed(self.batch_size)
         self._carry = carry
+        done = done.numpy()  # [T, N]: the episodes in step-then-env order
+        returns, lengths = returns.numpy()[done], lengths.numpy()[done]
         num_steps = self._num_sgd_iter * (self.batch_size // self._minibatch)
         info = {DEFAULT_POLICY_ID: policy.learn_graph_result(stats, updates_before, num_steps)}
         for counter in (STEPS_SAMPLED_COUNTER, AGENT_STEPS_SAMPLED_COUNTER,
@@ -208,7 +214,7 @@ class InGraphIteration:
         metrics.info[LEARNER_INFO] = info
         agent = (_DUMMY_AGENT_ID, DEFAULT_POLICY_ID)
         episodes = [RolloutMetrics(int(n), float(r), agent_rewards={agent: float(r)})
-                    for r, n in zip(returns.numpy(), lengths.numpy())]
+                    for r, n in zip(returns, lengths)]
         return info, episodes
 
     def sample(self) -> Dict[str, np.ndarray]:
@@ -273,8 +279,7 @@ class InGraphIteration:
             {k: rows[k] for k in self._train_columns}, seed,
             tf.constant(self._num_sgd_iter), tf.constant(self._minibatch),
             tf.constant(self._shuffle))
-        returns, lengths = episodes
-        return carry, returns, lengths, stats
+        return carry, episodes, stats
 
     def _sample_graph(self, carry):
         carry, steps, _ = self._rollout(carry)
@@ -282,8 +287,8 @@ class InGraphIteration:
 
     def _rollout(self, carry):
         """`T` steps of every env: the next carry, the `[T, N, ...]` step columns, and
-        the returns and lengths of the episodes that ended (`[E]` each, in step-then-env
-        order)."""
+        `(done, returns, lengths)`, each `[T, N]`: where an episode ended, its return and
+        length (fixed shapes; the host picks the ended ones)."""
         policy, env = self._policy, self.env
         explore = tf.constant(self._explore)
         T = self.rollout_length
@@ -317,8 +322,7 @@ class InGraphIteration:
                                          (tf.constant(0), carry, arrays))
         steps = {name: a.stack() for name, a in zip(names, arrays)}  # [T, N, ...]
         done = tf.logical_or(steps[Columns.TERMINATEDS], steps[Columns.TRUNCATEDS])
-        episodes = (tf.boolean_mask(steps.pop("episode_return"), done),
-                    tf.boolean_mask(steps.pop("episode_length"), done))
+        episodes = (done, steps.pop("episode_return"), steps.pop("episode_length"))
         return carry, steps, episodes
 
     def _with_advantages(self, steps):
