@@ -223,7 +223,9 @@ class InGraphIteration:
         `action_dist_inputs`, `vf_preds`, `rewards`, `terminateds`, `truncateds`,
         `new_obs` (the observation each step reached, before a reset), `last_r` (the
         bootstrap value of a trajectory ending there), `advantages` and
-        `value_targets` (not standardized). The environments move on as in `step`."""
+        `value_targets` (not standardized), `episode_return` and `episode_length` (of
+        each env's episode up to and including the step). The environments move on as
+        in `step`."""
         if self._sample_fn is None:
             self._sample_fn = tf.function(self._sample_graph, autograph=False)
         carry, columns = self._sample_fn(self._carry)
@@ -282,8 +284,9 @@ class InGraphIteration:
         return carry, episodes, stats
 
     def _sample_graph(self, carry):
-        carry, steps, _ = self._rollout(carry)
-        return carry, self._with_advantages(steps)
+        carry, steps, (_, returns, lengths) = self._rollout(carry)
+        return carry, {**self._with_advantages(steps), "episode_return": returns,
+                       "episode_length": lengths}
 
     def _rollout(self, carry):
         """`T` steps of every env: the next carry, the `[T, N, ...]` step columns, and
