@@ -254,3 +254,24 @@ def test_refused_algorithms_and_a2c_microbatches():
     # PG's default batch_mode ("complete_episodes") needs the Python path.
     with pytest.raises(ValueError, match=r"batch_mode='complete_episodes'"):
         PGConfig().environment("tfrl/CartPole-v1").rollouts(in_graph=True).build()
+
+
+def test_two_replicas_learn_what_one_does():
+    # MirroredStrategy over the conftest's two logical CPUs: acting runs once for all
+    # envs; each minibatch is split over the replicas, whose gradients are summed.
+    one = ppo_config().build()
+    two = ppo_config(num_gpus=2, _fake_gpus=True).build()
+    assert two.get_policy().strategy.num_replicas_in_sync == 2
+    r1, r2 = one.train(), two.train()
+    assert r1["hist_stats"]["episode_reward"] == r2["hist_stats"]["episode_reward"]
+    s1 = r1["info"]["learner"]["default_policy"]["learner_stats"]
+    s2 = r2["info"]["learner"]["default_policy"]["learner_stats"]
+    np.testing.assert_allclose(s2["total_loss"], s1["total_loss"], rtol=1e-5)
+    for w1, w2 in zip(one.get_policy().get_weights(), two.get_policy().get_weights()):
+        np.testing.assert_allclose(w2, w1, rtol=1e-5, atol=1e-6)
+    assert two.in_graph_iteration.num_traces == 1
+    with pytest.raises(ValueError, match=r"2 replicas.*sgd_minibatch_size=15. Expected a "
+                                         r"multiple of 2"):
+        ppo_config(num_gpus=2, _fake_gpus=True, sgd_minibatch_size=15).build()
+    one.stop()
+    two.stop()

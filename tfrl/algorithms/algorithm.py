@@ -18,6 +18,12 @@ steps and lasted `min_iter_time_s`, then reports the episodes and `shared_metric
 only RLlib 1.x's `execution_plan(workers, config)` (a LocalIterator of result dicts, as
 IMPALA, APPO and A3C do); `train()` then pulls one result from it.
 
+With `in_graph=True` and a TF-native env (`"tfrl/CartPole-v1"`, ...), an algorithm that
+`supports_in_graph` (PG, A2C, PPO) builds its workers without an env (the policy's spaces
+come from the TF env) and an `InGraphIteration` that samples, computes advantages and
+learns in one compiled call; its `training_step()` calls `in_graph_training_step()` in
+place of sampling and learning. Checkpoints then also hold the TF envs' state.
+
 `Algorithm(config=..., env=...)` takes the config dataclass or an RLlib-style dict,
 builds the training `WorkerSet` (and an evaluation one when evaluation is configured).
 Every `evaluation_interval`-th iteration evaluates the policies after training, or, with
@@ -48,13 +54,12 @@ from tfrl.algorithms.fit_loop import fit
 from tfrl.core import types
 from tfrl.data.rollout_metrics import RolloutMetrics
 from tfrl.data.sample_batch import DEFAULT_POLICY_ID
-from tfrl.env.tf_envs import TF_ENVS
 from tfrl.evaluation.metrics import summarize_episodes
 from tfrl.evaluation.rollout_worker.state import get_worker_state, set_worker_state
 from tfrl.evaluation.sampling.ops import unsquash_and_clip
 from tfrl.evaluation.worker_set import WorkerSet
 from tfrl.execution.common import STEPS_SAMPLED_COUNTER
-from tfrl.execution.in_graph import InGraphIteration, check_in_graph_config
+from tfrl.execution.in_graph import InGraphIteration, check_in_graph_config, in_graph_spaces
 from tfrl.execution.iter import LocalIterator, SharedMetrics
 from tfrl.execution.metric_ops import CollectMetrics, OncePerTimeInterval, OncePerTimestepsElapsed
 from tfrl.policy.nonfinite import NonFiniteStateError
@@ -196,9 +201,9 @@ class Algorithm:
         if config.in_graph:
             # The policy's spaces come from the TF-native env, which the compiled
             # iteration steps itself: the workers make no env.
-            env_class = TF_ENVS[config.env]
-            config = config.replace(env=None, observation_space=env_class.observation_space,
-                                    action_space=env_class.action_space)
+            obs_space, action_space = in_graph_spaces(config.env)
+            config = config.replace(env=None, observation_space=obs_space,
+                                    action_space=action_space)
         # The frozen config: WorkerSet takes its dict (keys already checked).
         return WorkerSet(policy_class=self.default_policy_class, trainer_config=config,
                          num_workers=num_workers, logdir=self._logdir)

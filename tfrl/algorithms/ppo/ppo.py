@@ -4,7 +4,9 @@
 experiences, until `train_batch_size` steps → standardize advantages
 (`normalize_advantages="batch"`; "minibatch": the loss does, per minibatch) → learn (the
 policy runs its `num_sgd_iter` epochs of `sgd_minibatch_size` minibatches in one
-compiled call) → update the KL coefficients → sync weights. `execution_plan` is the same
+compiled call) → update the KL coefficients → sync weights. With `in_graph=True` (a
+TF-native env such as `"tfrl/CartPole-v1"`) the first three are one compiled call
+(`tfrl.execution.in_graph`). `execution_plan` is the same
 as RLlib's plan of operators (`ParallelRollouts` → `SelectExperiences` →
 `ConcatBatches` → `StandardizeFields` → `TrainOneStep` → `UpdateKL` → metrics).
 

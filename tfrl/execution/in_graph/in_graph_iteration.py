@@ -98,6 +98,13 @@ def check_in_graph_config(config: Mapping[str, Any]) -> None:
             f"on_algorithm_init, on_train_result and the evaluation hooks. {_FIX}.")
 
 
+def in_graph_spaces(env_id: str) -> Tuple[gym.Space, gym.Space]:
+    """The observation and action spaces of one sub-env of the TF-native env `env_id`
+    (for the policy, which the workers build before the iteration makes the env)."""
+    env_class = TF_ENVS[env_id]
+    return env_class.observation_space, env_class.action_space
+
+
 class InGraphIteration:
     """Sampling, advantages and learning of one on-policy iteration in one compiled call
     (see the module docstring).
@@ -125,11 +132,6 @@ class InGraphIteration:
         if policy.is_recurrent():
             raise ValueError("in_graph=True takes a feed-forward model; the policy's model "
                              f"is recurrent. {_FIX}.")
-        if policy.strategy.num_replicas_in_sync > 1:
-            raise ValueError(
-                f"in_graph=True runs on one device; received a policy on "
-                f"{policy.strategy.num_replicas_in_sync} replicas ({policy.devices}). "
-                f"Expected num_gpus <= 1 and num_devices <= 1. {_FIX}.")
         self._policy = policy
         self._config = config
         try:
@@ -160,6 +162,12 @@ class InGraphIteration:
                 f"in_graph=True: sgd_minibatch_size={minibatch} is larger than the batch "
                 f"({num_envs} envs x {self.rollout_length} steps = {self.batch_size} rows). "
                 "Lower sgd_minibatch_size or raise train_batch_size.")
+        replicas = policy.strategy.num_replicas_in_sync
+        if minibatch % replicas:
+            raise ValueError(
+                f"in_graph=True: each minibatch is split evenly over the policy's {replicas} "
+                f"replicas ({policy.devices}); received sgd_minibatch_size={minibatch}. "
+                f"Expected a multiple of {replicas}.")
         self._minibatch = int(minibatch)
         self._shuffle = bool(pconf["shuffle_sequences"])
         self._standardize = bool(standardize_advantages)
