@@ -275,3 +275,18 @@ def test_two_replicas_learn_what_one_does():
         ppo_config(num_gpus=2, _fake_gpus=True, sgd_minibatch_size=15).build()
     one.stop()
     two.stop()
+
+
+def test_tf_env_names_outside_the_in_graph_path_say_to_set_in_graph():
+    from tfrl.env.registry import get_env_creator
+    with pytest.raises(ValueError, match=r"TF-native envs .* set \.rollouts\(in_graph=True\)"):
+        get_env_creator("tfrl/CartPole-v1")
+    with pytest.raises(ValueError, match=r"set \.rollouts\(in_graph=True\)"):
+        ppo_config().rollouts(in_graph=False).build()
+
+
+def test_the_cli_takes_a_tf_env_name():
+    from tfrl.cli.experiment import check_names, resolve_experiment
+    exp = resolve_experiment(algo="ppo", env="tfrl/CartPole-v1", overrides=["in_graph=true"])
+    check_names(exp)  # no "Unknown env": the algorithm checks TF-native names
+    assert exp.algo == "PPO" and exp.config["in_graph"] is True

@@ -18,6 +18,7 @@ from typing import Any, Dict
 
 from tfrl.algorithms.a2c.a2c_tf_policy import A2CTFPolicy
 from tfrl.algorithms.algorithm import Algorithm, metrics_reporting
+from tfrl.algorithms.algorithm_config import AlgorithmConfig
 from tfrl.algorithms.a2c.a2c_config import A2CConfig
 from tfrl.algorithms.pg.pg import concat_rollouts, execution_plan as pg_execution_plan
 from tfrl.execution.common import LEARNER_INFO
@@ -53,12 +54,12 @@ class A2C(Algorithm):
     execution_plan = staticmethod(execution_plan)
     supports_in_graph = True
 
-    def _check_in_graph(self, config: A2CConfig) -> None:
+    def _check_in_graph(self, config: AlgorithmConfig) -> None:
         super()._check_in_graph(config)
-        if config.microbatch_size:
+        if config["microbatch_size"]:
             raise ValueError(
                 f"in_graph=True learns on the whole batch; received microbatch_size="
-                f"{config.microbatch_size!r}. Expected None: unset microbatch_size, or set "
+                f"{config['microbatch_size']!r}. Expected None: unset microbatch_size, or set "
                 ".rollouts(in_graph=False).")
 
     def training_step(self) -> Dict[str, types.LearnerInfo]:
