@@ -231,7 +231,6 @@ class EpisodeEndCallbacks(DefaultCallbacks):
     ({"model": {"use_lstm": True}}, r"model=\{'use_lstm': True.*expected a feed-forward model"),
     ({"observation_filter": "MeanStdFilter"}, r"observation_filter='MeanStdFilter'"),
     ({"batch_mode": "complete_episodes"}, r"batch_mode='complete_episodes'"),
-    ({"evaluation_interval": 1}, r"evaluation_interval=1"),
     ({"callbacks": EpisodeEndCallbacks}, r"overriding \['on_episode_end'\]"),
     ({"env_config": {"gravity": 3.0}}, r"env_config for tfrl/CartPole-v1 takes max_episode_steps"),
 ])
@@ -290,3 +289,10 @@ def test_the_cli_takes_a_tf_env_name():
     exp = resolve_experiment(algo="ppo", env="tfrl/CartPole-v1", overrides=["in_graph=true"])
     check_names(exp)  # no "Unknown env": the algorithm checks TF-native names
     assert exp.algo == "PPO" and exp.config["in_graph"] is True
+
+
+def test_evaluation_runs_gymnasiums_env_of_the_same_id(cartpole_algo):
+    result = cartpole_algo.evaluate()["evaluation"]  # evaluation_duration: 10 episodes
+    assert result["episodes_this_iter"] == 10
+    assert result["episode_len_mean"] <= 12  # env_config is passed on
+    assert "CartPole" in str(cartpole_algo.evaluation_workers.local_worker().env)

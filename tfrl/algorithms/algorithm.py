@@ -22,7 +22,8 @@ With `in_graph=True` and a TF-native env (`"tfrl/CartPole-v1"`, ...), an algorit
 `supports_in_graph` (PG, A2C, PPO) builds its workers without an env (the policy's spaces
 come from the TF env) and an `InGraphIteration` that samples, computes advantages and
 learns in one compiled call; its `training_step()` calls `in_graph_training_step()` in
-place of sampling and learning. Checkpoints then also hold the TF envs' state.
+place of sampling and learning. Checkpoints then also hold the TF envs' state. Evaluation
+samples gymnasium's env of the same id (`"CartPole-v1"`) on the Python path.
 
 `Algorithm(config=..., env=...)` takes the config dataclass or an RLlib-style dict,
 builds the training `WorkerSet` (and an evaluation one when evaluation is configured).
@@ -59,7 +60,8 @@ from tfrl.evaluation.rollout_worker.state import get_worker_state, set_worker_st
 from tfrl.evaluation.sampling.ops import unsquash_and_clip
 from tfrl.evaluation.worker_set import WorkerSet
 from tfrl.execution.common import STEPS_SAMPLED_COUNTER
-from tfrl.execution.in_graph import InGraphIteration, check_in_graph_config, in_graph_spaces
+from tfrl.execution.in_graph import (InGraphIteration, check_in_graph_config, gymnasium_env,
+                                     in_graph_spaces)
 from tfrl.execution.iter import LocalIterator, SharedMetrics
 from tfrl.execution.metric_ops import CollectMetrics, OncePerTimeInterval, OncePerTimestepsElapsed
 from tfrl.policy.nonfinite import NonFiniteStateError
@@ -211,6 +213,10 @@ class Algorithm:
     def _make_evaluation_workers(self) -> types.WorkerSet:
         overrides = {"explore": False, "in_evaluation": True,
                      **self.algo_config.evaluation_config}
+        if self.algo_config.in_graph:  # evaluated on gymnasium's env of the same id
+            env, env_config = gymnasium_env(self.algo_config.env,
+                                            self.algo_config.env_config)
+            overrides.update(env=env, env_config=env_config, in_graph=False)
         eval_config = self.algo_config.replace(**overrides)
         return self._make_workers(eval_config, self.algo_config.evaluation_num_workers)
 

@@ -23,7 +23,8 @@ learner info and hands the finished episodes on as `RolloutMetrics`.
 
 What the Python path does that this one does not (refused with an error by
 `check_in_graph_config`): remote workers, recurrent models, observation filters,
-reward clipping, `complete_episodes` batches, per-episode callbacks.
+reward clipping, `complete_episodes` batches, per-episode callbacks. Evaluation runs on
+the Python path, on gymnasium's env of the same id (`gymnasium_env`).
 """
 
 import time
@@ -80,10 +81,6 @@ def check_in_graph_config(config: Mapping[str, Any]) -> None:
         (len(config["multiagent"].get("policies") or {}) > 1, "multiagent.policies",
          sorted(config["multiagent"].get("policies") or {}), "one policy",
          "train one policy"),
-        (bool(config["evaluation_interval"]) or config["evaluation_num_workers"] > 0,
-         "evaluation_interval", config["evaluation_interval"], "None (no evaluation "
-         "workers: they would need a gymnasium env)", "evaluate the trained policy on "
-         "the gymnasium env with a separate algorithm or rollout"),
     ]
     for refused, key, received, expected, fix in refusals:
         if refused:
@@ -103,6 +100,14 @@ def in_graph_spaces(env_id: str) -> Tuple[gym.Space, gym.Space]:
     (for the policy, which the workers build before the iteration makes the env)."""
     env_class = TF_ENVS[env_id]
     return env_class.observation_space, env_class.action_space
+
+
+def gymnasium_env(env_id: str, env_config: Optional[Mapping[str, Any]]
+                  ) -> Tuple[str, Dict[str, Any]]:
+    """The gymnasium id and `gym.make` keywords of the env that the TF-native env
+    `env_id` with `env_config` reimplements (for evaluation on the Python path)."""
+    env_config = {k: v for k, v in dict(env_config or {}).items() if k != "dtype"}
+    return TF_ENVS[env_id].env_id, env_config
 
 
 class InGraphIteration:
