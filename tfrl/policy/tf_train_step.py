@@ -17,6 +17,9 @@ more if longer ones come; see `TrainStep.__init__`).
   the only minibatch SGD loop in tfrl: `TrainOneStep`, `MultiGPUTrainOneStep`, the
   learner threads and `RolloutWorker.sample_and_learn` all pass their epochs and
   minibatch size to `learn_on_batch`.
+- `learn_graph` (after `prepare_learn_graph`, then `finish` on the host): the same
+  `_learn_graph` loop traced into a caller's compiled function, the in-graph training
+  path's (`tfrl.execution.in_graph`), which samples and learns in one call.
 - `gradients`: the loss gradients on a whole batch, each replica taking its contiguous
   share of the rows, summed over replicas.
 - `apply`: an optimizer update from given gradients.
