@@ -129,6 +129,8 @@ class InGraphIteration:
         env: The `TFVectorEnv`.
         rollout_length: `T`, steps per environment per iteration.
         batch_size: `N * T`, the rows learned on per iteration.
+        num_traces: How often the iteration's function was traced (1 after any number
+            of iterations).
     """
 
     def __init__(self, policy: Any, config: Mapping[str, Any],
@@ -191,9 +193,9 @@ class InGraphIteration:
         # while tracing (a variable made in a trace makes tf.function trace again).
         policy.sampling_generator  # noqa: B018
         # Not XLA-compiled as a whole: XLA has no CPU kernel for categorical sampling
-        # (StatelessMultinomial), and compiling the iteration took longer than 100k
-        # steps of CartPole take without it. (`jit_compile=True` still compiles the
-        # loss and gradients, as on the Python path.)
+        # (StatelessMultinomial), and compiling the whole iteration costs more start-up
+        # than it saves on small problems (bench/RESULTS.md). `jit_compile=True` still
+        # compiles the loss and gradients, as on the Python path.
         self._iteration_fn = tf.function(self._iteration_graph, autograph=False)
         self._sample_fn: Optional[Any] = None
         self.num_traces = 0
