@@ -7,6 +7,8 @@
   policy's value of the reached observation after a truncation or the rollout's end,
   its values are the policy's, and its running episode returns are the sums of the
   rewards (episodes spanning calls).
+- Aligned with the Python path (greedy actions from gymnasium's start states, the same
+  weights): the same batch, advantages, learner stats and updated weights.
 - `algo.train()`: PPO's learner stats (the names the Python path reports: the same
   policy code makes them), steps and episodes counted exactly, one trace; A2C and PG.
 - Checkpoints continue bit-identically; weights and compute_single_action work.
@@ -296,3 +298,55 @@ def test_evaluation_runs_gymnasiums_env_of_the_same_id(cartpole_algo):
     assert result["episodes_this_iter"] == 10
     assert result["episode_len_mean"] <= 12  # env_config is passed on
     assert "CartPole" in str(cartpole_algo.evaluation_workers.local_worker().env)
+
+
+def test_same_batch_and_update_as_the_python_path_from_the_same_states():
+    # The RNG streams align with greedy actions (explore=False) from the same start
+    # states: the Python path samples gymnasium's CartPole (2 envs x 8 steps, no episode
+    # ends), the in-graph path starts its TF CartPole from those states with the same
+    # weights; both batches, advantages and one update (one unshuffled minibatch of all
+    # 16 rows) agree.
+    from tfrl.execution.iter import SharedMetrics
+    from tfrl.execution.rollout_ops import standardize_fields
+
+    def config(env, in_graph):
+        return (PPOConfig().environment(env)
+                .rollouts(in_graph=in_graph, num_envs_per_worker=2, rollout_fragment_length=8)
+                .training(train_batch_size=16, sgd_minibatch_size=16, num_sgd_iter=1,
+                          model=TINY, lr=1e-3, shuffle_sequences=False)
+                .debugging(seed=0).replace(explore=False))
+
+    python_algo = config("CartPole-v1", False).build()
+    batch = python_algo.workers.local_worker().sample()  # env 0's 8 rows, then env 1's
+    assert batch["env_id"].tolist() == [0] * 8 + [1] * 8
+    algo = config("tfrl/CartPole-v1", True).build()
+    algo.set_weights(python_algo.get_weights())
+    iteration = algo.in_graph_iteration
+    start = batch["obs"][[0, 8]]  # CartPole observes its state (as float32)
+    state = {**iteration.get_state(), "physics": start.astype(np.float64),
+             "elapsed_steps": np.zeros(2, np.int32), "obs": start,
+             "episode_return": np.zeros(2, np.float32),
+             "episode_length": np.zeros(2, np.int32)}
+    iteration.set_state(state)
+    out = iteration.sample()
+
+    def env_major(x):  # [T, N, ...] -> [N * T, ...], the Python batch's order
+        return np.swapaxes(x, 0, 1).reshape((-1,) + x.shape[2:])
+
+    np.testing.assert_array_equal(env_major(out["actions"]), batch["actions"])
+    for column in ("obs", "rewards", "vf_preds", "advantages", "value_targets"):
+        np.testing.assert_allclose(env_major(out[column]), batch[column], rtol=1e-5,
+                                   atol=1e-5, err_msg=column)
+    # One update each on that batch.
+    iteration.set_state(state)
+    info, _ = iteration.step(SharedMetrics())
+    in_graph_stats = info["default_policy"]["learner_stats"]
+    python_stats = python_algo.get_policy().learn_on_batch(
+        standardize_fields(batch, ["advantages"]))["learner_stats"]
+    for key in ("total_loss", "policy_loss", "vf_loss", "kl", "entropy"):
+        np.testing.assert_allclose(in_graph_stats[key], python_stats[key], rtol=1e-4,
+                                   atol=1e-6, err_msg=key)
+    for a, b in zip(algo.get_policy().get_weights(), python_algo.get_policy().get_weights()):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    algo.stop()
+    python_algo.stop()
