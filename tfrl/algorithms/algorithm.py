@@ -18,6 +18,13 @@ steps and lasted `min_iter_time_s`, then reports the episodes and `shared_metric
 only RLlib 1.x's `execution_plan(workers, config)` (a LocalIterator of result dicts, as
 IMPALA, APPO and A3C do); `train()` then pulls one result from it.
 
+With `in_graph=True` and a TF-native env (`"tfrl/CartPole-v1"`, ...), an algorithm that
+`supports_in_graph` (PG, A2C, PPO) builds its workers without an env (the policy's spaces
+come from the TF env) and an `InGraphIteration` that samples, computes advantages and
+learns in one compiled call; its `training_step()` calls `in_graph_training_step()` in
+place of sampling and learning. Checkpoints then also hold the TF envs' state. Evaluation
+samples gymnasium's env of the same id (`"CartPole-v1"`) on the Python path.
+
 `Algorithm(config=..., env=...)` takes the config dataclass or an RLlib-style dict,
 builds the training `WorkerSet` (and an evaluation one when evaluation is configured).
 Every `evaluation_interval`-th iteration evaluates the policies after training, or, with
@@ -53,6 +60,8 @@ from tfrl.evaluation.rollout_worker.state import get_worker_state, set_worker_st
 from tfrl.evaluation.sampling.ops import unsquash_and_clip
 from tfrl.evaluation.worker_set import WorkerSet
 from tfrl.execution.common import STEPS_SAMPLED_COUNTER
+from tfrl.execution.in_graph import (InGraphIteration, check_in_graph_config, gymnasium_env,
+                                     in_graph_spaces)
 from tfrl.execution.iter import LocalIterator, SharedMetrics
 from tfrl.execution.metric_ops import CollectMetrics, OncePerTimeInterval, OncePerTimestepsElapsed
 from tfrl.policy.nonfinite import NonFiniteStateError
@@ -112,6 +121,9 @@ class Algorithm:
 
     config_class: ClassVar[Type[AlgorithmConfig]] = AlgorithmConfig
     default_policy_class: Optional[type] = None
+    # Whether `training_step()` runs the in-graph path when the config asks for it
+    # (`in_graph=True`; see `in_graph_training_step`).
+    supports_in_graph: ClassVar[bool] = False
     _name = "Algorithm"
 
     def __init__(self, config: Union[AlgorithmConfig, Dict[str, Any], None] = None,
@@ -126,6 +138,8 @@ class Algorithm:
                 "set it in the config; or, without an env, read experiences from another "
                 "input (config.offline_data(input_=lambda ioctx: PolicyServerInput(ioctx, "
                 "address, port)) with .environment(observation_space=..., action_space=...)).")
+        if algo_config.in_graph:
+            self._check_in_graph(algo_config)
         self.algo_config = algo_config
         self.config: AlgorithmConfig = algo_config
         self.iteration = 0
@@ -151,6 +165,8 @@ class Algorithm:
         self._last_result_time = time.monotonic()
         # The plan of an algorithm defined by `execution_plan` alone (None otherwise).
         self.train_exec_impl: Optional[LocalIterator[types.ResultDict]] = None
+        # The compiled iteration of the in-graph path (None on the Python path).
+        self.in_graph_iteration: Optional[InGraphIteration] = None
         # The thread that evaluates while training (evaluation_parallel_to_training).
         self._evaluation_thread: Optional[concurrent.futures.ThreadPoolExecutor] = None
         self._init_training()
@@ -174,7 +190,22 @@ class Algorithm:
         """The default config as an RLlib-style dict."""
         return cls.config_class().to_dict()
 
+    def _check_in_graph(self, config: AlgorithmConfig) -> None:
+        """Raises a `ValueError` if this algorithm cannot train `config` in the graph."""
+        if not self.supports_in_graph:
+            raise ValueError(
+                f"{type(self).__name__} does not train on the in-graph path; received "
+                "in_graph=True. Expected an on-policy algorithm that does (PPO, A2C, PG), "
+                "or set .rollouts(in_graph=False).")
+        check_in_graph_config(config)
+
     def _make_workers(self, config: AlgorithmConfig, num_workers: int) -> types.WorkerSet:
+        if config.in_graph:
+            # The policy's spaces come from the TF-native env, which the compiled
+            # iteration steps itself: the workers make no env.
+            obs_space, action_space = in_graph_spaces(config.env)
+            config = config.replace(env=None, observation_space=obs_space,
+                                    action_space=action_space)
         # The frozen config: WorkerSet takes its dict (keys already checked).
         return WorkerSet(policy_class=self.default_policy_class, trainer_config=config,
                          num_workers=num_workers, logdir=self._logdir)
@@ -182,6 +213,10 @@ class Algorithm:
     def _make_evaluation_workers(self) -> types.WorkerSet:
         overrides = {"explore": False, "in_evaluation": True,
                      **self.algo_config.evaluation_config}
+        if self.algo_config.in_graph:  # evaluated on gymnasium's env of the same id
+            env, env_config = gymnasium_env(self.algo_config.env,
+                                            self.algo_config.env_config)
+            overrides.update(env=env, env_config=env_config, in_graph=False)
         eval_config = self.algo_config.replace(**overrides)
         return self._make_workers(eval_config, self.algo_config.evaluation_num_workers)
 
@@ -201,10 +236,26 @@ class Algorithm:
     # --------------------------------------------------------------- training
 
     def _init_training(self) -> None:
-        """Builds what training needs besides the workers: the plan of an algorithm
-        defined by `execution_plan` alone (subclasses add e.g. a replay buffer)."""
-        if self._plan_backed():
+        """Builds what training needs besides the workers: the compiled iteration of the
+        in-graph path, or the plan of an algorithm defined by `execution_plan` alone
+        (subclasses add e.g. a replay buffer)."""
+        if self.algo_config.in_graph:
+            self.in_graph_iteration = InGraphIteration(
+                self.workers.local_worker().get_policy(), self.config,
+                standardize_advantages=self.config.get("normalize_advantages") == "batch")
+        elif self._plan_backed():
             self._build_plan()
+
+    def in_graph_training_step(self) -> Dict[str, types.LearnerInfo]:
+        """Sampling, advantages and learning in one compiled call (the in-graph path,
+        `in_graph=True`): counts the steps, records the learner info and hands the
+        finished episodes to the metrics; the learner info."""
+        if self.in_graph_iteration is None:
+            raise RuntimeError(f"{type(self).__name__}: in_graph_training_step() needs "
+                               "in_graph=True in the config.")
+        info, episodes = self.in_graph_iteration.step(self.shared_metrics)
+        self._metrics_op.add_episodes(episodes)
+        return info
 
     @classmethod
     def _plan_backed(cls) -> bool:
@@ -506,7 +557,7 @@ class Algorithm:
     # ------------------------------------------------------------ checkpoints
 
     def __getstate__(self) -> Dict[str, Any]:
-        return {
+        state = {
             "episode_history": [tuple(m) for m in self._metrics_op.episode_history],
             "worker": get_worker_state(self.workers.local_worker(), specs=False),
             "iteration": self.iteration,
@@ -516,6 +567,9 @@ class Algorithm:
             "rng": {"python": random.getstate(), "numpy": np.random.get_state(),
                     "tf_global_generator": tf.random.get_global_generator().state.numpy()},
         }
+        if self.in_graph_iteration is not None:
+            state["in_graph"] = self.in_graph_iteration.get_state()
+        return state
 
     def __setstate__(self, state: Dict[str, Any]) -> None:
         set_worker_state(self.workers.local_worker(), state["worker"], same_policies=True)
@@ -536,6 +590,8 @@ class Algorithm:
         random.setstate(rng["python"])
         np.random.set_state(rng["numpy"])
         tf.random.get_global_generator().state.assign(rng["tf_global_generator"])
+        if self.in_graph_iteration is not None and "in_graph" in state:
+            self.in_graph_iteration.set_state(state["in_graph"])
 
     def save(self, checkpoint_dir: Optional[str] = None) -> str:
         """Writes a checkpoint directory `checkpoint_<iteration>` under `checkpoint_dir`
@@ -585,3 +641,4 @@ class Algorithm:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(env={self.config['env']!r})"
+

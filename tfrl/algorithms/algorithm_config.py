@@ -186,6 +186,9 @@ class AlgorithmConfig(PolicyConfig, Mapping[str, Any], metaclass=_ConfigMeta):
     # An int >= 1, or "auto": derived per worker from `train_batch_size`
     # (`get_rollout_fragment_length`).
     rollout_fragment_length: Union[int, str] = 200
+    # Sample, compute advantages and learn in one compiled call per iteration, for a
+    # TF-native env ("tfrl/CartPole-v1", ...; PG, A2C, PPO): see tfrl.execution.in_graph.
+    in_graph: bool = False
     batch_mode: str = "truncate_episodes"
     observation_filter: str = "NoFilter"
     compress_observations: bool = False

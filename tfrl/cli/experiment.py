@@ -31,7 +31,7 @@ import yaml
 
 from tfrl import tuned
 from tfrl.algorithms.registry import ALGORITHMS, canonical_name, get_config_class
-from tfrl.env.registry import _ENV_CREATORS, get_env_creator
+from tfrl.env.registry import _ENV_CREATORS, TF_ENV_PREFIX, get_env_creator
 from tfrl.models.model_defaults import check_model_keys
 from tfrl.utils import yaml_io
 from tfrl.utils.yaml_io import yaml_value
@@ -313,6 +313,8 @@ def check_names(exp: Experiment) -> None:
                        "--config file.")
     if isinstance(exp.env, str) and ":" in exp.env and exp.env not in _ENV_CREATORS:
         _check_module_env(exp.env)
+    if isinstance(exp.env, str) and exp.env.startswith(TF_ENV_PREFIX):
+        return  # a TF-native env: the algorithm checks it (and in_graph) when built
     try:
         get_env_creator(exp.env)
     except ImportError as e:  # a suite's package (ale-py, minatar)

@@ -33,6 +33,10 @@ from tfrl.utils.error import EnvError
 
 EnvCreator = Callable[[EnvContext], Any]
 
+# The names of the TF-native envs (`tfrl.env.tf_envs`, run by the in-graph training path
+# only): this prefix and a gymnasium id, e.g. "tfrl/CartPole-v1".
+TF_ENV_PREFIX = "tfrl/"
+
 # name -> creator, for the whole process (like RLlib's tune registry).
 _ENV_CREATORS: Dict[str, EnvCreator] = {}
 
@@ -125,6 +129,10 @@ def get_env_creator(env: Union[str, EnvCreator]) -> EnvCreator:
         known = list(_ENV_CREATORS) + list(gym.registry)
         close = difflib.get_close_matches(env, known, n=3)
         hint = f" Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+        if env.startswith(TF_ENV_PREFIX):
+            hint += (f" Names starting with {TF_ENV_PREFIX!r} are TF-native envs "
+                     "(tfrl.env.tf_envs), which only the in-graph path runs: set "
+                     ".rollouts(in_graph=True) (PPO, A2C, PG).")
         raise EnvError(
             f"Unknown env {env!r}: it is neither registered with tfrl.env.registry."
             f"register_env nor a gymnasium id.{hint} Register a creator with "

@@ -114,6 +114,12 @@ class CollectMetrics:
         self.by_steps_trained = by_steps_trained
         self.episode_history: List[Any] = []
         self.to_be_collected: List[Any] = []
+        self._added: List[Any] = []
+
+    def add_episodes(self, episodes: Sequence[Any]) -> None:
+        """Adds `RolloutMetrics` of episodes that ended outside the workers (the in-graph
+        path's): the next `report` counts them as new, after the workers' own."""
+        self._added.extend(episodes)
 
     def __call__(self, _: Any) -> types.ResultDict:
         return self.report(get_shared_metrics())
@@ -126,6 +132,7 @@ class CollectMetrics:
         new_episodes, self.to_be_collected = collect_episodes(
             self.workers.local_worker(), remotes, self.to_be_collected,
             timeout_seconds=self.timeout_seconds)
+        new_episodes, self._added = new_episodes + self._added, []
         missing = self.min_history - len(new_episodes)
         window = (self.episode_history[-missing:] if missing > 0 else []) + new_episodes
         if self.min_history:

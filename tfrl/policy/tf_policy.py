@@ -510,6 +510,35 @@ class TFPolicy(Policy):
         self._weights_changed()
         return {"learner_stats": stats, "num_traces": dict(self.num_traces)}
 
+    def prepare_learn_graph(self, example: Any) -> List[str]:
+        """Makes `learn_graph` usable inside another compiled function (the in-graph
+        training path's): fixes the train columns from `example` (rows with every
+        column that will be passed) and builds the optimizer. Returns the columns the
+        loss reads. See `tf_train_step.TrainStep.prepare_learn_graph`."""
+        return self._train.prepare_learn_graph(example)
+
+    def learn_graph(self, columns: Dict[str, tf.Tensor], seed: tf.Tensor,
+                    num_sgd_iter: tf.Tensor, minibatch: tf.Tensor,
+                    shuffle: tf.Tensor) -> Dict[str, tf.Tensor]:
+        """`learn_on_batch`'s compiled loop (the same epochs, minibatch rule, loss,
+        optimizer and non-finite guard), called inside another compiled function on
+        `[B, ...]` column tensors; its raw stats, for `learn_graph_result` on the host.
+        See `tf_train_step.TrainStep.learn_graph`."""
+        return self._train.learn_graph(columns, seed, num_sgd_iter, minibatch, shuffle)
+
+    def learn_graph_result(self, stats: Dict[str, Any], updates_before: int,
+                           num_steps: int) -> Dict[str, Any]:
+        """On the host, after a compiled function ran `learn_graph`: `learn_on_batch`'s
+        result from its raw `stats` (`updates_before`: `num_grad_updates` before it ran;
+        `num_steps`: the optimizer steps it was to run).
+
+        Raises:
+            NonFiniteUpdateError: As `learn_on_batch`.
+        """
+        stats = self._train.finish(stats, updates_before, num_steps)
+        self._weights_changed()
+        return {"learner_stats": stats, "num_traces": dict(self.num_traces)}
+
     def update_groups(self, learning: bool) -> Dict[str, Any]:
         """Which optimizer groups the current step updates: `{group: True, False or a
         scalar bool tensor}`, read inside the compiled functions.

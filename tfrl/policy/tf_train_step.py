@@ -17,6 +17,9 @@ more if longer ones come; see `TrainStep.__init__`).
   the only minibatch SGD loop in tfrl: `TrainOneStep`, `MultiGPUTrainOneStep`, the
   learner threads and `RolloutWorker.sample_and_learn` all pass their epochs and
   minibatch size to `learn_on_batch`.
+- `learn_graph` (after `prepare_learn_graph`, then `finish` on the host): the same
+  `_learn_graph` loop traced into a caller's compiled function, the in-graph training
+  path's (`tfrl.execution.in_graph`), which samples and learns in one call.
 - `gradients`: the loss gradients on a whole batch, each replica taking its contiguous
   share of the rows, summed over replicas.
 - `apply`: an optimizer update from given gradients.
@@ -232,13 +235,71 @@ class TrainStep:
             if self._xla_loss_and_grads is not None and is_xla_compile_error(error):
                 raise XlaCompileError(self._owner, error) from error
             raise
-        num_grad_updates = int(policy.num_grad_updates.numpy())
-        result = guard.finish({k: v.numpy() for k, v in stats.items()}, self._owner,
-                              self._halt, updates_before, num_grad_updates,
-                              num_sgd_iter * (num_rows // minibatch))
+        return self.finish(stats, updates_before, num_sgd_iter * (num_rows // minibatch))
+
+    def finish(self, stats: Dict[str, Any], updates_before: int,
+               num_steps: int) -> Dict[str, float]:
+        """On the host, after a compiled learning loop: its raw `stats` (tensors or
+        numpy, the loop's guard entries included) as `learn`'s result.
+
+        Args:
+            stats: What the loop (`_learn_graph`, or `learn_graph` inside a caller's
+                compiled function) returned.
+            updates_before: `policy.num_grad_updates` before the loop ran.
+            num_steps: The optimizer steps the loop was to run.
+
+        Raises:
+            NonFiniteUpdateError: See `learn`.
+        """
+        num_grad_updates = int(self._policy.num_grad_updates.numpy())
+        result = guard.finish({k: np.asarray(v) for k, v in stats.items()}, self._owner,
+                              self._halt, updates_before, num_grad_updates, num_steps)
         result["num_grad_updates"] = num_grad_updates
-        result["num_traces"] = policy.num_traces["learn_on_batch"]
+        result["num_traces"] = self._policy.num_traces["learn_on_batch"]
         return result
+
+    def prepare_learn_graph(self, example: Any) -> List[str]:
+        """Makes `learn_graph` usable inside a caller's compiled function: fixes the train
+        columns from `example` (a batch of rows with every column the caller will pass,
+        as `learn` does from its first batch) and builds the optimizer; the columns
+        the loss reads (those `learn_graph` takes).
+
+        Raises:
+            ValueError: For a recurrent policy (sequences are not supported here).
+        """
+        if self._train_columns.sequences:
+            raise ValueError(f"{self._owner}: learning inside another compiled function "
+                             "takes rows; the policy's model is recurrent.")
+        self._train_columns.prepare(example)
+        self._build_optimizer()
+        return sorted(self._train_columns.specs)
+
+    def learn_graph(self, columns: Dict[str, tf.Tensor], seed: tf.Tensor,
+                    num_epochs: tf.Tensor, minibatch: tf.Tensor,
+                    shuffle: tf.Tensor) -> Dict[str, tf.Tensor]:
+        """`learn`'s loop (the same minibatch rule and guard) for use inside a caller's
+        compiled function, after `prepare_learn_graph`; its raw stats, which `finish`
+        turns into `learn`'s result on the host.
+
+        Args:
+            columns: Column -> `[B, ...]` tensor (columns the loss does not read are
+                ignored).
+            seed: `[2]` int64 seed of the epochs' permutations.
+            num_epochs, minibatch: int32 scalars; `minibatch` rows per step, `B`
+                divisible by the number of replicas.
+            shuffle: bool scalar: a new permutation per epoch.
+        """
+        specs = self._train_columns.specs
+        if specs is None:
+            raise ValueError(f"{self._owner}: call prepare_learn_graph(example) before "
+                             "learn_graph().")
+        missing = sorted(set(specs) - set(columns))
+        if missing:
+            raise ValueError(f"{self._owner}.learn_graph(): the loss reads columns {missing}, "
+                             f"which the given columns {sorted(columns)} lack.")
+        columns = {c: tree.map_structure(lambda x, s: tf.cast(x, s.dtype), columns[c], specs[c])
+                   for c in specs}
+        return self._learn_graph(columns, seed, num_epochs, minibatch, shuffle)
 
     def gradients(self, samples: Any) -> Tuple[List[np.ndarray], Dict[str, float]]:
         """Gradients (numpy, one per trainable variable) and stats on the whole batch."""

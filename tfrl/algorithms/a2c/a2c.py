@@ -18,6 +18,7 @@ from typing import Any, Dict
 
 from tfrl.algorithms.a2c.a2c_tf_policy import A2CTFPolicy
 from tfrl.algorithms.algorithm import Algorithm, metrics_reporting
+from tfrl.algorithms.algorithm_config import AlgorithmConfig
 from tfrl.algorithms.a2c.a2c_config import A2CConfig
 from tfrl.algorithms.pg.pg import concat_rollouts, execution_plan as pg_execution_plan
 from tfrl.execution.common import LEARNER_INFO
@@ -51,6 +52,15 @@ class A2C(Algorithm):
     config_class = A2CConfig
     default_policy_class = A2CTFPolicy
     execution_plan = staticmethod(execution_plan)
+    supports_in_graph = True
+
+    def _check_in_graph(self, config: AlgorithmConfig) -> None:
+        super()._check_in_graph(config)
+        if config["microbatch_size"]:
+            raise ValueError(
+                f"in_graph=True learns on the whole batch; received microbatch_size="
+                f"{config['microbatch_size']!r}. Expected None: unset microbatch_size, or set "
+                ".rollouts(in_graph=False).")
 
     def training_step(self) -> Dict[str, types.LearnerInfo]:
         """Sample `train_batch_size` steps, learn, send the weights; with
@@ -58,6 +68,10 @@ class A2C(Algorithm):
         apply them once."""
         config, workers, metrics = self.config, self.workers, self.shared_metrics
         steps_by = config["multiagent"]["count_steps_by"]
+        if self.in_graph_iteration is not None:  # sample and learn in one compiled call
+            info = self.in_graph_training_step()
+            sync_weights(workers, metrics)
+            return info
         if not config["microbatch_size"]:
             batch = synchronous_parallel_sample(
                 workers, metrics, min_batch_size=config["train_batch_size"],

@@ -58,9 +58,15 @@ class PG(Algorithm):
     config_class = PGConfig
     default_policy_class = PGTFPolicy
     execution_plan = staticmethod(execution_plan)
+    supports_in_graph = True
 
     def training_step(self) -> Dict[str, types.LearnerInfo]:
-        """Sample `train_batch_size` steps, learn on them, send the new weights."""
+        """Sample `train_batch_size` steps, learn on them, send the new weights (with
+        `in_graph=True`, sampling and learning in one compiled call)."""
+        if self.in_graph_iteration is not None:
+            info = self.in_graph_training_step()
+            sync_weights(self.workers, self.shared_metrics)
+            return info
         return sample_learn_sync(self)
 
 

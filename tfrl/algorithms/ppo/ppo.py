@@ -4,7 +4,9 @@
 experiences, until `train_batch_size` steps → standardize advantages
 (`normalize_advantages="batch"`; "minibatch": the loss does, per minibatch) → learn (the
 policy runs its `num_sgd_iter` epochs of `sgd_minibatch_size` minibatches in one
-compiled call) → update the KL coefficients → sync weights. `execution_plan` is the same
+compiled call) → update the KL coefficients → sync weights. With `in_graph=True` (a
+TF-native env such as `"tfrl/CartPole-v1"`) the first three are one compiled call
+(`tfrl.execution.in_graph`). `execution_plan` is the same
 as RLlib's plan of operators (`ParallelRollouts` → `SelectExperiences` →
 `ConcatBatches` → `StandardizeFields` → `TrainOneStep` → `UpdateKL` → metrics).
 
@@ -102,20 +104,26 @@ class PPO(Algorithm):
 
     config_class = PPOConfig
     default_policy_class = PPOTFPolicy
+    supports_in_graph = True
     execution_plan = staticmethod(execution_plan)
 
     def training_step(self) -> Dict[str, types.LearnerInfo]:
-        """Sample → concat → standardize → learn → update KL → sync weights."""
+        """Sample → concat → standardize → learn → update KL → sync weights (with
+        `in_graph=True`, the first four in one compiled call)."""
         config, workers, metrics = self.config, self.workers, self.shared_metrics
-        trained = workers.local_worker().policies_to_train
-        batch = synchronous_parallel_sample(
-            workers, metrics, min_batch_size=config["train_batch_size"],
-            count_steps_by=config["multiagent"]["count_steps_by"],
-            policies=None if trained is None or callable(trained) else list(trained))
-        if config["normalize_advantages"] == "batch":
-            batch = standardize_fields(batch, ["advantages"])
-        info = train_one_step(workers, batch, metrics, num_sgd_iter=config["num_sgd_iter"],
-                              sgd_minibatch_size=config["sgd_minibatch_size"])
+        if self.in_graph_iteration is not None:
+            info = self.in_graph_training_step()
+        else:
+            trained = workers.local_worker().policies_to_train
+            batch = synchronous_parallel_sample(
+                workers, metrics, min_batch_size=config["train_batch_size"],
+                count_steps_by=config["multiagent"]["count_steps_by"],
+                policies=None if trained is None or callable(trained) else list(trained))
+            if config["normalize_advantages"] == "batch":
+                batch = standardize_fields(batch, ["advantages"])
+            info = train_one_step(workers, batch, metrics,
+                                  num_sgd_iter=config["num_sgd_iter"],
+                                  sgd_minibatch_size=config["sgd_minibatch_size"])
         update_kl(workers, info)
         sync_weights(workers, metrics)
         return info

@@ -14,11 +14,12 @@ from tfrl.env.tf_envs.cartpole import TFCartPole
 from tfrl.env.tf_envs.continuous_mountain_car import TFMountainCarContinuous
 from tfrl.env.tf_envs.mountain_car import TFMountainCar
 from tfrl.env.tf_envs.pendulum import TFPendulum
+from tfrl.env.registry import TF_ENV_PREFIX
 from tfrl.env.tf_envs.tf_vector_env import TFVectorEnv
 from tfrl.utils.error import EnvError
 
 TF_ENVS: Dict[str, Type[TFVectorEnv]] = {
-    f"tfrl/{cls.env_id}": cls
+    f"{TF_ENV_PREFIX}{cls.env_id}": cls
     for cls in (TFCartPole, TFPendulum, TFAcrobot, TFMountainCar, TFMountainCarContinuous)
 }
 
