@@ -228,8 +228,8 @@ class TrainStep:
                         tf.TensorSpec((), tf.bool)], autograph=False).get_concrete_function()
         try:
             stats = learn_fn(columns, tf.constant([seed, 0], tf.int64),
-                                   tf.constant(num_sgd_iter, tf.int32),
-                                   tf.constant(minibatch, tf.int32), tf.constant(shuffle))
+                             tf.constant(num_sgd_iter, tf.int32),
+                             tf.constant(minibatch, tf.int32), tf.constant(shuffle))
         except (tf.errors.InvalidArgumentError, tf.errors.UnimplementedError,
                 tf.errors.InternalError) as error:
             if self._xla_loss_and_grads is not None and is_xla_compile_error(error):
