@@ -131,6 +131,7 @@ ATTENTION_MODEL = {"fcnet_hiddens": [8], "use_attention": True, "max_seq_len": 4
                    "attention_position_wise_mlp_dim": 8}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("model", [
     ATTENTION_MODEL,
     {"fcnet_hiddens": [8], "use_lstm": True, "lstm_cell_size": 4, "max_seq_len": 4},

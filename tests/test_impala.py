@@ -313,6 +313,7 @@ LSTM_MODEL = {"fcnet_hiddens": [8], "use_lstm": True, "lstm_cell_size": 4, "max_
               "lstm_use_prev_action": True, "lstm_use_prev_reward": True}
 
 
+@pytest.mark.slow
 def test_recurrent_loss_is_impala_loss_per_sequence_bootstrapped_with_the_state_reached():
     # (One algorithm for the loss check and a short training run: ~15 s, most of it
     # building and tracing.) A sampled batch of a recurrent IMPALA, cut into sequences of <= 4 steps (episodes
