@@ -316,8 +316,9 @@ LSTM_MODEL = {"fcnet_hiddens": [8], "use_lstm": True, "lstm_cell_size": 4, "max_
 @pytest.mark.slow
 def test_recurrent_loss_is_impala_loss_per_sequence_bootstrapped_with_the_state_reached():
     # (One algorithm for the loss check and a short training run: ~15 s, most of it
-    # building and tracing.) A sampled batch of a recurrent IMPALA, cut into sequences of <= 4 steps (episodes
-    # of CartPole end inside it: some sequences are short and padded). Reference: each
+    # building and tracing.) A sampled batch of a recurrent IMPALA, cut into sequences
+    # of <= 4 steps (episodes of CartPole end inside it: some sequences are short and
+    # padded). Reference: each
     # sequence stepped through one step at a time from its sampled state_in; its
     # bootstrap V(new_obs) from the state after its last real step (0 if terminated).
     algo = _impala(num_workers=0, rollout_fragment_length=30, train_batch_size=30,

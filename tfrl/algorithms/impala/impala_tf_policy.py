@@ -210,11 +210,9 @@ class ImpalaTFPolicy(OnPolicyTFPolicy):
                            ) -> Tuple[tf.Tensor, tf.Tensor, List[tf.Tensor]]:
         """`forward`'s `(dist_inputs, values)` plus the model's state after each
         sequence's last real step (`[]` for feed-forward models)."""
-        if not self._recurrent:
-            dist_inputs, values = self.forward(model, train_batch)
+        if not self._recurrent or model is not self.model:
+            dist_inputs, values = self.forward(model, train_batch)  # (raises for another model)
             return dist_inputs, values, []
-        if model is not self.model:
-            self.forward(model, train_batch)  # raises its error
         dist_inputs, values, state_out = self.call_model(
             train_batch[Columns.OBS], self.sequence_state_in(train_batch),
             self.sequence_prev(train_batch), seq_lens=train_batch[Columns.SEQ_LENS],
