@@ -18,6 +18,7 @@ from tfrl.algorithms.impala.impala_tf_policy import vtrace_row_targets
 from tfrl.execution.learner_thread import LearnerThread
 from tfrl.execution.multi_gpu_learner_thread import MultiGPULearnerThread
 from tfrl.policy.sample_batch import SampleBatch
+from tfrl.policy.train_columns import TrainColumns
 
 OBS_SPACE = gym.spaces.Box(-1.0, 1.0, (4,), np.float32)
 ACT_SPACE = gym.spaces.Discrete(2)
@@ -302,3 +303,83 @@ def test_without_remote_workers_it_learns_in_turn_deterministically():
     assert counters["num_learner_passes"] == 2 * 5  # 5 batches of 40, 2 passes each
     for a, b in zip(weights, weights2):
         np.testing.assert_array_equal(a, b)
+
+
+# ----------------------------------------------------- recurrent models (sequences)
+
+#: A tiny LSTM that also reads the previous action and reward (so the bootstrap step
+#: must pass them), short sequences so that a batch holds many, some padded.
+LSTM_MODEL = {"fcnet_hiddens": [8], "use_lstm": True, "lstm_cell_size": 4, "max_seq_len": 4,
+              "lstm_use_prev_action": True, "lstm_use_prev_reward": True}
+
+
+@pytest.mark.slow
+def test_recurrent_loss_is_impala_loss_per_sequence_bootstrapped_with_the_state_reached():
+    # (One algorithm for the loss check and a short training run: ~15 s, most of it
+    # building and tracing.) A sampled batch of a recurrent IMPALA, cut into sequences
+    # of <= 4 steps (episodes of CartPole end inside it: some sequences are short and
+    # padded). Reference: each
+    # sequence stepped through one step at a time from its sampled state_in; its
+    # bootstrap V(new_obs) from the state after its last real step (0 if terminated).
+    algo = _impala(num_workers=0, rollout_fragment_length=30, train_batch_size=30,
+                   timesteps_per_iteration=30, model=LSTM_MODEL, vf_loss_coeff=0.25,
+                   entropy_coeff=0.1)
+    try:
+        policy = algo.get_policy()
+        batch = policy.train_batch(algo.workers.local_worker().sample())
+        columns, num_seqs = TrainColumns(policy).prepare(batch)
+        columns = {k: tf.constant(v) for k, v in columns.items()}
+        seq_lens = columns["seq_lens"].numpy()
+        assert seq_lens.sum() == 30 and seq_lens.min() < 4 and num_seqs == len(seq_lens)
+        loss, stats = policy.loss_and_stats(policy.model, policy.dist_class, columns)
+
+        num_states = len(policy.get_initial_state())
+        logps, values, entropies, bootstrap = [], [], [], []
+        for b, length in enumerate(seq_lens):
+            state = [columns[f"state_in_{i}"][b:b + 1] for i in range(num_states)]
+            for t in range(length):
+                prev = {k: columns[k][b:b + 1, t] for k in ("prev_actions", "prev_rewards")}
+                dist_inputs, value, state = policy.call_model(
+                    columns["obs"][b:b + 1, t], state, prev, training=True)
+                dist = policy.dist_class(dist_inputs, policy.model)
+                logps.append(float(dist.logp(columns["actions"][b:b + 1, t])[0]))
+                entropies.append(float(dist.entropy()[0]))
+                values.append(float(value[0]))
+            last = length - 1
+            prev = {"prev_actions": columns["actions"][b:b + 1, last],
+                    "prev_rewards": columns["rewards"][b:b + 1, last]}
+            _, next_value, _ = policy.call_model(columns["new_obs"][b:b + 1, last], state,
+                                                 prev, training=True)
+            bootstrap.append(0.0 if columns["terminateds"][b, last] else float(next_value[0]))
+        assert 0.0 in bootstrap and any(v != 0.0 for v in bootstrap)
+        mask = tf.transpose(tf.sequence_mask(seq_lens, 4))
+
+        def tm(real, pad=0.0):  # real steps in sequence order -> [T, B], padded
+            out, i = np.full((num_seqs, 4), pad, np.float32), 0
+            for b, length in enumerate(seq_lens):
+                out[b, :length] = real[i:i + length]
+                i += length
+            return tf.constant(out.T)
+
+        def real(column):
+            return [v for b, length in enumerate(seq_lens)
+                    for v in columns[column].numpy()[b, :length].astype(np.float32)]
+
+        terminateds = np.asarray(real("terminateds"), np.float32)
+        want, want_stats = impala_loss(
+            tm(logps), tm(real("action_logp")), tm(entropies), tm(values), tm(real("rewards")),
+            tm(0.99 * (1.0 - terminateds)), tf.constant(bootstrap), vf_loss_coeff=0.25,
+            entropy_coeff=0.1, mask=mask)
+        np.testing.assert_allclose(loss.numpy(), want.numpy(), rtol=1e-4)
+        for key in ("policy_loss", "vf_loss", "entropy"):
+            np.testing.assert_allclose(stats[key].numpy(), want_stats[key].numpy(), rtol=1e-4)
+        # The algorithm trains on such batches (state through sampling and learning).
+        before = policy.get_weights()
+        result = algo.train()
+        learner = result["info"]["learner"]["default_policy"]["learner_stats"]
+        assert learner["num_grad_updates"] > 0
+        for key in ("policy_loss", "vf_loss", "entropy", "total_loss"):
+            assert np.isfinite(learner[key]), (key, learner)
+        assert any(np.abs(a - b).max() > 0 for a, b in zip(policy.get_weights(), before))
+    finally:
+        algo.stop()

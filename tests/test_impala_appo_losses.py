@@ -9,6 +9,7 @@ import tensorflow as tf
 
 from tfrl.algorithms.appo.appo_loss import appo_loss, appo_surrogate_loss
 from tfrl.algorithms.impala.impala_loss import impala_loss
+from tfrl.algorithms.impala.vtrace import sequence_vtrace
 
 
 def f32(x):
@@ -220,3 +221,152 @@ def test_losses_compile_for_any_time_major_shape():
     assert float(appo) == pytest.approx(-1.25 + 0.5 * 0.8125 - 0.01 * 0.5, rel=1e-6)
     impala, _ = both(*(f32(np.zeros((3, 4))) for _ in range(5)), f32(np.zeros(4)))
     assert float(impala) == 0.0
+
+
+# ------------------------------------------------ two padded sequences (recurrent)
+#
+# A recurrent policy's batch: sequence A of 3 real steps (cut, bootstrapped from 2) and
+# sequence B of 1 step (terminated), padded to T = 3; time-major, column 0 is A, column 1
+# is B. gamma 0.5, on-policy (pi == mu):
+#   A: r = [1, 2, 1], V = [1, .5, .5]: vs_2 = 1 + .5 * 2 = 2, vs_1 = 2 + .5 * 2 = 3,
+#      vs_0 = 1 + .5 * 3 = 2.5; pg_adv_t = r_t + .5 * vs_{t+1} - V_t = [1.5, 2.5, 1.5]
+#   B: r = [3], V = [1], terminated: vs = 3, pg_adv = 2
+# vf_t = 0.5 * (V - vs)^2 = [1.125, 3.125, 1.125 | 2] -> vf_loss 7.375 / 4 = 1.84375.
+SEQ_LENS = [3, 1]
+SEQ = {"rewards": [[1.0, 2.0, 1.0], [3.0]], "values": [[1.0, 0.5, 0.5], [1.0]],
+       "discounts": [[0.5, 0.5, 0.5], [0.0]], "logp": [[-0.5, -1.0, -0.2], [-0.4]],
+       "entropy": [[0.6, 0.4, 0.2], [1.0]], "kl": [[0.1, 0.2, 0.3], [0.4]]}
+SEQ_BOOTSTRAP = [2.0, 0.0]
+# Padding garbage per column (finite, far from the real numbers; ratios stay finite).
+GARBAGE = {"rewards": -1e3, "values": 1e3, "discounts": 7.0, "logp": 3.0,
+           "behaviour": -2.0, "entropy": 50.0, "kl": 9.0}
+
+
+def seq_tm(key, T=3, values=None):
+    """`[T, 2]` time-major: the two sequences padded with `GARBAGE[key]` to T steps."""
+    columns = values if values is not None else SEQ[key]
+    pad = GARBAGE["logp" if key == "target" else key]
+    return f32(np.stack([list(c) + [pad] * (T - len(c)) for c in columns], axis=1))
+
+
+def seq_mask(T=3):
+    return tf.transpose(tf.sequence_mask(SEQ_LENS, T))
+
+
+def behaviour_of(logp, ratios):
+    """`log mu` such that `pi / mu` are `ratios` (per sequence)."""
+    return [list(np.asarray(l) - np.log(r)) for l, r in zip(logp, ratios)]
+
+
+def impala_on_sequences(T=3, variables=None):
+    logp = variables[0] if variables else seq_tm("logp", T)
+    values = variables[1] if variables else seq_tm("values", T)
+    return impala_loss(logp, seq_tm("behaviour", T, SEQ["logp"]), seq_tm("entropy", T),
+                       values, seq_tm("rewards", T), seq_tm("discounts", T),
+                       f32(SEQ_BOOTSTRAP), vf_loss_coeff=0.5, entropy_coeff=0.01,
+                       mask=seq_mask(T))
+
+
+def test_impala_loss_on_two_padded_sequences_by_hand():
+    loss, stats = impala_on_sequences()
+    # policy_loss = -mean(logp * pg_adv) = (.5 * 1.5 + 1 * 2.5 + .2 * 1.5 + .4 * 2) / 4
+    assert float(stats["policy_loss"]) == pytest.approx(4.35 / 4, rel=1e-6)
+    assert float(stats["vf_loss"]) == pytest.approx(1.84375, rel=1e-6)
+    assert float(stats["entropy"]) == pytest.approx(0.55, rel=1e-6)
+    assert float(loss) == pytest.approx(4.35 / 4 + 0.5 * 1.84375 - 0.01 * 0.55, rel=1e-6)
+
+
+def test_impala_padded_sequence_steps_change_neither_loss_nor_gradients():
+    def run(T):
+        variables = [tf.Variable(seq_tm("logp", T)), tf.Variable(seq_tm("values", T))]
+        with tf.GradientTape() as tape:
+            loss, stats = impala_on_sequences(T, variables)
+        return loss, stats, [g.numpy()[:3] for g in tape.gradient(loss, variables)]
+
+    loss, stats, grads = run(3)
+    # d loss / d logp = -pg_adv / 4 at real steps, 0 at B's padding.
+    np.testing.assert_allclose(grads[0], [[-1.5 / 4, -2 / 4], [-2.5 / 4, 0], [-1.5 / 4, 0]],
+                               rtol=1e-6)
+    # d loss / d V = vf_coeff * (V - vs) / 4.
+    np.testing.assert_allclose(grads[1], 0.5 * np.array([[-1.5, -2], [-2.5, 0], [-1.5, 0]]) / 4,
+                               rtol=1e-6)
+    for T in (4, 7):  # garbage rows appended to both sequences
+        loss_t, stats_t, grads_t = run(T)
+        assert float(loss_t) == pytest.approx(float(loss), rel=1e-6)
+        for key in stats:
+            assert float(stats_t[key]) == pytest.approx(float(stats[key]), rel=1e-6), key
+        for got, want in zip(grads_t, grads):
+            np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
+def appo_on_sequences(T=3, logp=None):
+    # target == behaviour (V-trace on-policy: the numbers above); pi / mu = [1.1, 1.5, 1
+    # | 0.5], clip 0.2: surrogate = [1.1 * 1.5, min(1.5 * 2.5, 1.2 * 2.5), 1.5
+    # | min(.5 * 2, .8 * 2)] = [1.65, 3, 1.5 | 1] -> policy_loss -7.15 / 4.
+    behaviour = behaviour_of(SEQ["logp"], [[1.1, 1.5, 1.0], [0.5]])
+    return appo_loss(logp if logp is not None else seq_tm("logp", T),
+                     seq_tm("behaviour", T, behaviour), seq_tm("target", T, behaviour),
+                     seq_tm("entropy", T), seq_tm("kl", T), seq_tm("values", T),
+                     seq_tm("rewards", T), seq_tm("discounts", T), f32(SEQ_BOOTSTRAP),
+                     clip_param=0.2, vf_loss_coeff=0.5, entropy_coeff=0.01, kl_coeff=1.0,
+                     use_kl_loss=True, mask=seq_mask(T))
+
+
+def test_appo_loss_on_two_padded_sequences_by_hand():
+    loss, stats = appo_on_sequences()
+    assert float(stats["policy_loss"]) == pytest.approx(-7.15 / 4, rel=1e-5)
+    assert float(stats["vf_loss"]) == pytest.approx(1.84375, rel=1e-5)
+    assert float(stats["kl"]) == pytest.approx(0.25, rel=1e-5)
+    assert float(stats["entropy"]) == pytest.approx(0.55, rel=1e-5)
+    assert float(stats["clip_fraction"]) == pytest.approx(0.5)  # 1.5 and 0.5
+    assert float(loss) == pytest.approx(
+        -7.15 / 4 + 0.5 * 1.84375 - 0.01 * 0.55 + 0.25, rel=1e-5)
+
+
+def test_appo_padded_sequence_steps_change_neither_loss_nor_gradients():
+    def run(T):
+        logp = tf.Variable(seq_tm("logp", T))
+        with tf.GradientTape() as tape:
+            loss, stats = appo_on_sequences(T, logp)
+        return loss, stats, tape.gradient(loss, logp).numpy()[:3]
+
+    loss, stats, grad = run(3)
+    # Unclipped steps: d(-ratio * A / 4) / d logp = -ratio * A / 4; clipped ones: 0.
+    np.testing.assert_allclose(grad, -np.array([[1.65, 1.0], [0.0, 0.0], [1.5, 0.0]]) / 4,
+                               rtol=1e-5)
+    for T in (4, 7):
+        loss_t, stats_t, grad_t = run(T)
+        assert float(loss_t) == pytest.approx(float(loss), rel=1e-6)
+        for key in stats:
+            assert float(stats_t[key]) == pytest.approx(float(stats[key]), rel=1e-6), key
+        np.testing.assert_allclose(grad_t, grad, rtol=1e-6)
+
+
+def test_sequence_vtrace_takes_the_batch_major_sequences_by_hand():
+    # The loss's layout: [B, T] (a row per sequence), transposed inside.
+    def bm(key, values=None):
+        return tf.transpose(seq_tm(key, 3, values))
+
+    kwargs = dict(terminateds=tf.constant([[False] * 3, [True, False, False]]))
+    vs, pg_adv, mask = sequence_vtrace(
+        bm("logp") - bm("behaviour", SEQ["logp"]), bm("discounts"), bm("rewards"),
+        bm("values"), SEQ_LENS, f32(SEQ_BOOTSTRAP), **kwargs)
+    np.testing.assert_array_equal(mask.numpy(), [[True, True, True], [True, False, False]])
+    np.testing.assert_allclose(vs.numpy(), [[2.5, 3, 2], [3, 1e3, 1e3]], rtol=1e-6)
+    np.testing.assert_allclose(pg_adv.numpy(), [[1.5, 2.5, 1.5], [2, 0, 0]], rtol=1e-6)
+    # RLlib's drop_last_ts: A's last step is the bootstrap (V = .5) and drops out:
+    # vs_1 = 2 + .5 * .5 = 2.25, vs_0 = 1 + .5 * 2.25 = 2.125; B ends terminated: kept.
+    vs, pg_adv, mask = sequence_vtrace(
+        bm("logp") - bm("behaviour", SEQ["logp"]), bm("discounts"), bm("rewards"),
+        bm("values"), SEQ_LENS, drop_last_ts=True, **kwargs)
+    np.testing.assert_array_equal(mask.numpy(), [[True, True, False], [True, False, False]])
+    np.testing.assert_allclose(vs.numpy()[0, :2], [2.125, 2.25], rtol=1e-6)
+    np.testing.assert_allclose(pg_adv.numpy()[:, 0], [1 + 1.125 - 1, 2], rtol=1e-6)
+    with pytest.raises(ValueError, match=r"needs bootstrap_value"):
+        sequence_vtrace(bm("logp"), bm("discounts"), bm("rewards"), bm("values"), SEQ_LENS)
+    with pytest.raises(ValueError, match=r"needs terminateds"):
+        sequence_vtrace(bm("logp"), bm("discounts"), bm("rewards"), bm("values"), SEQ_LENS,
+                        drop_last_ts=True)
+    with pytest.raises(ValueError, match=r"must be \[B, T\] .* received shape \(3,\)"):
+        sequence_vtrace(f32([0, 0, 0]), f32([0, 0, 0]), f32([0, 0, 0]), f32([0, 0, 0]),
+                        [3], f32([0.0]))

@@ -11,7 +11,8 @@ import pytest
 
 from conformance_helpers import (assert_each_function_traced_once,
                                  PER_REPLICA_STATS, RECURRENT_MODEL,
-                                 RECURRENT_POLICY_SUPPORTED, SHARED_RECURRENT_MODEL,
+                                 RECURRENT_POLICY_SUPPORTED,
+                                 RECURRENT_STRATEGY_SUPPORTED, SHARED_RECURRENT_MODEL,
                                  STRATEGIES,
                                  assert_state_round_trips_and_export_follows,
                                  batched_initial_state,
@@ -19,9 +20,7 @@ from conformance_helpers import (assert_each_function_traced_once,
                                  sgd_policy_class)
 from conformance_helpers import without_graph_optimizer  # noqa: F401 (autouse)
 
-pytestmark = pytest.mark.parametrize("algo,space", RECURRENT_POLICY_SUPPORTED)
-
-
+@pytest.mark.parametrize("algo,space", RECURRENT_STRATEGY_SUPPORTED)
 def test_recurrent_update_and_stats_are_the_same_under_every_strategy_and_trace_once(
         algo, space):
     # Each strategy's SGD policy learns on one 48-row batch of sequences; the 2-replica
@@ -83,6 +82,7 @@ def _assert_same_stats(got, want, name):
                                    err_msg=f"{name}: {key}")
 
 
+@pytest.mark.parametrize("algo,space", RECURRENT_POLICY_SUPPORTED)
 def test_recurrent_state_round_trips_bit_for_bit_and_training_continues(algo, space,
                                                                        tmp_path):
     # A recurrent policy that learned once, and another one (other seed) set to its state.

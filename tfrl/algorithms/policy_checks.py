@@ -1,6 +1,5 @@
 """Checks that the value-based and actor-critic policies run on their spaces and config
-before building anything: one source for the errors SAC, CQL, TD3, DDPG, DQN and IMPALA
-raise.
+before building anything: one source for the errors SAC, CQL, TD3, DDPG and DQN raise.
 
 - `check_no_recurrent_model`: the config's `model` asks for no LSTM or attention (the
   policies that learn from single replayed or time-major rows, not sequences);

@@ -9,6 +9,9 @@ V-trace (`vtrace=True`), the advantages and value targets are V-trace's for the 
 every replica); without, GAE's from postprocessing. With `use_kl_loss` the loss adds
 `kl_coeff * KL[pi_target || pi]`, and `update_kl(kl)` adapts `kl_coeff` as PPO does.
 The target weights and the KL coefficient are part of `get_state()`.
+
+Recurrent models learn on sequences as IMPALA's do (see `impala_tf_policy`); the target
+network runs on the same sequences from the sampled `state_in_*`.
 """
 
 from typing import Any, ClassVar, Dict, Tuple
@@ -16,6 +19,7 @@ from typing import Any, ClassVar, Dict, Tuple
 import keras
 import numpy as np
 import tensorflow as tf
+import tree
 
 from tfrl.algorithms.appo.appo_config import APPOConfig
 from tfrl.algorithms.appo.appo_loss import appo_surrogate_loss
@@ -36,8 +40,28 @@ class APPOTFPolicy(KLCoeffPolicy, ImpalaTFPolicy):
         super().__init__(observation_space, action_space, config, strategy=strategy)
         with self.strategy.scope():
             self.target_model = self.make_model()
-            self.target_model(space_specs.zeros_batch(self.observation_space, 1))
+            obs = space_specs.zeros_batch(self.observation_space, 1)
+            if self._recurrent:  # one sequence of one step
+                self.target_model(
+                    (tree.map_structure(lambda o: o[:, None], obs),
+                     [s[None] for s in self._initial_state], tf.ones([1], tf.int32)),
+                    **{k: v[:, None] for k, v in self._acting.zero_prev(1).items()})
+            else:
+                self.target_model(obs)
         self.update_target()
+
+    def target_dist_inputs(self, train_batch: Dict[str, tf.Tensor]) -> tf.Tensor:
+        """The target network's action-distribution inputs for the train batch
+        (`[n, k]`; a recurrent model's sequences: `[B, T, k]`, from the sampled
+        `state_in_*`), without gradient."""
+        obs = train_batch[Columns.OBS]
+        if not self._recurrent:
+            dist_inputs, _ = self.target_model(obs, training=False)
+        else:
+            dist_inputs, _, _ = self.target_model(
+                (obs, self.sequence_state_in(train_batch), train_batch[Columns.SEQ_LENS]),
+                training=False, **self.sequence_prev(train_batch))
+        return tf.stop_gradient(dist_inputs)
 
     def update_target(self) -> None:
         """Copies the model's weights into the target network."""
@@ -62,15 +86,14 @@ class APPOTFPolicy(KLCoeffPolicy, ImpalaTFPolicy):
                        ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
         """APPO's loss (see the module docstring) and its stats."""
         config = self.config
-        dist_inputs, values = self.forward(model, train_batch)  # [n, k], [n]
-        curr = dist_class(dist_inputs, model)
-        target_inputs, _ = self.target_model(train_batch[Columns.OBS], training=False)
-        target = dist_class(tf.stop_gradient(target_inputs), model)
+        dist_inputs, values, state_out = self.forward_with_state(model, train_batch)
+        curr = dist_class(dist_inputs, model)  # [n, k] (sequences: [B, T, k])
+        target = dist_class(self.target_dist_inputs(train_batch), model)
         actions = train_batch[Columns.ACTIONS]
         behaviour_logp = train_batch[Columns.ACTION_LOGP]  # [n]
         target_logp = target.logp(actions)  # [n]
         value_targets, advantages, mask = self.targets(
-            train_batch, target_logp - behaviour_logp, values)
+            train_batch, target_logp - behaviour_logp, values, state_out)
         loss, stats = appo_surrogate_loss(
             curr.logp(actions), behaviour_logp, target_logp, advantages, curr.entropy(),
             target.kl(curr), values, value_targets, clip_param=config["clip_param"],

@@ -24,9 +24,19 @@ gradients stay per replica.
 
 Rows stay in time order: `learn_on_batch` never shuffles (minibatches, if
 `sgd_minibatch_size` asks for them, are contiguous pieces of the batch).
+
+Recurrent models (`use_lstm`, `use_attention`) learn on the batch cut into sequences
+(`OnPolicyTFPolicy.train_batch`: pieces of one episode of at most `max_seq_len` steps,
+each with the sampled state before its first step in `state_in_*`, right-padded to one
+length). Each sequence is one time-major column (`vtrace.sequence_vtrace`); padded
+steps count in no mean (policy, value, entropy, KL). The bootstrap of a sequence that
+does not end terminated is `V(new_obs)` of its last real step, computed with the state
+the model reached there (one extra model step per sequence), or, with
+`vtrace_drop_last_ts`, RLlib's: the last real step's value, that step then masked out.
+Sequences never span replicas, so each replica computes its own rows' targets.
 """
 
-from typing import Any, Callable, ClassVar, Dict, Optional, Tuple, Union
+from typing import Any, Callable, ClassVar, Dict, List, Optional, Tuple, Union
 
 import keras
 import tensorflow as tf
@@ -36,7 +46,6 @@ from tfrl.algorithms.a2c.a2c_loss import a2c_loss
 from tfrl.algorithms.impala import vtrace as vt
 from tfrl.algorithms.impala.impala_config import ImpalaConfig
 from tfrl.algorithms.on_policy_policy import OnPolicyTFPolicy
-from tfrl.algorithms.policy_checks import check_no_recurrent_model
 from tfrl.core.columns import Columns
 from tfrl.evaluation.postprocessing import bootstrap_value, compute_advantages
 from tfrl.policy.train_columns import autograph_converted
@@ -135,16 +144,9 @@ class ImpalaTFPolicy(OnPolicyTFPolicy):
     """
 
     config_class: ClassVar[type] = ImpalaConfig
-    # V-trace on the time-major layout of feed-forward rows only (recurrent sequences:
-    # not yet; the layout exists as `vtrace.padded_sequences_index`).
-    supports_recurrent_models = False
 
     def __init__(self, observation_space, action_space, config=None, *, strategy=None):
         config = {**self.default_config(), **(config or {})}
-        check_no_recurrent_model(
-            config, type(self).__name__,
-            hint="V-trace over padded sequences is not implemented yet: set them to False, "
-                 "or stack frames into the observation, or use PPO with use_lstm.")
         if config.get("_separate_vf_optimizer"):
             raise ValueError(
                 f"{type(self).__name__}: _separate_vf_optimizer=True is not supported; one "
@@ -204,15 +206,83 @@ class ImpalaTFPolicy(OnPolicyTFPolicy):
         _, values, _ = self.call_model(picked, [], training=True)
         return tf.scatter_nd(where, values, tf.shape(rows, out_type=tf.int64))
 
+    def forward_with_state(self, model: keras.Model, train_batch: Dict[str, tf.Tensor]
+                           ) -> Tuple[tf.Tensor, tf.Tensor, List[tf.Tensor]]:
+        """`forward`'s `(dist_inputs, values)` plus the model's state after each
+        sequence's last real step (`[]` for feed-forward models)."""
+        if not self._recurrent or model is not self.model:
+            dist_inputs, values = self.forward(model, train_batch)  # (raises for another model)
+            return dist_inputs, values, []
+        dist_inputs, values, state_out = self.call_model(
+            train_batch[Columns.OBS], self.sequence_state_in(train_batch),
+            self.sequence_prev(train_batch), seq_lens=train_batch[Columns.SEQ_LENS],
+            training=True)
+        return dist_inputs, values, state_out
+
+    def sequence_state_in(self, train_batch: Dict[str, tf.Tensor]) -> List[tf.Tensor]:
+        """The `state_in_*` columns of a batch of sequences (`[B, ...]` each)."""
+        return [train_batch[f"state_in_{i}"] for i in range(len(self._initial_state))]
+
+    def sequence_prev(self, train_batch: Dict[str, tf.Tensor]) -> Dict[str, tf.Tensor]:
+        """The previous-step columns the model consumes (`prev_actions`, ...)."""
+        return {column: train_batch[column] for column in self._acting.prev_columns}
+
+    def sequence_targets(self, train_batch: Dict[str, tf.Tensor], log_rhos: tf.Tensor,
+                         values: tf.Tensor, state_out: Optional[List[tf.Tensor]]
+                         ) -> Tuple[tf.Tensor, tf.Tensor, tf.Tensor]:
+        """V-trace's `(vs, pg_advantages, mask)`, `[B, T]` each, of a batch of padded
+        sequences (`vtrace.sequence_vtrace`, one column per sequence); `state_out`: the
+        model's state after each sequence's last real step (for the bootstrap values)."""
+        config = self.config
+        seq_lens = train_batch[Columns.SEQ_LENS]
+        terminateds = tf.cast(train_batch[Columns.TERMINATEDS], tf.bool)  # [B, T]
+        discounts = config["gamma"] * (1.0 - tf.cast(terminateds, values.dtype))
+        drop = bool(config["vtrace_drop_last_ts"])
+        bootstrap = None if drop else self.sequence_bootstrap_value(
+            train_batch, state_out or [], terminateds)
+        return vt.sequence_vtrace(
+            log_rhos, discounts, tf.cast(train_batch[Columns.REWARDS], values.dtype), values,
+            seq_lens, bootstrap, terminateds=terminateds, drop_last_ts=drop,
+            clip_rho_threshold=config["vtrace_clip_rho_threshold"],
+            clip_pg_rho_threshold=config["vtrace_clip_pg_rho_threshold"])
+
+    def sequence_bootstrap_value(self, train_batch: Dict[str, tf.Tensor],
+                                 state_out: List[tf.Tensor], terminateds: tf.Tensor
+                                 ) -> tf.Tensor:
+        """`[B]`: `V(new_obs)` of each sequence's last real step, one model step from
+        `state_out` (the state the model reached there), with that step's action and
+        reward as the previous ones; 0 where that step terminated."""
+        seq_lens = tf.cast(train_batch[Columns.SEQ_LENS], tf.int32)
+        last = tf.stack([tf.range(tf.size(seq_lens)), tf.maximum(seq_lens - 1, 0)], axis=1)
+
+        def at_last(x: tf.Tensor) -> tf.Tensor:
+            return tf.gather_nd(x, last)
+
+        prev_of = {Columns.PREV_ACTIONS: Columns.ACTIONS, Columns.PREV_REWARDS: Columns.REWARDS}
+        prev = {column: tf.cast(at_last(train_batch[prev_of[column]]),
+                                train_batch[column].dtype)
+                for column in self._acting.prev_columns}
+        next_obs = tree.map_structure(at_last, train_batch[Columns.NEXT_OBS])
+        _, next_values, _ = self.call_model(
+            next_obs, [tf.stop_gradient(s) for s in state_out], prev, training=True)
+        ended = tf.cast(at_last(terminateds), next_values.dtype)
+        return tf.stop_gradient((1.0 - ended) * next_values)
+
     def targets(self, train_batch: Dict[str, tf.Tensor], log_rhos: tf.Tensor,
-                values: tf.Tensor) -> Tuple[tf.Tensor, tf.Tensor, Optional[tf.Tensor]]:
+                values: tf.Tensor, state_out: Optional[List[tf.Tensor]] = None
+                ) -> Tuple[tf.Tensor, tf.Tensor, Optional[tf.Tensor]]:
         """`(value targets, advantages, mask)` of this replica's rows: V-trace's
-        (`vtrace_row_targets`), or the postprocessed n-step ones without V-trace."""
+        (`vtrace_row_targets`; `sequence_targets` for a recurrent model's sequences,
+        `state_out` the model's state after each), or the postprocessed n-step ones
+        without V-trace. `mask`: the steps that count (None: all)."""
         config = self.config
         if not config["vtrace"]:
             return (train_batch[Columns.VALUE_TARGETS], train_batch[Columns.ADVANTAGES],
-                    None)
+                    self.valid_mask(train_batch))
         drop = bool(config["vtrace_drop_last_ts"])
+
+        if self._recurrent:
+            return self.sequence_targets(train_batch, log_rhos, values, state_out)
 
         def next_values(rows: tf.Tensor) -> tf.Tensor:
             return self.next_values(train_batch, rows)
@@ -228,11 +298,11 @@ class ImpalaTFPolicy(OnPolicyTFPolicy):
                        train_batch: Dict[str, tf.Tensor]
                        ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
         """IMPALA's loss on V-trace targets (see the module docstring) and its stats."""
-        dist_inputs, values = self.forward(model, train_batch)  # [n, k], [n]
+        dist_inputs, values, state_out = self.forward_with_state(model, train_batch)
         dist = dist_class(dist_inputs, model)
-        logp = dist.logp(train_batch[Columns.ACTIONS])  # [n]
-        log_rhos = logp - train_batch[Columns.ACTION_LOGP]  # [n]
-        vs, pg_advantages, mask = self.targets(train_batch, log_rhos, values)
+        logp = dist.logp(train_batch[Columns.ACTIONS])  # [n] (sequences: [B, T])
+        log_rhos = logp - train_batch[Columns.ACTION_LOGP]
+        vs, pg_advantages, mask = self.targets(train_batch, log_rhos, values, state_out)
         # A3C's loss on the V-trace advantages and targets is IMPALA's (impala_loss).
         loss, stats = a2c_loss(logp, pg_advantages, values, vs, dist.entropy(),
                                vf_loss_coeff=self.config["vf_loss_coeff"],

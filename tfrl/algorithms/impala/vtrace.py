@@ -42,7 +42,8 @@ of one episode) and back, inside the compiled train step:
 RLlib's layout (every `rollout_fragment_length` rows one column, bootstrapping from
 the last row's value with `vtrace_drop_last_ts`) is `time_major_index(fixed_starts(N,
 T))` with `drop_last_step(...)`; a recurrent policy's padded sequences (`seq_lens`)
-are laid out by `padded_sequences_index`.
+are laid out by `padded_sequences_index`, and `sequence_vtrace` takes them as the loss
+sees them (`[B, T]`, one padded sequence per row, transposed to one column each).
 
 RLlib's own entry points are here too, on its time-major arrays: `from_importance_weights`
 (inputs `[T, B, ...]` that broadcast, e.g. `log_rhos` `[T, B, 1]` against `values`
@@ -61,7 +62,7 @@ __all__ = ["VTraceReturns", "VTraceFromLogitsReturns", "TimeMajorIndex", "vtrace
            "from_importance_weights", "from_logits", "log_probs_from_logits_and_actions",
            "multi_log_probs_from_logits_and_actions", "check_time_major",
            "trajectory_starts", "fixed_starts", "time_major_index",
-           "padded_sequences_index", "to_time_major",
+           "padded_sequences_index", "sequence_vtrace", "to_time_major",
            "from_time_major", "column_bootstrap_value", "drop_last_step"]
 
 
@@ -484,3 +485,65 @@ def drop_last_step(values_tm: tf.Tensor, terminateds_tm: tf.Tensor,
     new_mask = tf.logical_and(mask, tf.logical_not(
         tf.logical_and(is_last, tf.logical_not(ended)[tf.newaxis])))
     return bootstrap, new_mask
+
+
+def sequence_vtrace(
+    log_rhos: tf.Tensor,
+    discounts: tf.Tensor,
+    rewards: tf.Tensor,
+    values: tf.Tensor,
+    seq_lens: tf.Tensor,
+    bootstrap_value: Optional[tf.Tensor] = None,
+    *,
+    terminateds: Optional[tf.Tensor] = None,
+    drop_last_ts: bool = False,
+    clip_rho_threshold: Threshold = 1.0,
+    clip_pg_rho_threshold: Threshold = 1.0,
+) -> tuple:
+    """V-trace on a recurrent policy's padded sequences, batch-major as the loss sees
+    them: `[B, T]`, row `b` one contiguous piece of one episode whose first
+    `seq_lens[b]` steps are real, the rest padding (any values, even inf or NaN).
+
+    Each sequence is one time-major column (the `[B, T]` tensors are transposed to
+    `[T, B]`); padded steps get `vs = V`, `pg_adv = 0` and are masked out.
+
+    Args:
+        log_rhos, discounts, rewards, values: `[B, T]` (see `vtrace`).
+        seq_lens: `[B]` int, each >= 1.
+        bootstrap_value: `[B]`, the value of the state after each sequence's last real
+            step (0 where it terminated); ignored with `drop_last_ts`.
+        terminateds: `[B, T]` bool or 0/1; needed with `drop_last_ts`.
+        drop_last_ts: RLlib's layout: in each sequence that does not end terminated the
+            last real step is the bootstrap (its `V`) and is masked out
+            (`drop_last_step`).
+        clip_rho_threshold, clip_pg_rho_threshold: As in `vtrace`.
+
+    Returns:
+        `(vs [B, T], pg_advantages [B, T], mask [B, T])`, no gradient through the
+        targets; `mask` True at the steps that count in the loss.
+
+    Raises:
+        ValueError: Without `bootstrap_value` (and not `drop_last_ts`), or without
+            `terminateds` with `drop_last_ts`; as `vtrace` for bad shapes.
+    """
+    def time_major(x: tf.Tensor) -> tf.Tensor:
+        x = tf.convert_to_tensor(x)
+        if x.shape.rank != 2:
+            raise ValueError("sequence_vtrace(): the per-step tensors must be [B, T] (one "
+                             f"padded sequence per row); received shape {x.shape}.")
+        return tf.transpose(x)
+
+    values_tm = time_major(values)
+    mask = tf.transpose(tf.sequence_mask(tf.cast(seq_lens, tf.int32), tf.shape(values_tm)[0]))
+    if drop_last_ts:
+        if terminateds is None:
+            raise ValueError("sequence_vtrace(drop_last_ts=True) needs terminateds ([B, T]).")
+        bootstrap_value, mask = drop_last_step(values_tm, time_major(terminateds), mask)
+    elif bootstrap_value is None:
+        raise ValueError("sequence_vtrace() needs bootstrap_value ([B], the value after "
+                         "each sequence), or drop_last_ts=True.")
+    vs, pg_advantages = vtrace(
+        time_major(log_rhos), time_major(discounts), time_major(rewards), values_tm,
+        bootstrap_value, clip_rho_threshold=clip_rho_threshold,
+        clip_pg_rho_threshold=clip_pg_rho_threshold, mask=mask)
+    return tf.transpose(vs), tf.transpose(pg_advantages), tf.transpose(mask)
