@@ -199,7 +199,8 @@ class MultiAgentEnv(gym.Env):
             >>> sorted(obs), len(obs["team"])
             (['team'], 2)
             >>> obs, rewards, terminateds, truncateds, infos = env.step({"team": (1, 0)})
-            >>> rewards, infos["team"]["_group_rewards"]
+            >>> team_info = infos["team"]  # each member's reward, in the group's order
+            >>> rewards, team_info["_group_rewards"]
             ({'team': 2.0}, [1.0, 1.0])
         """
         return GroupAgentsWrapper(self, groups, obs_space, act_space)
