@@ -113,6 +113,7 @@ class ApexDQN(Algorithm):
         self._steps_since_weight_sync: Dict[int, int] = collections.defaultdict(int)
         self._steps_since_replay = 0
         self._weights: Any = None  # the learner's weights as last shared with the workers
+        self._stopping = False
 
     # ------------------------------------------------------------------ the step
 
@@ -187,7 +188,7 @@ class ApexDQN(Algorithm):
                 self.learner_thread.weights_updated = False
                 self._weights = handle.share(self.workers.local_worker().get_weights())
             handle.call("set_weights", self._weights, global_vars=global_vars
-                        ).add_done_callback(_log_failure(f"set_weights on worker {index}"))
+                        ).add_done_callback(self._log_failure(f"set_weights on worker {index}"))
             self._steps_since_weight_sync[index] = 0
             self.shared_metrics.counters[NUM_WEIGHT_SYNCS] += 1
 
@@ -253,7 +254,7 @@ class ApexDQN(Algorithm):
         counters = self.shared_metrics.counters
         if output.td_errors:
             self.replay_shards.call(output.shard_index, "update_priorities", output.td_errors
-                                    ).add_done_callback(_log_failure("update_priorities"))
+                                    ).add_done_callback(self._log_failure("update_priorities"))
         counters[NUM_NONFINITE_TD_ERRORS] += output.num_nonfinite
         counters[STEPS_TRAINED_COUNTER] += output.env_steps
         counters[AGENT_STEPS_TRAINED_COUNTER] += output.agent_steps
@@ -300,21 +301,23 @@ class ApexDQN(Algorithm):
         if shards is not None:
             self.replay_shards.set_state(shards, self.config.sample_timeout_s)
 
+    def _log_failure(self, what: str) -> Any:
+        """A callback that logs a failed call the driver does not wait for (not once
+        `stop()` has begun: calls still in flight then fail by design)."""
+        def check(future: concurrent.futures.Future) -> None:
+            error = future.exception()
+            if error is not None and not self._stopping:
+                logger.warning("Ape-X: %s failed: %r", what, error)
+        return check
+
     def stop(self) -> None:
         """Stops the learner thread, the replay shards and the workers."""
+        self._stopping = True
         self.learner_thread.stop()
         self.replay_shards.stop()
         super().stop()
 
     cleanup = stop
-
-
-def _log_failure(what: str) -> Any:
-    def check(future: concurrent.futures.Future) -> None:
-        error = future.exception()
-        if error is not None:
-            logger.warning("Ape-X: %s failed: %r", what, error)
-    return check
 
 
 ApexDQNConfig.algo_class = ApexDQN
