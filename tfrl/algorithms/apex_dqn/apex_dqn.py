@@ -108,7 +108,10 @@ class ApexDQN(Algorithm):
         self._rng = np.random.default_rng(
             np.random.SeedSequence(config.seed).spawn(1)[0] if config.seed is not None
             else None)
-        self._sampling: Dict[int, List[concurrent.futures.Future]] = collections.defaultdict(list)
+        # Per remote worker, its sampling calls in flight and the shard each stores into.
+        self._sampling: Dict[int, List[Tuple[concurrent.futures.Future, int]]] = (
+            collections.defaultdict(list))
+        self._filled_shards: List[int] = []  # shards that were sent rows, in that order
         self._replaying: List[Tuple[int, concurrent.futures.Future]] = []
         self._steps_since_weight_sync: Dict[int, int] = collections.defaultdict(int)
         self._steps_since_replay = 0
@@ -147,30 +150,35 @@ class ApexDQN(Algorithm):
         with self.shared_metrics.timers[SAMPLE_TIMER]:
             remote = self.workers.remote_workers()
             if not remote:
-                results.append((0, sample_and_store(self.workers.local_worker(),
-                                                    self._random_sender(), prioritize)))
+                shard = self._random_shard()
+                results.append((0, shard, sample_and_store(
+                    self.workers.local_worker(), self._shard_senders[shard], prioritize)))
             for handle in remote:
                 calls = self._sampling[handle.worker_index]
                 while len(calls) < config.max_requests_in_flight_per_sampler_worker:
-                    calls.append(handle.apply(sample_and_store, self._random_sender(),
-                                              prioritize))
-            in_flight = [f for calls in self._sampling.values() for f in calls]
+                    shard = self._random_shard()
+                    calls.append((handle.apply(sample_and_store, self._shard_senders[shard],
+                                               prioritize), shard))
+            in_flight = [f for calls in self._sampling.values() for f, _ in calls]
             if in_flight:
                 concurrent.futures.wait(in_flight, timeout=config.timeout_s_sampler_manager,
                                         return_when=concurrent.futures.FIRST_COMPLETED)
             for index, calls in self._sampling.items():
-                for future in [f for f in calls if f.done()]:
-                    calls.remove(future)
-                    results.append((index, future.result()))  # a failed call raises here
+                for future, shard in [c for c in calls if c[0].done()]:
+                    calls.remove((future, shard))
+                    # A failed call raises here.
+                    results.append((index, shard, future.result()))
         sampled: Dict[int, int] = collections.defaultdict(int)
-        for index, counts in results:
+        for index, shard, counts in results:
+            if shard not in self._filled_shards:
+                self._filled_shards.append(shard)
             counters[STEPS_SAMPLED_COUNTER] += counts["env_steps"]
             counters[AGENT_STEPS_SAMPLED_COUNTER] += counts["agent_steps"]
             sampled[index] += counts["env_steps"]
         return dict(sampled)
 
-    def _random_sender(self) -> Any:
-        return self._shard_senders[int(self._rng.integers(self.replay_shards.num_shards))]
+    def _random_shard(self) -> int:
+        return int(self._rng.integers(self.replay_shards.num_shards))
 
     def _sync_worker_weights(self, sampled: Dict[int, int]) -> None:
         """Sends the learner's weights (and the global vars) to each remote worker that
@@ -194,16 +202,18 @@ class ApexDQN(Algorithm):
 
     def _request_replays(self, new_steps: int) -> None:
         """Asks random shards for `training_intensity` replayed rows per new sampled row
-        (in batches of `train_batch_size`, at least one per `train_batch_size` steps)."""
+        (in batches of `train_batch_size`, at least one per `train_batch_size` steps);
+        only shards that were sent rows are asked (RLlib asks any, and an empty shard
+        replays nothing)."""
         config = self.config
         self._steps_since_replay += new_steps
-        if self._steps_since_replay < config.train_batch_size:
+        if self._steps_since_replay < config.train_batch_size or not self._filled_shards:
             return
         wanted = self._steps_since_replay / config.train_batch_size * config.training_intensity
         self._steps_since_replay = 0
         limit = config.max_requests_in_flight_per_replay_worker
         for _ in range(max(1, int(round(wanted)))):
-            shard = int(self._rng.integers(self.replay_shards.num_shards))
+            shard = self._filled_shards[int(self._rng.integers(len(self._filled_shards)))]
             if limit is not None and sum(i == shard for i, _ in self._replaying) >= limit:
                 continue
             self._replaying.append((shard, self.replay_shards.call(shard, "replay")))
@@ -283,6 +293,7 @@ class ApexDQN(Algorithm):
         state[APEX_STATE] = {
             "rng": self._rng.bit_generator.state,
             "steps_since_replay": self._steps_since_replay,
+            "filled_shards": list(self._filled_shards),
             "steps_since_weight_sync": {str(k): v for k, v in
                                         self._steps_since_weight_sync.items()}}
         if self.config.store_buffer_in_checkpoints:
@@ -295,6 +306,7 @@ class ApexDQN(Algorithm):
         if apex is not None:
             self._rng.bit_generator.state = apex["rng"]
             self._steps_since_replay = int(apex["steps_since_replay"])
+            self._filled_shards = [int(i) for i in apex["filled_shards"]]
             self._steps_since_weight_sync = collections.defaultdict(int, {
                 int(k): int(v) for k, v in apex["steps_since_weight_sync"].items()})
         shards = state.get(REPLAY_SHARDS_STATE)
