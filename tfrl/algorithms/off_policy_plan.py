@@ -170,7 +170,8 @@ def update_replay_priorities(workers: types.WorkerSet, buffer: LocalReplayBuffer
     if not buffer.prioritized_replay or replayed.count == 0:
         return
     priorities, num_nonfinite = replay_td_errors(workers.local_worker(), replayed, info)
-    metrics.counters[NUM_NONFINITE_TD_ERRORS] += num_nonfinite
+    if num_nonfinite:
+        metrics.counters[NUM_NONFINITE_TD_ERRORS] += num_nonfinite
     buffer.update_priorities(priorities)
 
 

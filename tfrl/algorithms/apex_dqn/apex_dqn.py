@@ -265,7 +265,8 @@ class ApexDQN(Algorithm):
         if output.td_errors:
             self.replay_shards.call(output.shard_index, "update_priorities", output.td_errors
                                     ).add_done_callback(self._log_failure("update_priorities"))
-        counters[NUM_NONFINITE_TD_ERRORS] += output.num_nonfinite
+        if output.num_nonfinite:
+            counters[NUM_NONFINITE_TD_ERRORS] += output.num_nonfinite
         counters[STEPS_TRAINED_COUNTER] += output.env_steps
         counters[AGENT_STEPS_TRAINED_COUNTER] += output.agent_steps
         self.shared_metrics.info[LEARNER_INFO] = output.info
