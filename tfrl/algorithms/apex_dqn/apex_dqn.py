@@ -99,11 +99,12 @@ class ApexDQN(Algorithm):
             config.prioritized_replay)
         if remote:
             self.learner_thread.start()
-            # Metrics from the workers with the smallest epsilons (RLlib: the last third).
+            # Metrics from the workers with the smallest epsilons: the last third (rounded
+            # up), as in RLlib.
             self._metrics_op = CollectMetrics(
                 self.workers, min_history=config.metrics_smoothing_episodes,
                 timeout_seconds=config.collect_metrics_timeout,
-                selected_workers=remote[-max(1, len(remote) // 3):])
+                selected_workers=remote[-((len(remote) + 2) // 3):])
         # Picks the shard of each sampling call and replay (seeded: part of the state).
         self._rng = np.random.default_rng(
             np.random.SeedSequence(config.seed).spawn(1)[0] if config.seed is not None
