@@ -204,16 +204,19 @@ def main():
     print("Ray round trips (ms):", json.dumps({k: round(v * 1e3, 2) for k, v in ray.items()}),
           flush=True)
     throughput = measure_throughput(args.seconds)
-    intensity = float(apex_config().training_intensity)
-    curve = model_curve(costs, ray, intensity)
-    print("workers | predicted sampled/s | trained/s | bound")
-    for row in curve:
-        print(f"{row['workers']} | {row['sampled_per_s']:.0f} | {row['trained_per_s']:.0f} | "
-              f"{row['bound']}")
+    curves = {}
+    # The tuned file's replay ratio, and RLlib's default (one replayed row per sampled row).
+    for intensity in (float(apex_config().training_intensity), 1.0):
+        curves[intensity] = curve = model_curve(costs, ray, intensity)
+        print(f"training_intensity {intensity:g}: workers | predicted sampled/s | "
+              "trained/s | bound")
+        for row in curve:
+            print(f"{row['workers']} | {row['sampled_per_s']:.0f} | "
+                  f"{row['trained_per_s']:.0f} | {row['bound']}")
     if args.out:
         with open(args.out, "w") as f:
             json.dump({"costs_s": costs, "ray_s": ray, "throughput": throughput,
-                       "curve": curve}, f, indent=1)
+                       "curves": {str(k): v for k, v in curves.items()}}, f, indent=1)
 
 
 if __name__ == "__main__":

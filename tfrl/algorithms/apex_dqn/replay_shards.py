@@ -25,6 +25,7 @@ from tfrl.algorithms.off_policy_plan import beta_schedule
 from tfrl.core import types
 from tfrl.data.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch
 from tfrl.execution.replay_buffer import LocalReplayBuffer
+from tfrl.utils.backend_registry import REMOTE_WORKER, load_backend
 
 logger = logging.getLogger(__name__)
 
@@ -92,11 +93,12 @@ class ReplayShards:
             self.local = [LocalReplayBuffer(**shard_kwargs(config, i))
                           for i in range(self.num_shards)]
             return
-        # Ray is optional: imported only when shards are actors.
-        from tfrl.backends.ray.worker import RayWorkerHandle
+        # Ray's actor handle, loaded by name as WorkerSet loads it (Ray is imported only
+        # when shards are actors).
+        handle_class = load_backend(REMOTE_WORKER, "ray")
         resources = dict(config["custom_resources_per_replay_shard"]) or None
         self.handles = [
-            RayWorkerHandle.create(functools.partial(LocalReplayBuffer, **shard_kwargs(config, i)),
+            handle_class.create(functools.partial(LocalReplayBuffer, **shard_kwargs(config, i)),
                                    worker_index=i,
                                    num_cpus=config["num_cpus_per_replay_shard"],
                                    resources=resources)
