@@ -48,7 +48,8 @@ def per_worker_epsilon(worker_index: int, num_workers: int) -> Optional[float]:
 
 
 class ApexDQNTFPolicy(DQNTFPolicy):
-    """DQN's policy (`DQNTFPolicy`) with Ape-X's exploration; see the module docstring."""
+    """DQN's policy (`DQNTFPolicy`; config: `ApexDQNConfig`'s fields) with Ape-X's
+    exploration and worker-side priorities; see the module docstring."""
 
     config_class = ApexDQNConfig
 
