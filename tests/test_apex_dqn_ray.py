@@ -6,7 +6,8 @@ and a second node that offers the custom resource `tfrl_replay_node`, which the 
 replay shards ask for (`custom_resources_per_replay_shard`; no CPU, as in RLlib), so Ray
 must place them there. The 2 rollout workers take half a CPU each (2 cores: a whole-CPU
 actor beyond the 2 would wait forever). The test asserts that the shards run on the
-second node (Ray node ids), that both workers' rows reached the shards with the
+second node (Ray node ids), that the workers explore with Ape-X's epsilons (0.4 and
+0.4 ** 8; the learner's copy 0), that both workers' rows reached the shards with the
 priorities the workers computed (a shard's largest priority is a TD error, not the
 initial 1.0), that replayed batches were learned on and their new priorities went back,
 and that the workers got weights after `max_weight_sync_delay` steps.
@@ -61,6 +62,10 @@ def _node_id(_):
     return ray.get_runtime_context().get_node_id()
 
 
+def _epsilon(worker):
+    return worker.get_policy().cur_epsilon
+
+
 def test_replay_shards_on_the_second_node_get_the_workers_priorities(two_node_cluster):
     cluster, node = two_node_cluster
     built = time.monotonic()
@@ -70,6 +75,10 @@ def test_replay_shards_on_the_second_node_get_the_workers_priorities(two_node_cl
         shards = algo.replay_shards
         nodes = [shards.apply(i, _node_id).result(TIMEOUT) for i in range(2)]
         assert nodes == [node.node_id] * 2, (nodes, cluster.head_node.node_id)
+        # Per-worker epsilons (RLlib's test_apex_dqn checks the same): 0.4 ** (1 + 7 (i-1)/(N-1)).
+        epsilons = [h.apply(_epsilon).result(TIMEOUT) for h in algo.workers.remote_workers()]
+        assert epsilons == pytest.approx([0.4, 0.4 ** 8])
+        assert _epsilon(algo.workers.local_worker()) == 0.0
         start = time.monotonic()
         for _ in range(2):
             result = algo.train()
