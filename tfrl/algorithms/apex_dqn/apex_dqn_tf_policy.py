@@ -35,7 +35,7 @@ def per_worker_epsilon(worker_index: int, num_workers: int) -> Optional[float]:
 
     Example:
         >>> [round(per_worker_epsilon(i, 3), 4) for i in (0, 1, 2, 3)]
-        [0.0, 0.4, 0.0256, 0.0016]
+        [0.0, 0.4, 0.0162, 0.0007]
         >>> per_worker_epsilon(1, 1), per_worker_epsilon(0, 0)
         (0.4, None)
     """
