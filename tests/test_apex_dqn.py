@@ -3,6 +3,7 @@ computed at the worker reaching a shard, shard sampling and priority updates, th
 thread's outputs, one algorithm step, and the error without Ray. (Ray workers and shards:
 tests/test_apex_dqn_ray.py; learning: tests/test_apex_dqn_learning.py.)"""
 
+import concurrent.futures
 import sys
 
 import gymnasium as gym
@@ -181,6 +182,38 @@ def test_training_steps_fill_the_shards_and_train(algo):
     assert counters["num_env_steps_trained"] == 16 == 8 * algo.learner_thread.num_steps
     assert sum(len(s) for s in algo.replay_shards.local) == 24
     assert result["info"]["replay_shard_0"]["policy_default_policy"]["added_count"] >= 0
+
+
+class FakeHandle:
+    """A remote worker's handle that records the calls it gets."""
+
+    def __init__(self, worker_index):
+        self.worker_index, self.calls = worker_index, []
+
+    def share(self, value):
+        return value
+
+    def call(self, method, *args, **kwargs):
+        self.calls.append((method, kwargs))
+        future = concurrent.futures.Future()
+        future.set_result(None)
+        return future
+
+
+def test_a_worker_gets_weights_once_it_sampled_max_weight_sync_delay_steps(algo, monkeypatch):
+    handles = [FakeHandle(1), FakeHandle(2)]
+    monkeypatch.setattr(algo.workers, "remote_workers", lambda: handles)
+    delay = algo.config.optimizer["max_weight_sync_delay"]
+    assert delay == 400
+    algo._sync_worker_weights({1: delay - 1, 2: delay})
+    assert [len(h.calls) for h in handles] == [0, 1]
+    assert handles[1].calls[0][0] == "set_weights"
+    algo._sync_worker_weights({1: 1})  # worker 1 reaches the delay
+    algo._sync_worker_weights({2: delay - 1})  # worker 2 is 1 step short
+    assert [len(h.calls) for h in handles] == [1, 1]
+    algo._sync_worker_weights({2: 1})
+    assert [len(h.calls) for h in handles] == [1, 2]
+    assert algo.shared_metrics.counters["num_weight_syncs"] == 3
 
 
 def test_remote_shards_without_ray_name_the_extra(monkeypatch):
