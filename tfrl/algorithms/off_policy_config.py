@@ -18,8 +18,8 @@ keeps the other entries); subclasses name more such dicts in `_MERGED_DICTS`. It
   `final_prioritized_replay_beta` over that many stored timesteps, then stays; None (the
   default) keeps beta at `prioritized_replay_beta` (RLlib's default 0.4 for both);
 - `replay_sequence_length`: timesteps per stored item (1: single transitions);
-- `worker_side_prioritization`: only False (RLlib's workers computing priorities is not
-  implemented).
+- `worker_side_prioritization`: the rollout workers compute their rows' priorities
+  (Ape-X DQN only; the other algorithms refuse True).
 
 Example:
     >>> from tfrl.algorithms.td3.td3_config import TD3Config
@@ -101,6 +101,9 @@ class OffPolicyConfig(AlgorithmConfig):
 
     # Dict fields whose given (partial) value is merged into the default or current one.
     _MERGED_DICTS: ClassVar[tuple] = ("replay_buffer_config",)
+    # Whether `replay_buffer_config["worker_side_prioritization"]` may be True (the
+    # rollout workers compute their rows' priorities: Ape-X DQN).
+    _WORKER_SIDE_PRIORITIZATION: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
         fields = {f.name: f for f in dataclasses.fields(self)}
@@ -125,10 +128,12 @@ class OffPolicyConfig(AlgorithmConfig):
         for key, (annotation, bound) in _REPLAY_BUFFER_ENTRIES.items():
             check_value(f"replay_buffer_config[{key!r}]", self.replay_buffer_config[key],
                         annotation, bound, owner)
-        if self.replay_buffer_config["worker_side_prioritization"]:
+        if (self.replay_buffer_config["worker_side_prioritization"]
+                and not self._WORKER_SIDE_PRIORITIZATION):
             raise ValueError(
                 f"{owner}: replay_buffer_config['worker_side_prioritization']=True is not "
-                "implemented in tfrl (the learner computes the priorities); set it to False.")
+                f"implemented for {owner} (the learner computes the priorities; Ape-X DQN's "
+                "workers compute them); set it to False.")
 
     @property
     def prioritized_replay(self) -> bool:

@@ -169,21 +169,33 @@ def update_replay_priorities(workers: types.WorkerSet, buffer: LocalReplayBuffer
     `UpdateReplayPriorities`)."""
     if not buffer.prioritized_replay or replayed.count == 0:
         return
+    priorities, num_nonfinite = replay_td_errors(workers.local_worker(), replayed, info)
+    if num_nonfinite:
+        metrics.counters[NUM_NONFINITE_TD_ERRORS] += num_nonfinite
+    buffer.update_priorities(priorities)
+
+
+def replay_td_errors(local_worker: types.Worker, replayed: types.Batch,
+                     info: Dict[str, types.LearnerInfo]
+                     ) -> Tuple[Dict[str, Tuple[np.ndarray, np.ndarray]], int]:
+    """`({policy_id: (batch_indexes, td_errors)}, number of non-finite TD errors)` of
+    replayed rows under the worker's current weights, for `LocalReplayBuffer.
+    update_priorities`: only the policies whose learning call (`info`) applied an
+    update, and only the rows whose TD error is finite (see `UpdateReplayPriorities`)."""
     batches: Dict[str, Any] = (replayed.policy_batches
                                if isinstance(replayed, MultiAgentBatch)
                                else {DEFAULT_POLICY_ID: replayed})
-    local = workers.local_worker()
     priorities = {}
+    num_nonfinite = 0
     for pid, rows in batches.items():
         if learned_nothing(info.get(pid, {}).get(LEARNER_STATS_KEY, {})):
             continue
-        policy: Any = local.get_policy(pid)  # a policy with `td_errors(batch)`
+        policy: Any = local_worker.get_policy(pid)  # a policy with `td_errors(batch)`
         td_errors = np.asarray(policy.td_errors(rows))
         finite = np.isfinite(td_errors)
-        if not finite.all():
-            metrics.counters[NUM_NONFINITE_TD_ERRORS] += int((~finite).sum())
+        num_nonfinite += int((~finite).sum())
         priorities[pid] = (rows[BATCH_INDEXES][finite], td_errors[finite])
-    buffer.update_priorities(priorities)
+    return priorities, num_nonfinite
 
 
 def off_policy_train_op(rollouts: LocalIterator[Any], workers: types.WorkerSet,

@@ -44,6 +44,8 @@ ALGORITHMS = {
                 "tfrl.algorithms.cql_dqn.cql_dqn_config"),
     "QMIX": ("tfrl.algorithms.qmix.qmix", "QMix", "QMixConfig",
              "tfrl.algorithms.qmix.qmix_config"),
+    "APEX": ("tfrl.algorithms.apex_dqn.apex_dqn", "ApexDQN", "ApexDQNConfig",
+             "tfrl.algorithms.apex_dqn.apex_dqn_config"),
 }
 
 

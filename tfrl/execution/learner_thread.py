@@ -142,11 +142,17 @@ class LearnerThread(threading.Thread):
             self.learner_info = self._learn(batch)
             self.weights_updated = True
         self.num_steps += 1
-        self.outqueue.put((batch.count, self.learner_info))
+        self.outqueue.put(self._output(batch))
         self.learner_queue_size.push(self.inqueue.qsize())
 
     def _learn(self, batch: types.Batch) -> Dict[str, types.LearnerInfo]:
+        """Learns on one queued item (a batch here); its learner info."""
         return self.local_worker.learn_on_batch(batch)
+
+    def _output(self, batch: types.Batch) -> Any:
+        """What goes into `outqueue` for a queued item just learned on: `(batch.count,
+        learner_info)` here (Ape-X's learner adds the replay shard and new priorities)."""
+        return (batch.count, self.learner_info)
 
     def raise_if_failed(self) -> None:
         """Re-raises the exception that ended the thread, if any.

@@ -489,6 +489,11 @@ class LocalReplayBuffer:
         """Stores the rows of a SampleBatch or MultiAgentBatch (n-step transitions first
         if `n_step > 1`).
 
+        A `weights` column holds the rows' priorities, computed where the rows were
+        sampled (RLlib's worker-side prioritization, as Ape-X DQN's workers do): a
+        prioritized buffer stores the rows with them instead of the largest priority so
+        far; the column itself is not stored (a uniform buffer drops it).
+
         Raises:
             TypeError: If `batch` is neither.
         """
@@ -503,6 +508,10 @@ class LocalReplayBuffer:
         for pid, policy_rows in batches.items():
             if not policy_rows.count:
                 continue
+            priorities = None
+            if WEIGHTS in policy_rows:  # priorities from the worker, not a stored column
+                policy_rows = policy_rows.copy(shallow=True)
+                priorities = np.asarray(policy_rows.pop(WEIGHTS), dtype=np.float64)
             if self.n_step > 1:
                 policy_rows = _unpack_bulk(policy_rows)  # row blobs can be gathered
                 rows.adjust_nstep(self.n_step, self.gamma, policy_rows)
@@ -511,10 +520,13 @@ class LocalReplayBuffer:
             buffer = self.replay_buffers.get(pid)
             if buffer is None:
                 buffer = self._new_buffer()
-                buffer.add(policy_rows)
+                idx = buffer.add(policy_rows)
                 self.replay_buffers[pid] = buffer
             else:
-                buffer.add(policy_rows)
+                idx = buffer.add(policy_rows)
+            if (priorities is not None and isinstance(buffer, PrioritizedReplayBuffer)
+                    and buffer.storage_unit == "timesteps"):
+                buffer.update_priorities(idx, priorities)
         self.num_added += batch.count
 
     add = add_batch  # RLlib 2's name

@@ -139,9 +139,11 @@ def merged_policy_config(policy_config: dict, spec: PolicySpec, worker_index: in
     Remote workers (`worker_index > 0`) build their policies with `num_gpus_per_worker`
     GPUs, in their own process only (`learner_workers` 1: the learner that spans
     processes is the driver's), and seed `seed + 1000 * worker_index`, so each explores
-    differently.
+    differently. Every policy's config holds its worker's `worker_index` (as in RLlib: a
+    per-worker exploration such as Ape-X's `PerWorkerEpsilonGreedy` reads it).
     """
     config = {**policy_config, **(spec.config or {})}
+    config["worker_index"] = int(worker_index)
     if worker_index > 0:
         config["num_gpus"] = policy_config.get(
             "num_gpus_per_worker", WORKER_SET_DEFAULTS["num_gpus_per_worker"])
