@@ -44,6 +44,8 @@ ALGORITHMS = {
                 "tfrl.algorithms.cql_dqn.cql_dqn_config"),
     "QMIX": ("tfrl.algorithms.qmix.qmix", "QMix", "QMixConfig",
              "tfrl.algorithms.qmix.qmix_config"),
+    "R2D2": ("tfrl.algorithms.r2d2.r2d2", "R2D2", "R2D2Config",
+             "tfrl.algorithms.r2d2.r2d2_config"),
 }
 
 
