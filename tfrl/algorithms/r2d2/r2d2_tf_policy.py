@@ -32,6 +32,7 @@ from tfrl.algorithms.r2d2.r2d2_loss import r2d2_loss
 from tfrl.algorithms.sequencing import add_sequences
 from tfrl.core.columns import Columns
 from tfrl.execution.replay_buffer import WEIGHTS
+from tfrl.models.tf.recurrent_net import sequences_at_most
 from tfrl.policy import space_specs
 
 
@@ -122,10 +123,12 @@ class R2D2TFPolicy(DQNTFPolicy):
 
         obs_ext = tree.map_structure(extend, obs, next_obs)
         state_in = [train_batch[f"state_in_{i}"] for i in range(self.num_state_tensors())]
-        q_online = self.sequence_q_values(model, obs_ext, state_in, seq_lens + 1,
-                                          training=True)
-        q_target = self.sequence_q_values(self.target_model, obs_ext, state_in,
-                                          seq_lens + 1)
+        # One step more than the train step's bound on the sequences' length.
+        with sequences_at_most(None):
+            q_online = self.sequence_q_values(model, obs_ext, state_in, seq_lens + 1,
+                                              training=True)
+            q_target = self.sequence_q_values(self.target_model, obs_ext, state_in,
+                                              seq_lens + 1)
         return q_online, q_target
 
     @tf.autograph.experimental.do_not_convert
