@@ -140,12 +140,18 @@ class DQNTFPolicy(TFPolicy):
                 distributional=config["distributional"])
             model(np.zeros((1,) + tuple(model_space.shape), np.float32))
             return model
+        return ModelCatalog.get_model(self.observation_space, self.action_space,
+                                      self.num_outputs, self.q_model_config())
+
+    def q_model_config(self) -> Dict[str, Any]:
+        """The catalog's model config of the Q network (plain DQN): the config's `model`
+        with `hiddens` appended to `post_fcnet_hiddens` and the value head on the shared
+        trunk (`vf_share_layers`, the dueling stream `V`)."""
         model_config = dict(self.config["model"])
         model_config["post_fcnet_hiddens"] = (list(model_setting(model_config, "post_fcnet_hiddens"))
                                               + list(self.config["hiddens"]))
         model_config["vf_share_layers"] = True
-        return ModelCatalog.get_model(self.observation_space, self.action_space,
-                                      self.num_outputs, model_config)
+        return model_config
 
     def make_target_model(self) -> keras.Model:
         """The target network: `make_model()`'s architecture, built on one zero

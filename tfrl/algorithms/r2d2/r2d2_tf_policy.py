@@ -56,6 +56,15 @@ class R2D2TFPolicy(DQNTFPolicy):
                 f"{self.config['n_step']}. Set model['use_lstm']=True to learn on "
                 "sequences with n-step targets, or n_step=1.")
 
+    def q_model_config(self) -> Dict[str, Any]:
+        """DQN's Q-network config; an LSTM unrolls `replay_sequence_length + 1` steps
+        in the loss (the sequence and its appended bootstrap state), so it is built to
+        unroll that many (the catalog's LSTM unrolls `max_seq_len` steps)."""
+        model_config = super().q_model_config()
+        if model_config.get("use_lstm"):
+            model_config["max_seq_len"] = replay_sequence_length(self.config) + 1
+        return model_config
+
     def make_target_model(self) -> keras.Model:
         """The target network (`make_model()`'s architecture), built on one step of one
         sequence for a recurrent model."""
@@ -75,8 +84,16 @@ class R2D2TFPolicy(DQNTFPolicy):
         is), with zero `state_in_*` under `zero_init_states`. Feed-forward: unchanged."""
         if not self.is_recurrent() or not isinstance(samples, dict):
             return samples
+        length = replay_sequence_length(self.config)
         if Columns.SEQ_LENS not in samples:
-            samples = add_sequences(samples, replay_sequence_length(self.config))
+            samples = add_sequences(samples, length)
+        longest = int(np.max(samples[Columns.SEQ_LENS], initial=0))
+        if longest > length:
+            raise ValueError(
+                f"{type(self).__name__}.learn_on_batch(): received a sequence of {longest} "
+                f"steps; R2D2 learns on sequences of at most replay_sequence_length = "
+                f"model['max_seq_len'] + replay_burn_in = {length}. Pass rows (they are cut "
+                "into sequences) or shorter sequences.")
         if self.config["zero_init_states"]:
             samples = samples.copy() if hasattr(samples, "copy") else dict(samples)
             num_seqs = len(samples[Columns.SEQ_LENS])
@@ -123,8 +140,8 @@ class R2D2TFPolicy(DQNTFPolicy):
 
         obs_ext = tree.map_structure(extend, obs, next_obs)
         state_in = [train_batch[f"state_in_{i}"] for i in range(self.num_state_tensors())]
-        # One step more than the train step's bound on the sequences' length.
-        with sequences_at_most(None):
+        # Sequences of at most replay_sequence_length steps (`train_batch`), plus one.
+        with sequences_at_most(replay_sequence_length(self.config) + 1):
             q_online = self.sequence_q_values(model, obs_ext, state_in, seq_lens + 1,
                                               training=True)
             q_target = self.sequence_q_values(self.target_model, obs_ext, state_in,
