@@ -49,7 +49,7 @@ def h_inverse(x: tf.Tensor, epsilon: float = 1e-3) -> tf.Tensor:
     """The inverse of `h_function` (closed form; `epsilon=0`: `sign(x) ((|x| + 1)^2 - 1)`).
 
     Example:
-        >>> round(float(h_inverse(1.0, epsilon=0.0)), 6), round(float(h_inverse(-1.003)), 4)
+        >>> round(float(h_inverse(1.0, epsilon=0.0)), 6), round(float(h_inverse(-1.003)), 3)
         (3.0, -3.0)
     """
     x = tf.convert_to_tensor(x, tf.float32)
