@@ -90,8 +90,15 @@ def test_policy_cuts_rows_into_sequences_of_max_seq_len_plus_burn_in(zero_init_s
     assert np.abs(stored[1]).max() > 0  # the second sequence starts mid-episode
     want = np.zeros_like(stored) if zero_init_states else stored
     np.testing.assert_array_equal(batch["state_in_0"], want)
-    info = policy.learn_on_batch(rows)["learner_stats"]
-    assert np.isfinite(info["total_loss"]) and info["num_grad_updates"] == 1
+    if zero_init_states:  # (learning traces both LSTMs: once is enough here)
+        info = policy.learn_on_batch(rows)["learner_stats"]
+        assert np.isfinite(info["total_loss"]) and info["num_grad_updates"] == 1
+    too_long = policy.train_batch(rows)
+    too_long["seq_lens"] = np.array([6, 3], np.int32)
+    with pytest.raises(ValueError, match=r"received a sequence of 6 steps; R2D2 learns on "
+                                         r"sequences of at most replay_sequence_length = "
+                                         r"model\['max_seq_len'\] \+ replay_burn_in = 4"):
+        policy.train_batch(too_long)
 
 
 def test_feed_forward_policy_learns_on_transitions_and_refuses_n_step():
