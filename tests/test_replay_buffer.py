@@ -413,6 +413,25 @@ def test_uniform_sequence_state_round_trip():
     ReplayBuffer(3).set_state(empty.get_state())  # an empty buffer restores too
 
 
+def test_sequence_state_with_infos_restores_and_takes_more_sequences(tmp_path):
+    # infos (Python objects) are not saved; restored as Nones of the sequence items'
+    # shape, so that the restored buffer stores the next sequences as the original does.
+    def rows(start):
+        return SampleBatch({"obs": np.arange(start, start + 5.0),
+                            "infos": np.array([{"k": i} for i in range(5)], dtype=object)})
+
+    buffer = ReplayBuffer(capacity=6, storage_unit="sequences", replay_sequence_length=2,
+                          seed=2)
+    buffer.add(rows(0))
+    path = write_checkpoint(str(tmp_path / "ckpt"), {"replay": buffer.get_state()})
+    copy = ReplayBuffer(capacity=6, storage_unit="sequences", replay_sequence_length=2)
+    copy.set_state(read_checkpoint(path)["replay"])
+    for b in (buffer, copy):
+        b.add(rows(10))
+    np.testing.assert_array_equal(buffer.sample(3)["obs"], copy.sample(3)["obs"])
+    assert copy.sample(1)["infos"].shape == (2,)
+
+
 def test_prioritized_local_buffer_through_the_store_and_replay_operators():
     buffer = LocalReplayBuffer(capacity=100, replay_batch_size=4, learning_starts=6, seed=0,
                                prioritized_replay=True, prioritized_replay_eps=0.0)

@@ -36,8 +36,8 @@ from tfrl.utils.config_keys import check_keys
 from tfrl.utils.config_values import (
     AT_LEAST_ONE, NON_NEGATIVE, POSITIVE, UNIT_INTERVAL, OneOf, check_value)
 
-__all__ = ["OffPolicyConfig", "PRIORITIZED_BUFFER_TYPES", "REPLAY_BUFFER_TYPES",
-           "replay_buffer_defaults"]
+__all__ = ["OffPolicyConfig", "PRIORITIZED_BUFFER_TYPES", "REPLAY_BUFFER_ENTRIES",
+           "REPLAY_BUFFER_TYPES", "replay_buffer_defaults"]
 
 REPLAY_BUFFER_TYPES = ("MultiAgentReplayBuffer", "MultiAgentPrioritizedReplayBuffer",
                        "ReplayBuffer", "PrioritizedReplayBuffer")
@@ -45,7 +45,7 @@ REPLAY_BUFFER_TYPES = ("MultiAgentReplayBuffer", "MultiAgentPrioritizedReplayBuf
 PRIORITIZED_BUFFER_TYPES = ("MultiAgentPrioritizedReplayBuffer", "PrioritizedReplayBuffer")
 
 # The entries of `replay_buffer_config`: key -> (type, allowed range).
-_REPLAY_BUFFER_ENTRIES: Dict[str, Any] = {
+REPLAY_BUFFER_ENTRIES: Dict[str, Any] = {
     "type": (str, OneOf(REPLAY_BUFFER_TYPES)),
     "capacity": (int, AT_LEAST_ONE),
     "prioritized_replay_alpha": (float, NON_NEGATIVE),
@@ -104,6 +104,9 @@ class OffPolicyConfig(AlgorithmConfig):
     # Whether `replay_buffer_config["worker_side_prioritization"]` may be True (the
     # rollout workers compute their rows' priorities: Ape-X DQN).
     _WORKER_SIDE_PRIORITIZATION: ClassVar[bool] = False
+    # The entries `replay_buffer_config` takes: key -> (type, allowed range); a subclass
+    # that replays sequences (R2D2) adds and narrows entries.
+    _REPLAY_BUFFER_ENTRIES: ClassVar[Dict[str, Any]] = REPLAY_BUFFER_ENTRIES
 
     def __post_init__(self) -> None:
         fields = {f.name: f for f in dataclasses.fields(self)}
@@ -123,9 +126,9 @@ class OffPolicyConfig(AlgorithmConfig):
                 f"{owner}: replay_buffer_config holds 'learning_starts' (RLlib 2.0's place for "
                 "it); set num_steps_sampled_before_learning_starts (or learning_starts) at the "
                 "top level of the config instead.")
-        check_keys(self.replay_buffer_config, _REPLAY_BUFFER_ENTRIES,
-                   f"{owner} replay_buffer_config")
-        for key, (annotation, bound) in _REPLAY_BUFFER_ENTRIES.items():
+        entries = self._REPLAY_BUFFER_ENTRIES
+        check_keys(self.replay_buffer_config, entries, f"{owner} replay_buffer_config")
+        for key, (annotation, bound) in entries.items():
             check_value(f"replay_buffer_config[{key!r}]", self.replay_buffer_config[key],
                         annotation, bound, owner)
         if (self.replay_buffer_config["worker_side_prioritization"]

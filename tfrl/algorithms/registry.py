@@ -46,6 +46,8 @@ ALGORITHMS = {
              "tfrl.algorithms.qmix.qmix_config"),
     "APEX": ("tfrl.algorithms.apex_dqn.apex_dqn", "ApexDQN", "ApexDQNConfig",
              "tfrl.algorithms.apex_dqn.apex_dqn_config"),
+    "R2D2": ("tfrl.algorithms.r2d2.r2d2", "R2D2", "R2D2Config",
+             "tfrl.algorithms.r2d2.r2d2_config"),
 }
 
 

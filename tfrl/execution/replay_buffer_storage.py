@@ -142,20 +142,24 @@ class ColumnStorage:
         """The stored items as numeric arrays (no pickle), for checkpoints.
 
         Compressed blobs are saved concatenated with their lengths; columns holding Python
-        objects (e.g. `infos`) are not saved: `set_state` restores them as `None`s.
+        objects (e.g. `infos`) are not saved: `set_state` restores them as `None`s (of the
+        saved per-item shape).
         """
         columns: Dict[str, Any] = {}
         object_columns = []
+        # Per-item shapes of the object columns (sequence items: `[replay_sequence_length]`).
+        object_shapes = {}
         for key, value in (self.columns or {}).items():
             if key in self.compressed_columns:
                 columns[key] = tree.map_structure(lambda s: _join_blobs(s[:self.size]), value)
             elif any(leaf.dtype == object for leaf in tree.flatten(value)):
                 object_columns.append(key)
+                object_shapes[key] = [int(d) for d in tree.flatten(value)[0].shape[1:]]
             else:
                 columns[key] = tree.map_structure(lambda s: s[:self.size].copy(), value)
         return {"slots": self.slots, "next_idx": self.next_idx, "size": self.size,
                 "allocated": self.columns is not None, "columns": columns,
-                "object_columns": object_columns,
+                "object_columns": object_columns, "object_shapes": object_shapes,
                 "compressed_columns": sorted(self.compressed_columns)}
 
     def set_state(self, state: Dict[str, Any]) -> None:
@@ -185,8 +189,10 @@ class ColumnStorage:
                     columns[key] = tree.map_structure(lambda v: self._restored(v, object), value)
                 else:
                     columns[key] = tree.map_structure(lambda v: self._restored(v, v.dtype), value)
+            shapes = state.get("object_shapes", {})
             for key in state["object_columns"]:
-                columns[key] = np.full(self.slots, None, dtype=object)
+                shape = tuple(int(d) for d in shapes.get(key, ()))
+                columns[key] = np.full((self.slots,) + shape, None, dtype=object)
             self.columns = columns
         self.next_idx = int(state["next_idx"])
         self.size = size

@@ -142,11 +142,14 @@ class DQNConfig(OffPolicyConfig):
         if not all(isinstance(h, int) and not isinstance(h, bool) and h > 0
                    for h in self.hiddens):
             fail(f"hiddens must be a list of positive ints; received {self.hiddens!r}.")
+        self._validate_replay_sequence_length(fail)
+        self._validate_exploration_config(fail)
+
+    def _validate_replay_sequence_length(self, fail) -> None:
         length = self.replay_buffer_config["replay_sequence_length"]
         if length != 1:
             fail("replay_buffer_config['replay_sequence_length'] must be 1 (DQN replays "
                  f"timesteps); received {length!r}.")
-        self._validate_exploration_config(fail)
 
     def _validate_exploration_config(self, fail) -> None:
         check_epsilon_greedy(self.exploration_config, type(self).__name__)

@@ -70,8 +70,8 @@ class DQNTFPolicy(TFPolicy):
 
     Raises:
         ValueError: For an action space that is not `Discrete`, or a recurrent model
-            (`use_lstm`/`use_attention`: replaying stored sequences, as R2D2 does, is not
-            implemented).
+            (`use_lstm`/`use_attention`: R2D2, `tfrl.algorithms.r2d2`, replays stored
+            sequences for them).
     """
 
     config_class = DQNConfig
@@ -84,10 +84,11 @@ class DQNTFPolicy(TFPolicy):
                  config: Optional[dict] = None, *,
                  strategy: Optional[tf.distribute.Strategy] = None):
         check_discrete(action_space, type(self).__name__)
-        check_no_recurrent_model(
-            config or {}, type(self).__name__,
-            hint="Replaying stored sequences (R2D2) is not implemented: set them to False, "
-                 "or stack frames into the observation, or use PPO with use_lstm.")
+        if not self.supports_recurrent_models:
+            check_no_recurrent_model(
+                config or {}, type(self).__name__,
+                hint="DQN replays single transitions: set them to False, or stack frames "
+                     "into the observation, or use R2D2 (which replays stored sequences).")
         super().__init__(observation_space, action_space, config, strategy=strategy)
         exploration = self.config["exploration_config"]
         self.epsilon_schedule = LinearSchedule(
@@ -95,8 +96,7 @@ class DQNTFPolicy(TFPolicy):
             initial_p=exploration["initial_epsilon"])
         self._lr_schedule = make_schedule(self.config["lr"], self.config["lr_schedule"])
         with self.strategy.scope():
-            self.target_model = self.make_model()
-            self.target_model(space_specs.zeros_batch(self.observation_space, 1))
+            self.target_model = self.make_target_model()
         self.update_target(tau=1.0)
         self._td_error_fn: Optional[Callable[..., tf.Tensor]] = None
         self._noisy_actions_fn: Optional[Callable[..., tf.Tensor]] = None
@@ -140,12 +140,25 @@ class DQNTFPolicy(TFPolicy):
                 distributional=config["distributional"])
             model(np.zeros((1,) + tuple(model_space.shape), np.float32))
             return model
+        return ModelCatalog.get_model(self.observation_space, self.action_space,
+                                      self.num_outputs, self.q_model_config())
+
+    def q_model_config(self) -> Dict[str, Any]:
+        """The catalog's model config of the Q network (plain DQN): the config's `model`
+        with `hiddens` appended to `post_fcnet_hiddens` and the value head on the shared
+        trunk (`vf_share_layers`, the dueling stream `V`)."""
         model_config = dict(self.config["model"])
         model_config["post_fcnet_hiddens"] = (list(model_setting(model_config, "post_fcnet_hiddens"))
                                               + list(self.config["hiddens"]))
         model_config["vf_share_layers"] = True
-        return ModelCatalog.get_model(self.observation_space, self.action_space,
-                                      self.num_outputs, model_config)
+        return model_config
+
+    def make_target_model(self) -> keras.Model:
+        """The target network: `make_model()`'s architecture, built on one zero
+        observation (called under the strategy scope)."""
+        model = self.make_model()
+        model(space_specs.zeros_batch(self.observation_space, 1))
+        return model
 
     def make_optimizer(self) -> keras.optimizers.Optimizer:
         """Adam(`lr`, epsilon=`adam_epsilon`) (`FusedAdam`)."""
