@@ -117,6 +117,8 @@ class MAPPO(PPO):
     config_class = MAPPOConfig
     default_policy_class = MAPPOTFPolicy
     supports_in_graph = False
+    # It needs a MultiAgentEnv (the conformance suite trains it on two agents).
+    multi_agent_only = True
 
     def _make_workers(self, config: AlgorithmConfig, num_workers: int) -> types.WorkerSet:
         if config.env is not None:
