@@ -119,10 +119,12 @@ class MAPPO(PPO):
     supports_in_graph = False
     # It needs a MultiAgentEnv (the conformance suite trains it on two agents).
     multi_agent_only = True
+    # The config keys MAPPO fills in from the env before it builds the policies.
+    settings_from_env = staticmethod(critic_settings)
 
     def _make_workers(self, config: AlgorithmConfig, num_workers: int) -> types.WorkerSet:
         if config.env is not None:
-            config = config.replace(**critic_settings(config))
+            config = config.replace(**self.settings_from_env(config))
         return super()._make_workers(config, num_workers)
 
 
