@@ -256,3 +256,27 @@ def test_critic_settings_read_the_agents_and_sizes_from_the_env():
     settings = critic_settings(MAPPOConfig().environment(
         two_carts, env_config={"num_agents": 2}).training(critic_input="all_obs"))
     assert settings["critic_agents"] == [0, 1] and settings["critic_obs_sizes"] == [4, 4]
+
+
+def test_a_pettingzoo_env_with_state_gives_the_global_state():
+    pytest.importorskip("pettingzoo")
+    simple_spread_v3 = pytest.importorskip("mpe2.simple_spread_v3")
+    from tfrl.algorithms.mappo.global_state import GlobalStateEnvCreator
+    from tfrl.env.wrappers.pettingzoo_env import ParallelPettingZooEnv
+
+    def make(ctx=None):
+        return ParallelPettingZooEnv(simple_spread_v3.parallel_env(N=2, max_cycles=5))
+
+    env = make()
+    env.reset(seed=0)
+    np.testing.assert_array_equal(env.state(), env.par_env.state())
+    settings = critic_settings(MAPPOConfig().environment(make))
+    assert settings["critic_input"] == "global_state"
+    assert settings["critic_state_size"] == env.state().size == 24
+    assert isinstance(settings["env"], GlobalStateEnvCreator)
+    wrapped = settings["env"]({})
+    obs, _ = wrapped.reset(seed=0)
+    state = wrapped.state()
+    infos = wrapped.step({a: 0 for a in obs})[4]
+    np.testing.assert_array_equal(infos["agent_0"]["state"], state)
+    np.testing.assert_array_equal(infos["agent_1"]["next_state"], wrapped.state())

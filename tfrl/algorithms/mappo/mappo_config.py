@@ -16,7 +16,7 @@ Example:
 """
 
 import dataclasses
-from typing import Any, ClassVar, Dict, Optional
+from typing import Any, Optional
 
 from tfrl.algorithms.ppo.ppo_config import PPOConfig
 
@@ -55,7 +55,6 @@ class MAPPOConfig(PPOConfig):
     critic_obs_sizes: Optional[list] = None
     critic_state_size: Optional[int] = None
 
-    _RANGES: ClassVar[Dict[str, Any]] = {}
 
     def validate(self) -> None:
         super().validate()
