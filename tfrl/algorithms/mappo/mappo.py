@@ -53,7 +53,7 @@ def _state_of(env: MultiAgentEnv) -> Any:
         return None
 
 
-def critic_settings(config: AlgorithmConfig) -> Dict[str, Any]:
+def critic_settings(config: MAPPOConfig) -> Dict[str, Any]:
     """The config overrides that fix MAPPO's critic input for `config`'s env (see the
     module docstring): `critic_input`, `critic_agents`, `critic_obs_sizes`,
     `critic_state_size`, and `env` wrapped in `GlobalStateInfos` when the state comes
@@ -123,7 +123,7 @@ class MAPPO(PPO):
     settings_from_env = staticmethod(critic_settings)
 
     def _make_workers(self, config: AlgorithmConfig, num_workers: int) -> types.WorkerSet:
-        if config.env is not None:
+        if isinstance(config, MAPPOConfig) and config.env is not None:
             config = config.replace(**self.settings_from_env(config))
         return super()._make_workers(config, num_workers)
 

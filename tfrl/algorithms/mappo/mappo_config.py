@@ -2,8 +2,8 @@
 
 PPO's keys and defaults plus the centralized critic's. The critic's input is chosen by
 `critic_input`; `MAPPO` resolves "auto" and fills `critic_agents`,
-`critic_obs_sizes` and `critic_state_size` from the env before it builds the policies, so a user sets at most
-`critic_input` (and `critic_agents` to fix a subset or an order).
+`critic_obs_sizes` and `critic_state_size` from the env before it builds the policies,
+so a user sets at most `critic_input` (and `critic_agents` to fix a subset or an order).
 
 Example:
     >>> config = MAPPOConfig().training(critic_input="all_obs", critic_agents=["a", "b"])
@@ -12,7 +12,7 @@ Example:
     >>> MAPPOConfig().training(critic_input="state")
     Traceback (most recent call last):
     ...
-    ValueError: MAPPOConfig: critic_input must be one of ('auto', 'global_state', 'all_obs'); received 'state'. ...
+    ValueError: MAPPOConfig: critic_input must be one of ('auto', 'global_state', ...
 """
 
 import dataclasses

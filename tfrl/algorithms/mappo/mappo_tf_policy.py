@@ -87,7 +87,7 @@ class MAPPOTFPolicy(PPOTFPolicy):
     def __init__(self, observation_space: gym.Space, action_space: gym.Space,
                  config: Optional[dict] = None, *,
                  strategy: Optional[tf.distribute.Strategy] = None):
-        check_no_recurrent_model(config, type(self).__name__,
+        check_no_recurrent_model(config or {}, type(self).__name__,
                                  "MAPPO's actor and centralized critic are feed-forward.")
         merged = {**self.default_config(), **(config or {})}
         own = int(flat_rows(space_specs.zeros_batch(observation_space, 1)).shape[1])
