@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from tfrl.algorithms.registry import ALGORITHMS, get_algorithm_class
+from tfrl.env.multi_agent_env import make_multi_agent
 from tfrl.examples.envs.two_step_game import TwoStepGameWithGroupedAgents
 from tfrl.models.catalog import ModelCatalog
 from tfrl.policy.policy_config import FrozenConfig, PolicyConfig
@@ -39,19 +40,27 @@ def _grouped(algo_class) -> bool:
 def _env(algo_class):
     if _grouped(algo_class):
         return TwoStepGameWithGroupedAgents
-    return "CartPole-v1" if _discrete(algo_class) else "Pendulum-v1"
+    env = "CartPole-v1" if _discrete(algo_class) else "Pendulum-v1"
+    # An algorithm for several agents (MAPPO): two agents, each in a copy of the env.
+    return make_multi_agent(env) if getattr(algo_class, "multi_agent_only", False) else env
 
 
 @pytest.mark.parametrize("name", sorted(ALGORITHMS))
 def test_policy_built_by_the_algorithm_sees_exactly_the_default_config(name):
     algo_class, config_class = get_algorithm_class(name, return_config=True)
-    config = config_class().environment(_env(algo_class))
+    config = config_class().environment(_env(algo_class), env_config={"num_agents": 2}
+                                        if getattr(algo_class, "multi_agent_only", False)
+                                        else {})
     algo = algo_class(config=config)
+    # Keys the algorithm fills in from its env before building the policies (MAPPO's
+    # critic input: the agents and their observation sizes).
+    from_env = getattr(algo_class, "settings_from_env", None)
+    expected = {**config.to_dict(), **(from_env(config) if from_env else {})}
     try:
         policy = algo.get_policy()
         assert type(policy) is algo_class.default_policy_class
         assert policy.config_class is config_class
-        assert dict(policy.config) == config.to_dict()
+        assert dict(policy.config) == expected
     finally:
         algo.stop()
 

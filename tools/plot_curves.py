@@ -35,6 +35,7 @@ NO_PEER = {
     "CQL": "Stable-Baselines3 has no offline algorithms",
     "CQL_DQN": "Stable-Baselines3 has no offline algorithms",
     "QMIX": "Stable-Baselines3 has no multi-agent algorithms",
+    "MAPPO": "Stable-Baselines3 has no multi-agent algorithms",
     "A2C": "no bench runs Stable-Baselines3's A2C beside tfrl's yet",
     "DDPG": "no bench runs Stable-Baselines3's DDPG beside tfrl's yet",
     "TD3": ("the Stable-Baselines3 run (bench_offpolicy.py --algos TD3 --curves "

@@ -14,6 +14,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfrl.algorithms.registry import ALGORITHMS, get_algorithm_class
+from tfrl.env.multi_agent_env import make_multi_agent
 from tfrl.env.registry import register_env
 from tfrl.examples.envs.two_step_game import TwoStepGameWithGroupedAgents
 from tfrl.policy.sample_batch import SampleBatch
@@ -118,6 +119,20 @@ register_env(ENVS["box"],
 # suite trains whole algorithms (the digests), and their own tests cover the rest.
 GROUPED_ENV = "conformance_two_step_game"
 register_env(GROUPED_ENV, lambda ctx: TwoStepGameWithGroupedAgents(ctx))
+
+
+# Algorithms for several agents whose policy takes `SPACES` (MAPPO: class attribute
+# `multi_agent_only`) run the policy-level suites as usual and train as whole algorithms
+# on two agents, each in its own copy of the `space` pair's env (one shared policy).
+MULTI_AGENT_ENVS = {space: f"{env}_two_agents" for space, env in ENVS.items()}
+for _space, _env in ENVS.items():
+    register_env(MULTI_AGENT_ENVS[_space],
+                 lambda ctx, _env=_env: make_multi_agent(_env)({**ctx, "num_agents": 2}))
+
+
+def multi_agent_only(name: str) -> bool:
+    """Whether the algorithm trains only on multi-agent envs (`multi_agent_only`)."""
+    return bool(getattr(get_algorithm_class(name), "multi_agent_only", False))
 
 
 def algorithm_config(name: str, **overrides: Any) -> Dict[str, Any]:
@@ -336,8 +351,10 @@ def assert_exported_states_follow_the_live_policy(policy: Any, loaded: Any, rows
 
 
 def make_algorithm(algo, space, **overrides):
-    """The algorithm on the `space` pair's env (`"grouped"`: `GROUPED_ENV`)."""
-    env = GROUPED_ENV if space == "grouped" else ENVS[space]
+    """The algorithm on the `space` pair's env (`"grouped"`: `GROUPED_ENV`; two agents
+    of it for a `multi_agent_only` algorithm)."""
+    env = (GROUPED_ENV if space == "grouped" else
+           MULTI_AGENT_ENVS[space] if multi_agent_only(algo) else ENVS[space])
     return get_algorithm_class(algo)(config=algorithm_config(algo, env=env, **overrides))
 
 
@@ -350,9 +367,15 @@ def trace(result):
             learner_stats(result))
 
 
+# MAPPO's policy acts and samples through PPO's catalog actor and distributions (PPO's
+# cases cover both spaces); what it adds, the centralized critic, does not depend on the
+# action space: its policy-level cases run on one space (its algorithm-level ones on both).
+POLICY_ONE_SPACE = {"MAPPO": "discrete"}
+
 # The pairs the policy-level suites run: every supported pair but a `policy_twin`'s (whose
-# cases would repeat its twin's exactly).
-POLICY_SUPPORTED = [(a, s) for a, s in SUPPORTED if policy_twin(a) is None]
+# cases would repeat its twin's exactly) and but the spaces `POLICY_ONE_SPACE` leaves out.
+POLICY_SUPPORTED = [(a, s) for a, s in SUPPORTED if policy_twin(a) is None
+                    and POLICY_ONE_SPACE.get(a, s) == s]
 RECURRENT_POLICY_SUPPORTED = [(a, s) for a, s in RECURRENT_SUPPORTED if policy_twin(a) is None]
 
 #: The pairs of the most expensive recurrent check (three policies, every strategy):

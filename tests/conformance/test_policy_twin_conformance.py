@@ -5,8 +5,10 @@ its policy-level cases loses nothing. Its algorithm-level cases run as for every
 import numpy as np
 import pytest
 
-from conformance_helpers import (ALGORITHM_NAMES, POLICY_SUPPORTED, SUPPORTED, make_policy,
-                                 observations, policy_twin, train_batch)
+from conformance_helpers import (ALGORITHM_NAMES, POLICY_ONE_SPACE, POLICY_SUPPORTED,
+                                 SUPPORTED, make_policy, observations, policy_twin,
+                                 train_batch)
+from tfrl.algorithms.registry import get_algorithm_class
 from conformance_helpers import without_graph_optimizer  # noqa: F401 (autouse)
 
 TWINS = [(name, policy_twin(name)) for name in ALGORITHM_NAMES if policy_twin(name)]
@@ -14,9 +16,18 @@ TWINS = [(name, policy_twin(name)) for name in ALGORITHM_NAMES if policy_twin(na
 
 def test_only_exact_twins_leave_the_policy_level_suites():
     skipped = sorted(set(SUPPORTED) - set(POLICY_SUPPORTED))
-    assert all(policy_twin(algo) for algo, _ in skipped)
+    one_space = [(a, s) for a, s in skipped if a in POLICY_ONE_SPACE]
+    twins = [(a, s) for a, s in skipped if a not in POLICY_ONE_SPACE]
+    assert all(policy_twin(algo) for algo, _ in twins)
     # The twin itself is checked by the policy-level suites on the same spaces.
-    assert all((policy_twin(algo), space) in POLICY_SUPPORTED for algo, space in skipped)
+    assert all((policy_twin(algo), space) in POLICY_SUPPORTED for algo, space in twins)
+    # An algorithm run on one space keeps it, and its policy's base class (MAPPO's:
+    # PPO's) is checked on the spaces it leaves out.
+    for algo, space in one_space:
+        assert (algo, POLICY_ONE_SPACE[algo]) in POLICY_SUPPORTED
+        base = get_algorithm_class(algo).default_policy_class.__bases__[0]
+        assert any(get_algorithm_class(other).default_policy_class is base
+                   and (other, space) in POLICY_SUPPORTED for other in ALGORITHM_NAMES)
 
 
 @pytest.mark.parametrize("name,twin", TWINS)

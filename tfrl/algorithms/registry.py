@@ -42,6 +42,8 @@ ALGORITHMS = {
             "tfrl.algorithms.cql.cql_config"),
     "CQL_DQN": ("tfrl.algorithms.cql_dqn.cql_dqn", "CQLDQN", "CQLDQNConfig",
                 "tfrl.algorithms.cql_dqn.cql_dqn_config"),
+    "MAPPO": ("tfrl.algorithms.mappo.mappo", "MAPPO", "MAPPOConfig",
+              "tfrl.algorithms.mappo.mappo_config"),
     "QMIX": ("tfrl.algorithms.qmix.qmix", "QMix", "QMixConfig",
              "tfrl.algorithms.qmix.qmix_config"),
     "APEX": ("tfrl.algorithms.apex_dqn.apex_dqn", "ApexDQN", "ApexDQNConfig",

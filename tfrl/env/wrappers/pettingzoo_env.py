@@ -157,6 +157,12 @@ class _PettingZooAdapter(MultiAgentEnv):
         """The unwrapped PettingZoo env (a property, as in RLlib)."""
         return self._pz.unwrapped
 
+    def state(self) -> Any:
+        """The PettingZoo env's global state (its `state()`; centralized critics such as
+        MAPPO's read it). Raises what the PettingZoo env raises without one
+        (`NotImplementedError`)."""
+        return self._pz.state()
+
     def render(self) -> Any:
         return self._pz.render()
 
