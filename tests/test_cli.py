@@ -59,6 +59,19 @@ def _fails(capsys, *args):
     return lines[0]
 
 
+@pytest.mark.parametrize("flag,says", [
+    ("--local_dir=out", "--local_dir is RLlib's and Ray Tune's name for the output directory"),
+    ("--log_dir=out", "--log_dir is absl's directory for its logging files, not the run's "
+                      "output directory"),
+])
+def test_other_libraries_output_dir_flags_name_logdir(capsys, flag, says):
+    # absl accepts its own --log_dir silently and answers --local_dir with "Did you mean:
+    # log_dir?": both would send the run's output to the default directory.
+    line = _fails(capsys, "train", *TINY, flag)
+    assert line == (f"tfrl: error: {says}; tfrl's output directory flag is --logdir "
+                    "(e.g. --logdir=results/ppo).")
+
+
 # -------------------------------------------------------------------------- train
 
 @pytest.mark.slow  # trains (or reuses the module's 20 s training run)

@@ -182,12 +182,34 @@ def _early_answer(argv: Sequence[str]) -> Optional[int]:
     return None
 
 
+# Output-directory flags users bring from elsewhere: RLlib's and Tune's `--local_dir`
+# (absl would suggest its own `--log_dir`), and absl's `--log_dir`, which absl accepts
+# for its logging files while the run's output still goes to the default directory.
+_OUTPUT_DIR_NAMES = {
+    "local_dir": "RLlib's and Ray Tune's name for the output directory",
+    "local-dir": "RLlib's and Ray Tune's name for the output directory",
+    "log_dir": "absl's directory for its logging files, not the run's output directory",
+    "log-dir": "not a flag",
+}
+
+
+def _refuse_other_output_dir_flags(argv: Sequence[str]) -> None:
+    for arg in argv[1:]:
+        if arg == "--":
+            return
+        name = arg[2:].split("=", 1)[0] if arg.startswith("--") else None
+        if name in _OUTPUT_DIR_NAMES:
+            _fail(f"--{name} is {_OUTPUT_DIR_NAMES[name]}; tfrl's output directory flag is "
+                  "--logdir (e.g. --logdir=results/ppo).")
+
+
 def parse_argv(argv: Sequence[str]) -> List[str]:
     """Parses `argv` (program name first) into FLAGS; returns the positional arguments.
 
     Flag errors exit with status 2 and one line on stderr.
     """
     argv = list(argv)
+    _refuse_other_output_dir_flags(argv)
     for name in _OUR_FLAGS:  # each call starts from the defaults (in-process reuse)
         FLAGS[name].unparse()
     try:
