@@ -147,7 +147,7 @@ class ApexDQN(Algorithm):
         steps. Without remote workers: one such call on the local worker."""
         config, counters = self.config, self.shared_metrics.counters
         prioritize = config.replay_buffer_config["worker_side_prioritization"]
-        results: List[Tuple[int, Dict[str, int]]] = []
+        results: List[Tuple[int, int, Dict[str, int]]] = []  # (worker, shard, counts)
         with self.shared_metrics.timers[SAMPLE_TIMER]:
             remote = self.workers.remote_workers()
             if not remote:
