@@ -134,6 +134,24 @@ def test_multi_agent_prioritized_buffer_weights_and_errors():
         plain.update_priorities({"default_policy": (np.array([0]), np.array([1.0]))})
 
 
+class _MultiAgentSampling(ReplayBuffer):
+    """A user's underlying buffer that hands back a MultiAgentBatch."""
+
+    def sample(self, num_items, **kwargs):
+        return super().sample(num_items, **kwargs).as_multi_agent()
+
+
+def test_an_underlying_buffer_that_samples_no_sample_batch_is_a_clear_error():
+    buffer = MultiAgentReplayBuffer(
+        10, learning_starts=0, underlying_buffer_config={"type": _MultiAgentSampling})
+    buffer.add(_rows(2))
+    for call in (lambda: buffer.sample(1), lambda: buffer.sample(1, policy_id="default_policy")):
+        with pytest.raises(TypeError, match=r"underlying buffer of policy 'default_policy' "
+                                            r"\(_MultiAgentSampling\) returned MultiAgentBatch "
+                                            r"from sample\(\); in independent mode"):
+            call()
+
+
 def test_fifo_and_mixin_errors():
     from tfrl.utils.replay_buffers import MultiAgentMixInReplayBuffer
 

@@ -22,7 +22,7 @@ Example:
 
 import collections
 import random
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Union, cast
 
 from tfrl.core import types
 from tfrl.data.sample_batch import DEFAULT_POLICY_ID, MultiAgentBatch, SampleBatch, concat_samples
@@ -111,7 +111,6 @@ class MixInMultiAgentReplayBuffer:
         proportion = len(output) * self.replay_proportion
         while random.random() < proportion:
             proportion -= 1
-            replayed = buffer.replay()
-            assert replayed is not None  # the buffer holds batches (checked above)
-            output.append(replayed)
+            # Not None: the buffer holds batches (checked above).
+            output.append(cast(types.Batch, buffer.replay()))
         return concat_samples(output)

@@ -26,7 +26,7 @@ Example:
 
 import collections
 import enum
-from typing import Any, Callable, Dict, List, Mapping, Optional, Union
+from typing import Any, Callable, Dict, List, Mapping, Optional, Union, cast
 
 import numpy as np
 
@@ -221,7 +221,7 @@ class MultiAgentReplayBuffer(ReplayBuffer):
             return list(batch.timeslices(self.replay_sequence_length))
         if unit is StorageUnit.FRAGMENTS:
             return [batch]
-        assert isinstance(batch, SampleBatch)  # lockstep excludes the units below
+        batch = cast(SampleBatch, batch)  # __init__ refuses lockstep with the units below
         if unit is StorageUnit.SEQUENCES:
             return list(sequence_items(batch, self.replay_sequence_length,
                                        self.replay_sequence_override,
@@ -256,15 +256,25 @@ class MultiAgentReplayBuffer(ReplayBuffer):
             out = self.replay_buffers[ALL_POLICIES].sample(num_items, **kwargs)
             return out if isinstance(out, MultiAgentBatch) else out.as_multi_agent()
         if policy_id is not None:
-            sample = self.replay_buffers[policy_id].sample(num_items, **kwargs)
-            assert isinstance(sample, SampleBatch)
+            sample = self._policy_sample(policy_id, num_items, kwargs)
             return MultiAgentBatch({policy_id: sample}, sample.count)
         samples: Dict[Any, SampleBatch] = {}
-        for pid, buffer in self.replay_buffers.items():
-            sample = buffer.sample(num_items, **kwargs)
-            assert isinstance(sample, SampleBatch)
-            samples[pid] = sample
+        for pid in self.replay_buffers:
+            samples[pid] = self._policy_sample(pid, num_items, kwargs)
         return MultiAgentBatch(samples, sum(s.count for s in samples.values()))
+
+    def _policy_sample(self, policy_id: Any, num_items: int,
+                       kwargs: Dict[str, Any]) -> SampleBatch:
+        buffer = self.replay_buffers[policy_id]
+        sample = buffer.sample(num_items, **kwargs)
+        if not isinstance(sample, SampleBatch):
+            raise TypeError(
+                f"{type(self).__name__}: the underlying buffer of policy {policy_id!r} "
+                f"({type(buffer).__name__}) returned {type(sample).__name__} from sample(); "
+                "in independent mode each policy's buffer must return a SampleBatch of "
+                "that policy's rows. Give underlying_buffer_config a buffer type that "
+                "does.")
+        return sample
 
     def stats(self, debug: bool = False) -> Dict[str, Any]:
         """Per policy: `policy_<pid>` -> the buffer's `stats()`."""
