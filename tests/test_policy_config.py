@@ -53,9 +53,12 @@ def test_policy_built_by_the_algorithm_sees_exactly_the_default_config(name):
                                         else {})
     algo = algo_class(config=config)
     # Keys the algorithm fills in from its env before building the policies (MAPPO's
-    # critic input: the agents and their observation sizes).
+    # critic input: the agents and their observation sizes), and the index of the worker
+    # that built the policy (RLlib's policy configs carry it too; Ape-X's per-worker
+    # epsilons read it).
     from_env = getattr(algo_class, "settings_from_env", None)
-    expected = {**config.to_dict(), **(from_env(config) if from_env else {})}
+    expected = {**config.to_dict(), "worker_index": 0,
+                **(from_env(config) if from_env else {})}
     try:
         policy = algo.get_policy()
         assert type(policy) is algo_class.default_policy_class

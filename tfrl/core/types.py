@@ -253,6 +253,9 @@ class RemoteWorker(Protocol):
     def is_alive(self) -> bool:
         """False once the worker is known to be gone."""
 
+    def share(self, value: Any) -> Any:
+        """`value` in a form to pass to many calls (a Ray object ref: put once)."""
+
 
 class WorkerSet(Protocol):
     """The local worker (which learns) and the remote workers (which sample).

@@ -77,7 +77,7 @@ class LearnerThread(threading.Thread):
         num_sgd_iter: Passes (learn calls) per train batch.
         learner_queue_size: Capacity of `inqueue`.
         learner_queue_timeout: Seconds without a new batch after which the thread fails
-            (the error is re-raised by `raise_if_failed()`).
+            (the error is re-raised by `raise_if_failed()`); None: no limit.
 
     Attributes:
         inqueue, outqueue: The input queue of batches and the output queue of
@@ -90,7 +90,7 @@ class LearnerThread(threading.Thread):
     """
 
     def __init__(self, local_worker: types.Worker, minibatch_buffer_size: int, num_sgd_iter: int,
-                 learner_queue_size: int, learner_queue_timeout: float):
+                 learner_queue_size: int, learner_queue_timeout: Optional[float]):
         super().__init__(name="tfrl-learner", daemon=True)
         self.learner_queue_size = WindowStat("size", 50)
         self.local_worker = local_worker

@@ -86,6 +86,7 @@ class ApexDQN(Algorithm):
 
     config_class = ApexDQNConfig
     default_policy_class = ApexDQNTFPolicy
+    config: ApexDQNConfig
 
     def _init_training(self) -> None:
         config = self.config
@@ -210,7 +211,9 @@ class ApexDQN(Algorithm):
         self._steps_since_replay += new_steps
         if self._steps_since_replay < config.train_batch_size or not self._filled_shards:
             return
-        wanted = self._steps_since_replay / config.train_batch_size * config.training_intensity
+        # training_intensity None: the natural ratio (as many trained steps as sampled).
+        intensity = 1.0 if config.training_intensity is None else config.training_intensity
+        wanted = self._steps_since_replay / config.train_batch_size * intensity
         self._steps_since_replay = 0
         limit = config.max_requests_in_flight_per_replay_worker
         for _ in range(max(1, int(round(wanted)))):

@@ -57,7 +57,7 @@ from tfrl.models.tf.target_update import assign_weights
 from tfrl.policy import space_specs
 from tfrl.policy.optimizers import FusedAdam
 from tfrl.policy.tf_policy import TFPolicy
-from tfrl.utils.schedules import LinearSchedule, make_schedule
+from tfrl.utils.schedules import LinearSchedule, Schedule, make_schedule
 
 TARGET_WEIGHTS = "target_weights"
 NOISE_KEY = "noise_key"
@@ -91,7 +91,8 @@ class DQNTFPolicy(TFPolicy):
                      "into the observation, or use R2D2 (which replays stored sequences).")
         super().__init__(observation_space, action_space, config, strategy=strategy)
         exploration = self.config["exploration_config"]
-        self.epsilon_schedule = LinearSchedule(
+        # A Schedule: Ape-X's policy sets a constant per-worker epsilon.
+        self.epsilon_schedule: Schedule = LinearSchedule(
             exploration["epsilon_timesteps"], exploration["final_epsilon"],
             initial_p=exploration["initial_epsilon"])
         self._lr_schedule = make_schedule(self.config["lr"], self.config["lr_schedule"])

@@ -48,8 +48,7 @@ class R2D2(DQN):
     def _init_training(self) -> None:
         config = self.config
         local = self.workers.local_worker()
-        recurrent = {pid: local.get_policy(pid).is_recurrent()
-                     for pid in local.policy_map.keys()}
+        recurrent = {pid: policy.is_recurrent() for pid, policy in local.policy_map.items()}
         if len(set(recurrent.values())) > 1:
             raise ValueError(
                 "R2D2: one replay buffer stores either sequences (recurrent policies) or "
