@@ -153,6 +153,9 @@ def main() -> int:
     parser.add_argument("--child", choices=["in-graph", "python", "sb3", "in-graph-fast"])
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--t0", type=float, default=None)
+    parser.add_argument("--runs", nargs="+", choices=["in-graph", "python", "sb3"],
+                        default=["in-graph", "python", "sb3"],
+                        help="which runs to compare (default: all; sb3 needs the bench extra)")
     parser.add_argument("--million-steps", type=int, default=1_000_000,
                         help="env steps of the in-graph throughput run (0: skip it)")
     args = parser.parse_args()
@@ -163,7 +166,9 @@ def main() -> int:
         child(args.child, args.seed, args.steps, args.t0 or time.time(), env=args.env)
         return 0
 
-    kinds = ["in-graph", "python"] + (["sb3"] if "sb3" in frameworks_to_compare() else [])
+    kinds = [k for k in args.runs if k != "sb3"]
+    if "sb3" in args.runs and "sb3" in frameworks_to_compare():
+        kinds.append("sb3")
     mark = "-400" if pendulum else "475"
     print(f"PPO {'Pendulum-v1' if pendulum else 'CartPole-v1'}, {args.steps} env steps, "
           f"seed(s) {args.seeds}")
