@@ -9,6 +9,8 @@
   rewards (episodes spanning calls).
 - Aligned with the Python path (greedy actions from gymnasium's start states, the same
   weights): the same batch, advantages, learner stats and updated weights.
+- Pendulum (Box actions, unsquashed into the torque bounds; episodes truncated inside the
+  rollout and bootstrapped) against the Python path: the same rollout and advantages.
 - `algo.train()`: PPO's learner stats (the names the Python path reports: the same
   policy code makes them), steps and episodes counted exactly, one trace; A2C and PG.
 - Checkpoints continue bit-identically; weights and compute_single_action work.
