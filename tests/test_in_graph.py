@@ -9,6 +9,8 @@
   rewards (episodes spanning calls).
 - Aligned with the Python path (greedy actions from gymnasium's start states, the same
   weights): the same batch, advantages, learner stats and updated weights.
+- Pendulum (Box actions, unsquashed into the torque bounds; episodes truncated inside the
+  rollout and bootstrapped) against the Python path: the same rollout and advantages.
 - `algo.train()`: PPO's learner stats (the names the Python path reports: the same
   policy code makes them), steps and episodes counted exactly, one trace; A2C and PG.
 - Checkpoints continue bit-identically; weights and compute_single_action work.
@@ -348,5 +350,58 @@ def test_same_batch_and_update_as_the_python_path_from_the_same_states():
                                    atol=1e-6, err_msg=key)
     for a, b in zip(algo.get_policy().get_weights(), python_algo.get_policy().get_weights()):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+    algo.stop()
+    python_algo.stop()
+
+
+def test_pendulum_box_actions_and_truncation_bootstrap_match_the_python_path():
+    # Box actions and a truncation inside the rollout: the Python path samples gymnasium's
+    # Pendulum (2 envs x 8 steps, episodes truncated after 5 steps) with greedy actions
+    # around 0.6 (the mean's bias raised: unsquashed to a torque of 1.2, so a path that
+    # did not unsquash would move the pendulum differently); the in-graph path starts
+    # its TF Pendulum from those states with the same weights. The first episodes agree:
+    # actions, observations, rewards, values, and the advantages of trajectories cut by
+    # a truncation and bootstrapped with V(the observation reached).
+    def config(env, in_graph):
+        return (PPOConfig().environment(env, env_config={"max_episode_steps": 5})
+                .rollouts(in_graph=in_graph, num_envs_per_worker=2, rollout_fragment_length=8)
+                .training(train_batch_size=16, sgd_minibatch_size=16, num_sgd_iter=1,
+                          model=TINY, lr=1e-3)
+                .debugging(seed=0).replace(explore=False))
+
+    python_algo = config("Pendulum-v1", False).build()
+    weights = python_algo.get_policy().get_weights()
+    weights[3] = weights[3] + np.array([0.6, 0.0], np.float32)  # [mean, log std] bias
+    python_algo.get_policy().set_weights(weights)
+    batch = python_algo.workers.local_worker().sample()
+    # Env 0's first episode (5 rows), env 1's, then the second episodes' 3 rows each.
+    assert batch["env_id"].tolist() == [0] * 5 + [1] * 5 + [0] * 3 + [1] * 3
+    assert batch["truncateds"][:10].tolist() == ([False] * 4 + [True]) * 2
+    algo = config("tfrl/Pendulum-v1", True).build()
+    algo.get_policy().set_weights(weights)
+    iteration = algo.in_graph_iteration
+    start = batch["obs"][[0, 5]]  # [cos, sin, theta_dot] of gymnasium's start states
+    physics = np.stack([np.arctan2(start[:, 1], start[:, 0]), start[:, 2]], axis=1)
+    iteration.set_state({**iteration.get_state(), "physics": physics.astype(np.float64),
+                         "elapsed_steps": np.zeros(2, np.int32), "obs": start,
+                         "episode_return": np.zeros(2, np.float32),
+                         "episode_length": np.zeros(2, np.int32)})
+    out = iteration.sample()
+    assert out["truncateds"][:, 0].tolist() == [False] * 4 + [True] + [False] * 3
+    # The truncated step is bootstrapped with the value of the observation it reached.
+    policy = algo.get_policy()
+    np.testing.assert_allclose(out["last_r"][4], policy.value(out["new_obs"][4]), rtol=1e-5)
+    assert np.all(np.abs(out["last_r"][4]) > 1e-3)
+
+    def first_episodes(x):  # [T, N, ...] -> env 0's first 5 rows, then env 1's
+        return np.swapaxes(x[:5], 0, 1).reshape((-1,) + x.shape[2:])
+
+    np.testing.assert_allclose(batch["actions"][:10], 0.6, atol=0.02)
+    for column in ("actions", "obs", "rewards", "vf_preds", "advantages", "value_targets"):
+        np.testing.assert_allclose(first_episodes(out[column]), batch[column][:10],
+                                   rtol=1e-5, atol=2e-5, err_msg=column)
+    np.testing.assert_allclose(out["episode_return"][4],
+                               [batch["rewards"][:5].sum(), batch["rewards"][5:10].sum()],
+                               rtol=1e-5)
     algo.stop()
     python_algo.stop()
