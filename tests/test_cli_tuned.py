@@ -69,7 +69,8 @@ def test_the_shortest_name_wins_and_the_others_are_named():
     assert tuned_for("dqn", "CartPole-v1") == [
         ("dqn_cartpole", tuned.path("dqn_cartpole")),
         ("dqn_c51_cartpole", tuned.path("dqn_c51_cartpole")),
-        ("dqn_cartpole_zoo", tuned.path("dqn_cartpole_zoo"))]
+        ("dqn_cartpole_zoo", tuned.path("dqn_cartpole_zoo")),
+        ("dqn_qrdqn_cartpole", tuned.path("dqn_qrdqn_cartpole"))]
     assert tuned_for("DQN", "Acrobot-v1") == []
 
 
@@ -81,7 +82,8 @@ def test_train_says_which_tuned_file_it_uses(tmp_path):
                    "--config_override=train_batch_size=16", f"--logdir={tmp_path}")
     lines = out.splitlines()
     assert lines[0] == (f"Using the tuned file dqn_cartpole ({tuned.path('dqn_cartpole')}); "
-                        "also tuned: dqn_c51_cartpole, dqn_cartpole_zoo. --notuned for the algorithm's defaults.")
+                        "also tuned: dqn_c51_cartpole, dqn_cartpole_zoo, dqn_qrdqn_cartpole. --notuned "
+                        "for the algorithm's defaults.")
     assert lines[1].startswith("Finished (training_iteration=1 >= 1): 1 iterations")
     with open(tmp_path / "experiment.json") as f:
         assert json.load(f)["config_file"] == tuned.path("dqn_cartpole")

@@ -1,0 +1,44 @@
+"""Rainbow's parts learn CartPole-v1 within DQN's tuned 50k-step budget, 3 of 3 seeds
+(seed 0 by default, seeds 1-2 with `-m more_seeds`):
+
+- QR-DQN (tfrl/tuned/dqn_qrdqn_cartpole.yaml: 51 quantiles) reaches a mean return of 475.
+
+Steps to the target per seed are in bench/RESULTS.md (session 19).
+"""
+
+import os
+
+import pytest
+
+from tfrl.algorithms.dqn import DQN
+from tfrl.cli.experiment import build_config, resolve_experiment
+
+pytestmark = pytest.mark.learning
+
+MAX_STEPS = 50_000
+TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                     "tfrl", "tuned")
+SEEDS = [0, pytest.param(1, marks=pytest.mark.more_seeds),
+         pytest.param(2, marks=pytest.mark.more_seeds)]
+
+
+def _train_to(algo, target):
+    result = {"episode_reward_mean": float("nan"), "timesteps_total": 0}
+    try:
+        while result["timesteps_total"] < MAX_STEPS:
+            result = algo.train()
+            if result["episode_reward_mean"] >= target:
+                break
+    finally:
+        algo.stop()
+    # episode_reward_mean: the mean over the last metrics_smoothing_episodes episodes.
+    assert result["episode_reward_mean"] >= target, result["episode_reward_mean"]
+    assert result["timesteps_total"] <= MAX_STEPS
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_qr_dqn_reaches_475_on_cartpole(seed):
+    algo = DQN(config=build_config(resolve_experiment(
+        os.path.join(TUNED, "dqn_qrdqn_cartpole.yaml"), overrides=[f"seed={seed}"])))
+    assert algo.config["num_atoms"] == 51 and algo.get_policy().distributional == "quantile"
+    _train_to(algo, 475.0)
