@@ -1,7 +1,9 @@
 """Rainbow's parts learn CartPole-v1 within DQN's tuned 50k-step budget, 3 of 3 seeds
 (seed 0 by default, seeds 1-2 with `-m more_seeds`):
 
-- QR-DQN (tfrl/tuned/dqn_qrdqn_cartpole.yaml: 51 quantiles) reaches a mean return of 475.
+- QR-DQN (tfrl/tuned/dqn_qrdqn_cartpole.yaml: 51 quantiles) reaches a mean return of 475;
+- noisy nets without epsilon-greedy (tfrl/tuned/dqn_noisy_cartpole.yaml: exploration from
+  the noisy layers alone) reach 400.
 
 Steps to the target per seed are in bench/RESULTS.md (session 19).
 """
@@ -42,3 +44,11 @@ def test_qr_dqn_reaches_475_on_cartpole(seed):
         os.path.join(TUNED, "dqn_qrdqn_cartpole.yaml"), overrides=[f"seed={seed}"])))
     assert algo.config["num_atoms"] == 51 and algo.get_policy().distributional == "quantile"
     _train_to(algo, 475.0)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_noisy_dqn_without_epsilon_reaches_400_on_cartpole(seed):
+    algo = DQN(config=build_config(resolve_experiment(
+        os.path.join(TUNED, "dqn_noisy_cartpole.yaml"), overrides=[f"seed={seed}"])))
+    assert algo.config["noisy"] and algo.config["num_atoms"] == 1
+    _train_to(algo, 400.0)
