@@ -12,6 +12,7 @@ import os
 
 import pytest
 
+from learning_helpers import train_to_reward
 from tfrl.algorithms.dqn import DQN
 from tfrl.cli.experiment import build_config, resolve_experiment
 
@@ -25,14 +26,7 @@ SEEDS = [0, pytest.param(1, marks=pytest.mark.more_seeds),
 
 
 def _train_to(algo, target):
-    result = {"episode_reward_mean": float("nan"), "timesteps_total": 0}
-    try:
-        while result["timesteps_total"] < MAX_STEPS:
-            result = algo.train()
-            if result["episode_reward_mean"] >= target:
-                break
-    finally:
-        algo.stop()
+    result = train_to_reward(algo, target, MAX_STEPS)
     # episode_reward_mean: the mean over the last metrics_smoothing_episodes episodes.
     assert result["episode_reward_mean"] >= target, result["episode_reward_mean"]
     assert result["timesteps_total"] <= MAX_STEPS
