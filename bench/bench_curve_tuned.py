@@ -63,7 +63,8 @@ def run(name: str, seed: int, steps: int, iterations: int, data: str, eval_every
     budget = iterations if offline else steps
     curve = Curve(exp.algo, exp.env, "tfrl", seed, budget,
                   note=(f"offline: x is logged steps read, y the mean greedy return of "
-                        f"{eval_episodes} evaluation episodes" if offline else ""))
+                        f"{eval_episodes} evaluation episodes" if offline else ""),
+                  smoothing=None if offline else algo.config.metrics_smoothing_episodes)
     start = time.time()
     result: dict = {"timesteps_total": 0, "training_iteration": 0}
     while (result["training_iteration"] < iterations if offline

@@ -95,7 +95,7 @@ def run_tfrl(seed: int, steps: int, t0: float) -> dict:
                   "vf_share_layers": False, "fcnet_weights_initializer": "orthogonal",
                   "fcnet_weights_initializer_config": {"gain": 2 ** 0.5}},
         "metrics_smoothing_episodes": 100, "seed": seed})
-    curve = Curve("PPO_masked", "MaskedActions-v0", "tfrl", seed, steps)
+    curve = Curve("PPO_masked", "MaskedActions-v0", "tfrl", seed, steps, smoothing=100)
     start = time.time()
     result = {"timesteps_total": 0}
     while result["timesteps_total"] < steps:
@@ -155,7 +155,7 @@ def run_sb3(seed: int, steps: int, t0: float) -> dict:
         policy_kwargs={"net_arch": {"pi": HIDDEN, "vf": HIDDEN},
                        "activation_fn": torch.nn.Tanh},
         seed=seed, device="cpu", verbose=0)
-    curve = Curve("PPO_masked", "MaskedActions-v0", "sb3", seed, steps)
+    curve = Curve("PPO_masked", "MaskedActions-v0", "sb3", seed, steps, smoothing=100)
     start = time.time()
     model.learn(total_timesteps=steps, callback=Watch())
     wall = time.time() - start

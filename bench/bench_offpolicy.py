@@ -206,7 +206,8 @@ def run_tfrl(algo_name: str, seed: int, steps: int, sac_round: int = SAC_ROUND_S
     start, cpu = time.time(), time.process_time()
     solved = None
     result = {"timesteps_total": 0, "episode_reward_mean": float("nan")}
-    curve = Curve(algo_name, SECTIONS[algo_name]["env"], "tfrl", seed, steps)
+    curve = Curve(algo_name, SECTIONS[algo_name]["env"], "tfrl", seed, steps,
+                  smoothing=SMOOTHING)
     while result["timesteps_total"] < steps:
         result = algo.train()
         curve.add(result["timesteps_total"], result["episode_reward_mean"], time.time() - start)
@@ -276,7 +277,7 @@ def run_sb3(algo: str, seed: int, steps: int, threads: int = 1) -> dict:
 
     model = sb3_model(algo, seed, steps)
     watch = Watch()
-    curve = Curve(algo, SECTIONS[algo]["env"], "sb3", seed, steps)
+    curve = Curve(algo, SECTIONS[algo]["env"], "sb3", seed, steps, smoothing=SMOOTHING)
     start, cpu = time.time(), time.process_time()
     model.learn(total_timesteps=steps, callback=watch)
     wall, cpu = time.time() - start, time.process_time() - cpu

@@ -70,7 +70,8 @@ def run_tfrl(seed: int, steps: int, t0: float) -> dict:
     start = time.time()
     first_learn = solved_steps = solved_s = None
     result = {"timesteps_total": 0}
-    curve = Curve("PPO", "CartPole-v1", "tfrl", seed, steps)
+    curve = Curve("PPO", "CartPole-v1", "tfrl", seed, steps,
+                  smoothing=config.metrics_smoothing_episodes)
     while result["timesteps_total"] < steps:
         result = algo.train()
         curve.add(result["timesteps_total"], result["episode_reward_mean"], time.time() - start)
@@ -134,7 +135,7 @@ def run_sb3(seed: int, steps: int, t0: float) -> dict:
                 learning_rate=lambda progress: 1e-3 * progress, seed=seed, device="cpu",
                 verbose=0)
     watch = Watch()
-    curve = Curve("PPO", "CartPole-v1", "sb3", seed, steps)
+    curve = Curve("PPO", "CartPole-v1", "sb3", seed, steps, smoothing=100)
     start = time.time()
     model.learn(total_timesteps=steps, callback=watch)
     wall = time.time() - start

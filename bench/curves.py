@@ -1,7 +1,8 @@
 """Learning curves of bench runs: small CSV files under bench/curves/, one per run.
 
 A run appends `(env steps, mean episode return, wall seconds)` after every iteration
-(tfrl) or rollout/episode (the peer); `write()` thins the rows to at most `MAX_ROWS`
+(tfrl) or rollout/episode (the peer); the header's `smoothing=N` says over how many of the
+latest training episodes that mean is taken; `write()` thins the rows to at most `MAX_ROWS`
 (evenly spaced, the first and last kept) and writes
 `bench/curves/<algo>_<env>_<library>_seed<k>.csv` with a `#`-comment header naming the
 budget, machine and date. `tools/plot_curves.py` turns them into the SVGs of the
@@ -38,7 +39,7 @@ def machine() -> str:
 
 
 def file_name(algo: str, env: str, library: str, seed: int) -> str:
-    env = env.replace("/", "-")
+    env = env.replace("/", "-").replace(":", "-")  # no "/" or ":" in a file name
     return f"{algo.lower()}_{env}_{library}_seed{seed}.csv"
 
 
@@ -46,9 +47,11 @@ class Curve:
     """The rows of one run; `add()` after each iteration, `write()` at the end."""
 
     def __init__(self, algo: str, env: str, library: str, seed: int, budget: int,
-                 note: str = ""):
+                 note: str = "", smoothing: Optional[int] = None):
+        # smoothing: over how many of the latest training episodes the run's mean return
+        # is taken (tfrl's metrics_smoothing_episodes; SB3's stats_window_size, 100).
         self.algo, self.env, self.library, self.seed = algo, env, library, seed
-        self.budget, self.note = budget, note
+        self.budget, self.note, self.smoothing = budget, note, smoothing
         self.rows: List[Tuple[int, float, float]] = []
 
     def add(self, steps: int, mean_return: Optional[float], wall_s: float) -> None:
@@ -66,7 +69,8 @@ class Curve:
         path = os.path.join(folder, file_name(self.algo, self.env, self.library, self.seed))
         with open(path, "w", encoding="utf-8") as f:
             f.write(f"# algo={self.algo} env={self.env} library={self.library} "
-                    f"seed={self.seed} budget={self.budget}\n")
+                    f"seed={self.seed} budget={self.budget}"
+                    + (f" smoothing={int(self.smoothing)}" if self.smoothing else "") + "\n")
             f.write(f"# machine={machine()} date={datetime.date.today().isoformat()}\n")
             if self.note:
                 f.write(f"# note={self.note}\n")

@@ -74,3 +74,22 @@ def test_a_csv_without_rows_is_refused(tmp_path):
                     "env_steps,mean_return,wall_s\n")
     with pytest.raises(ValueError, match="no rows"):
         _plot_curves().read_curve(str(path))
+
+
+def test_the_caption_names_each_runs_smoothing_window(tmp_path):
+    plot_curves = _plot_curves()
+
+    def write(library, smoothing):
+        path = tmp_path / f"x_CartPole-v1_{library}_seed0.csv"
+        extra = f" smoothing={smoothing}" if smoothing else ""
+        path.write_text(f"# algo=X env=CartPole-v1 library={library} seed=0 budget=10{extra}\n"
+                        "env_steps,mean_return,wall_s\n5,1.0,0.1\n")
+        return str(path)
+
+    same = plot_curves.load([write("tfrl", 20)])["X"]
+    assert "mean return of the last 20 training episodes" in plot_curves.caption(same)
+    both = plot_curves.load([write("tfrl", 20), write("sb3", 100)])["X"]
+    assert "mean return of the last 100 (sb3) / 20 (tfrl) training episodes" in \
+        plot_curves.caption(both)
+    unknown = plot_curves.load([write("tfrl", None)])["X"]
+    assert "mean return of the latest training episodes" in plot_curves.caption(unknown)

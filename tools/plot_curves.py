@@ -15,6 +15,7 @@ import argparse
 import csv
 import glob
 import os
+import re
 import sys
 from collections import defaultdict
 from typing import Dict, List, Tuple
@@ -36,6 +37,8 @@ NO_PEER = {
     "CQL_DQN": "Stable-Baselines3 has no offline algorithms",
     "QMIX": "Stable-Baselines3 has no multi-agent algorithms",
     "MAPPO": "Stable-Baselines3 has no multi-agent algorithms",
+    "R2D2": "Stable-Baselines3 has no recurrent replay (R2D2)",
+    "APEX": "Stable-Baselines3 has no distributed replay (Ape-X)",
     "A2C": "no bench runs Stable-Baselines3's A2C beside tfrl's yet",
     "DDPG": "no bench runs Stable-Baselines3's DDPG beside tfrl's yet",
     "TD3": ("the Stable-Baselines3 run (bench_offpolicy.py --algos TD3 --curves "
@@ -77,6 +80,22 @@ def read_curve(path: str) -> Tuple[Dict[str, str], List[Tuple[float, float, floa
     return meta, rows
 
 
+def _smoothing_text(runs: list) -> str:
+    """"mean return of the last N training episodes", N from the CSVs' `smoothing=`
+    (per library where they differ)."""
+    by_library: Dict[str, set] = {}
+    for meta, _ in runs:
+        by_library.setdefault(meta["library"], set()).add(meta.get("smoothing"))
+    counts = {lib: values.pop() for lib, values in sorted(by_library.items())
+              if len(values) == 1 and None not in values}
+    if len(counts) != len(by_library):
+        return "mean return of the latest training episodes"
+    if len(set(counts.values())) == 1:
+        return f"mean return of the last {next(iter(counts.values()))} training episodes"
+    return ("mean return of the last " + " / ".join(f"{n} ({lib})" for lib, n in counts.items())
+            + " training episodes")
+
+
 def caption(runs: list) -> str:
     """The one-line caption of an algorithm's plot: env, seeds, budget, peer, machine, date
     (`runs`: the (header, rows) pairs of its CSVs)."""
@@ -93,7 +112,7 @@ def caption(runs: list) -> str:
     else:
         peer = f"no peer curve: {NO_PEER.get(meta['algo'], 'no peer run yet')}"
     what = ("mean greedy return of the evaluation episodes after each iteration"
-            if offline else "mean return of the last 100 training episodes")
+            if offline else _smoothing_text(runs))
     return (f"{meta['algo']} on {meta['env']}, {seed_text}, {budget} per run; {what}; "
             f"{peer}; {meta.get('machine', '?')}, {meta.get('date', '?')}.")
 
@@ -154,10 +173,12 @@ PAGES = os.path.join(REPO, "docs", "algorithms")
 SECTION = "## Learning curves\n"
 
 
-def page_section(algo: str, runs: list) -> str:
-    """The "Learning curves" section of an algorithm page: the SVG and its caption."""
+def page_section(algo: str, runs: list, alt: str = "") -> str:
+    """The "Learning curves" section of an algorithm page: the SVG (with `alt` as its alt
+    text, by default "<ALGO> learning curves on <env>") and its caption."""
     meta = runs[0][0]
-    return (f"{SECTION}\n![{algo} learning curves on {meta['env']}]"
+    alt = alt or f"{algo} learning curves on {meta['env']}"
+    return (f"{SECTION}\n![{alt}]"
             f"(../assets/curves/{algo.lower()}.svg)\n\n*{caption(runs)}*\n\n")
 
 
@@ -171,17 +192,19 @@ def update_pages(by_algo: Dict[str, list], pages: str = PAGES) -> List[str]:
             continue
         with open(path, encoding="utf-8") as f:
             text = f.read()
-        new = page_section(algo, runs)
         if SECTION in text:
             start = text.index(SECTION)
             end = text.find("\n## ", start + len(SECTION))
             end = len(text) if end < 0 else end + 1
+            kept = re.search(r"^!\[([^\]]+)\]", text[start:end], re.MULTILINE)  # its alt text
+            new = page_section(algo, runs, kept.group(1) if kept else "")
             updated = text[:start] + new + text[end:]
         elif "## Results beside a peer" in text:
+            new = page_section(algo, runs)
             at = text.index("## Results beside a peer")
             updated = text[:at] + new + text[at:]
         else:
-            updated = text.rstrip("\n") + "\n\n" + new
+            updated = text.rstrip("\n") + "\n\n" + page_section(algo, runs)
         updated = updated.rstrip("\n") + "\n"
         if updated != text:
             with open(path, "w", encoding="utf-8") as f:
