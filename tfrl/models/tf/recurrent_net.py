@@ -1,7 +1,11 @@
 """Recurrent models: RLlib's `RecurrentNetwork` base class and the built-in LSTM wrapper.
 
 Both follow the recurrent call contract: `model((obs [B, T, ...], state_in, seq_lens
-[B])) -> (dist_inputs [B, T, N], value [B, T], state_out)`.
+[B])) -> (dist_inputs [B, T, N], value [B, T], state_out)`. The pieces the built-in
+recurrent wrappers share (this LSTM and the attention net, `attention_net.GTrXLWrapper`)
+live here too: the observation encoder (`obs_encoder`) and the previous-action/-reward
+inputs (`encode_actions`, `zero_prev_inputs`, `check_prev_action_space`,
+`required_prev`).
 """
 
 import contextlib
