@@ -314,8 +314,8 @@ def test_prev_inputs_flow_through_sampling_learning_and_export(tmp_path):
         actions, live, _ = policy.compute_actions(
             np.eye(3, dtype=np.float32)[symbols], live, explore=False,
             prev_action_batch=prev_a, prev_reward_batch=prev_r)
-        out = signature(obs=tf.constant(symbols), prev_actions=tf.constant(prev_a), prev_rewards=tf.constant(prev_r),
-                        **{f"state_in_{i}": tf.constant(s) for i, s in enumerate(exported)})
+        out = signature(obs=tf.constant(symbols), prev_actions=tf.constant(prev_a),
+                        prev_rewards=tf.constant(prev_r), **{f"state_in_{i}": tf.constant(s) for i, s in enumerate(exported)})
         exported = [out[f"state_out_{i}"].numpy() for i in range(3)]
         np.testing.assert_array_equal(out["actions"].numpy(), actions, err_msg=f"step {t}")
         for a, b in zip(exported, live):
