@@ -2,9 +2,13 @@
 two symbols, 20-step episodes: optimum 19, 0 for every memoryless policy).
 
 The settings of `tfrl/tuned/ppo_lstm_repeat_after_me.yaml` with the LSTM swapped for one
-small transformer unit (dim 32, 2 heads of 16, memory 8). Seed 0 reached the target
-(95 % of the optimum over the last 100 episodes) after 2,720 env steps (~14 s with
-start-up on a loaded 2-core VM, 2026-11-28); the budget is 1.75x that.
+small transformer unit (dim 32, 2 heads of 16, memory 8) behind the file's
+`fcnet_hiddens: [32]` stack (RLlib's attention wrapper feeds the GTrXL the base model's
+features). Seeds 0, 1, 2 reached the target (95 % of the optimum over the last 100
+episodes) after 2,560, 2,560 and 3,840 env steps (2026-11-29; ~25 s each with start-up on
+a loaded 2-core VM); the budget is 1.875x seed 0's. (Without the stack, the GTrXL
+reading the projected observations, seed 2 had not reached it after 9,600 steps.) Seed 0
+by default, seeds 1-2 with `-m more_seeds`.
 """
 
 import os
@@ -29,8 +33,10 @@ ATTENTION = ["model.use_lstm=false", "model.use_attention=true", "model.attentio
              "model.attention_position_wise_mlp_dim=32"]
 
 
-def test_ppo_attention_repeats_after_me():
-    exp = resolve_experiment(TUNED, overrides=ATTENTION)
+@pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.more_seeds),
+                                  pytest.param(2, marks=pytest.mark.more_seeds)])
+def test_ppo_attention_repeats_after_me(seed):
+    exp = resolve_experiment(TUNED, overrides=ATTENTION + [f"seed={seed}"])
     algo = PPO(config=build_config(exp, extra={
         "evaluation_num_workers": 0, "evaluation_interval": None,
         "evaluation_duration": 50, "evaluation_duration_unit": "episodes",

@@ -28,6 +28,8 @@ LSTM = {"use_lstm": True, "lstm_cell_size": 4, "fcnet_hiddens": [8], "max_seq_le
     ({"noisy": True}, r"noisy=True"),
     ({"model": {"use_lstm": True, "lstm_use_prev_action": True}},
      r"model\['lstm_use_prev_action'\]=True is not supported"),
+    ({"model": {"use_attention": True, "attention_use_n_prev_rewards": 2}},
+     r"model\['attention_use_n_prev_rewards'\]=2 is not supported .*set it to 0"),
     ({"replay_buffer_config": {"storage_unit": "timesteps"}},
      r"replay_buffer_config\['storage_unit'\] must be one of 'sequences'; received "
      r"'timesteps'"),

@@ -260,7 +260,7 @@ class ModelCatalog:
                     "Received both. Set one of them to False.")
             model = GTrXLWrapper(model_space, action_space, num_outputs, config, name)
             model((np.zeros((1, 1) + obs_shape, np.float32), model.get_initial_state(1),
-                   np.ones((1,), np.int32)))
+                   np.ones((1,), np.int32)), **model.prev_input_kwargs(1, 1))
             return model
         if config["use_lstm"]:
             model = LSTMWrapper(model_space, action_space, num_outputs, config, name)

@@ -98,9 +98,10 @@ class TFPolicy(Policy):
             (the strategy, see `make_strategy`),
             `inference` ("auto": numpy when `numpy_inference` supports the policy,
             else TF; "tf"; "numpy": raise if unsupported), `model` (the model config
-            for the catalog; with `lstm_use_prev_action` / `lstm_use_prev_reward`,
-            acting takes `prev_action_batch` / `prev_reward_batch` and learning reads
-            the `prev_actions` / `prev_rewards` columns).
+            for the catalog; with `lstm_use_prev_action` / `lstm_use_prev_reward` or
+            `attention_use_n_prev_actions` / `_rewards` above 0, acting takes
+            `prev_action_batch` / `prev_reward_batch` and learning reads the
+            `prev_actions` / `prev_rewards` columns).
         strategy: A `tf.distribute.Strategy` to use instead of the one the config asks
             for (e.g. `tf.distribute.get_strategy()` for the default strategy). Share one
             `MirroredStrategy` object between policies: separate instances over the same

@@ -3,7 +3,8 @@
 `compute_actions` is one call of a concrete function with a flat, fixed input signature:
 the observation leaves `[B, ...]`, the state-ins `[B, ...]`, the previous actions and
 rewards the model consumes (`prev_actions` `[B, ...]`, `prev_rewards` `[B]`, only with
-`lstm_use_prev_action` / `lstm_use_prev_reward`), and `explore` as a bool tensor. It
+`lstm_use_prev_action` / `lstm_use_prev_reward` or the attention net's
+`attention_use_n_prev_actions` / `_rewards`), and `explore` as a bool tensor. It
 returns actions, logp, distribution inputs and value together. `value` is a second
 concrete function over the same inputs (without `explore`) returning `vf_preds` only.
 Both are traced on first use, once, and both take the model's outputs from the
@@ -29,10 +30,14 @@ from tfrl.policy import space_specs
 from tfrl.policy.train_columns import autograph_converted
 
 PREV_COLUMNS = (Columns.PREV_ACTIONS, Columns.PREV_REWARDS)
+#: The settings that make a model consume `PREV_COLUMNS`, as error messages name them (a
+#: model's `prev_settings` attribute, if any, names its own).
+LSTM_PREV_SETTINGS = ("lstm_use_prev_action=True", "lstm_use_prev_reward=True")
 
 
 def model_prev_columns(model: Any) -> List[str]:
-    """The previous-step columns a model consumes (`lstm_use_prev_action/reward`)."""
+    """The previous-step columns a model consumes (its `use_prev_action` /
+    `use_prev_reward` flags: `lstm_use_prev_action/reward`, `attention_use_n_prev_*`)."""
     flags = (getattr(model, "use_prev_action", False), getattr(model, "use_prev_reward", False))
     return [column for column, used in zip(PREV_COLUMNS, flags) if used]
 
@@ -136,10 +141,10 @@ class ActionFunctions:
             arg = "prev_action_batch" if column == Columns.PREV_ACTIONS else "prev_reward_batch"
             value = given[column]
             if value is None:
-                flag = "lstm_use_prev_action" if column == Columns.PREV_ACTIONS else \
-                    "lstm_use_prev_reward"
+                settings = getattr(self._policy.model, "prev_settings", LSTM_PREV_SETTINGS)
+                flag = settings[PREV_COLUMNS.index(column)]
                 raise ValueError(
-                    f"{what}(): {self._name}'s model was built with {flag}=True and needs "
+                    f"{what}(): {self._name}'s model was built with {flag} and needs "
                     f"{arg} (the previous step's values, zeros at an episode's start); "
                     f"received {arg}=None."
                 )

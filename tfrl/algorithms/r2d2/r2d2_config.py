@@ -106,11 +106,13 @@ class R2D2Config(DQNConfig):
                  f"replay_buffer_config['replay_burn_in']={given!r} disagree; set one of "
                  "them.")
         model = self.model or {}
-        for key in ("lstm_use_prev_action", "lstm_use_prev_reward"):
+        for key in ("lstm_use_prev_action", "lstm_use_prev_reward",
+                    "attention_use_n_prev_actions", "attention_use_n_prev_rewards"):
             if model.get(key):
-                fail(f"model[{key!r}]=True is not supported by tfrl's R2D2 yet (the "
+                fail(f"model[{key!r}]={model[key]!r} is not supported by tfrl's R2D2 yet (the "
                      "bootstrap step appended to each replayed sequence has no previous "
-                     "action and reward column); set it to False.")
+                     "action and reward column); set it to "
+                     f"{'False' if key.startswith('lstm') else '0'}.")
 
     def _validate_replay_sequence_length(self, fail) -> None:
         length = self.replay_buffer_config["replay_sequence_length"]

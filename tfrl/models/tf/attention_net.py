@@ -8,23 +8,32 @@ Keras 3 layers after the behaviour of RLlib's `GTrXLNet` (`use_attention=True`):
   biases), on layer-normed inputs.
 - `GRUGate`: the gated residual `(1 - z) * x + z * h`, whose update gate starts
   almost closed (bias `attention_init_gru_gate_bias`): the unit starts near identity.
-- `GTrXLWrapper`: linear projection -> `attention_num_transformer_units` units (gated
-  attention, gated position-wise MLP) -> policy and value heads.
+- `GTrXLWrapper`: RLlib's `AttentionWrapper` around its default base model: the
+  observation encoder (the `fcnet_hiddens` stack, or the conv stack for images), the
+  previous n actions and rewards if asked for, a linear projection to `attention_dim`,
+  `attention_num_transformer_units` units (gated attention, gated position-wise MLP),
+  then policy and value heads.
 
 The memory is carried as the LSTM's state is (tfrl's recurrent call contract): one
 state tensor `[B, M, attention_dim]` per unit (M = `attention_memory_inference`), the
 last M inputs that unit saw. `state_out` holds the M rows ending at each sequence's
 last valid step, so padded steps (at or after `seq_lens[b]`) change no state, and by
-causality no valid output sees them.
+causality no valid output sees them. The previous n actions/rewards
+(`attention_use_n_prev_actions` / `_rewards`, RLlib's `"-n:-1"` views) are built the
+same way from the one-step `prev_actions` / `prev_rewards` columns the samplers already
+record: the n - 1 before the sequence's first step are carried as two more state
+tensors.
 """
 
-from typing import Any, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
+import gymnasium as gym
 import keras
 import numpy as np
 import tensorflow as tf
 
-from tfrl.models.tf.recurrent_net import _unpack
+from tfrl.models.tf.recurrent_net import (_unpack, check_prev_action_space, encode_actions,
+                                          obs_encoder, required_prev, zero_prev_inputs)
 from tfrl.models.tf.tf_model import PolicyHead, TFModel, apply, to_float, value_head
 
 
@@ -152,27 +161,69 @@ def shift_memory(memory: tf.Tensor, inputs: tf.Tensor, seq_lens: tf.Tensor) -> t
     return tf.gather(full, idx, axis=1, batch_dims=1)
 
 
+def prev_window(values: tf.Tensor, memory: tf.Tensor, seq_lens: tf.Tensor
+                ) -> Tuple[List[tf.Tensor], tf.Tensor]:
+    """The last n values up to each step, from one value per step and the n - 1 before.
+
+    `values [B, T, D]` holds each step's previous action (or reward), `memory
+    [B, n - 1, D]` the n - 1 values before the sequence's first step (zeros at an
+    episode's start, as RLlib pads a `"-n:-1"` view). Returns `(window, memory_out)`:
+    `window` a list of n `[B, T, D]` tensors, oldest first (entry j at step t is
+    `values[t - n + 1 + j]`, the last is `values[t]`), and `memory_out [B, n - 1, D]`
+    the n - 1 values ending at each row's last valid step (`shift_memory`).
+    """
+    steps = tf.shape(values)[1]
+    full = tf.concat([tf.cast(memory, values.dtype), values], axis=1)  # [B, n - 1 + T, D]
+    window = [full[:, j:j + steps] for j in range(memory.shape[1] + 1)]
+    return window, shift_memory(memory, values, seq_lens)
+
+
 class GTrXLWrapper(TFModel):
-    """A recurrent policy with GTrXL memory: flatten -> Dense(`attention_dim`) ->
-    `attention_num_transformer_units` GTrXL units -> policy and value heads (the value
-    head shares the units, as RLlib's attention wrapper does).
+    """A recurrent policy with GTrXL memory, after RLlib's `AttentionWrapper` around the
+    default model (`use_attention=True`).
+
+    The observation goes through the encoder RLlib's wrapped base model is: the
+    `fcnet_hiddens` dense layers (`fcnet_activation`) on the flattened observation,
+    or the conv stack for image observations (with `fcnet_hiddens: []` the flattened
+    observation itself). With `attention_use_n_prev_actions` n > 0 the previous n
+    actions (one-hot for Discrete/MultiDiscrete, flattened for Box; oldest first) and
+    with `attention_use_n_prev_rewards` m > 0 the previous m rewards are concatenated to
+    the features, zeros before an episode's first step. A linear layer projects them to
+    `attention_dim`, `attention_num_transformer_units` GTrXL units follow, and the
+    policy and value heads read the last unit's output (the value head shares the whole
+    network, as in RLlib's wrapper; `vf_share_layers` is not read).
 
     State: one `[B, attention_memory_inference, attention_dim]` tensor per unit (its last
-    inputs; zeros at an episode's start). Call as `LSTMWrapper`:
-    `model((obs [B, T, *obs_shape], state_in, seq_lens [B]), training=False) ->
-    (dist_inputs [B, T, num_outputs], value [B, T], state_out)`.
+    inputs), then `[B, n - 1, A]` previous actions if n > 1 (A: 1 for Discrete, the
+    number of components for MultiDiscrete, the flat size for Box; the raw actions, as
+    floats) and `[B, m - 1, 1]` previous rewards if m > 1; zeros at an episode's start.
+    The samplers, batches, learners and the SavedModel carry them like any state and
+    feed the model the one-step `prev_actions` / `prev_rewards` columns (as for
+    `lstm_use_prev_action`), from which it builds the windows (`prev_window`).
+    Constructor arguments: those of `TFModel` (default name "gtrxl").
+
+    Call:
+        `model((obs [B, T, *obs_shape], state_in, seq_lens [B]), training=False,
+        prev_actions=None, prev_rewards=None) -> (dist_inputs [B, T, num_outputs],
+        value [B, T], state_out)`; `prev_actions [B, T, ...]` / `prev_rewards [B, T]` are
+        required with n / m > 0 (`prev_input_kwargs` gives zero-filled examples).
     """
 
     is_recurrent = True
     default_name = "gtrxl"
+    #: The settings behind `use_prev_action` / `use_prev_reward`, for error messages.
+    prev_settings = ("attention_use_n_prev_actions > 0", "attention_use_n_prev_rewards > 0")
 
     def _build_layers(self) -> None:
         config = self.model_config
-        for key in ("attention_use_n_prev_actions", "attention_use_n_prev_rewards"):
-            if int(config.get(key) or 0):
-                raise ValueError(
-                    f"{key} > 0 is not supported yet. Received: {key}={config[key]}. Set it "
-                    "to 0 (the attention memory already sees past observations).")
+        self.num_prev_actions = _count(config, "attention_use_n_prev_actions")
+        self.num_prev_rewards = _count(config, "attention_use_n_prev_rewards")
+        # The flags the policy reads to feed (and the samplers to record) prev columns.
+        self.use_prev_action = self.num_prev_actions > 0
+        self.use_prev_reward = self.num_prev_rewards > 0
+        if self.use_prev_action:
+            check_prev_action_space(self.action_space, "attention_use_n_prev_actions > 0",
+                                    "attention_use_n_prev_actions=0")
         if int(config["attention_memory_training"]) != int(config["attention_memory_inference"]):
             raise ValueError(
                 "tfrl carries the attention memory as the recurrent state, one length for "
@@ -187,7 +238,7 @@ class GTrXLWrapper(TFModel):
             raise ValueError(
                 "attention_memory_inference and attention_num_transformer_units must be >= 1. "
                 f"Received: {self.memory} and {self.num_units}.")
-        self.flatten = keras.layers.Flatten()
+        self.encoder = obs_encoder(config, self.obs_space, "enc")
         self.project = keras.layers.Dense(self.dim, name="project")
         self.units = [
             GTrXLUnit(self.dim, int(config["attention_num_heads"]),
@@ -200,28 +251,101 @@ class GTrXLWrapper(TFModel):
             self.num_outputs, bool(config["free_log_std"]), name="pi")
         self.value_out = value_head()
 
-    def get_initial_state(self, batch_size: int = 1) -> List[np.ndarray]:
-        """Zeros: one `[batch_size, memory, attention_dim]` tensor per unit."""
-        return [np.zeros((batch_size, self.memory, self.dim), np.float32)
-                for _ in range(self.num_units)]
+    def _action_width(self) -> int:
+        """The width of one raw previous action in the state (see the class docstring)."""
+        space = self.action_space
+        if isinstance(space, gym.spaces.Discrete):
+            return 1
+        return int(np.prod(space.shape))
 
-    def call(self, inputs, training=False) -> Tuple[tf.Tensor, tf.Tensor, List[tf.Tensor]]:
+    def get_initial_state(self, batch_size: int = 1) -> List[np.ndarray]:
+        """Zeros: one `[batch_size, memory, attention_dim]` tensor per unit, then the
+        previous-action and -reward windows (see the class docstring)."""
+        state = [np.zeros((batch_size, self.memory, self.dim), np.float32)
+                 for _ in range(self.num_units)]
+        if self.num_prev_actions > 1:
+            state.append(np.zeros((batch_size, self.num_prev_actions - 1, self._action_width()),
+                                  np.float32))
+        if self.num_prev_rewards > 1:
+            state.append(np.zeros((batch_size, self.num_prev_rewards - 1, 1), np.float32))
+        return state
+
+    def prev_input_kwargs(self, batch_size: int, max_time: int) -> Dict[str, np.ndarray]:
+        """Zero-filled `prev_actions`/`prev_rewards` call kwargs this model needs (or {})."""
+        return zero_prev_inputs(self.action_space, self.use_prev_action, self.use_prev_reward,
+                                batch_size, max_time)
+
+    def call(self, inputs, training=False, prev_actions=None, prev_rewards=None
+             ) -> Tuple[tf.Tensor, tf.Tensor, List[tf.Tensor]]:
         obs, state_in, seq_lens = _unpack(inputs)
         state_in = list(state_in)
-        if len(state_in) != self.num_units:
+        num_states = len(self.get_initial_state())
+        if len(state_in) != num_states:
             raise ValueError(
-                f"This attention model takes {self.num_units} state tensors (one memory per "
-                f"transformer unit); received {len(state_in)}. Pass get_initial_state()'s list.")
+                f"This attention model takes {num_states} state tensors (one memory per "
+                "transformer unit, then the previous-action and -reward windows longer than "
+                f"one step); received {len(state_in)}. Pass get_initial_state()'s list.")
         obs = to_float(obs)
         batch_size, max_time = tf.shape(obs)[0], tf.shape(obs)[1]
-        flat = self.flatten(tf.reshape(obs, tf.concat([[batch_size * max_time],
-                                                       self.obs_shape], 0)))
-        x = tf.reshape(self.project(flat), [batch_size, max_time, self.dim])
+        flat = tf.reshape(obs, tf.concat([[batch_size * max_time], self.obs_shape], 0))
+        features = apply(self.encoder, flat)  # [B*T, F]
+        features = [tf.reshape(features, [batch_size, max_time, features.shape[-1]])]
+        action_memory, reward_memory = self._window_states(state_in)
+        window_out = []
+        if self.use_prev_action:
+            actions = required_prev(prev_actions, "prev_actions", self.prev_settings[0])
+            raw = tf.reshape(tf.cast(actions, tf.float32),
+                             [batch_size, max_time, self._action_width()])  # [B, T, A]
+            steps, carried = _window(raw, action_memory, seq_lens)
+            window_out += carried
+            features += [encode_actions(self.action_space, self._unflatten_action(step))
+                         for step in steps]  # n x [B, T, one-hot or flat width]
+        if self.use_prev_reward:
+            rewards = required_prev(prev_rewards, "prev_rewards", self.prev_settings[1])
+            raw = tf.reshape(tf.cast(rewards, tf.float32), [batch_size, max_time, 1])
+            steps, carried = _window(raw, reward_memory, seq_lens)
+            window_out += carried
+            features += steps  # m x [B, T, 1]
+        x = self.project(tf.concat(features, axis=-1))  # [B, T, attention_dim]
         state_out = []
-        for unit, memory in zip(self.units, state_in):
+        for unit, memory in zip(self.units, state_in[:self.num_units]):
             memory = tf.cast(memory, tf.float32)
             state_out.append(shift_memory(memory, x, seq_lens))
             x = unit(x, memory)
         dist_inputs = self.policy_head(x)  # [B, T, num_outputs]
         value = tf.squeeze(self.value_out(x), axis=-1)  # [B, T]
-        return dist_inputs, value, state_out
+        return dist_inputs, value, state_out + window_out
+
+    def _window_states(self, state_in: List[Any]) -> Tuple[Optional[Any], Optional[Any]]:
+        """The previous-action and -reward window states in `state_in` (None: no
+        state, a window of one step)."""
+        windows = iter(state_in[self.num_units:])
+        actions = next(windows) if self.num_prev_actions > 1 else None
+        rewards = next(windows) if self.num_prev_rewards > 1 else None
+        return actions, rewards
+
+    def _unflatten_action(self, raw: tf.Tensor) -> tf.Tensor:
+        """One step of the raw action window `[B, T, A]` in `encode_actions`' layout."""
+        if isinstance(self.action_space, gym.spaces.Discrete):
+            return raw[..., 0]  # [B, T]
+        return raw  # MultiDiscrete [B, T, k]; Box: flattened again by encode_actions
+
+
+def _window(raw: tf.Tensor, memory: Optional[Any], seq_lens: tf.Tensor
+            ) -> Tuple[List[tf.Tensor], List[tf.Tensor]]:
+    """`prev_window(raw [B, T, D], memory)` as `(steps, [memory_out])`; with no memory
+    (a window of one step) `([raw], [])`."""
+    if memory is None:
+        return [raw], []
+    steps, memory_out = prev_window(raw, tf.cast(memory, tf.float32), seq_lens)
+    return steps, [memory_out]
+
+
+def _count(config: Dict[str, Any], key: str) -> int:
+    """A non-negative int setting, or a clear error."""
+    value = config.get(key) or 0
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
+        raise ValueError(
+            f"{key} must be a non-negative int (how many previous steps to feed the "
+            f"attention net). Received: {key}={value!r}. Use 0 to leave them out.")
+    return int(value)

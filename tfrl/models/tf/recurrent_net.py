@@ -1,7 +1,11 @@
 """Recurrent models: RLlib's `RecurrentNetwork` base class and the built-in LSTM wrapper.
 
 Both follow the recurrent call contract: `model((obs [B, T, ...], state_in, seq_lens
-[B])) -> (dist_inputs [B, T, N], value [B, T], state_out)`.
+[B])) -> (dist_inputs [B, T, N], value [B, T], state_out)`. The pieces the built-in
+recurrent wrappers share (this LSTM and the attention net, `attention_net.GTrXLWrapper`)
+live here too: the observation encoder (`obs_encoder`) and the previous-action/-reward
+inputs (`encode_actions`, `zero_prev_inputs`, `check_prev_action_space`,
+`required_prev`).
 """
 
 import contextlib
@@ -113,13 +117,9 @@ class LSTMWrapper(TFModel):
             self.obs_space, self.action_space, self.model_config)
         self.use_prev_action = bool(model_config["lstm_use_prev_action"])
         self.use_prev_reward = bool(model_config["lstm_use_prev_reward"])
-        if self.use_prev_action and not isinstance(
-            action_space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.Box)
-        ):
-            raise ValueError(
-                "lstm_use_prev_action=True supports Discrete, MultiDiscrete and Box action "
-                f"spaces. Received: {action_space}. Set lstm_use_prev_action=False."
-            )
+        if self.use_prev_action:
+            check_prev_action_space(action_space, "lstm_use_prev_action=True",
+                                    "lstm_use_prev_action=False")
         self.obs_shape = tuple(obs_space.shape)
         self.cell_size = int(model_config["lstm_cell_size"])
         self.vf_share_layers = bool(model_config["vf_share_layers"])
@@ -159,14 +159,7 @@ class LSTMWrapper(TFModel):
                                  name=name, **kwargs)
 
     def _encoder(self, prefix: str) -> List[keras.layers.Layer]:
-        model_config = self.model_config
-        if len(self.obs_shape) == 3:
-            return conv_stack(model_config, self.obs_space, prefix)
-        return [keras.layers.Flatten()] + dense_stack(
-            model_config["fcnet_hiddens"], model_config["fcnet_activation"], prefix,
-            model_config.get("fcnet_weights_initializer"),
-            model_config.get("fcnet_weights_initializer_config"),
-        )
+        return obs_encoder(self.model_config, self.obs_space, prefix)
 
     def _post_stack(self, prefix: str) -> List[keras.layers.Layer]:
         model_config = self.model_config
@@ -183,14 +176,8 @@ class LSTMWrapper(TFModel):
 
     def prev_input_kwargs(self, batch_size: int, max_time: int) -> Dict[str, np.ndarray]:
         """Zero-filled `prev_actions`/`prev_rewards` call kwargs this model needs (or {})."""
-        kwargs = {}
-        if self.use_prev_action:
-            space = self.action_space
-            shape = () if isinstance(space, gym.spaces.Discrete) else space.shape
-            kwargs["prev_actions"] = np.zeros((batch_size, max_time) + tuple(shape), space.dtype)
-        if self.use_prev_reward:
-            kwargs["prev_rewards"] = np.zeros((batch_size, max_time), np.float32)
-        return kwargs
+        return zero_prev_inputs(self.action_space, self.use_prev_action, self.use_prev_reward,
+                                batch_size, max_time)
 
     def call(self, inputs, training=False, prev_actions=None, prev_rewards=None):
         """Runs the model; `prev_actions` [B, T, ...] and `prev_rewards` [B, T] are
@@ -201,9 +188,11 @@ class LSTMWrapper(TFModel):
         flat_obs = tf.reshape(obs, tf.concat([[batch_size * max_time], self.obs_shape], 0))
         extras = []
         if self.use_prev_action:
-            extras.append(self._encode_actions(_required(prev_actions, "prev_actions")))
+            actions = required_prev(prev_actions, "prev_actions", "lstm_use_prev_action=True")
+            extras.append(encode_actions(self.action_space, actions))  # [B, T, A]
         if self.use_prev_reward:
-            rewards = tf.cast(_required(prev_rewards, "prev_rewards"), tf.float32)
+            rewards = tf.cast(required_prev(prev_rewards, "prev_rewards",
+                                            "lstm_use_prev_reward=True"), tf.float32)
             extras.append(tf.reshape(rewards, [batch_size, max_time, 1]))  # [B, T, 1]
         mask = tf.sequence_mask(seq_lens, maxlen=max_time)  # [B, T]
         state_in = [tf.cast(s, tf.float32) for s in state_in]
@@ -232,21 +221,6 @@ class LSTMWrapper(TFModel):
             return dist_inputs, value, state_out + vf_state_out
         value = tf.squeeze(self.value_out(out), axis=-1)  # [B, T]
         return dist_inputs, value, state_out
-
-    def _encode_actions(self, actions) -> tf.Tensor:
-        """One-hot (Discrete/MultiDiscrete) or flattened (Box) actions, `[B, T, A]`."""
-        space = self.action_space
-        actions = tf.convert_to_tensor(actions)
-        if isinstance(space, gym.spaces.Discrete):
-            return tf.one_hot(tf.cast(actions, tf.int32), int(space.n))
-        if isinstance(space, gym.spaces.MultiDiscrete):
-            parts = [
-                tf.one_hot(tf.cast(actions[..., i], tf.int32), int(n))
-                for i, n in enumerate(space.nvec)
-            ]
-            return tf.concat(parts, axis=-1)
-        lead = tf.shape(actions)[:2]
-        return tf.reshape(tf.cast(actions, tf.float32), tf.concat([lead, [-1]], 0))
 
 
 #: The longest `max_seq_len` LSTMWrapper unrolls (graph size grows with the length).
@@ -337,10 +311,66 @@ def _in_xla_cluster() -> bool:
     return bool(control_flow_util.GraphOrParentsInXlaContext(tf.compat.v1.get_default_graph()))
 
 
-def _required(value, name: str):
+def obs_encoder(model_config: dict, obs_space: gym.Space, prefix: str
+                ) -> List[keras.layers.Layer]:
+    """The recurrent wrappers' observation encoder (RLlib's wrapped base model without
+    its heads): the conv stack for image observations (`conv_stack`), else flatten and
+    the `fcnet_hiddens` dense layers (`fcnet_activation`; none if empty: the flattened
+    observations pass through)."""
+    if len(obs_space.shape) == 3:
+        return conv_stack(model_config, obs_space, prefix)
+    return [keras.layers.Flatten()] + dense_stack(
+        model_config["fcnet_hiddens"], model_config["fcnet_activation"], prefix,
+        model_config.get("fcnet_weights_initializer"),
+        model_config.get("fcnet_weights_initializer_config"),
+    )
+
+
+def check_prev_action_space(space: gym.Space, setting: str, fix: str) -> None:
+    """Raises a `ValueError` unless `space` is Discrete, MultiDiscrete or Box (the
+    action spaces whose previous actions a model can encode)."""
+    if not isinstance(space, (gym.spaces.Discrete, gym.spaces.MultiDiscrete, gym.spaces.Box)):
+        raise ValueError(
+            f"{setting} supports Discrete, MultiDiscrete and Box action spaces. "
+            f"Received: {space}. Set {fix}.")
+
+
+def zero_prev_inputs(action_space: gym.Space, use_prev_action: bool, use_prev_reward: bool,
+                     batch_size: int, max_time: int) -> Dict[str, np.ndarray]:
+    """Zero-filled `prev_actions` `[B, T, ...]` / `prev_rewards` `[B, T]` call kwargs (the
+    ones asked for), in the action space's dtype and float32."""
+    kwargs = {}
+    if use_prev_action:
+        shape = () if isinstance(action_space, gym.spaces.Discrete) else action_space.shape
+        kwargs["prev_actions"] = np.zeros((batch_size, max_time) + tuple(shape),
+                                          action_space.dtype)
+    if use_prev_reward:
+        kwargs["prev_rewards"] = np.zeros((batch_size, max_time), np.float32)
+    return kwargs
+
+
+def encode_actions(space: gym.Space, actions: Any) -> tf.Tensor:
+    """Actions `[B, T, ...]` as model inputs `[B, T, A]`: one-hot for Discrete (A = n)
+    and MultiDiscrete (A = sum(nvec)), flattened floats for Box (A = prod(shape))."""
+    actions = tf.convert_to_tensor(actions)
+    if isinstance(space, gym.spaces.Discrete):
+        return tf.one_hot(tf.cast(actions, tf.int32), int(space.n))
+    if isinstance(space, gym.spaces.MultiDiscrete):
+        parts = [
+            tf.one_hot(tf.cast(actions[..., i], tf.int32), int(n))
+            for i, n in enumerate(space.nvec)
+        ]
+        return tf.concat(parts, axis=-1)
+    lead = tf.shape(actions)[:2]
+    return tf.reshape(tf.cast(actions, tf.float32), tf.concat([lead, [-1]], 0))
+
+
+def required_prev(value: Any, name: str, setting: str) -> Any:
+    """`value`, or a `ValueError` naming the call kwarg `name` a model built with
+    `setting` needs."""
     if value is None:
         raise ValueError(
-            f"This LSTM model was built with lstm_use_{name[:-1]}=True and needs {name}. "
+            f"This model was built with {setting} and needs {name}. "
             f"Received: {name}=None. Call model((obs, state_in, seq_lens), {name}=...), "
             "with the previous step's values [B, T, ...]."
         )
