@@ -18,7 +18,12 @@ from tfrl.examples.envs.two_step_game import TwoStepGameWithGroupedAgents
 from tfrl.models.catalog import ModelCatalog
 from tfrl.policy.sample_batch import SampleBatch
 
-SMALL = {"model": {"fcnet_hiddens": [8]}, "mixing_embed_dim": 4, "seed": 0}
+# The feed-forward agent network (the tests of numpy acting and of transitions), and the
+# recurrent one (QMIX's default).
+SMALL = {"agent_network": "fcnet", "model": {"fcnet_hiddens": [8]}, "mixing_embed_dim": 4,
+         "seed": 0}
+SMALL_GRU = {"model": {"lstm_cell_size": 8}, "mixing_embed_dim": 4, "seed": 0}
+NETWORKS = {"fcnet": SMALL, "gru": SMALL_GRU}
 
 
 # ------------------------------------------------------------------ pure functions
@@ -130,14 +135,17 @@ def masked_obs(prep, rows, rng, n=2):
     return prep.transform_batch(items), masks
 
 
+@pytest.mark.parametrize("network", ["fcnet", "gru"])
 @pytest.mark.parametrize("explore", [True, False])
-def test_actions_are_per_agent_tuples_that_obey_the_action_mask(explore):
+def test_actions_are_per_agent_tuples_that_obey_the_action_mask(explore, network):
     prep, obs_space, act_space = masked_group()
-    policy = QMixTFPolicy(obs_space, act_space, {**SMALL, "exploration_config": {
+    policy = QMixTFPolicy(obs_space, act_space, {**NETWORKS[network], "exploration_config": {
         "initial_epsilon": 1.0, "final_epsilon": 1.0}})
     obs, masks = masked_obs(prep, 200, np.random.default_rng(0))
     actions, state, extras = policy.compute_actions(obs, explore=explore)
-    assert isinstance(actions, tuple) and len(actions) == 2 and state == [] and extras == {}
+    assert isinstance(actions, tuple) and len(actions) == 2 and extras == {}
+    # The GRU's next state: one row per agent of the group.
+    assert [s.shape for s in state] == ([] if network == "fcnet" else [(200, 2, 8)])
     assert set(actions[0].tolist()) == {2} and set(actions[1].tolist()) <= {0, 2}
     if explore:  # epsilon 1: uniform over the allowed actions
         assert set(actions[1].tolist()) == {0, 2}
@@ -241,10 +249,11 @@ def episode_batch(policy, rows, seed, with_group_rewards=False):
     return policy.postprocess_trajectory(batch)
 
 
+@pytest.mark.parametrize("network", ["fcnet", "gru"])
 @pytest.mark.parametrize("mixer", ["qmix", "vdn", None])
-def test_learning_traces_once_moves_weights_and_state_round_trips(mixer):
+def test_learning_traces_once_moves_weights_and_state_round_trips(mixer, network):
     obs_space, act_space = grouped_spaces()
-    config = {**SMALL, "mixer": mixer}
+    config = {**NETWORKS[network], "mixer": mixer}
     source = QMixTFPolicy(obs_space, act_space, config)
     batch = episode_batch(source, 64, seed=1)
     assert (GROUP_REWARDS_COLUMN in batch) == (mixer is None)
