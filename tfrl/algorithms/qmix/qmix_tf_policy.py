@@ -8,22 +8,32 @@ an `"obs"` entry (what the agent network sees), an `"action_mask"` entry (`Box(0
 (A,))`: the allowed actions) and a `"state"` entry (the global state the mixer reads;
 without it the mixer reads all members' observations).
 
-Acting: one agent network (`model.agent_q_network`, shared by the members) gives each
-member's Q-values, in numpy on a copy of its weights (refreshed after each change of
-them; `config["inference"]="tf"`: in one compiled call instead); each member takes its best allowed action, or
-with probability epsilon a uniform allowed one (drawn from the policy's seeded
-`sampling_rng`); epsilon falls linearly from `initial_epsilon` to `final_epsilon` over
-`epsilon_timesteps` of the policy's timestep. The actions come back as a tuple of `[B]`
-arrays, one per member, as RLlib's.
+Acting: one agent network (`model.make_agent_network`, shared by the members) gives each
+member's Q-values. The GRU (`agent_network="gru"`, the default) runs one compiled step
+on the observations and each member's hidden state (`state_batches[0]` `[B, N, H]`;
+`get_initial_state()` at an episode's start) and returns the next state, which the
+sampler carries to the next step and stores with the batch (`state_in_0`,
+`state_out_0`); the feed-forward network (`"fcnet"`) runs in numpy on a copy of its
+weights (refreshed after each change of them; `config["inference"]="tf"`: in one
+compiled call instead). Each member takes its best allowed action, or with probability
+epsilon a uniform allowed one (drawn from the policy's seeded `sampling_rng`); epsilon
+falls linearly from `initial_epsilon` to `final_epsilon` over `epsilon_timesteps` of
+the policy's timestep. The actions come back as a tuple of `[B]` arrays, one per member,
+as RLlib's.
 
-Learning: `learn_on_batch` runs one compiled step per minibatch of replayed transitions:
-`qmix_loss`'s functions on the online and target agent networks and mixers (`mixers`),
-RMSProp (`lr`, or `lr_schedule` over the timesteps; `optim_alpha`, `optim_eps`) on the
-agent network's and mixer's weights with their global norm clipped at `grad_clip`. The team's reward is the batch's `rewards`
-(the group's, the members' sum); without a mixer each member learns from its own reward,
-which `postprocess_trajectory` reads from the info's `"_group_rewards"` into the
-`group_rewards` column. `update_target()` copies the agent network and the mixer into
-their targets (the algorithm calls it every `target_network_update_freq` sampled steps).
+Learning: `learn_on_batch` arranges the batch as `B` sequences of `T` steps: a replay of
+sequences (with `seq_lens`) as it is, a flat batch cut at episode ends and every
+`model["max_seq_len"]` steps (the GRU) or as one-step sequences (transitions, the
+feed-forward network); then one compiled step per minibatch: `qmix_loss`'s functions on
+the online and target agent networks (the GRU unrolled over each sequence from the state
+stored with its first step) and mixers (`mixers`), RMSProp (`lr`, or `lr_schedule` over
+the timesteps; `optim_alpha`, `optim_eps`) on the agent network's and mixer's weights
+with their global norm clipped at `grad_clip`. The team's reward is the batch's
+`rewards` (the group's, the members' sum); without a mixer each member learns from its
+own reward, which `postprocess_trajectory` reads from the info's `"_group_rewards"` into
+the `group_rewards` column. `update_target()` copies the agent network and the mixer
+into their targets (the algorithm calls it every `target_network_update_freq` sampled
+steps).
 """
 
 from typing import Any, ClassVar, Dict, List, Optional, Sequence, Tuple
@@ -166,14 +176,16 @@ class QMixTFPolicy(Policy):
         strategy: The `tf.distribute.Strategy` to build under (one device only).
 
     Raises:
-        ValueError: For spaces that are not a group's (see `GroupLayout`), a recurrent
-            model, or a strategy with more than one replica.
+        ValueError: For spaces that are not a group's (see `GroupLayout`), a catalog
+            recurrent model (`use_lstm`, `use_attention`), an unknown `agent_network`, or
+            a strategy with more than one replica.
     """
 
     config_class = QMixConfig
     # The action spaces it accepts (read by the conformance suite too).
     action_space_types: ClassVar[Tuple[type, ...]] = (gym.spaces.Tuple,)
-    # Recurrent agent networks are refused (read by the conformance suite too).
+    # The catalog's recurrent wrappers (use_lstm, use_attention) are refused: the agent
+    # network is QMIX's own (its GRU). Read by the conformance suite too.
     supports_recurrent_models: ClassVar[bool] = False
 
     def __init__(self, observation_space: gym.Space, action_space: gym.Space,
