@@ -459,6 +459,13 @@ def test_acting_with_the_carried_state_is_the_unrolled_episode():
     q_t, _, q_tp1_online = policy._sequence_q(per_agent[:, :6], per_agent[:, 1:], h0)
     np.testing.assert_allclose(q_t, q, atol=1e-6)
     np.testing.assert_allclose(q_tp1_online[:, :5], np.stack(acted_q[1:], 1), atol=1e-5)
+    # Acting in numpy (the default) and in one compiled call agree.
+    compiled = QMixTFPolicy(obs_space, act_space, {**SMALL_GRU, "inference": "tf"})
+    compiled.set_weights(policy.get_weights())
+    q, h = compiled._acting_q_rnn(policy.layout.split(obs[:, 1])[0], [acted_h[0]])
+    np.testing.assert_allclose(q, acted_q[1], atol=1e-5)
+    np.testing.assert_allclose(h, acted_h[1], atol=1e-5)
+    assert compiled.num_traces == {"compute_actions": 1}
     with pytest.raises(ValueError, match=r"one array \[B, N, H\] = \[3, 2, 8\].*received "
                                          r"\[\(3, 8\)\]"):
         policy.compute_actions(obs[:, 0], [np.zeros((3, 8))])

@@ -5,7 +5,8 @@ all agents of a group, from an agent's observation features to its Q-values.
   `model["lstm_cell_size"]` units with ReLU, a GRU cell of the same size and a linear
   layer of one output per action. The GRU's hidden state is each agent's memory of its
   episode: carried from step to step while acting (zeros at an episode's start) and
-  unrolled over replayed sequences when learning.
+  unrolled over replayed sequences when learning. `gru_step_numpy` is its step in numpy
+  (acting without a TensorFlow call per step).
 - `agent_q_network` (`agent_network="fcnet"`): feed-forward, the dense layers of
   `model["fcnet_hiddens"]` with `fcnet_activation`, then the linear output layer.
 
@@ -20,9 +21,10 @@ Example:
     (TensorShape([3, 2]), TensorShape([3, 4]))
 """
 
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional, Sequence, Tuple
 
 import keras
+import numpy as np
 import tensorflow as tf
 
 from tfrl.models.model_defaults import model_setting
@@ -92,6 +94,33 @@ class AgentGRU(keras.Model):
         q = tf.reshape(self.fc2(tf.reshape(h_seq, [-1, self.hidden_size])),
                        [b, shape[1], m, self.num_actions])
         return q, h_seq
+
+
+def gru_step_numpy(weights: Sequence[np.ndarray], obs: np.ndarray, h: np.ndarray
+                   ) -> Tuple[np.ndarray, np.ndarray]:
+    """`AgentGRU.step` in numpy: `obs [M, obs_size]`, `h [M, H]` -> `(q [M, A], h' [M, H])`.
+
+    With `x = relu(obs W1 + b1)`, Keras' GRU cell (`reset_after`, torch's `GRUCell`):
+    `z = sigmoid(x Wz + bz + h Uz + cz)`, `r = sigmoid(x Wr + br + h Ur + cr)`,
+    `n = tanh(x Wn + bn + r (h Un + cn))`, `h' = z h + (1 - z) n`; then `q = h' W2 + b2`.
+
+    Args:
+        weights: The values of `AgentGRU.weights`, in their order.
+    """
+    w1, b1, kernel, recurrent_kernel, bias, w2, b2 = weights
+    size = h.shape[-1]
+    x = np.maximum(obs @ w1 + b1, 0.0)
+    gates_x = x @ kernel + bias[0]  # [M, 3H]: z, r, n
+    gates_h = h @ recurrent_kernel + bias[1]
+
+    def sigmoid(v: np.ndarray) -> np.ndarray:
+        return 0.5 * (np.tanh(0.5 * v) + 1.0)  # no overflow for large |v|
+
+    z = sigmoid(gates_x[:, :size] + gates_h[:, :size])
+    r = sigmoid(gates_x[:, size:2 * size] + gates_h[:, size:2 * size])
+    n = np.tanh(gates_x[:, 2 * size:] + r * gates_h[:, 2 * size:])
+    h_next = (z * h + (1.0 - z) * n).astype(np.float32)
+    return (h_next @ w2 + b2).astype(np.float32), h_next
 
 
 def make_agent_network(obs_size: int, num_actions: int, agent_network: str,

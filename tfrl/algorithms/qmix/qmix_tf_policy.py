@@ -9,8 +9,9 @@ an `"obs"` entry (what the agent network sees), an `"action_mask"` entry (`Box(0
 without it the mixer reads all members' observations).
 
 Acting: one agent network (`model.make_agent_network`, shared by the members) gives each
-member's Q-values. The GRU (`agent_network="gru"`, the default) runs one compiled step
-on the observations and each member's hidden state (`state_batches[0]` `[B, N, H]`;
+member's Q-values. The GRU (`agent_network="gru"`, the default) runs one step (in numpy
+on a copy of its weights, `model.gru_step_numpy`; `config["inference"]="tf"`: in one
+compiled call) on the observations and each member's hidden state (`state_batches[0]` `[B, N, H]`;
 `get_initial_state()` at an episode's start) and returns the next state, which the
 sampler carries to the next step and stores with the batch (`state_in_0`,
 `state_out_0`); the feed-forward network (`"fcnet"`) runs in numpy on a copy of its
@@ -45,7 +46,7 @@ import tensorflow as tf
 
 from tfrl.algorithms.policy_checks import check_no_recurrent_model
 from tfrl.algorithms.qmix.mixers import QMixer, VDNMixer
-from tfrl.algorithms.qmix.model import make_agent_network
+from tfrl.algorithms.qmix.model import gru_step_numpy, make_agent_network
 from tfrl.algorithms.qmix.qmix_config import (AGENT_NETWORKS, EXPLORATION_DEFAULTS, MIXERS,
                                               MODEL_DEFAULTS, QMixConfig)
 from tfrl.algorithms.qmix.qmix_loss import (
@@ -240,12 +241,13 @@ class QMixTFPolicy(Policy):
                                                 name="num_grad_updates")
         self.update_target()
         self.num_traces: Dict[str, int] = {}
-        # Numpy acting (feed-forward network): its dense layers, copied when
-        # `weights_version` (counting changes of the weights) moved past `_numpy_version`.
+        # Numpy acting: the GRU's weights, or the feed-forward network's dense layers,
+        # copied when `weights_version` (counting changes of the weights) moved past
+        # `_numpy_version`.
         self.hidden_size = self.model.hidden_size if self.recurrent else 0
         dense = [layer for layer in self.model.layers if isinstance(layer, keras.layers.Dense)]
-        self._numpy_acting = (not self.recurrent and config["inference"] != "tf"
-                              and activation_problem(dense[:-1]) is None)
+        self._numpy_acting = config["inference"] != "tf" and (
+            self.recurrent or activation_problem(dense[:-1]) is None)
         self._dense_layers = dense
         self._weight_reader = WeightReader(self.model.weights)
         self._numpy_layers: List[Any] = []
@@ -339,7 +341,7 @@ class QMixTFPolicy(Policy):
     def _acting_q_rnn(self, obs: np.ndarray, state_batches: Optional[List[Any]]
                       ) -> Tuple[np.ndarray, np.ndarray]:
         """`obs [B, N, obs_size]` and the GRU's state -> `(q [B, N, A], next state
-        [B, N, H])`, in one compiled call."""
+        [B, N, H])`, in numpy (`gru_step_numpy`) or one compiled call."""
         expected = (len(obs), self.layout.n_agents, self.hidden_size)
         if not state_batches:
             h = np.zeros(expected, np.float32)
@@ -351,8 +353,17 @@ class QMixTFPolicy(Policy):
                     f"[B, N, H] = {list(expected)} (state_out of the previous step, or "
                     "get_initial_state() per row at an episode's start); received "
                     f"{[np.shape(s) for s in state_batches]}.")
-        q, h_next = self._q_fn(tf.constant(obs), tf.constant(h))
-        return q.numpy(), h_next.numpy()
+        if not self._numpy_acting:
+            q, h_next = self._q_fn(tf.constant(obs), tf.constant(h))
+            return q.numpy(), h_next.numpy()
+        if self._numpy_version != self.weights_version:
+            self._numpy_layers = self._weight_reader.read()
+            self._numpy_version = self.weights_version
+        rows, n_agents, size = obs.shape
+        q, h_next = gru_step_numpy(self._numpy_layers, obs.reshape(rows * n_agents, size),
+                                   h.reshape(rows * n_agents, self.hidden_size))
+        return (q.reshape(rows, n_agents, self.layout.n_actions),
+                h_next.reshape(rows, n_agents, self.hidden_size))
 
     def _acting_q(self, obs: np.ndarray) -> np.ndarray:
         """`[B, N, obs_size]` -> `[B, N, A]` Q-values, in numpy or one compiled call."""
