@@ -274,7 +274,7 @@ def test_config_checks():
     with pytest.raises(ValueError, match="exploration_config\\['type'\\] must be 'EpsilonGreedy'"):
         QMixConfig().exploration_config and QMixConfig.from_dict(
             {"exploration_config": {"type": "SoftQ"}})
-    with pytest.raises(ValueError, match=r"agent_network must be one of \('gru', 'fcnet'\); "
+    with pytest.raises(ValueError, match=r"agent_network must be one of 'gru', 'fcnet'; "
                                          r"received 'lstm'"):
         QMixConfig().training(agent_network="lstm")
     # A given model is merged into QMIX's model defaults.

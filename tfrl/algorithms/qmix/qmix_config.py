@@ -23,7 +23,7 @@ from typing import Any, ClassVar, Dict, Mapping, Optional
 
 from tfrl.algorithms.dqn.dqn_config import check_epsilon_greedy
 from tfrl.algorithms.off_policy_config import OffPolicyConfig, replay_buffer_defaults
-from tfrl.utils.config_values import AT_LEAST_ONE, POSITIVE, UNIT_INTERVAL
+from tfrl.utils.config_values import AT_LEAST_ONE, POSITIVE, UNIT_INTERVAL, OneOf
 
 # The mixers QMIX knows: the monotonic mixing network, the sum, and none (independent
 # Q-learning of each agent on its own reward).
@@ -105,7 +105,8 @@ class QMixConfig(OffPolicyConfig):
     agent_network: str = "gru"
 
     _RANGES: ClassVar[Dict[str, Any]] = {
-        "mixing_embed_dim": AT_LEAST_ONE, "optim_alpha": UNIT_INTERVAL, "optim_eps": POSITIVE}
+        "mixing_embed_dim": AT_LEAST_ONE, "optim_alpha": UNIT_INTERVAL, "optim_eps": POSITIVE,
+        "agent_network": OneOf(AGENT_NETWORKS)}
     _MERGED_DICTS: ClassVar[tuple] = ("replay_buffer_config", "exploration_config", "model")
 
     @classmethod
@@ -124,9 +125,6 @@ class QMixConfig(OffPolicyConfig):
 
         if self.mixer not in MIXERS:
             fail(f"mixer must be one of {MIXERS}; received {self.mixer!r}.")
-        if self.agent_network not in AGENT_NETWORKS:
-            fail(f"agent_network must be one of {AGENT_NETWORKS}; received "
-                 f"{self.agent_network!r}.")
         if self.n_step != 1:
             fail(f"n_step must be 1 (QMIX learns from one-step transitions); received "
                  f"{self.n_step!r}.")

@@ -66,6 +66,10 @@ from tfrl.policy.policy_config import FrozenConfig
 from tfrl.policy.strategy import make_strategy
 from tfrl.utils.schedules import LinearSchedule, make_schedule
 
+# The compiled learning step's inputs, in order: `[B, T, ...]` for B sequences of T steps
+# (T = 1: transitions), and the GRU's state at each sequence's start `[B, N, H]`.
+LEARNING_INPUTS = ("obs", "state", "actions", "rewards", "terminateds", "next_obs",
+                   "next_state", "next_action_mask", "seq_mask", "weights", "h0")
 # The column of each member's own reward `[T, N]` (read without a mixer).
 GROUP_REWARDS_COLUMN = "group_rewards"
 _OBS_KEY, _MASK_KEY = "obs", "action_mask"
@@ -421,8 +425,8 @@ class QMixTFPolicy(Policy):
         return sample_batch
 
     def _row_inputs(self, samples: Any) -> List[np.ndarray]:
-        """The batch's columns per row: obs, state, actions, rewards, terminateds,
-        next_obs, next_state, next action mask, weights (see `_train_graph`)."""
+        """The batch's columns per row: `LEARNING_INPUTS` up to `weights`, without
+        `seq_mask`."""
         layout, owner = self.layout, type(self).__name__
         obs, _, state = layout.split(layout.flat(samples[Columns.OBS], owner))
         next_obs, next_mask, next_state = layout.split(
@@ -482,7 +486,7 @@ class QMixTFPolicy(Policy):
         return rows, seq_id, offset, seq_lens, np.flatnonzero(offset == 0)
 
     def _learning_inputs(self, samples: Any) -> Tuple[List[np.ndarray], Tuple[np.ndarray, ...]]:
-        """The compiled step's inputs `[B, T, ...]` (see `_train_graph`) from a batch, and
+        """The compiled step's inputs (`LEARNING_INPUTS`) from a batch, and
         where its rows went (`(rows, seq_id, offset)`, for `td_errors`).
 
         Raises:
@@ -529,10 +533,11 @@ class QMixTFPolicy(Policy):
         minibatches of whole sequences. Returns `{"learner_stats": ...}`, the stats
         averaged over the steps."""
         inputs, _ = self._learning_inputs(samples)
-        num_seqs, steps = len(inputs[0]), int(inputs[8].sum())
+        seq_mask = inputs[LEARNING_INPUTS.index("seq_mask")]  # [B, T]
+        num_seqs, steps = len(seq_mask), int(seq_mask.sum())
         if not sgd_minibatch_size:
             size = num_seqs
-        elif inputs[0].shape[1] == 1:  # transitions
+        elif seq_mask.shape[1] == 1:  # transitions
             size = int(sgd_minibatch_size)
         else:
             size = max(1, num_seqs // max(1, steps // int(sgd_minibatch_size)))
