@@ -10,15 +10,22 @@ import tensorflow as tf
 
 from tfrl.algorithms.qmix import QMix, QMixConfig, QMixTFPolicy
 from tfrl.algorithms.qmix.mixers import QMixer, VDNMixer
-from tfrl.algorithms.qmix.qmix_loss import (chosen_action_q, qmix_mix, qmix_td_loss,
-                                            target_agent_q, vdn_mix)
+from tfrl.algorithms.qmix.model import AgentGRU
+from tfrl.algorithms.qmix.qmix_loss import (chosen_action_q, qmix_mix, qmix_sequence_td_loss,
+                                            qmix_td_loss, target_agent_q, vdn_mix)
 from tfrl.algorithms.qmix.qmix_tf_policy import GROUP_REWARDS_COLUMN
 from tfrl.algorithms.registry import get_algorithm_class
 from tfrl.examples.envs.two_step_game import TwoStepGameWithGroupedAgents
+from tfrl.execution.replay_buffer_rows import from_sequence_items, to_sequence_items
 from tfrl.models.catalog import ModelCatalog
 from tfrl.policy.sample_batch import SampleBatch
 
-SMALL = {"model": {"fcnet_hiddens": [8]}, "mixing_embed_dim": 4, "seed": 0}
+# The feed-forward agent network (the tests of numpy acting and of transitions), and the
+# recurrent one (QMIX's default).
+SMALL = {"agent_network": "fcnet", "model": {"fcnet_hiddens": [8]}, "mixing_embed_dim": 4,
+         "seed": 0}
+SMALL_GRU = {"model": {"lstm_cell_size": 8}, "mixing_embed_dim": 4, "seed": 0}
+NETWORKS = {"fcnet": SMALL, "gru": SMALL_GRU}
 
 
 # ------------------------------------------------------------------ pure functions
@@ -83,6 +90,54 @@ def test_td_loss_by_hand_with_masks_and_weights():
                      gamma=0.9)
 
 
+def test_sequence_td_loss_by_hand_with_padding_and_weights():
+    # Two sequences of T = 2 (K = 1), the second one step long: its step 1 is padding
+    # whose numbers would count if it were real. gamma 0.5: y = [[1 + 0.5 * 2, 0 (end)],
+    # [1 + 0 (end), -]]; td = [[-1, 2], [2, 0]].
+    q = tf.constant([[[1.0], [2.0]], [[3.0], [50.0]]])
+    rewards = tf.constant([[[1.0], [0.0]], [[1.0], [9.0]]])
+    terminateds = tf.constant([[False, True], [True, False]])
+    q_tp1 = tf.constant([[[2.0], [5.0]], [[4.0], [7.0]]])
+    seq_mask = tf.constant([[1.0, 1.0], [1.0, 0.0]])
+    loss, stats = qmix_sequence_td_loss(q, rewards, terminateds, q_tp1, seq_mask, gamma=0.5)
+    assert float(loss) == pytest.approx((1.0 + 4.0 + 4.0) / 3)  # mean over the 3 real steps
+    np.testing.assert_allclose(stats["td_error"], [[-1.0, 2.0], [2.0, 0.0]])
+    assert float(stats["q_taken_mean"]) == pytest.approx((1.0 + 2.0 + 3.0) / 3)
+    # Importance weights per step; the padding's weight does not count.
+    weights = tf.constant([[1.0, 2.0], [3.0, 100.0]])
+    loss, _ = qmix_sequence_td_loss(q, rewards, terminateds, q_tp1, seq_mask, None, weights,
+                                    gamma=0.5)
+    assert float(loss) == pytest.approx((1.0 + 2.0 * 4.0 + 3.0 * 4.0) / 3)
+    # Per agent (K = 2) with agent 1 absent from sequence 0's step 0: 5 real entries.
+    q2 = tf.concat([q, q], axis=2)
+    agent_mask = tf.constant([[[1.0, 0.0], [1.0, 1.0]], [[1.0, 1.0], [1.0, 1.0]]])
+    loss, stats = qmix_sequence_td_loss(q2, tf.concat([rewards, rewards], 2), terminateds,
+                                        tf.concat([q_tp1, q_tp1], 2), seq_mask, agent_mask,
+                                        gamma=0.5)
+    assert float(loss) == pytest.approx((1.0 + 4.0 + 4.0 + 4.0 + 4.0) / 5)
+    np.testing.assert_allclose(stats["td_error"], [[-1.0, 2.0], [2.0, 0.0]])
+    with pytest.raises(ValueError, match=r"seq_mask must be q_tot_t's \[B, T\]"):
+        qmix_sequence_td_loss(q, rewards, terminateds, q_tp1, tf.ones((2, 3)), gamma=0.5)
+
+
+def test_agent_gru_unroll_is_its_steps():
+    keras.utils.set_random_seed(0)
+    net = AgentGRU(obs_size=3, num_actions=2, hidden_size=4)
+    rng = np.random.default_rng(0)
+    obs = rng.normal(size=(2, 5, 3, 3)).astype(np.float32)  # [B, T, M, obs]
+    h0 = rng.normal(size=(2, 3, 4)).astype(np.float32)  # [B, M, H]
+    q, h = net.unroll(obs, h0)
+    assert q.shape == (2, 5, 3, 2) and h.shape == (2, 5, 3, 4)
+    state = h0.reshape(6, 4)
+    for t in range(5):
+        q_t, state = net.step(obs[:, t].reshape(6, 3), state)
+        np.testing.assert_allclose(q[:, t], np.reshape(q_t, (2, 3, 2)), atol=1e-6)
+        np.testing.assert_allclose(h[:, t], np.reshape(state, (2, 3, 4)), atol=1e-6)
+    # The layers of RLlib's RNNModel: fc1 (ReLU), a GRU cell, the Q-value layer.
+    assert [w.shape for w in net.weights] == [(3, 4), (4,), (4, 12), (4, 12), (2, 12),
+                                              (4, 2), (2,)]
+
+
 def test_qmixer_is_monotonic_in_every_agent_q_and_vdn_sums():
     keras.utils.set_random_seed(0)
     mixer = QMixer(n_agents=3, state_dim=5, mixing_embed_dim=8)
@@ -130,14 +185,17 @@ def masked_obs(prep, rows, rng, n=2):
     return prep.transform_batch(items), masks
 
 
+@pytest.mark.parametrize("network", ["fcnet", "gru"])
 @pytest.mark.parametrize("explore", [True, False])
-def test_actions_are_per_agent_tuples_that_obey_the_action_mask(explore):
+def test_actions_are_per_agent_tuples_that_obey_the_action_mask(explore, network):
     prep, obs_space, act_space = masked_group()
-    policy = QMixTFPolicy(obs_space, act_space, {**SMALL, "exploration_config": {
+    policy = QMixTFPolicy(obs_space, act_space, {**NETWORKS[network], "exploration_config": {
         "initial_epsilon": 1.0, "final_epsilon": 1.0}})
     obs, masks = masked_obs(prep, 200, np.random.default_rng(0))
     actions, state, extras = policy.compute_actions(obs, explore=explore)
-    assert isinstance(actions, tuple) and len(actions) == 2 and state == [] and extras == {}
+    assert isinstance(actions, tuple) and len(actions) == 2 and extras == {}
+    # The GRU's next state: one row per agent of the group.
+    assert [s.shape for s in state] == ([] if network == "fcnet" else [(200, 2, 8)])
     assert set(actions[0].tolist()) == {2} and set(actions[1].tolist()) <= {0, 2}
     if explore:  # epsilon 1: uniform over the allowed actions
         assert set(actions[1].tolist()) == {0, 2}
@@ -216,6 +274,12 @@ def test_config_checks():
     with pytest.raises(ValueError, match="exploration_config\\['type'\\] must be 'EpsilonGreedy'"):
         QMixConfig().exploration_config and QMixConfig.from_dict(
             {"exploration_config": {"type": "SoftQ"}})
+    with pytest.raises(ValueError, match=r"agent_network must be one of 'gru', 'fcnet'; "
+                                         r"received 'lstm'"):
+        QMixConfig().training(agent_network="lstm")
+    # A given model is merged into QMIX's model defaults.
+    model = QMixConfig().training(model={"max_seq_len": 4}).model
+    assert (model["max_seq_len"], model["lstm_cell_size"], model["fcnet_hiddens"]) == (4, 64, [64])
     with pytest.raises(ValueError, match="grad_norm_clipping .* and grad_clip are both given"):
         QMixConfig.from_dict({"grad_norm_clipping": 1.0, "grad_clip": 2.0})
     assert QMixConfig().training(grad_norm_clipping=3.0).grad_clip == 3.0
@@ -241,10 +305,11 @@ def episode_batch(policy, rows, seed, with_group_rewards=False):
     return policy.postprocess_trajectory(batch)
 
 
-@pytest.mark.parametrize("mixer", ["qmix", "vdn", None])
-def test_learning_traces_once_moves_weights_and_state_round_trips(mixer):
+# Each mixer once, on either agent network.
+@pytest.mark.parametrize("mixer,network", [("qmix", "gru"), ("vdn", "fcnet"), (None, "gru")])
+def test_learning_traces_once_moves_weights_and_state_round_trips(mixer, network):
     obs_space, act_space = grouped_spaces()
-    config = {**SMALL, "mixer": mixer}
+    config = {**NETWORKS[network], "mixer": mixer}
     source = QMixTFPolicy(obs_space, act_space, config)
     batch = episode_batch(source, 64, seed=1)
     assert (GROUP_REWARDS_COLUMN in batch) == (mixer is None)
@@ -289,9 +354,10 @@ def test_without_mixer_each_agent_needs_its_own_reward():
 # ------------------------------------------------------------------ algorithm runs
 
 def small_algorithm(mixer, env_config=None, steps_per_iteration=32, **overrides):
+    overrides = {"model": {"fcnet_hiddens": [8], "lstm_cell_size": 8}, **overrides}
     config = (QMixConfig().environment(TwoStepGameWithGroupedAgents, env_config=env_config or {})
-              .training(mixer=mixer, mixing_embed_dim=4, model={"fcnet_hiddens": [8]},
-                        learning_starts=16, target_network_update_freq=16, **overrides)
+              .training(mixer=mixer, mixing_embed_dim=4, learning_starts=16,
+                        target_network_update_freq=16, **overrides)
               .reporting(min_time_s_per_iteration=0,
                          min_sample_timesteps_per_iteration=steps_per_iteration)
               .debugging(seed=0))
@@ -300,7 +366,9 @@ def small_algorithm(mixer, env_config=None, steps_per_iteration=32, **overrides)
 
 @pytest.mark.parametrize("mixer,env_config,overrides", [
     ("vdn", None, {}),
+    ("vdn", None, {"agent_network": "fcnet"}),
     (None, None, {}),
+    # Prioritized sequences: a sequence's priority is its rows' largest |TD error|.
     ("qmix", {"one_hot_state_encoding": True, "separate_state_space": True},
      {"replay_buffer_config": {"type": "MultiAgentPrioritizedReplayBuffer"}}),
 ])
@@ -318,11 +386,14 @@ def test_each_mixer_trains_on_the_grouped_two_step_game(mixer, env_config, overr
         algo.stop()
 
 
-def test_restore_continues_exactly(tmp_path):
+@pytest.mark.parametrize("network", ["fcnet", "gru"])
+def test_restore_continues_exactly(tmp_path, network):
     # Iterations of one sampling round (as the conformance suite's): with
     # min_sample_timesteps_per_iteration > 0 a restored algorithm's first iteration
-    # samples another number of steps (DQN's too).
-    algo = small_algorithm("qmix", steps_per_iteration=0, store_buffer_in_checkpoints=True)
+    # samples another number of steps (DQN's too). The GRU's buffer holds sequences with
+    # their stored states.
+    algo = small_algorithm("qmix", steps_per_iteration=0, store_buffer_in_checkpoints=True,
+                           agent_network=network)
     try:
         for _ in range(5):
             algo.train()
@@ -331,7 +402,8 @@ def test_restore_continues_exactly(tmp_path):
         weights = algo.get_policy().get_weights()
     finally:
         algo.stop()
-    restored = small_algorithm("qmix", steps_per_iteration=0, store_buffer_in_checkpoints=True)
+    restored = small_algorithm("qmix", steps_per_iteration=0, store_buffer_in_checkpoints=True,
+                               agent_network=network)
     try:
         restored.restore(path)
         got = [restored.train() for _ in range(3)]
@@ -354,3 +426,105 @@ def test_lr_follows_the_schedule_and_the_state():
     other = QMixTFPolicy(obs_space, act_space, {**SMALL, "lr_schedule": [[0, 0.1], [100, 0.0]]})
     other.set_state(policy.get_state())
     assert float(np.asarray(other.optimizer.learning_rate)) == pytest.approx(0.05)
+
+
+# ------------------------------------------------------------ the recurrent network
+
+def test_acting_with_the_carried_state_is_the_unrolled_episode():
+    obs_space, act_space = grouped_spaces()
+    policy = QMixTFPolicy(obs_space, act_space, SMALL_GRU)
+    assert policy.is_recurrent()
+    np.testing.assert_array_equal(policy.get_initial_state()[0], np.zeros((2, 8)))
+    # 3 episodes side by side, 6 steps each, acted step by step from the initial state.
+    rng = np.random.default_rng(0)
+    obs = rng.integers(0, 2, (3, 7, 12)).astype(np.float32)  # [B, T + 1, flat]
+    state = None
+    acted_q, acted_h = [], []
+    for t in range(6):
+        q, h = policy._acting_q_rnn(policy.layout.split(obs[:, t])[0], state)
+        actions, state_out, _ = policy.compute_actions(obs[:, t], state, explore=False)
+        np.testing.assert_array_equal(state_out[0], h)
+        np.testing.assert_array_equal(np.stack(actions, 1), q.argmax(-1))
+        acted_q.append(q)
+        acted_h.append(h)
+        state = state_out
+    per_agent = obs.reshape(3, 7, 2, 6)  # [B, T + 1, N, obs]
+    h0 = np.zeros((3, 2, 8), np.float32)
+    q, h = policy.model.unroll(per_agent[:, :6], h0)
+    np.testing.assert_allclose(q, np.stack(acted_q, 1), atol=1e-5)
+    np.testing.assert_allclose(h, np.stack(acted_h, 1), atol=1e-5)
+    # The loss values each next observation from the state after the steps before it:
+    # what acting at the next step computes.
+    q_t, _, q_tp1_online = policy._sequence_q(per_agent[:, :6], per_agent[:, 1:], h0)
+    np.testing.assert_allclose(q_t, q, atol=1e-6)
+    np.testing.assert_allclose(q_tp1_online[:, :5], np.stack(acted_q[1:], 1), atol=1e-5)
+    # Acting in numpy (the default) and in one compiled call agree.
+    compiled = QMixTFPolicy(obs_space, act_space, {**SMALL_GRU, "inference": "tf"})
+    compiled.set_weights(policy.get_weights())
+    q, h = compiled._acting_q_rnn(policy.layout.split(obs[:, 1])[0], [acted_h[0]])
+    np.testing.assert_allclose(q, acted_q[1], atol=1e-5)
+    np.testing.assert_allclose(h, acted_h[1], atol=1e-5)
+    assert compiled.num_traces == {"compute_actions": 1}
+    with pytest.raises(ValueError, match=r"one array \[B, N, H\] = \[3, 2, 8\].*received "
+                                         r"\[\(3, 8\)\]"):
+        policy.compute_actions(obs[:, 0], [np.zeros((3, 8))])
+
+
+@pytest.fixture(scope="module")
+def sampled_gru():
+    """A GRU QMIX algorithm's policy and 24 sampled steps (12 two-step episodes)."""
+    algo = small_algorithm("qmix", model={"lstm_cell_size": 8, "max_seq_len": 4})
+    try:
+        worker = algo.workers.local_worker()
+        batches = [worker.sample() for _ in range(6)]
+        yield algo.get_policy(), SampleBatch.concat_samples(batches)
+    finally:
+        algo.stop()
+
+
+def test_sampling_carries_the_state_through_each_episode(sampled_gru):
+    policy, batch = sampled_gru
+    assert batch.count == 24 and batch["state_in_0"].shape == (24, 2, 8)
+    start = batch["t"] == 0
+    assert start.sum() == 12
+    np.testing.assert_array_equal(batch["state_in_0"][start], 0.0)  # initial state
+    np.testing.assert_array_equal(batch["state_in_0"][~start], batch["state_out_0"][start])
+    obs = policy.layout.split(batch["obs"])[0].reshape(12, 2, 2, 6)  # [episode, t, N, obs]
+    _, h = policy.model.unroll(obs, np.zeros((12, 2, 8), np.float32))
+    np.testing.assert_allclose(h, batch["state_out_0"].reshape(12, 2, 2, 8), atol=1e-5)
+
+
+def test_flat_batches_and_replayed_sequences_give_the_same_td_errors(sampled_gru):
+    policy, batch = sampled_gru
+    flat = policy.td_errors(batch)  # cut at the episode ends
+    assert flat.shape == (24,) and np.abs(flat).min() > 0.0
+    # The same episodes as the replay buffer gives them: zero-padded to 4 steps.
+    replayed = from_sequence_items(to_sequence_items(batch, 4, zero_init_states=False), 4)
+    padded = policy.td_errors(replayed)  # [12 * 4]
+    real = np.tile(np.arange(4) < 2, 12)
+    np.testing.assert_allclose(padded[real], flat, atol=1e-6)
+    np.testing.assert_array_equal(padded[~real], 0.0)
+    # Each step its own sequence (max_seq_len 1), starting from the state stored with it:
+    # the same values as unrolled from the episode's start.
+    one_step = QMixTFPolicy(policy.observation_space, policy.action_space,
+                            {**policy.config, "model": {"lstm_cell_size": 8, "max_seq_len": 1}})
+    one_step.set_weights(policy.get_weights())
+    np.testing.assert_allclose(one_step.td_errors(batch), flat, atol=1e-5)
+    bad = batch.copy()
+    bad["state_in_0"] = np.zeros((24, 2, 3), np.float32)
+    with pytest.raises(ValueError, match=r"'state_in_0' must hold the GRU's state \[N, H\] = "
+                                         r"\[2, 8\] per row; received shape \(24, 2, 3\)"):
+        policy.td_errors(bad)
+
+
+def test_fcnet_refuses_sequences_and_algorithm_replays_gru_sequences(sampled_gru):
+    policy, batch = sampled_gru
+    replayed = from_sequence_items(to_sequence_items(batch, 4), 4)
+    fcnet = QMixTFPolicy(policy.observation_space, policy.action_space, SMALL)
+    with pytest.raises(ValueError, match="sequence batch.*agent_network='fcnet'"):
+        fcnet.learn_on_batch(replayed)
+    # Minibatches of whole sequences with about sgd_minibatch_size steps each: 24 steps
+    # in minibatches of 8 -> 3 steps of 4 sequences.
+    before = int(policy.num_grad_updates.numpy())
+    stats = policy.learn_on_batch(replayed, sgd_minibatch_size=8)["learner_stats"]
+    assert stats["num_grad_updates"] == before + 3

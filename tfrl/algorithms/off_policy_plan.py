@@ -91,14 +91,21 @@ def beta_schedule(replay_buffer_config: Dict[str, Any]) -> Union[float, Schedule
                           final, initial_p=beta)
 
 
-def make_replay_buffer(config: Mapping[str, Any]) -> LocalReplayBuffer:
+def make_replay_buffer(config: Mapping[str, Any], sequence_length: int = 1,
+                       zero_init_states: bool = True) -> LocalReplayBuffer:
     """The `LocalReplayBuffer` of a replay-based algorithm's config: one replay holds the
-    rows of a whole learning phase (`steps_per_phase * train_batch_size`)."""
+    rows of a whole learning phase (`steps_per_phase * train_batch_size`), or with
+    `sequence_length > 1` (recurrent policies) `steps_per_phase * max(1, train_batch_size
+    // sequence_length)` sequences of that length, starting from their stored recurrent
+    state (zeros with `zero_init_states`)."""
     rb = config["replay_buffer_config"]
     _, steps_per_phase = learning_schedule(config)
+    items_per_step = max(1, config["train_batch_size"] // sequence_length)
     return LocalReplayBuffer(
         capacity=rb["capacity"],
-        replay_batch_size=steps_per_phase * config["train_batch_size"],
+        replay_batch_size=steps_per_phase * items_per_step,
+        replay_sequence_length=sequence_length,
+        replay_zero_init_states=zero_init_states,
         learning_starts=config["num_steps_sampled_before_learning_starts"],
         seed=config["seed"],
         prioritized_replay=rb["type"] in PRIORITIZED_BUFFER_TYPES,

@@ -1,5 +1,6 @@
 """QMIX (RLlib's `ray.rllib.algorithms.qmix`): monotonic mixing of per-agent Q-values for
-grouped cooperating agents; VDN's sum and independent Q-learning as its other mixers."""
+grouped cooperating agents, each valued by a shared recurrent (GRU) agent network; VDN's sum
+and independent Q-learning as its other mixers."""
 
 from tfrl.utils.lazy_exports import lazy_exports
 

@@ -2,14 +2,17 @@
 path).
 
 RLlib's QMIX keys and defaults on top of `OffPolicyConfig` (replay buffer, learning
-start, target updates). `exploration_config` is merged into its default as DQN's is, and
+start, target updates), and tfrl's `agent_network` ("gru", RLlib's recurrent agent
+network, or "fcnet"). `exploration_config` is merged into its default as DQN's is, and
 checked by DQN's check (`EpsilonGreedy` only). RLlib 1.x's `grad_norm_clipping` is an
 alias of `grad_clip`.
 
 Example:
     >>> config = QMixConfig().training(mixer="vdn", mixing_embed_dim=8)
-    >>> config.mixer, config.mixing_embed_dim, config.optim_alpha
-    ('vdn', 8, 0.99)
+    >>> config.mixer, config.mixing_embed_dim, config.optim_alpha, config.agent_network
+    ('vdn', 8, 0.99, 'gru')
+    >>> config.training(model={"lstm_cell_size": 16}).model["fcnet_activation"]
+    'relu'
     >>> QMixConfig.from_dict({"grad_norm_clipping": 5.0}).grad_clip
     5.0
 """
@@ -20,7 +23,7 @@ from typing import Any, ClassVar, Dict, Mapping, Optional
 
 from tfrl.algorithms.dqn.dqn_config import check_epsilon_greedy
 from tfrl.algorithms.off_policy_config import OffPolicyConfig, replay_buffer_defaults
-from tfrl.utils.config_values import AT_LEAST_ONE, POSITIVE, UNIT_INTERVAL
+from tfrl.utils.config_values import AT_LEAST_ONE, POSITIVE, UNIT_INTERVAL, OneOf
 
 # The mixers QMIX knows: the monotonic mixing network, the sum, and none (independent
 # Q-learning of each agent on its own reward).
@@ -32,9 +35,14 @@ EXPLORATION_DEFAULTS: Dict[str, Any] = {
     "final_epsilon": 0.01,
     "epsilon_timesteps": 40000,
 }
-# The agent network: one hidden layer of 64 (RLlib's `lstm_cell_size`, the width of its
-# GRU agent network).
-MODEL_DEFAULTS: Dict[str, Any] = {"fcnet_hiddens": [64], "fcnet_activation": "relu"}
+# The agent networks QMIX builds (`model.make_agent_network`): RLlib's recurrent one and a
+# feed-forward one.
+AGENT_NETWORKS = ("gru", "fcnet")
+# QMIX's model defaults over `MODEL_DEFAULTS` (a given `model` is merged into them): the
+# GRU's width (RLlib's `lstm_cell_size`), and the feed-forward network's layers of the
+# same width. `max_seq_len` (the longest replayed sequence) is MODEL_DEFAULTS'.
+MODEL_DEFAULTS: Dict[str, Any] = {"lstm_cell_size": 64, "fcnet_hiddens": [64],
+                                  "fcnet_activation": "relu"}
 
 
 def _field(default: Any) -> Any:
@@ -61,10 +69,17 @@ class QMixConfig(OffPolicyConfig):
             `final_epsilon`, `epsilon_timesteps` (linear over the policy's timesteps);
             merged into the defaults.
 
-    The agent network is feed-forward: `model["fcnet_hiddens"]` (default `[64]`) with
-    `fcnet_activation`, shared by all agents of the group (RLlib's is a GRU; recurrent
-    models are refused). Transitions are replayed one by one, so `n_step` must be 1 and
-    `replay_buffer_config["replay_sequence_length"]` 1.
+        agent_network: The agent network shared by the group's agents: "gru" (RLlib's:
+            a dense layer and a GRU cell of `model["lstm_cell_size"]` units, then the
+            Q-values; replayed as sequences of at most `model["max_seq_len"]` steps) or
+            "fcnet" (feed-forward, `model["fcnet_hiddens"]` with `fcnet_activation`;
+            replayed transition by transition).
+        model: Merged into QMIX's defaults (`lstm_cell_size` 64, `fcnet_hiddens` [64],
+            `fcnet_activation` "relu"). The catalog's `use_lstm`/`use_attention` wrappers
+            are refused (the agent network is QMIX's own).
+
+    `n_step` must be 1 and `replay_buffer_config["replay_sequence_length"]` 1 (the GRU's
+    sequences are `model["max_seq_len"]` long).
     """
 
     # RLlib's QMIX defaults that differ from the common / off-policy ones.
@@ -87,10 +102,12 @@ class QMixConfig(OffPolicyConfig):
     double_q: bool = True
     optim_alpha: float = 0.99
     optim_eps: float = 1e-5
+    agent_network: str = "gru"
 
     _RANGES: ClassVar[Dict[str, Any]] = {
-        "mixing_embed_dim": AT_LEAST_ONE, "optim_alpha": UNIT_INTERVAL, "optim_eps": POSITIVE}
-    _MERGED_DICTS: ClassVar[tuple] = ("replay_buffer_config", "exploration_config")
+        "mixing_embed_dim": AT_LEAST_ONE, "optim_alpha": UNIT_INTERVAL, "optim_eps": POSITIVE,
+        "agent_network": OneOf(AGENT_NETWORKS)}
+    _MERGED_DICTS: ClassVar[tuple] = ("replay_buffer_config", "exploration_config", "model")
 
     @classmethod
     def from_dict(cls, config: Optional[Mapping[str, Any]] = None) -> "QMixConfig":
@@ -113,8 +130,9 @@ class QMixConfig(OffPolicyConfig):
                  f"{self.n_step!r}.")
         length = self.replay_buffer_config["replay_sequence_length"]
         if length != 1:
-            fail("replay_buffer_config['replay_sequence_length'] must be 1 (the agent "
-                 f"network is feed-forward); received {length!r}.")
+            fail("replay_buffer_config['replay_sequence_length'] must be 1 (QMIX replays "
+                 "transitions, or with agent_network='gru' sequences of model['max_seq_len'] "
+                 f"steps); received {length!r}.")
         check_epsilon_greedy(self.exploration_config, type(self).__name__)
 
 

@@ -20,6 +20,11 @@ Q-value factorises). VDN's mixer is the sum (`vdn_mix`).
 
 `mask` marks the real entries: padded rows, and (without a mixer) agents absent from a
 transition; an absent agent's Q-value enters a mixer as 0 (`agent_mask`).
+
+With the recurrent agent network the batch is `B` sequences of `T` steps (episodes, or
+pieces of at most `model["max_seq_len"]` steps, right-padded): `qmix_sequence_td_loss`
+is the same loss over the `[B, T]` entries whose `seq_mask` is 1, the mean running over
+the real steps of all sequences (RLlib's).
 """
 
 from typing import Dict, Optional, Tuple
@@ -168,4 +173,54 @@ def qmix_td_loss(q_tot_t: tf.Tensor, rewards_t: tf.Tensor, terminateds_t: tf.Ten
         "target_mean": tf.reduce_sum(targets * mask) / count,
         "td_error": tf.reduce_sum(td, axis=1) / row_count,
     }
+    return loss, stats
+
+
+def qmix_sequence_td_loss(q_tot_t: tf.Tensor, rewards_t: tf.Tensor, terminateds_t: tf.Tensor,
+                          q_tot_tp1: tf.Tensor, seq_mask: tf.Tensor,
+                          agent_mask: Optional[tf.Tensor] = None,
+                          importance_weights_t: Optional[tf.Tensor] = None, *, gamma: Scalar
+                          ) -> Tuple[tf.Tensor, Dict[str, tf.Tensor]]:
+    """`qmix_td_loss` over `B` right-padded sequences of `T` steps.
+
+    Args:
+        q_tot_t: `[B, T, K]` the mixed chosen values (K = 1) or each agent's (K = N).
+        rewards_t: `[B, T, K]`.
+        terminateds_t: `[B, T]`, bool or float.
+        q_tot_tp1: `[B, T, K]` the mixed target values of the next steps.
+        seq_mask: `[B, T]`, 1 for a sequence's real steps, 0 for its padding.
+        agent_mask: `[B, T, K]`, 0 for absent agents (no mixer); None: all present.
+        importance_weights_t: `[B, T]` prioritized replay's weights; None: all 1.
+        gamma: Discount factor.
+
+    Returns:
+        `(loss, stats)` as `qmix_td_loss`'s (the means over the real entries of all
+        sequences), with `td_error` `[B, T]` (each step's mean over its real entries; 0 on
+        padding).
+
+    Raises:
+        ValueError: For shapes that disagree.
+    """
+    name = "qmix_sequence_td_loss"
+    q_tot_t = _check_rank(name, "q_tot_t", q_tot_t, 3, "[B, T, K]")
+    seq_mask = _check_rank(name, "seq_mask", seq_mask, 2, "[B, T]")
+    terminateds_t = _check_rank(name, "terminateds_t", terminateds_t, 2, "[B, T]")
+    if not seq_mask.shape.is_compatible_with(q_tot_t.shape[:2]):
+        raise ValueError(f"{name}(): seq_mask must be q_tot_t's [B, T] {q_tot_t.shape[:2]}; "
+                         f"received {seq_mask.shape}.")
+    shape = tf.shape(q_tot_t)  # [B, T, K]
+    mask = tf.cast(seq_mask, q_tot_t.dtype)[:, :, None] * tf.ones_like(q_tot_t)  # [B, T, K]
+    if agent_mask is not None:
+        mask *= tf.cast(agent_mask, q_tot_t.dtype)
+
+    def rows(x: tf.Tensor) -> tf.Tensor:  # [B, T, ...] -> [B * T, ...]
+        x = tf.convert_to_tensor(x)
+        return tf.reshape(x, tf.concat([[-1], tf.shape(x)[2:]], axis=0))
+
+    for label, value in (("rewards_t", rewards_t), ("q_tot_tp1", q_tot_tp1)):
+        _check_rank(name, label, value, 3, "[B, T, K]")
+    weights = None if importance_weights_t is None else rows(importance_weights_t)
+    loss, stats = qmix_td_loss(rows(q_tot_t), rows(rewards_t), rows(terminateds_t),
+                               rows(q_tot_tp1), rows(mask), weights, gamma=gamma)
+    stats["td_error"] = tf.reshape(stats["td_error"], shape[:2])  # [B, T]
     return loss, stats
