@@ -59,3 +59,23 @@ def test_execution_package_imports_only_the_operators_used():
     assert not {"tfrl.execution.replay_buffer", "tfrl.execution.train_ops",
                 "tfrl.execution.multi_gpu_learner_thread"} & set(loaded)
     assert out[1] == "tfrl.execution.replay_buffer tfrl.execution.train_ops 42"
+
+
+def test_a_replay_shard_actor_process_needs_no_tensorflow():
+    # An Ape-X replay-shard actor imports WorkerActor's module (the Ray backend, and through
+    # it the worker-set handles) and its LocalReplayBuffer: no policy, model or TensorFlow
+    # (a shard started in ~0.7 GB and minutes under load when the worker-set package
+    # imported WorkerSet eagerly).
+    pytest.importorskip("ray")
+    code = ("import sys, tfrl.backends.ray.worker, tfrl.algorithms.apex_dqn.replay_shards; "
+            "import tfrl.evaluation.worker_set as ws; "
+            "print(sorted(ws.__all__)); "
+            "print(sorted(m for m in ('tensorflow', 'keras', 'tfrl.policy.tf_policy', "
+            "'tfrl.evaluation.rollout_worker.rollout_worker') if m in sys.modules)); "
+            "print(ws.WorkerSet.__module__)")
+    repo_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=repo_root).stdout.splitlines()
+    assert ast.literal_eval(out[0]) == ["MAX_RECREATIONS_PER_CALL", "WorkerSet"]
+    assert ast.literal_eval(out[1]) == []
+    assert out[2] == "tfrl.evaluation.worker_set.worker_set"

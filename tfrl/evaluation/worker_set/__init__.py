@@ -6,9 +6,15 @@ remote ones.
   `WorkerCrashedError`);
 * `failures`: the remote workers and how they survive crashes (`RemoteWorkers`);
 * `state`: what a new or recreated remote worker is given.
+
+The exports are lazy (`tfrl.utils.lazy_exports`): a process that only needs `handles`
+(a Ray actor holding an Ape-X replay shard imports it through `WorkerActor`'s module)
+does not import the rollout worker, its policies and TensorFlow.
 """
 
-from tfrl.evaluation.worker_set.failures import MAX_RECREATIONS_PER_CALL
-from tfrl.evaluation.worker_set.worker_set import WorkerSet
+from tfrl.utils.lazy_exports import lazy_exports
 
-__all__ = ["MAX_RECREATIONS_PER_CALL", "WorkerSet"]
+__getattr__, __all__ = lazy_exports(__name__, {
+    "tfrl.evaluation.worker_set.failures": ["MAX_RECREATIONS_PER_CALL"],
+    "tfrl.evaluation.worker_set.worker_set": ["WorkerSet"],
+})
