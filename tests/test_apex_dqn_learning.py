@@ -17,7 +17,8 @@ from tfrl.cli.experiment import build_config, resolve_experiment
 
 ray = pytest.importorskip("ray")
 
-pytestmark = [pytest.mark.learning, pytest.mark.ray, pytest.mark.slow]
+pytestmark = [pytest.mark.learning, pytest.mark.learning_long, pytest.mark.ray,
+              pytest.mark.slow]
 
 TARGET = 400.0
 MAX_STEPS = 100_000

@@ -18,7 +18,7 @@ from tfrl.algorithms.registry import get_algorithm_class
 from tfrl.cli.experiment import build_config, resolve_experiment
 from tfrl.examples.offline_data import make_pendulum_dataset
 
-pytestmark = pytest.mark.learning
+pytestmark = [pytest.mark.learning, pytest.mark.learning_long]
 
 TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                      "tfrl", "tuned", "cql_pendulum.yaml")

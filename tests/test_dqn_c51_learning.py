@@ -9,7 +9,7 @@ import pytest
 from tfrl.algorithms.dqn import DQN
 from tfrl.cli.experiment import build_config, resolve_experiment
 
-pytestmark = pytest.mark.learning
+pytestmark = [pytest.mark.learning, pytest.mark.learning_long]
 
 MAX_STEPS = 50_000
 TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),

@@ -72,6 +72,7 @@ def test_marwil_beats_bc_on_mixed_data(cartpole_data, bc_on_mixed):
     assert marwil >= bc + 150, (marwil, bc)
 
 
+@pytest.mark.learning_long
 def test_discrete_cql_beats_bc_on_mixed_data(cartpole_data, bc_on_mixed):
     # Three learner seeds in one test: single evaluations are noisy (10 greedy episodes
     # after 11,216 gradient steps), so the bar is on their mean, with each seed well

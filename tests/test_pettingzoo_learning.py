@@ -14,7 +14,7 @@ import pytest
 pytest.importorskip("pettingzoo")
 pytest.importorskip("mpe2")
 
-pytestmark = [pytest.mark.learning,
+pytestmark = [pytest.mark.learning, pytest.mark.learning_long,
               pytest.mark.filterwarnings("ignore::UserWarning")]
 
 BUDGET = 80_000

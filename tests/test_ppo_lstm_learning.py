@@ -25,7 +25,7 @@ from learning_helpers import train_to_reward
 from tfrl.algorithms.ppo import PPO
 from tfrl.cli.experiment import build_config, resolve_experiment
 
-pytestmark = pytest.mark.learning
+pytestmark = [pytest.mark.learning, pytest.mark.learning_long]
 
 TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                      "tfrl", "tuned", "ppo_lstm_stateless_cartpole.yaml")
