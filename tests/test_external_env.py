@@ -7,7 +7,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from tfrl.env.external_env import ExternalEnv
+from tfrl.env.external_env import ExternalEnv, ExternalEnvStopped
 from tfrl.env.external_multi_agent_env import ExternalMultiAgentEnv
 
 OBS_SPACE = gym.spaces.Box(-10.0, 10.0, (2,), np.float32)
@@ -269,6 +269,61 @@ def test_get_action_timeout(idle):
     env.start_episode("e")
     with pytest.raises(TimeoutError, match="No action for episode 'e' within 0.05 s"):
         env.get_action("e", _obs(0))
+
+
+class BareLoopEnv(ExternalEnv):
+    """Runs `script(self)` as its run loop, catching nothing."""
+
+    def __init__(self, script):
+        super().__init__(ACT_SPACE, OBS_SPACE)
+        self.script = script
+
+    def run(self):
+        self.script(self)
+
+
+def test_a_stopped_envs_own_loop_ends_quietly():
+    # The env's run() loop waits for an action when the sampler stops the env: the loop
+    # gets ExternalEnvStopped (a RuntimeError) and the thread ends with no unhandled-
+    # exception report (threading.excepthook is not called).
+    def script(env):
+        eid = env.start_episode("e")
+        while True:
+            env.get_action(eid, _obs(0))
+
+    reports = []
+    previous_hook = threading.excepthook
+    threading.excepthook = reports.append
+    try:
+        env = BareLoopEnv(script)
+        base = env.to_base_env(poll_timeout=5.0)
+        deadline = time.monotonic() + 5
+        while not base.poll()[0] and time.monotonic() < deadline:
+            pass
+        base.stop()
+        env.join(5)
+    finally:
+        threading.excepthook = previous_hook
+    assert not env.is_alive()
+    assert reports == []
+    with pytest.raises(ExternalEnvStopped, match="was stopped; it takes no more episodes"):
+        env.start_episode("f")
+
+
+def test_a_loop_error_that_is_not_the_stop_is_still_reported():
+    def script(env):
+        raise ExternalEnvStopped("raised by the loop itself, not by a stop")
+
+    reports = []
+    previous_hook = threading.excepthook
+    threading.excepthook = reports.append
+    try:
+        env = BareLoopEnv(script)
+        env.start()
+        env.join(5)
+    finally:
+        threading.excepthook = previous_hook
+    assert [type(r.exc_value) for r in reports] == [ExternalEnvStopped]
 
 
 def test_stop_releases_waiting_callers(idle):

@@ -45,6 +45,13 @@ NONFINITE_FIX = ("Observations must be finite numbers: fix the simulator's obser
 _DUMMY_AGENT_ID = "agent0"
 
 
+class ExternalEnvStopped(RuntimeError):
+    """What a call into a stopped `ExternalEnv` raises: a caller that was waiting for an
+    action when the sampler stopped the env, or a new call after it. When the env's own
+    `run()` loop gets it, the env's thread ends quietly (the loop cannot go on; the
+    stop is not an error of the loop's)."""
+
+
 class ExternalEnv(threading.Thread):
     """An environment that interfaces with external agents (a daemon thread).
 
@@ -86,6 +93,22 @@ class ExternalEnv(threading.Thread):
         self._results_avail_condition = threading.Condition()
         self._max_concurrent_episodes = max_concurrent
         self._env_stopped = False
+
+    def start(self) -> None:
+        """Starts the env's thread, which runs `run()`; when the env is stopped while the
+        loop waits in (or calls) the episode protocol, the loop's `ExternalEnvStopped`
+        ends the thread without an unhandled-exception report."""
+        loop = self.run
+
+        def run_until_stopped() -> None:
+            try:
+                loop()
+            except ExternalEnvStopped:
+                if not self._env_stopped:
+                    raise
+
+        self.run = run_until_stopped  # type: ignore[method-assign]
+        super().start()
 
     def run(self) -> None:
         """Override this to implement the run loop.
@@ -336,7 +359,8 @@ class ExternalEnv(threading.Thread):
 
     def _check_running(self) -> None:
         if self._env_stopped:
-            raise RuntimeError(f"{type(self).__name__} was stopped; it takes no more episodes.")
+            raise ExternalEnvStopped(
+                f"{type(self).__name__} was stopped; it takes no more episodes.")
 
     def _to_agent_dict(self, value: Any, what: str) -> MultiAgentDict:
         return {_DUMMY_AGENT_ID: value}
@@ -386,7 +410,7 @@ class ExternalEnv(threading.Thread):
             for episode in self._episodes.values():
                 for ticket in [episode.polled_ticket] + [i.ticket for i in episode.items]:
                     if ticket is not None:
-                        ticket.set_error(RuntimeError(
+                        ticket.set_error(ExternalEnvStopped(
                             f"{type(self).__name__} was stopped while episode "
                             f"{episode.episode_id} waited for an action."))
             self._results_avail_condition.notify_all()
