@@ -11,6 +11,13 @@ import pytest
 from tfrl.utils.lazy_exports import lazy_exports
 
 
+def _printed_lines(code):
+    """The lines `code` prints in a fresh interpreter started at the repository root."""
+    repo_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, cwd=repo_root).stdout.splitlines()
+
+
 def test_lazy_exports_imports_on_first_access_and_lists_all():
     getattr_, names = lazy_exports("pkg", {"math": ["sqrt", "pi"], "json": ["dumps"]})
     assert names == ["dumps", "pi", "sqrt"]
@@ -33,9 +40,7 @@ def test_packages_export_lazily_without_tensorflow():
             "print(tfrl.env.__all__); print(tfrl.models.__all__); "
             "from tfrl.env import PolicyClient, make_multi_agent; "
             "from tfrl.models import ModelCatalog; print(ModelCatalog.__module__)")
-    repo_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=repo_root).stdout.splitlines()
+    out = _printed_lines(code)
     assert ast.literal_eval(out[0]) == sorted([
         "BaseEnv", "EnvContext", "ExternalEnv", "ExternalMultiAgentEnv", "MultiAgentEnv",
         "ParallelPettingZooEnv", "PettingZooEnv",
@@ -51,9 +56,7 @@ def test_execution_package_imports_only_the_operators_used():
             "print(sorted(m for m in sys.modules if m.startswith('tfrl.execution'))); "
             "from tfrl.execution import ReplayBuffer, TrainOneStep; import tfrl.execution; "
             "print(ReplayBuffer.__module__, TrainOneStep.__module__, len(tfrl.execution.__all__))")
-    repo_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=repo_root).stdout.splitlines()
+    out = _printed_lines(code)
     loaded = ast.literal_eval(out[0])
     assert "tfrl.execution.iter" in loaded
     assert not {"tfrl.execution.replay_buffer", "tfrl.execution.train_ops",
@@ -73,9 +76,7 @@ def test_a_replay_shard_actor_process_needs_no_tensorflow():
             "print(sorted(m for m in ('tensorflow', 'keras', 'tfrl.policy.tf_policy', "
             "'tfrl.evaluation.rollout_worker.rollout_worker') if m in sys.modules)); "
             "print(ws.WorkerSet.__module__)")
-    repo_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=repo_root).stdout.splitlines()
+    out = _printed_lines(code)
     assert ast.literal_eval(out[0]) == ["MAX_RECREATIONS_PER_CALL", "WorkerSet"]
     assert ast.literal_eval(out[1]) == []
     assert out[2] == "tfrl.evaluation.worker_set.worker_set"
