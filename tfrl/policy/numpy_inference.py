@@ -33,7 +33,8 @@ from tfrl.models.tf import tf_action_dist as dists
 from tfrl.models.tf.fcnet import FullyConnectedNetwork
 
 
-def _sigmoid(x):
+def sigmoid(x: np.ndarray) -> np.ndarray:
+    """The logistic function through tanh (no overflow for large |x|)."""
     return 0.5 * (1.0 + np.tanh(0.5 * x))
 
 
@@ -50,7 +51,7 @@ _ACTIVATIONS: Dict[Any, Callable[[np.ndarray], np.ndarray]] = {
     keras.activations.tanh: _tanh,
     keras.activations.relu: _relu,
     keras.activations.elu: lambda x: np.where(x > 0.0, x, np.expm1(np.minimum(x, 0.0))),
-    keras.activations.silu: lambda x: x * _sigmoid(x),
+    keras.activations.silu: lambda x: x * sigmoid(x),
     keras.activations.linear: None,
 }
 #: A dense layer in numpy: `(kernel [in, out], bias [out], in-place activation or None)`.

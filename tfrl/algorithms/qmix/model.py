@@ -28,6 +28,7 @@ import numpy as np
 import tensorflow as tf
 
 from tfrl.models.model_defaults import model_setting
+from tfrl.policy.numpy_inference import sigmoid
 
 
 def agent_q_network(obs_size: int, num_actions: int,
@@ -112,9 +113,6 @@ def gru_step_numpy(weights: Sequence[np.ndarray], obs: np.ndarray, h: np.ndarray
     x = np.maximum(obs @ w1 + b1, 0.0)
     gates_x = x @ kernel + bias[0]  # [M, 3H]: z, r, n
     gates_h = h @ recurrent_kernel + bias[1]
-
-    def sigmoid(v: np.ndarray) -> np.ndarray:
-        return 0.5 * (np.tanh(0.5 * v) + 1.0)  # no overflow for large |v|
 
     z = sigmoid(gates_x[:, :size] + gates_h[:, :size])
     r = sigmoid(gates_x[:, size:2 * size] + gates_h[:, size:2 * size])
