@@ -145,12 +145,11 @@ def caption(runs: list) -> str:
     if "sb3" in libs:
         differs = PEER_DIFFERS.get(meta["algo"])
         peer = ("peer: Stable-Baselines3 with the same settings"
-                + (f" {differs}" if differs else ""))
+                + (" as tfrl" if TUNED in libs else "") + (f", {differs}" if differs else ""))
         if TUNED in libs:
             sources = sorted({m.get("source", "a tuned file") for m, _ in runs
                               if m["library"] == TUNED})
-            peer += (f" as tfrl; {LABELS[TUNED]} ({TUNED}): {', '.join(sources)}, "
-                     "other settings")
+            peer += f"; {LABELS[TUNED]} ({TUNED}): {', '.join(sources)}, other settings"
     else:
         peer = f"no peer curve: {NO_PEER.get(meta['algo'], 'no peer run yet')}"
     what = ("mean greedy return of the evaluation episodes after each iteration"
