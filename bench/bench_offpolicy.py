@@ -259,12 +259,18 @@ def sb3_model(algo: str, seed: int, steps: int):
     if algo == "SAC":
         return SAC("MlpPolicy", env, learning_rate=1e-3, learning_starts=starts, **common)
     dim = env.action_space.shape[-1]
+    if algo == "DDPG":  # SB3's DDPG takes no stats_window_size (its default is 100)
+        del common["stats_window_size"]
     # TD3 and DDPG: the zoo's Pendulum entries are the same settings.
-    return (TD3 if algo == "TD3" else DDPG)(
+    model = (TD3 if algo == "TD3" else DDPG)(
         "MlpPolicy", env, gamma=0.98, buffer_size=200_000, learning_starts=starts,
         action_noise=NormalActionNoise(np.zeros(dim), 0.1 * np.ones(dim)),
         gradient_steps=-1, train_freq=(1, "episode"), learning_rate=1e-3,
         policy_kwargs={"net_arch": [400, 300]}, **common)
+    if model._stats_window_size != SMOOTHING:
+        raise RuntimeError(f"SB3 {algo}'s episode window is {model._stats_window_size}; "
+                           f"the bench compares means over {SMOOTHING} episodes")
+    return model
 
 
 def run_sb3(algo: str, seed: int, steps: int, threads: int = 1) -> dict:
