@@ -15,7 +15,11 @@ after every `--eval-every` iterations against the logged steps read; `--data ROO
 points `input` at `ROOT/<the file's last folder>` and, if that is missing, first writes
 the data there (tfrl.examples.offline_data: CartPole expert and mixed, or Pendulum).
 `--algo` and `--set KEY=VALUE ...` run a file with another algorithm or settings (DDPG,
-which has no tuned file, runs td3_pendulum without TD3's three tricks).
+which has no tuned file, runs td3_pendulum without TD3's three tricks). The header names
+the file (`source=tfrl/tuned/<name>.yaml`). `--library tfrl-tuned` writes
+`<algo>_<env>_tfrl-tuned_seed<k>.csv` instead: for an algorithm whose bench runs tfrl
+beside Stable-Baselines3 with the peer's settings (A2C, DDPG, TD3), so that the tuned
+file's curve is drawn beside those, labelled as the tuned file's (tools/plot_curves.py).
 """
 
 import argparse
@@ -42,7 +46,8 @@ def _offline(exp) -> bool:
 
 
 def run(name: str, seed: int, steps: int, iterations: int, data: str, eval_every: int,
-        eval_episodes: int, folder: str, algo_name: str = "", extra: tuple = ()) -> dict:
+        eval_episodes: int, folder: str, algo_name: str = "", extra: tuple = (),
+        library: str = "tfrl") -> dict:
     from tfrl.utils.progress import quiet_tensorflow
 
     quiet_tensorflow()
@@ -61,10 +66,11 @@ def run(name: str, seed: int, steps: int, iterations: int, data: str, eval_every
 
     algo = get_algorithm_class(exp.algo)(config=build_config(exp))
     budget = iterations if offline else steps
-    curve = Curve(exp.algo, exp.env, "tfrl", seed, budget,
+    curve = Curve(exp.algo, exp.env, library, seed, budget,
                   note=(f"offline: x is logged steps read, y the mean greedy return of "
                         f"{eval_episodes} evaluation episodes" if offline else ""),
-                  smoothing=None if offline else algo.config.metrics_smoothing_episodes)
+                  smoothing=None if offline else algo.config.metrics_smoothing_episodes,
+                  source=f"tfrl/tuned/{name}.yaml")
     start = time.time()
     result: dict = {"timesteps_total": 0, "training_iteration": 0}
     while (result["training_iteration"] < iterations if offline
@@ -96,11 +102,15 @@ def main() -> int:
                         "(e.g. DDPG on td3_pendulum with --set twin_q=false ...)")
     parser.add_argument("--set", nargs="*", default=[], metavar="KEY=VALUE",
                         help="config overrides, as tfrl train's --config_override")
+    parser.add_argument("--library", default="tfrl", choices=["tfrl", "tfrl-tuned"],
+                        help="the CSVs' library: tfrl-tuned beside a tfrl-vs-SB3 bench's "
+                             "curves (another setting than the peer's)")
     parser.add_argument("--child", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
         out = run(args.name, args.child, args.steps, args.iterations, args.data,
-                  args.eval_every, args.eval_episodes, args.curves, args.algo, tuple(args.set))
+                  args.eval_every, args.eval_episodes, args.curves, args.algo, tuple(args.set),
+                  args.library)
         print("RESULT " + json.dumps(out), flush=True)
         return 0
     exp = _experiment(args.name, args.algo, list(args.set))

@@ -1,4 +1,4 @@
-"""tfrl vs Stable-Baselines3 off-policy: DQN, SAC and TD3 with RL Zoo's settings, 3 seeds.
+"""tfrl vs Stable-Baselines3 off-policy: DQN, SAC, TD3 and DDPG with RL Zoo's settings, 3 seeds.
 
     python bench/bench_offpolicy.py                          # every section, 3 seeds
     python bench/bench_offpolicy.py --algos DQN --seeds 0    # one section, one seed
@@ -29,9 +29,16 @@ Sections (issue 15), each with RL Baselines3 Zoo's tuned settings on both sides:
   learning phase per 200-step episode with as many gradient steps as steps sampled, on
   SB3's TD3 defaults (batch 256, tau 0.005, policy delay 2, target noise 0.2 clipped at
   0.5). Target -250.
+- DDPG, Pendulum-v1, 20,000 steps: the zoo's Pendulum DDPG entry, which has TD3's
+  settings above (gamma 0.98, buffer 200,000, 10,000 random steps, N(0, 0.1) action
+  noise, lr 1e-3, [400, 300] networks, one learning phase per episode) on SB3's DDPG
+  defaults (batch 256, tau 0.005): one critic, the actor and the targets updated with
+  every critic update, no target policy smoothing. tfrl runs its DDPG (`twin_q=False`,
+  `policy_delay=1`, `smooth_target_policy=False`) with the zoo's Gaussian noise instead
+  of its default Ornstein-Uhlenbeck noise and no L2 penalty (SB3 has none). Target -250.
 
 A section whose algorithm is missing from tfrl's registry (`tfrl.algorithms.registry`)
-is skipped with a message (all three are registered). With `--steps` below a
+is skipped with a message (all four are registered). With `--steps` below a
 section's budget (smoke checks), both sides start learning after at most a quarter of the
 budget, so that the learning path runs too; SB3's exploration fraction and tfrl's epsilon
 schedule are both fractions of the budget.
@@ -75,7 +82,7 @@ SAC_ROUND_STEPS = 16
 # matrix-vector shapes, and those nets are matmul-bound (bench/bench_sac_learner.py:
 # SAC 6.9 vs 7.4 ms CPU per gradient step on Pendulum, 7.6 vs 8.2 on HalfCheetah's
 # shapes; bench/RESULTS.md). `--jit-compile 0|1` overrides it. DQN: its tuned file's.
-JIT_COMPILE = {"SAC": False, "TD3": False}
+JIT_COMPILE = {"SAC": False, "TD3": False, "DDPG": False}
 
 #: name -> env, budget (env steps), target mean return.
 SECTIONS = {
@@ -83,6 +90,8 @@ SECTIONS = {
     "SAC": {"env": "Pendulum-v1", "steps": 20_000, "target": -250.0, "learning_starts": 100},
     "TD3": {"env": "Pendulum-v1", "steps": 20_000, "target": -250.0,
             "learning_starts": 10_000},
+    "DDPG": {"env": "Pendulum-v1", "steps": 20_000, "target": -250.0,
+             "learning_starts": 10_000},
 }
 
 
@@ -133,6 +142,11 @@ def _section_config(algo: str, seed: int, steps: int, sac_round: int) -> dict:
                 "q_model_config": {"fcnet_hiddens": [256, 256], "fcnet_activation": "relu"},
                 "policy_model_config": {"fcnet_hiddens": [256, 256],
                                         "fcnet_activation": "relu"}}
+    if algo == "DDPG":
+        # The zoo's TD3 settings on DDPG: one critic, no delay, no target smoothing.
+        return {**_section_config("TD3", seed, steps, sac_round), "twin_q": False,
+                "policy_delay": 1, "smooth_target_policy": False,
+                "jit_compile": JIT_COMPILE["DDPG"]}
     if algo == "TD3":
         return {**common, "gamma": 0.98, "tau": 0.005, "train_batch_size": 256,
                 # One learning phase per 200-step episode, one gradient step (256 rows)
@@ -228,7 +242,7 @@ def run_tfrl(algo_name: str, seed: int, steps: int, sac_round: int = SAC_ROUND_S
 
 def sb3_model(algo: str, seed: int, steps: int):
     """SB3's model of a section (the zoo's hyperparameters) on a Monitor-wrapped env."""
-    from stable_baselines3 import DQN, SAC, TD3
+    from stable_baselines3 import DDPG, DQN, SAC, TD3
     from stable_baselines3.common.env_util import make_vec_env
     from stable_baselines3.common.noise import NormalActionNoise
     import numpy as np
@@ -245,10 +259,18 @@ def sb3_model(algo: str, seed: int, steps: int):
     if algo == "SAC":
         return SAC("MlpPolicy", env, learning_rate=1e-3, learning_starts=starts, **common)
     dim = env.action_space.shape[-1]
-    return TD3("MlpPolicy", env, gamma=0.98, buffer_size=200_000, learning_starts=starts,
-               action_noise=NormalActionNoise(np.zeros(dim), 0.1 * np.ones(dim)),
-               gradient_steps=-1, train_freq=(1, "episode"), learning_rate=1e-3,
-               policy_kwargs={"net_arch": [400, 300]}, **common)
+    if algo == "DDPG":  # SB3's DDPG takes no stats_window_size (its default is 100)
+        del common["stats_window_size"]
+    # TD3 and DDPG: the zoo's Pendulum entries are the same settings.
+    model = (TD3 if algo == "TD3" else DDPG)(
+        "MlpPolicy", env, gamma=0.98, buffer_size=200_000, learning_starts=starts,
+        action_noise=NormalActionNoise(np.zeros(dim), 0.1 * np.ones(dim)),
+        gradient_steps=-1, train_freq=(1, "episode"), learning_rate=1e-3,
+        policy_kwargs={"net_arch": [400, 300]}, **common)
+    if model._stats_window_size != SMOOTHING:
+        raise RuntimeError(f"SB3 {algo}'s episode window is {model._stats_window_size}; "
+                           f"the bench compares means over {SMOOTHING} episodes")
+    return model
 
 
 def run_sb3(algo: str, seed: int, steps: int, threads: int = 1) -> dict:
@@ -340,7 +362,7 @@ def main() -> int:
                   f"{args.sac_round} env steps per sampling round, then {args.sac_round} "
                   "gradient steps of 256 rows in one compiled call (the same 1:1 replay "
                   "ratio; --sac-round 1 for the zoo's schedule)")
-        if algo == "TD3":
+        if algo in ("TD3", "DDPG"):
             print("both: one learning phase per 200-step episode, one gradient step of 256 "
                   "rows per sampled step (tfrl: one compiled call per phase)")
         print(f"{'run':10s} {'wall s':>8s} {'cpu s':>8s} {'env st/s':>9s} {'grad st/s':>9s} "

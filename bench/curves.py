@@ -47,11 +47,16 @@ class Curve:
     """The rows of one run; `add()` after each iteration, `write()` at the end."""
 
     def __init__(self, algo: str, env: str, library: str, seed: int, budget: int,
-                 note: str = "", smoothing: Optional[int] = None):
+                 note: str = "", smoothing: Optional[int] = None, source: str = ""):
         # smoothing: over how many of the latest training episodes the run's mean return
         # is taken (tfrl's metrics_smoothing_episodes; SB3's stats_window_size, 100).
+        # source: where the run's settings come from (a path, no spaces), e.g. a tuned file.
+        if " " in source:
+            raise ValueError(f"Curve source must have no spaces (a header field); "
+                             f"received {source!r}")
         self.algo, self.env, self.library, self.seed = algo, env, library, seed
         self.budget, self.note, self.smoothing = budget, note, smoothing
+        self.source = source
         self.rows: List[Tuple[int, float, float]] = []
 
     def add(self, steps: int, mean_return: Optional[float], wall_s: float) -> None:
@@ -70,7 +75,8 @@ class Curve:
         with open(path, "w", encoding="utf-8") as f:
             f.write(f"# algo={self.algo} env={self.env} library={self.library} "
                     f"seed={self.seed} budget={self.budget}"
-                    + (f" smoothing={int(self.smoothing)}" if self.smoothing else "") + "\n")
+                    + (f" smoothing={int(self.smoothing)}" if self.smoothing else "")
+                    + (f" source={self.source}" if self.source else "") + "\n")
             f.write(f"# machine={machine()} date={datetime.date.today().isoformat()}\n")
             if self.note:
                 f.write(f"# note={self.note}\n")

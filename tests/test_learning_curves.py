@@ -93,3 +93,29 @@ def test_the_caption_names_each_runs_smoothing_window(tmp_path):
         plot_curves.caption(both)
     unknown = plot_curves.load([write("tfrl", None)])["X"]
     assert "mean return of the latest training episodes" in plot_curves.caption(unknown)
+
+
+def test_a_tuned_files_curve_beside_a_peer_comparison_is_labelled(tmp_path):
+    """The tfrl-tuned runs (a tuned file's own settings) keep their budget, seeds and
+    smoothing apart in the caption, which names their file; the plot labels them."""
+    plot_curves = _plot_curves()
+
+    def write(library, seed, budget, smoothing, extra=""):
+        path = tmp_path / f"x_CartPole-v1_{library}_seed{seed}.csv"
+        path.write_text(f"# algo=X env=CartPole-v1 library={library} seed={seed} "
+                        f"budget={budget} smoothing={smoothing}{extra}\n"
+                        "env_steps,mean_return,wall_s\n5,1.0,0.1\n9,2.0,0.2\n")
+        return str(path)
+
+    paths = [write("tfrl", 0, 100, 100), write("sb3", 0, 100, 100),
+             write("tfrl-tuned", 0, 50, 20, " source=tfrl/tuned/x.yaml"),
+             write("tfrl-tuned", 1, 50, 20, " source=tfrl/tuned/x.yaml")]
+    caption = plot_curves.caption(plot_curves.load(paths)["X"])
+    assert caption.startswith(
+        "X on CartPole-v1, seeds 0 (sb3, tfrl) / 0, 1 (tfrl-tuned), 100 (sb3, tfrl) / 50 "
+        "(tfrl-tuned) env steps per run; mean return of the last 100 (sb3, tfrl) / 20 "
+        "(tfrl-tuned) training episodes; peer: Stable-Baselines3 with the same settings as "
+        "tfrl; tfrl, tuned file (tfrl-tuned): tfrl/tuned/x.yaml, other settings;")
+    assert plot_curves.main(["--out", str(tmp_path / "svg"), *paths]) == 0
+    svg = (tmp_path / "svg" / "x.svg").read_text(encoding="utf-8")
+    assert "tfrl, tuned file (2 seeds)" in svg and "Stable-Baselines3 (1 seed)" in svg

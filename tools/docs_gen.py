@@ -486,6 +486,23 @@ RESULT_SPECS: Dict[str, List[_PanelSpec]] = {
                    [_RowSpec("tfrl", "tfrl TD3", "greedy eval R"),
                     _RowSpec("Stable-Baselines3", "SB3 TD3", "greedy eval R")]),
     ],
+    "A2C": [
+        _PanelSpec("A2C CartPole-v1, 100k steps, RL Zoo settings (bench_a2c_cartpole.py)",
+                   "mean training return, last 100 episodes", "bench_a2c_cartpole.py --seeds 0",
+                   [_RowSpec("tfrl", "tfrl A2C", "last-100 mean R"),
+                    _RowSpec("Stable-Baselines3", "SB3 A2C", "last-100 mean R")]),
+        _PanelSpec("A2C CartPole-v1, 100k steps, RL Zoo settings (bench_a2c_cartpole.py)",
+                   "greedy evaluation return (10 episodes)", "bench_a2c_cartpole.py --seeds 0",
+                   [_RowSpec("tfrl", "tfrl A2C", "greedy eval R"),
+                    _RowSpec("Stable-Baselines3", "SB3 A2C", "greedy eval R")]),
+    ],
+    "DDPG": [
+        _PanelSpec("DDPG Pendulum-v1, 20k steps, RL Zoo settings (bench_offpolicy.py)",
+                   "greedy evaluation return (10 episodes)",
+                   "and `--algos DDPG --seeds 0`",
+                   [_RowSpec("tfrl", "tfrl DDPG", "greedy eval R"),
+                    _RowSpec("Stable-Baselines3", "SB3 DDPG", "greedy eval R")]),
+    ],
     "IMPALA": [
         _PanelSpec("IMPALA CartPole-v1, 2 Ray workers, seed 0 (bench_async.py)",
                    "env steps to a mean return of 150", "bench_async.py --algos IMPALA APPO",

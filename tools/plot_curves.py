@@ -9,6 +9,12 @@ every run of that algorithm, one colour per library (tfrl, its peer) and one thi
 per seed, with the mean over the seeds (on the common step grid) drawn thick. The CSVs
 come from the benches (`--curves DIR`, bench/curves.py). The output is deterministic
 (no date in the file, fixed element ids), so a rerun on the same CSVs changes nothing.
+
+Where a bench runs tfrl beside its peer with the peer's settings and tfrl also has a
+tuned file with other settings, the tuned file's runs are kept as library `tfrl-tuned`
+(`bench/bench_curve_tuned.py --library tfrl-tuned`; their header names the file in
+`source=`): a third, dashed line "tfrl, tuned file", which the caption says is not the
+peer's setting.
 """
 
 import argparse
@@ -23,8 +29,10 @@ from typing import Dict, List, Tuple
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CURVES = os.path.join(REPO, "bench", "curves")
 OUT = os.path.join(REPO, "docs", "assets", "curves")
-COLOURS = {"tfrl": "#d62728", "sb3": "#1f77b4"}
-LABELS = {"tfrl": "tfrl", "sb3": "Stable-Baselines3"}
+COLOURS = {"tfrl": "#d62728", "sb3": "#1f77b4", "tfrl-tuned": "#ff7f0e"}
+LABELS = {"tfrl": "tfrl", "sb3": "Stable-Baselines3", "tfrl-tuned": "tfrl, tuned file"}
+#: The library of a tuned file's runs drawn beside a tfrl-vs-peer comparison.
+TUNED = "tfrl-tuned"
 #: Why an algorithm's plot has no peer curve (its caption says so).
 NO_PEER = {
     "PG": "Stable-Baselines3 has no vanilla policy gradient (REINFORCE)",
@@ -39,10 +47,10 @@ NO_PEER = {
     "MAPPO": "Stable-Baselines3 has no multi-agent algorithms",
     "R2D2": "Stable-Baselines3 has no recurrent replay (R2D2)",
     "APEX": "Stable-Baselines3 has no distributed replay (Ape-X)",
-    "A2C": "no bench runs Stable-Baselines3's A2C beside tfrl's yet",
-    "DDPG": "no bench runs Stable-Baselines3's DDPG beside tfrl's yet",
-    "TD3": ("the Stable-Baselines3 run (bench_offpolicy.py --algos TD3 --curves "
-            "bench/curves) is not recorded yet; this is the tuned file's run"),
+}
+#: What still differs between tfrl's and the peer's settings (the caption says it).
+PEER_DIFFERS = {
+    "A2C": "except the optimizer (SB3's A2C: RMSprop; tfrl's: Adam)",
 }
 
 
@@ -80,20 +88,38 @@ def read_curve(path: str) -> Tuple[Dict[str, str], List[Tuple[float, float, floa
     return meta, rows
 
 
+def _by_library(runs: list, key: str) -> Dict[str, set]:
+    """{library: the set of the runs' header values of `key` (None where missing)}."""
+    by_library: Dict[str, set] = {}
+    for meta, _ in runs:
+        by_library.setdefault(meta["library"], set()).add(meta.get(key))
+    return dict(sorted(by_library.items()))
+
+
+def _per_library(values: Dict[str, str]) -> str:
+    """"A (lib1, lib2) / B (lib3)": each distinct value with the libraries that have it."""
+    groups: Dict[str, list] = {}
+    for lib, value in values.items():
+        groups.setdefault(value, []).append(lib)
+    return " / ".join(f"{value} ({', '.join(libs)})" for value, libs in groups.items())
+
+
 def _smoothing_text(runs: list) -> str:
     """"mean return of the last N training episodes", N from the CSVs' `smoothing=`
     (per library where they differ)."""
-    by_library: Dict[str, set] = {}
-    for meta, _ in runs:
-        by_library.setdefault(meta["library"], set()).add(meta.get("smoothing"))
-    counts = {lib: values.pop() for lib, values in sorted(by_library.items())
+    by_library = _by_library(runs, "smoothing")
+    counts = {lib: next(iter(values)) for lib, values in by_library.items()
               if len(values) == 1 and None not in values}
     if len(counts) != len(by_library):
         return "mean return of the latest training episodes"
     if len(set(counts.values())) == 1:
         return f"mean return of the last {next(iter(counts.values()))} training episodes"
-    return ("mean return of the last " + " / ".join(f"{n} ({lib})" for lib, n in counts.items())
-            + " training episodes")
+    return f"mean return of the last {_per_library(counts)} training episodes"
+
+
+def _seed_text(seeds: List[int]) -> str:
+    return (f"seeds {', '.join(map(str, seeds))}" if len(seeds) > 1
+            else f"one seed ({seeds[0]}; more did not fit the run's time)")
 
 
 def caption(runs: list) -> str:
@@ -101,20 +127,37 @@ def caption(runs: list) -> str:
     (`runs`: the (header, rows) pairs of its CSVs)."""
     meta = runs[0][0]
     libs = sorted({m["library"] for m, _ in runs})
-    seeds = sorted({int(m["seed"]) for m, _ in runs})
     offline = any("note" in m for m, _ in runs)
-    budget = (f"{int(meta['budget'])} iterations" if offline
-              else f"{int(meta['budget']):,} env steps")
-    seed_text = (f"seeds {', '.join(map(str, seeds))}" if len(seeds) > 1
-                 else f"one seed ({seeds[0]}; more did not fit the run's time)")
+    unit = "iterations" if offline else "env steps"
+    seeds = {lib: sorted(int(s) for s in values)
+             for lib, values in _by_library(runs, "seed").items()}
+    if len({tuple(v) for v in seeds.values()}) == 1:
+        seed_text = _seed_text(next(iter(seeds.values())))
+    else:  # e.g. "seeds 0 (sb3, tfrl) / 0, 1, 2 (tfrl-tuned)"
+        seed_text = "seeds " + _per_library({lib: ", ".join(map(str, v))
+                                             for lib, v in seeds.items()})
+    budgets = {lib: ", ".join(f"{int(b):,}" for b in sorted(values, key=int))
+               for lib, values in _by_library(runs, "budget").items()}
+    if len(set(budgets.values())) == 1:
+        budget = f"{next(iter(budgets.values()))} {unit} per run"
+    else:
+        budget = f"{_per_library(budgets)} {unit} per run"
     if "sb3" in libs:
-        peer = "peer: Stable-Baselines3 with the same settings"
+        differs = PEER_DIFFERS.get(meta["algo"])
+        peer = ("peer: Stable-Baselines3 with the same settings"
+                + (" as tfrl" if TUNED in libs else "") + (f", {differs}" if differs else ""))
+        if TUNED in libs:
+            sources = sorted({m.get("source", "a tuned file") for m, _ in runs
+                              if m["library"] == TUNED})
+            peer += f"; {LABELS[TUNED]} ({TUNED}): {', '.join(sources)}, other settings"
     else:
         peer = f"no peer curve: {NO_PEER.get(meta['algo'], 'no peer run yet')}"
     what = ("mean greedy return of the evaluation episodes after each iteration"
             if offline else _smoothing_text(runs))
-    return (f"{meta['algo']} on {meta['env']}, {seed_text}, {budget} per run; {what}; "
-            f"{peer}; {meta.get('machine', '?')}, {meta.get('date', '?')}.")
+    dates = sorted({m.get("date", "?") for m, _ in runs})
+    date = dates[0] if len(dates) == 1 else f"{dates[0]} to {dates[-1]}"
+    return (f"{meta['algo']} on {meta['env']}, {seed_text}, {budget}; {what}; "
+            f"{peer}; {meta.get('machine', '?')}, {date}.")
 
 
 def load(paths: List[str]) -> Dict[str, list]:
@@ -146,13 +189,14 @@ def plot(paths: List[str], out_dir: str) -> List[str]:
             by_lib[meta["library"]].append(rows)
         for lib, curves in sorted(by_lib.items(), key=lambda kv: kv[0] != "tfrl"):
             colour = COLOURS.get(lib, "#2ca02c")
+            style = "--" if lib == TUNED else "-"
             for rows in curves:
                 ax.plot([r[0] for r in rows], [r[1] for r in rows], color=colour,
-                        alpha=0.35, linewidth=0.8)
+                        alpha=0.35, linewidth=0.8, linestyle=style)
             grid = np.linspace(max(c[0][0] for c in curves), min(c[-1][0] for c in curves), 50)
             mean = np.mean([np.interp(grid, [r[0] for r in c], [r[1] for r in c])
                             for c in curves], axis=0)
-            ax.plot(grid, mean, color=colour, linewidth=2.0,
+            ax.plot(grid, mean, color=colour, linewidth=2.0, linestyle=style,
                     label=f"{LABELS.get(lib, lib)} ({len(curves)} seed"
                           f"{'s' if len(curves) > 1 else ''})")
         offline = any("note" in meta for meta, _ in runs)
