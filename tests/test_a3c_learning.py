@@ -20,7 +20,8 @@ TIMEOUT = 60
 
 @pytest.fixture
 def ray_runtime():
-    started = init_ray(num_cpus=2, log_to_driver=False, configure_logging=False)
+    started = init_ray(address="local", num_cpus=2, log_to_driver=False,
+                       configure_logging=False)
     yield
     if started:
         ray.shutdown()

@@ -30,7 +30,8 @@ TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 @pytest.fixture(scope="module")
 def local_ray():
     from tfrl.backends.ray import init_ray
-    started = init_ray(num_cpus=2, log_to_driver=False, configure_logging=False)
+    started = init_ray(address="local", num_cpus=2, log_to_driver=False,
+                       configure_logging=False)
     yield
     if started:
         ray.shutdown()

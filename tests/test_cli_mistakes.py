@@ -88,16 +88,18 @@ gym.register("GoToGoal-v0", entry_point=GoToGoal)
 # ------------------------------------------------------------- before TensorFlow
 
 def test_sb3_key_names_are_answered_with_tfrls_before_tensorflow_loads(tmp_path):
+    # Neither TensorFlow nor Ray (`tfrl tune`'s tracker names come from tfrl.utils, not
+    # from tfrl.tune, whose import loads Ray Tune: ~2.5 s more for every mistake).
     code = ("import sys\nfrom tfrl.cli.main import main\ntry:\n"
             "    main(['tfrl', 'train', '--algo=ppo', '--env=CartPole-v1', "
             "'--config_override=n_epochs=4'])\n"
             "except SystemExit as e:\n"
-            "    print('exit', e.code, 'tensorflow' in sys.modules)\n")
+            "    print('exit', e.code, 'tensorflow' in sys.modules, 'ray' in sys.modules)\n")
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["PYTHONPATH"] = REPO_ROOT
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           timeout=120, env=env, cwd=str(tmp_path))
-    assert proc.stdout.splitlines()[-1] == "exit 2 False", proc.stderr[-2000:]
+    assert proc.stdout.splitlines()[-1] == "exit 2 False False", proc.stderr[-2000:]
     assert proc.stderr == (
         "tfrl train: error: Unknown PPOConfig key 'n_epochs'. n_epochs is Stable-Baselines3's "
         "name; tfrl's key is num_sgd_iter. Fix it in --config or --config_override (run with "

@@ -203,7 +203,8 @@ def test_ray_evaluation_worker_samples_while_the_learner_trains(tmp_path):
 
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     FileOverlapProbe.signal = str(tmp_path / "evaluation_episodes")
-    started = init_ray(num_cpus=2, log_to_driver=False, configure_logging=False)
+    started = init_ray(address="local", num_cpus=2, log_to_driver=False,
+                       configure_logging=False)
     algo = None
     try:
         algo = PPO(config={**SMALL, "evaluation_parallel_to_training": True,

@@ -66,7 +66,8 @@ def test_learns_cartpole_in_process(algo):
 def ray_runtime():
     ray = pytest.importorskip("ray")
     from tfrl.backends.ray import init_ray
-    started = init_ray(num_cpus=2, log_to_driver=False, configure_logging=False)
+    started = init_ray(address="local", num_cpus=2, log_to_driver=False,
+                       configure_logging=False)
     yield ray
     if started:
         ray.shutdown()

@@ -62,7 +62,7 @@ def make_slow_env(index):
 
 @pytest.fixture(scope="module")
 def ray_runtime():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
              configure_logging=False)
     yield
     ray.shutdown()

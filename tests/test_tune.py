@@ -156,7 +156,11 @@ class FailingCartPole(gym.Wrapper):
 
 @pytest.fixture(scope="module")
 def ray_runtime():
-    started = init_ray(num_cpus=2, log_to_driver=False, configure_logging=False)
+    # address="local": a Ray of this test process's own. Without it, a second pytest-xdist
+    # worker's tests connected to the first one's 2-CPU Ray, and two sweeps waited for
+    # each other's CPUs (seen: a PBT sweep spinning for 10+ minutes).
+    started = init_ray(address="local", num_cpus=2, log_to_driver=False,
+                       configure_logging=False)
     yield
     if started:
         ray.shutdown()

@@ -42,7 +42,8 @@ CONFIG = {"num_cpus_per_worker": 0.5, "recreate_failed_workers": True, "seed": 1
 
 @pytest.fixture(scope="module")
 def workers():
-    started = init_ray(num_cpus=2, log_to_driver=False, configure_logging=False)
+    started = init_ray(address="local", num_cpus=2, log_to_driver=False,
+                       configure_logging=False)
     ws = WorkerSet(env_creator=make_cartpole, policy_class=LinearPolicy,
                    trainer_config=CONFIG, num_workers=2)
     yield ws

@@ -246,7 +246,7 @@ RECURRENT_MODEL = {"fcnet_hiddens": [16], "use_lstm": True, "lstm_cell_size": 8,
 #: `RECURRENT_MODEL` with the value head on the policy's LSTM (`vf_share_layers`): one
 #: LSTM instead of two, about half the tracing time of a learning step, for the checks
 #: whose property does not depend on the value network having its own LSTM (tracing
-#: once, the same update under every strategy). State round trips and exports keep
+#: once, the same update on one device and 2 replicas). State round trips and exports keep
 #: `RECURRENT_MODEL` (four state tensors: the value LSTM's too); the value LSTM's
 #: training path has its own tests (tests/test_recurrent_training_path.py).
 SHARED_RECURRENT_MODEL = {**RECURRENT_MODEL, "vf_share_layers": True}
@@ -378,10 +378,10 @@ POLICY_SUPPORTED = [(a, s) for a, s in SUPPORTED if policy_twin(a) is None
                     and POLICY_ONE_SPACE.get(a, s) == s]
 RECURRENT_POLICY_SUPPORTED = [(a, s) for a, s in RECURRENT_SUPPORTED if policy_twin(a) is None]
 
-#: The pairs of the most expensive recurrent check (three policies, every strategy):
-#: APPO's costs ~30-55 s (its target network is built and traced three times too) and its
-#: sequences take IMPALA's code path, which the check runs; APPO keeps the state round
-#: trip and the algorithm-level checks.
+#: The pairs of the most expensive recurrent check (one device and 2 replicas):
+#: APPO's is costly (its target network is built and traced with each policy) and its
+#: sequences take IMPALA's code path, which the check runs; APPO keeps the
+#: algorithm-level checks.
 RECURRENT_STRATEGY_SUPPORTED = [(a, s) for a, s in RECURRENT_POLICY_SUPPORTED if a != "APPO"]
 
 

@@ -1,7 +1,8 @@
 """Every registered algorithm's policy, on a Discrete and a Box action space: updates
-agree across strategies and compiled functions trace once, state round-trips bit for
-bit, the SavedModel acts like the live policy, and a wrong observation shape is rejected
-clearly."""
+agree across strategies and compiled functions trace once, the SavedModel acts like the
+live policy, and a wrong observation shape is rejected clearly. (That state round-trips
+bit for bit, into a policy built with another seed, and training continues exactly is
+checked for every pair by test_algorithm_conformance.py, through `save()`/`restore()`.)"""
 
 import numpy as np
 import pytest
@@ -9,29 +10,11 @@ import tensorflow as tf
 
 from conformance_helpers import (assert_each_function_traced_once,
                                  PER_REPLICA_STATS, POLICY_SUPPORTED, SPACES, STRATEGIES,
-                                 assert_same_state, make_policy, observations,
+                                 make_policy, observations,
                                  sgd_policy_class, train_batch)
 from conformance_helpers import without_graph_optimizer  # noqa: F401 (autouse)
 
 pytestmark = pytest.mark.parametrize("algo,space", POLICY_SUPPORTED)
-
-
-@pytest.fixture(scope="module")
-def trained_policy():
-    """`trained_policy(algo, space)`: the pair's one-device policy after one update on
-    `train_batch(seed=1)`, built and compiled once per module. The state and SavedModel
-    checks share it: each compares the policy with a copy of it in whatever state the
-    other left it (more updates, more actions taken), so neither depends on their order."""
-    policies = {}
-
-    def get(algo, space):
-        if (algo, space) not in policies:
-            policy = make_policy(algo, space)
-            policy.learn_on_batch(train_batch(policy, space, 32, seed=1))
-            policies[algo, space] = policy
-        return policies[algo, space]
-
-    return get
 
 
 def test_same_update_under_every_strategy_and_each_function_traces_once(algo, space):
@@ -81,27 +64,9 @@ def _assert_each_function_traces_once(policy, space):
     assert info["num_traces"] == policy.num_traces
 
 
-def test_state_round_trips_bit_for_bit_and_training_continues(algo, space, trained_policy):
-    source = trained_policy(algo, space)
-    state = source.get_state()
-    assert state["num_grad_updates"] > 0 and state["global_timestep"] > 0
-    target = make_policy(algo, space, seed=123)  # other weights, shuffles and samples
-    target.set_state(state)
-    assert_same_state(target.get_state(), state)
-    for seed in (2, 3):
-        obs = observations(space, 5, seed)
-        want = source.compute_actions(obs, explore=True)
-        got = target.compute_actions(obs, explore=True)
-        assert_same_state(got, want, "compute_actions")
-        batch = train_batch(source, space, 32, seed=seed)
-        assert_same_state(dict(train_batch(target, space, 32, seed=seed)), dict(batch), "batch")
-        assert_same_state(target.learn_on_batch(batch)["learner_stats"],
-                          source.learn_on_batch(batch)["learner_stats"], "learner_stats")
-    assert_same_state(target.get_state(), source.get_state())
-
-
-def test_saved_model_acts_like_the_live_policy(algo, space, tmp_path, trained_policy):
-    policy = trained_policy(algo, space)
+def test_saved_model_acts_like_the_live_policy(algo, space, tmp_path):
+    policy = make_policy(algo, space)
+    policy.learn_on_batch(train_batch(policy, space, 32, seed=1))
     policy.export_model(str(tmp_path / "model"))
     loaded = tf.saved_model.load(str(tmp_path / "model"))
     obs = observations(space, 6, seed=4)

@@ -48,7 +48,7 @@ import numpy as np
 import yaml
 
 from tfrl.cli.experiment import CliError, Experiment, check_config
-from tfrl.tune.trackers import TRACKERS
+from tfrl.utils.trackers import TRACKERS
 from tfrl.utils import yaml_io
 
 #: Distributions of the search space -> what their value is.

@@ -103,13 +103,20 @@ class WeightReader:
 
     def __init__(self, variables: List[Any]):
         self._variables = list(variables)
-        self._fn = tf.function(
-            lambda: [tf.identity(tf.convert_to_tensor(v)) for v in self._variables],
-            autograph=False)
+        # A partial, not a lambda: TensorFlow counts traces per function code object
+        # across instances and warns ("5 out of the last 5 calls ... triggered
+        # tf.function retracing") when a program builds several policies; each reader
+        # traces once, by design, and a partial is keyed by itself.
+        self._fn = tf.function(functools.partial(_identities, self._variables),
+                               autograph=False)
 
     def read(self) -> List[np.ndarray]:
         """The variables' current values (copies, not views of the variables' memory)."""
         return [np.array(value) for value in self._fn()]
+
+
+def _identities(variables: List[Any]) -> List[tf.Tensor]:
+    return [tf.identity(tf.convert_to_tensor(v)) for v in variables]
 
 
 def unsupported_reason(policy: Any, overridden: List[str]) -> Optional[str]:

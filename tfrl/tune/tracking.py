@@ -25,7 +25,7 @@ from typing import Any, Dict, List, Mapping, Optional
 from ray.air.integrations import mlflow as ray_mlflow
 from ray.air.integrations import wandb as ray_wandb
 
-from tfrl.tune.trackers import TRACKERS
+from tfrl.utils.trackers import TRACKERS
 
 class MLflowLoggerCallback(ray_mlflow.MLflowLoggerCallback):
     """Ray Tune's MLflow logger that also logs each trial's last checkpoint (under

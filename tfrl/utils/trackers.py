@@ -1,6 +1,8 @@
 """The experiment trackers a sweep may log to (`tfrl tune`'s `callbacks:` key) and the
-options each takes; no Ray needed, so `tfrl tune --dry_run` checks them before Ray starts.
-`tfrl.tune.tracking` builds Ray Tune's logger callbacks from them."""
+options each takes. `tfrl.tune.tracking` builds Ray Tune's logger callbacks from them;
+the command line checks a sweep file against them without importing `tfrl.tune` (whose
+import loads Ray Tune and registers every algorithm with it), so that `tfrl train`,
+`tfrl list` and `tfrl tune --dry_run` answer before Ray or TensorFlow load."""
 
 from typing import Dict, Tuple
 
