@@ -58,7 +58,7 @@ from tfrl.models.model_defaults import model_setting
 from tfrl.policy import (numpy_inference, portable_export, space_specs, tf_policy_export,
                          tf_policy_state)
 from tfrl.policy.numpy_inference import NumpyInference
-from tfrl.policy.optimizers import FusedAdam
+from tfrl.policy.optimizers import FusedAdam, without_single_replica_all_reduce
 from tfrl.policy.policy import (Policy, action_output_view_requirements,
                                 recurrent_view_requirements)
 from tfrl.policy.policy_config import FrozenConfig, PolicyConfig
@@ -148,7 +148,8 @@ class TFPolicy(Policy):
             self._acting = ActionFunctions(self)
             self.call_model(space_specs.zeros_batch(self.observation_space, 1),
                             [s[None] for s in self._initial_state], self._acting.zero_prev(1))
-            self.optimizer = self.make_optimizer()
+            self.optimizer = without_single_replica_all_reduce(self.make_optimizer(),
+                                                               self.strategy)
             self.optimizer.build(self.model.trainable_variables)
             self.num_grad_updates = tf.Variable(0, dtype=tf.int64, trainable=False,
                                                 name="num_grad_updates")
