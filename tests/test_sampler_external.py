@@ -3,6 +3,7 @@ actions logged off-policy."""
 
 import gymnasium as gym
 import numpy as np
+import pytest
 
 from tfrl.data.sample_batch import MultiAgentBatch
 from tfrl.env.external_env import ExternalEnv
@@ -39,11 +40,25 @@ class Simulator(ExternalEnv):
             episode += 1
 
 
-def test_external_env_episodes_with_logged_actions():
+@pytest.fixture
+def stop_after():
+    """`stop_after(sampler)`: stops the sampler's env when the test ends, so that the
+    simulator's thread ends then (quietly) instead of timing out minutes later."""
+    samplers = []
+    yield samplers.append
+    for sampler in samplers:
+        sampler.base_env.stop()
+        simulator = sampler.base_env.external_env
+        simulator.join(timeout=10)
+        assert not simulator.is_alive()
+
+
+def test_external_env_episodes_with_logged_actions(stop_after):
     env = Simulator()
     worker = FakeWorker({"default_policy": (FakePolicy, OBS, env.action_space, {})})
     sampler = make_sampler(worker, env, rollout_fragment_length=float("inf"),
                            multiple_episodes_in_batch=False)
+    stop_after(sampler)
     assert type(sampler.runner) is SamplingLoop
     first, second = sampler.next(), sampler.next()
     for batch, eid in ((first, "ep0"), (second, "ep1")):
@@ -57,13 +72,14 @@ def test_external_env_episodes_with_logged_actions():
     assert [m.episode_reward for m in sampler.get_metrics()] == [7.0, 7.0]
 
 
-def test_ended_external_episodes_leave_no_trace_in_the_loop():
+def test_ended_external_episodes_leave_no_trace_in_the_loop(stop_after):
     # An ExternalEnv's env ids are episode ids, never reused: a long-running sampler must
     # not keep one entry per episode ever played (it did, in its cut order).
     env = Simulator()
     worker = FakeWorker({"default_policy": (FakePolicy, OBS, env.action_space, {})})
     sampler = make_sampler(worker, env, rollout_fragment_length=float("inf"),
                            multiple_episodes_in_batch=False)
+    stop_after(sampler)
     batches = [sampler.next() for _ in range(20)]
     assert [b["env_id"][0] for b in batches] == [f"ep{k}" for k in range(20)]
     loop = sampler.runner
