@@ -36,7 +36,7 @@ from bench_offpolicy import greedy_return
 from bench_ppo_cartpole import (SOLVED, _fmt, _rss_mb, bench_parser, curves_to,
                                 frameworks_to_compare, hide_tensorflow, launch,
                                 print_result, run_interleaved, summarize)
-from curves import Curve
+from curves import Curve, train_until
 
 ENV = "CartPole-v1"
 STEPS = 100_000
@@ -83,16 +83,7 @@ def run_tfrl(seed: int, steps: int, threads: int = 1) -> dict:
     _, config_class = get_algorithm_class("A2C", return_config=True)
     algo = config_class.from_dict(tfrl_config(seed)).build()
     curve = Curve("A2C", ENV, "tfrl", seed, steps, smoothing=SMOOTHING)
-    start, cpu = time.time(), time.process_time()
-    solved = None
-    result = {"timesteps_total": 0, "episode_reward_mean": float("nan")}
-    while result["timesteps_total"] < steps:
-        result = algo.train()
-        curve.add(result["timesteps_total"], result["episode_reward_mean"], time.time() - start)
-        if solved is None and result["episode_reward_mean"] >= SOLVED:
-            solved = result["timesteps_total"]
-    wall, cpu = time.time() - start, time.process_time() - cpu
-    curve.write()
+    result, solved, wall, cpu = train_until(algo, curve, steps, SOLVED)
     final = result["episode_reward_mean"]
     out = _result(result["timesteps_total"], wall, cpu, solved,
                   None if final != final else final,  # NaN: no episode ended

@@ -67,7 +67,7 @@ from typing import Optional
 from bench_ppo_cartpole import (_fmt, _rss_mb, bench_parser, curves_to,
                                 frameworks_to_compare, hide_tensorflow, launch, print_result,
                                 run_interleaved, summarize)
-from curves import Curve
+from curves import Curve, train_until
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DQN_ZOO = os.path.join(REPO, "tfrl", "tuned", "dqn_cartpole_zoo.yaml")
@@ -217,18 +217,9 @@ def run_tfrl(algo_name: str, seed: int, steps: int, sac_round: int = SAC_ROUND_S
     algo = config_class.from_dict(
         tfrl_config(algo_name, seed, steps, sac_round, jit_compile)).build()
     target = SECTIONS[algo_name]["target"]
-    start, cpu = time.time(), time.process_time()
-    solved = None
-    result = {"timesteps_total": 0, "episode_reward_mean": float("nan")}
     curve = Curve(algo_name, SECTIONS[algo_name]["env"], "tfrl", seed, steps,
                   smoothing=SMOOTHING)
-    while result["timesteps_total"] < steps:
-        result = algo.train()
-        curve.add(result["timesteps_total"], result["episode_reward_mean"], time.time() - start)
-        if solved is None and result["episode_reward_mean"] >= target:
-            solved = result["timesteps_total"]
-    wall, cpu = time.time() - start, time.process_time() - cpu
-    curve.write()
+    result, solved, wall, cpu = train_until(algo, curve, steps, target)
     grad_steps = _grad_updates(algo)
     final = result["episode_reward_mean"]
     out = _result(result["timesteps_total"], grad_steps, wall, cpu, solved,

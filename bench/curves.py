@@ -92,3 +92,22 @@ def thin(rows: list, limit: int) -> list:
         return list(rows)
     picks = sorted({round(i * (len(rows) - 1) / (limit - 1)) for i in range(limit)})
     return [rows[i] for i in picks]
+
+
+def train_until(algo, curve: "Curve", steps: int, target: float):
+    """Trains the tfrl `algo` for `steps` env steps, adding each iteration's mean return
+    to `curve` (written at the end); returns `(last result, env steps at which the mean
+    first reached target or None, wall s, process CPU s)`."""
+    import time
+
+    start, cpu = time.time(), time.process_time()
+    solved = None
+    result = {"timesteps_total": 0, "episode_reward_mean": float("nan")}
+    while result["timesteps_total"] < steps:
+        result = algo.train()
+        curve.add(result["timesteps_total"], result["episode_reward_mean"], time.time() - start)
+        if solved is None and result["episode_reward_mean"] >= target:
+            solved = result["timesteps_total"]
+    wall, cpu = time.time() - start, time.process_time() - cpu
+    curve.write()
+    return result, solved, wall, cpu
