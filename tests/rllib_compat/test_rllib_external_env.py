@@ -30,6 +30,28 @@ RLLIB_PATH = "rllib/env/tests/test_external_env.py"
 RLLIB_COMMIT = "06fc7b41655cafe370bd775cbba8e65e8bbbaad5"
 
 
+@pytest.fixture(autouse=True)
+def stop_workers(monkeypatch):
+    """Stops every RolloutWorker a test made when it ends (RLlib's tests leave them
+    running): their serving threads then end quietly instead of timing out 300 s later
+    in `get_action` and printing a TimeoutError into the suite's output."""
+    made = []
+    init = RolloutWorker.__init__
+
+    def recording_init(self, *args, **kwargs):
+        made.append(self)
+        init(self, *args, **kwargs)
+
+    monkeypatch.setattr(RolloutWorker, "__init__", recording_init)
+    yield
+    for worker in made:
+        worker.stop()
+        serving = getattr(worker.async_env, "external_env", None)
+        if serving is not None:
+            serving.join(timeout=10)
+            assert not serving.is_alive()
+
+
 def make_simple_serving(multiagent, superclass):
     """An ExternalEnv (or ExternalMultiAgentEnv) class that serves one gymnasium env
     episode after episode, asking the policy for every action."""

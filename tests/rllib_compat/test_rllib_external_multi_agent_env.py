@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from compat_envs import BasicMultiAgent, MockPolicy
-from test_rllib_external_env import make_simple_serving
+from test_rllib_external_env import make_simple_serving, stop_workers  # noqa: F401 (autouse)
 from tfrl.env.external_multi_agent_env import ExternalMultiAgentEnv
 from tfrl.evaluation.rollout_worker import RolloutWorker
 from tfrl.policy.sample_batch import SampleBatch
