@@ -16,7 +16,8 @@ points `input` at `ROOT/<the file's last folder>` and, if that is missing, first
 the data there (tfrl.examples.offline_data: CartPole expert and mixed, or Pendulum).
 `--algo` and `--set KEY=VALUE ...` run a file with another algorithm or settings (DDPG,
 which has no tuned file, runs td3_pendulum without TD3's three tricks). The header names
-the file (`source=tfrl/tuned/<name>.yaml`). `--library tfrl-tuned` writes
+the file and what changed it (`source=tfrl/tuned/<name>.yaml[+algo=A][+KEY=VALUE]...`).
+`--library tfrl-tuned` writes
 `<algo>_<env>_tfrl-tuned_seed<k>.csv` instead: for an algorithm whose bench runs tfrl
 beside Stable-Baselines3 with the peer's settings (A2C, DDPG, TD3), so that the tuned
 file's curve is drawn beside those, labelled as the tuned file's (tools/plot_curves.py).
@@ -39,6 +40,15 @@ def _experiment(name: str, algo: str, overrides: list):
 
     path = os.path.join(REPO, "tfrl", "tuned", name + ".yaml")
     return resolve_experiment(path, algo=algo or None, overrides=overrides)
+
+
+def source(name: str, algo_name: str, extra: tuple) -> str:
+    """The curve header's `source`: the tuned file, then `+algo=<name>` when it runs with
+    another algorithm and `+KEY=VALUE` for each `--set`, e.g.
+    `tfrl/tuned/td3_pendulum.yaml+algo=DDPG+twin_q=false` (tools/plot_curves.py reads it
+    out as "... run as DDPG with twin_q=false")."""
+    parts = [f"tfrl/tuned/{name}.yaml"] + ([f"algo={algo_name}"] if algo_name else [])
+    return "+".join(parts + [item.replace(" ", "") for item in extra])
 
 
 def _offline(exp) -> bool:
@@ -70,7 +80,7 @@ def run(name: str, seed: int, steps: int, iterations: int, data: str, eval_every
                   note=(f"offline: x is logged steps read, y the mean greedy return of "
                         f"{eval_episodes} evaluation episodes" if offline else ""),
                   smoothing=None if offline else algo.config.metrics_smoothing_episodes,
-                  source=f"tfrl/tuned/{name}.yaml")
+                  source=source(name, algo_name, extra))
     start = time.time()
     result: dict = {"timesteps_total": 0, "training_iteration": 0}
     while (result["training_iteration"] < iterations if offline

@@ -110,6 +110,11 @@ def test_a_tuned_files_curve_beside_a_peer_comparison_is_labelled(tmp_path):
     paths = [write("tfrl", 0, 100, 100), write("sb3", 0, 100, 100),
              write("tfrl-tuned", 0, 50, 20, " source=tfrl/tuned/x.yaml"),
              write("tfrl-tuned", 1, 50, 20, " source=tfrl/tuned/x.yaml")]
+    # A file run with another algorithm and settings says so (bench_curve_tuned's --algo
+    # and --set).
+    changed = write("tfrl-tuned", 2, 50, 20, " source=tfrl/tuned/x.yaml+algo=Y+a=1+b=false")
+    assert ("tfrl/tuned/x.yaml run as Y with a=1, b=false, other settings;"
+            in plot_curves.caption(plot_curves.load([*paths, changed])["X"]))
     caption = plot_curves.caption(plot_curves.load(paths)["X"])
     assert caption.startswith(
         "X on CartPole-v1, seeds 0 (sb3, tfrl) / 0, 1 (tfrl-tuned), 100 (sb3, tfrl) / 50 "

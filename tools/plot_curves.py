@@ -12,8 +12,8 @@ come from the benches (`--curves DIR`, bench/curves.py). The output is determini
 
 Where a bench runs tfrl beside its peer with the peer's settings and tfrl also has a
 tuned file with other settings, the tuned file's runs are kept as library `tfrl-tuned`
-(`bench/bench_curve_tuned.py --library tfrl-tuned`; their header names the file in
-`source=`): a third, dashed line "tfrl, tuned file", which the caption says is not the
+(`bench/bench_curve_tuned.py --library tfrl-tuned`; their header names the file, and
+the algorithm and settings it ran with if changed, in `source=`): a third, dashed line "tfrl, tuned file", which the caption says is not the
 peer's setting.
 """
 
@@ -122,6 +122,16 @@ def _seed_text(seeds: List[int]) -> str:
             else f"one seed ({seeds[0]}; more did not fit the run's time)")
 
 
+def _source_text(source: str) -> str:
+    """A header's `source` read out: `f.yaml+algo=DDPG+a=1+b=2` -> "f.yaml run as DDPG
+    with a=1, b=2" (bench/bench_curve_tuned.py writes it)."""
+    path, *changes = source.split("+")
+    algo = [c.partition("=")[2] for c in changes if c.startswith("algo=")]
+    settings = [c for c in changes if not c.startswith("algo=")]
+    return (path + (f" run as {algo[0]}" if algo else "")
+            + (f" with {', '.join(settings)}" if settings else ""))
+
+
 def caption(runs: list) -> str:
     """The one-line caption of an algorithm's plot: env, seeds, budget, peer, machine, date
     (`runs`: the (header, rows) pairs of its CSVs)."""
@@ -147,8 +157,8 @@ def caption(runs: list) -> str:
         peer = ("peer: Stable-Baselines3 with the same settings"
                 + (" as tfrl" if TUNED in libs else "") + (f", {differs}" if differs else ""))
         if TUNED in libs:
-            sources = sorted({m.get("source", "a tuned file") for m, _ in runs
-                              if m["library"] == TUNED})
+            sources = sorted({_source_text(m.get("source", "a tuned file"))
+                              for m, _ in runs if m["library"] == TUNED})
             peer += f"; {LABELS[TUNED]} ({TUNED}): {', '.join(sources)}, other settings"
     else:
         peer = f"no peer curve: {NO_PEER.get(meta['algo'], 'no peer run yet')}"
