@@ -57,8 +57,6 @@ SMALL = {
     "store_buffer_in_checkpoints": True,
 }
 
-STRATEGIES = ("default", "one_device", "mirrored")
-
 # Statistics that are not means over rows: each replica computes its own over its half of
 # the minibatch and `learner_stats` averages the replicas' values (weighted by their real
 # steps for sequences), which differs from the value over the whole minibatch (explained
@@ -86,10 +84,16 @@ def supports_recurrent(name: str) -> bool:
     return getattr(policy_class, "supports_recurrent_models", True)
 
 
-# IMPALA and APPO learn on sequences through one code path (ImpalaTFPolicy's V-trace
-# per sequence): the recurrent checks run each on one action space, not two (the
-# recurrent cases are the suite's slowest).
-RECURRENT_ONE_SPACE = {"IMPALA": "discrete", "APPO": "box"}
+# The recurrent checks run each algorithm on one action space, not two (they are the
+# suite's slowest cases): what recurrence adds (sequences cut, padded and masked; state
+# in and out; the LSTM's weights and optimizer slots) does not depend on the action
+# space, and the action distributions' code is checked on both spaces by the
+# feed-forward suite for every algorithm. The spaces alternate, so that sequences meet
+# both a categorical and a Gaussian head. IMPALA and APPO share one sequence path
+# (ImpalaTFPolicy's V-trace per sequence), as A2C and A3C share a policy. An algorithm
+# not listed runs on every space it supports.
+RECURRENT_ONE_SPACE = {"A2C": "discrete", "A3C": "box", "BC": "discrete", "IMPALA": "discrete",
+                       "APPO": "box", "MARWIL": "box", "PG": "discrete", "PPO": "box"}
 
 # The pairs the recurrent checks run (use_lstm), and the algorithms that must refuse it.
 RECURRENT_SUPPORTED = [(a, s) for a, s in SUPPORTED if supports_recurrent(a)

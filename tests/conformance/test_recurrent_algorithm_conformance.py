@@ -1,7 +1,8 @@
 """Every registered algorithm that takes recurrent models (use_lstm), trained on a small
-Discrete and Box env: `save()` / `restore()` brings back its policy's state bit for bit
-and training continues exactly; its export carries the recurrent state step by step
-(checked on the restored algorithm, to build and train one algorithm less)."""
+Discrete or Box env (one each, `RECURRENT_ONE_SPACE`): `save()` / `restore()` brings
+back its policy's state bit for bit and training continues exactly; its export carries
+the recurrent state step by step (checked on the restored algorithm, to build and train
+one algorithm less)."""
 
 import pytest
 import tensorflow as tf

@@ -1,13 +1,13 @@
 """The recurrent variant (`model: use_lstm`) of the policy conformance checks, for every
-registered algorithm on a Discrete and a Box action space: compiled functions trace once
-(acting with state, learning on sequences), and an update on sequences is the same on
-one device and on 2 replicas. (That state round-trips bit for bit into an algorithm built
+registered algorithm, each on one action space (`RECURRENT_ONE_SPACE`, alternating
+Discrete and Box): compiled functions trace once (acting with state, learning on
+sequences), and an update on sequences is the same on one device and on 2 replicas. (That state round-trips bit for bit into an algorithm built
 with another seed, that training then continues exactly, and that the SavedModel, state
 in and state out, acts like the live policy step by step are checked for the same policy
-classes and models on every recurrent algorithm and space by
-test_recurrent_algorithm_conformance.py. The default strategy's update equals one
-device's in test_policy_conformance.py, for every pair: the strategy's code path does
-not depend on the model.)"""
+classes and models on every recurrent algorithm by
+test_recurrent_algorithm_conformance.py. The default strategy's update equals 2
+replicas' in test_policy_conformance.py, for every pair, so one device's too: the
+strategy's code path does not depend on the model.)"""
 
 import numpy as np
 import pytest
