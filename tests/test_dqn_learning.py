@@ -1,6 +1,6 @@
 """DQN learns CartPole-v1 with the tuned example (tfrl/tuned/dqn_cartpole.yaml): mean
 return >= 400 within 50k env steps for 3 of 3 seeds (learning_long), and, in the
-default run, >= 150 within 12k steps (seed 0)."""
+default run, >= 100 within 12k steps (seed 0)."""
 
 import os
 
@@ -42,11 +42,12 @@ def test_dqn_reaches_400_on_cartpole(seed):
     assert result["timesteps_total"] <= MAX_STEPS
 
 
-def test_dqn_reaches_150_on_cartpole_within_12k_steps():
-    # The default run's DQN learning check (~30 CPU-s). Measured (2026-11-29, this
-    # file's tuned settings): 150 first reached after 7,168-8,192 steps for seeds 0-4,
-    # and for seeds 0-2 with oneDNN off (TF_ENABLE_ONEDNN_OPTS=0); a random policy's
-    # mean is about 22.
-    result = train_until(0, 150.0, 12_000)
-    assert result["episode_reward_mean"] >= 150.0, result["episode_reward_mean"]
+def test_dqn_reaches_100_on_cartpole_within_12k_steps():
+    # The default run's DQN learning check (~20 CPU-s; a random policy's mean is about
+    # 22). Measured (2026-11-29, the tuned settings): 100 first reached after 5,120-6,144
+    # steps for seeds 0-4, and for seeds 0, 1, 2, 5 and 6 with oneDNN off
+    # (TF_ENABLE_ONEDNN_OPTS=0). A bar of 150 would not hold with margin: seed 6 (oneDNN
+    # off) reached it after 12,288 steps, seed 5 not within 12k.
+    result = train_until(0, 100.0, 12_000)
+    assert result["episode_reward_mean"] >= 100.0, result["episode_reward_mean"]
     assert result["timesteps_total"] <= 12_000
