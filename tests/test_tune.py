@@ -1,7 +1,7 @@
 """Sweeps on Ray Tune (issue 31): `tfrl tune` and `tfrl.tune`.
 
 The `--dry_run` and sweep-file checks need no Ray; the sweeps themselves (marked `ray`)
-share one local Ray runtime of 2 CPUs and run tiny PPO CartPole trials (64 steps an
+share the tests' local Ray runtime of 2 CPUs (conftest's `ray_runtime`) and run tiny PPO CartPole trials (64 steps an
 iteration, no remote workers, half a CPU each, two at a time, actors reused between
 trials): a grid of 4 reports all 4 and writes the best config; ASHA stops trials early;
 PBT of 2 trials (examples/pbt_cartpole.py) copies one trial's weights into the other
@@ -133,7 +133,6 @@ ray = pytest.importorskip("ray")
 pytest.importorskip("ray.tune")
 
 import tfrl.tune  # noqa: E402  (registers tfrl's algorithms with Tune)
-from tfrl.backends.ray import init_ray  # noqa: E402
 from tfrl.tune.registry import register_env  # noqa: E402
 
 # Tune's trial processes cannot import this module: ship its classes by value.
@@ -152,18 +151,6 @@ class FailingCartPole(gym.Wrapper):
         if self.fail_after and self.steps > self.fail_after:
             raise RuntimeError("FailingCartPole: the simulator crashed")
         return self.env.step(action)
-
-
-@pytest.fixture(scope="module")
-def ray_runtime():
-    # address="local": a Ray of this test process's own. Without it, a second pytest-xdist
-    # worker's tests connected to the first one's 2-CPU Ray, and two sweeps waited for
-    # each other's CPUs (seen: a PBT sweep spinning for 10+ minutes).
-    started = init_ray(address="local", num_cpus=2, log_to_driver=False,
-                       configure_logging=False)
-    yield
-    if started:
-        ray.shutdown()
 
 
 def _rows(out):
