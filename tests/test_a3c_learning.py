@@ -11,20 +11,10 @@ ray = pytest.importorskip("ray")
 
 from learning_helpers import CARTPOLE, train_to_reward  # noqa: E402
 from tfrl.algorithms.a3c import A3C  # noqa: E402
-from tfrl.backends.ray import init_ray  # noqa: E402
 
 pytestmark = [pytest.mark.learning, pytest.mark.ray]
 
 TIMEOUT = 60
-
-
-@pytest.fixture
-def ray_runtime():
-    started = init_ray(address="local", num_cpus=2, log_to_driver=False,
-                       configure_logging=False)
-    yield
-    if started:
-        ray.shutdown()
 
 
 def test_a3c_cartpole_two_ray_workers(ray_runtime):

@@ -27,19 +27,9 @@ TUNED = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
                      "tfrl", "tuned", "apex_cartpole.yaml")
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    from tfrl.backends.ray import init_ray
-    started = init_ray(address="local", num_cpus=2, log_to_driver=False,
-                       configure_logging=False)
-    yield
-    if started:
-        ray.shutdown()
-
-
 @pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.more_seeds),
                                   pytest.param(2, marks=pytest.mark.more_seeds)])
-def test_apex_with_2_ray_workers_reaches_400_on_cartpole(local_ray, seed):
+def test_apex_with_2_ray_workers_reaches_400_on_cartpole(ray_runtime, seed):
     config = build_config(resolve_experiment(TUNED, overrides=[f"seed={seed}"]))
     assert config.num_workers == 2 and config.num_cpus_per_worker <= 0.5
     algo = ApexDQN(config=config)

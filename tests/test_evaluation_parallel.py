@@ -197,14 +197,10 @@ def _lines(path):
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_ray_evaluation_worker_samples_while_the_learner_trains(tmp_path):
-    ray = pytest.importorskip("ray")
-    from tfrl.backends.ray import init_ray
-
+def test_ray_evaluation_worker_samples_while_the_learner_trains(ray_runtime, tmp_path):
+    ray = ray_runtime
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
     FileOverlapProbe.signal = str(tmp_path / "evaluation_episodes")
-    started = init_ray(address="local", num_cpus=2, log_to_driver=False,
-                       configure_logging=False)
     algo = None
     try:
         algo = PPO(config={**SMALL, "evaluation_parallel_to_training": True,
@@ -216,8 +212,6 @@ def test_ray_evaluation_worker_samples_while_the_learner_trains(tmp_path):
     finally:
         if algo is not None:
             algo.stop()
-        if started:
-            ray.shutdown()
     # the learner saw every evaluation episode end (in the actor's process) while it was
     # in its learning step
     assert FileOverlapProbe.seen_while_learning >= EVAL_EPISODES

@@ -62,17 +62,6 @@ def test_learns_cartpole_in_process(algo):
     assert_learned(train_to_target(get_algorithm_class(algo)(config=config)))
 
 
-@pytest.fixture(scope="module")
-def ray_runtime():
-    ray = pytest.importorskip("ray")
-    from tfrl.backends.ray import init_ray
-    started = init_ray(address="local", num_cpus=2, log_to_driver=False,
-                       configure_logging=False)
-    yield ray
-    if started:
-        ray.shutdown()
-
-
 @pytest.mark.ray
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [0, pytest.param(1, marks=pytest.mark.more_seeds)])

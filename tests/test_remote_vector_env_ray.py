@@ -60,14 +60,6 @@ def make_slow_env(index):
     return make_env(index)
 
 
-@pytest.fixture(scope="module")
-def ray_runtime():
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-             configure_logging=False)
-    yield
-    ray.shutdown()
-
-
 def _poll_all(env, env_ids):
     got = {}
     while not set(env_ids) <= set(got):

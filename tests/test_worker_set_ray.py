@@ -21,7 +21,6 @@ ray = pytest.importorskip("ray")
 import test_worker_set  # noqa: E402
 from test_worker_set import LinearPolicy, make_cartpole  # noqa: E402
 
-from tfrl.backends.ray import init_ray  # noqa: E402
 from tfrl.backends.ray.worker import RayWorkerHandle  # noqa: E402
 from tfrl.evaluation.worker_set.handles import WorkerCrashedError  # noqa: E402
 from tfrl.evaluation.worker_set import WorkerSet  # noqa: E402
@@ -41,15 +40,11 @@ CONFIG = {"num_cpus_per_worker": 0.5, "recreate_failed_workers": True, "seed": 1
 
 
 @pytest.fixture(scope="module")
-def workers():
-    started = init_ray(address="local", num_cpus=2, log_to_driver=False,
-                       configure_logging=False)
+def workers(ray_runtime):
     ws = WorkerSet(env_creator=make_cartpole, policy_class=LinearPolicy,
                    trainer_config=CONFIG, num_workers=2)
     yield ws
     ws.stop()
-    if started:
-        ray.shutdown()
 
 
 def _remote_w(ws):
