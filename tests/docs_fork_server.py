@@ -92,7 +92,6 @@ def run_child(request, channels):
     os.environ.clear()
     os.environ.update(request["env"])
     sys.argv = ["-c"]
-    sys.path[0] = ""
     random.seed()
     if "numpy" in sys.modules:
         sys.modules["numpy"].random.seed()
@@ -100,7 +99,10 @@ def run_child(request, channels):
     main.__loader__ = importlib.machinery.BuiltinImporter
     main.__builtins__ = builtins
     main.__annotations__ = {}
-    sys.modules["__main__"] = main
+    server_main = sys.modules["__main__"]
+    for name, module in list(sys.modules.items()):  # "__main__" and aliases of it
+        if module is server_main:  # (a preloaded library sets "__mp_main__")
+            sys.modules[name] = main
     code = compile(request["script"], "<string>", "exec")
     try:
         exec(code, main.__dict__)
@@ -114,6 +116,10 @@ def run_child(request, channels):
 
 
 def serve():
+    # As under `python -c`: the working directory first on the path, not this file's
+    # folder (tests/, whose modules must not shadow anything the imports look for). The
+    # caller starts the server in an empty directory.
+    sys.path[0] = ""
     requests = os.fdopen(os.dup(0), "r", encoding="utf-8")
     replies = os.fdopen(os.dup(1), "w", encoding="utf-8")
     channels = (requests.fileno(), replies.fileno())

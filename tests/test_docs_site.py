@@ -22,9 +22,11 @@ import json
 import os
 import re
 import select
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from typing import Dict, List, Optional, Tuple
@@ -162,9 +164,10 @@ class ForkServer:
     def __init__(self, env: Dict[str, str]):
         self.env = env
         self.pending = b""
+        self.home = tempfile.mkdtemp(prefix="docs_fork_server_")  # its empty cwd
         self.proc = subprocess.Popen(
             [sys.executable, os.path.join(REPO_ROOT, "tests", "docs_fork_server.py")],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=self.home)
         self.problems = self._receive(TIMEOUT_S)["ready"]
 
     def _receive(self, timeout: float) -> Optional[dict]:
@@ -210,6 +213,7 @@ class ForkServer:
     def close(self):
         self.proc.stdin.close()
         self.proc.wait(timeout=60)
+        shutil.rmtree(self.home, ignore_errors=True)
 
 
 class LazyForkServer:
@@ -279,7 +283,9 @@ state = {"argv": sys.argv, "path0": sys.path[0], "cwd": os.path.basename(os.getc
          "files": os.listdir("."), "name": __name__, "globals": sorted(globals()),
          "main": sys.modules["__main__"].__dict__ is globals(),
          "threads": threading.active_count(), "env": dict(os.environ),
-         "stdout": [sys.stdout.isatty(), sys.stdout.encoding, sys.stdout.line_buffering]}
+         "stdout": [sys.stdout.isatty(), sys.stdout.encoding, sys.stdout.line_buffering],
+         "tests_modules": [m for m, v in list(sys.modules.items())
+                           if "/tests/" in (getattr(v, "__file__", None) or "")]}
 from tensorflow.python.eager import context
 state["tf_context_before"] = context.context_safe() is not None and context.context()._initialized
 import tensorflow as tf
