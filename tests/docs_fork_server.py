@@ -17,10 +17,16 @@ run) with the status `python -c` would give.
 
 What a forked child cannot undo: the modules are imported already (a page that must set
 an environment variable *before* TensorFlow's import, e.g. TF_ENABLE_ONEDNN_OPTS, sees no
-effect; such pages run the old way, see `needs_fresh_interpreter` in the test file), and
-the hash seed of str keys is the server's, and what TensorFlow prints while it is
-imported (absl's "WARNING: All log messages before absl::InitializeLog()..." and the
-CUDA stub's notice) went to the server's stderr, not the page's.
+effect; such pages run the old way, see `needs_fresh_interpreter` in the test file); the
+hash seed of str keys is the server's; what TensorFlow prints while it is imported
+(absl's "WARNING: All log messages before absl::InitializeLog()..." and the CUDA stub's
+notice) went to the server's stderr, not the page's.
+
+Threads: after the imports the server runs one Python thread and three native ones
+(seen in /proc/<pid>/task on 2026-11-29: the OpenBLAS pools of numpy and of scipy, and
+the jemalloc background thread of a library TensorFlow loads); OpenBLAS and jemalloc
+register fork handlers (pthread_atfork) for exactly this, and the child starts with only
+the forking thread, as POSIX fork does. TensorFlow's own pools do not exist yet.
 
 Protocol (one request at a time), on the descriptors 0 (in) and 1 (out), JSON lines:
   the server sends {"ready": [problems]} once its imports are done (problems: reasons

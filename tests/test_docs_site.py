@@ -269,6 +269,14 @@ def test_page_code_runs(page, tmp_path, fork_server):
         f"--- stdout (tail)\n{proc.stdout[-3000:]}\n--- stderr (tail)\n{proc.stderr[-5000:]}")
 
 
+def test_pages_that_set_the_environment_run_in_a_fresh_interpreter():
+    assert needs_fresh_interpreter("import os\nos.environ['TF_ENABLE_ONEDNN_OPTS'] = '0'\n"
+                                   "import tensorflow as tf")
+    assert not needs_fresh_interpreter("import tensorflow as tf\nprint(tf.__version__)")
+    assert not same_environment(page_env(), dict(page_env(), TF_ENABLE_ONEDNN_OPTS="0"))
+    assert same_environment(page_env(), dict(page_env(), PYTEST_CURRENT_TEST="x"))
+
+
 def test_fork_server_parent_is_pristine(fork_server):
     # The server's imports ran no TF op, configured no device and started no thread:
     # otherwise its children would share (or fail to set up) TF's runtime, and every
