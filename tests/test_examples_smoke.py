@@ -1,9 +1,9 @@
 """Every example in examples/ runs at its tiny budget (`--smoke`) in a fresh interpreter.
 
 Each test checks what the example prints (numbers in its progress and final lines),
-not only its exit code. The quick examples of the selected tests start together, at
-most two at a time (one per core), as soon as the first of them needs its output: most
-of each run is TensorFlow's start-up, which a second process overlaps. The slow ones
+not only its exit code. The quick examples run two at a time (one per core): each starts
+when its test asks for it, with the next test's started alongside (QuickRuns); most of
+each run is TensorFlow's start-up, which a second process overlaps. The slow ones
 (multi-device learning, Ray workers) run on their own.
 """
 
@@ -68,15 +68,45 @@ def run_example(script, args):
     return proc.stdout, took
 
 
+class QuickRuns:
+    """The quick examples of the selected tests (`names`, in the order the tests run),
+    each started when its test asks for it, with the next one started alongside: two run
+    at a time.
+
+    Not all of them up front: under pytest-xdist every worker's session holds every test,
+    while a worker runs only some of them (with `--dist worksteal` a module may be split
+    between workers): a worker that started all of them would also run, and wait for,
+    the other worker's examples. Here a worker starts at most one it does not need.
+    """
+
+    def __init__(self, names):
+        self.names = names
+        self.pool = concurrent.futures.ThreadPoolExecutor(PARALLEL)
+        self.futures = {}
+
+    def _start(self, name):
+        if name not in self.futures:
+            self.futures[name] = self.pool.submit(run_example, *QUICK[name])
+
+    def __getitem__(self, name):
+        self._start(name)
+        later = self.names[self.names.index(name) + 1:]
+        if later:
+            self._start(later[0])
+        return self.futures[name]
+
+    def close(self):
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
 @pytest.fixture(scope="module")
 def quick_runs(request):
-    """Futures of the quick examples whose tests are selected in this session."""
-    selected = {item.originalname or item.name for item in request.session.items}
-    pool = concurrent.futures.ThreadPoolExecutor(PARALLEL)
-    futures = {name: pool.submit(run_example, *QUICK[name]) for name in QUICK
-               if name in selected}
-    yield futures
-    pool.shutdown(wait=True, cancel_futures=True)
+    """The quick examples whose tests are selected in this session (see QuickRuns)."""
+    names = [item.originalname or item.name for item in request.session.items]
+    runs = QuickRuns([name for i, name in enumerate(names)  # in the order they run
+                      if name in QUICK and name not in names[:i]])
+    yield runs
+    runs.close()
 
 
 def output_of(quick_runs, name):
