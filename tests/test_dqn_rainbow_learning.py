@@ -3,9 +3,11 @@
 
 - QR-DQN (tfrl/tuned/dqn_qrdqn_cartpole.yaml: 51 quantiles) reaches a mean return of 475;
 - noisy nets without epsilon-greedy (tfrl/tuned/dqn_noisy_cartpole.yaml: exploration from
-  the noisy layers alone) reach 400.
+  the noisy layers alone) reach 400;
+- Rainbow (tfrl/tuned/dqn_rainbow_cartpole.yaml: double Q, dueling, 3-step, prioritized
+  replay, C51 and noisy nets together) reaches 475.
 
-Steps to the target per seed are in bench/RESULTS.md (session 19).
+Steps to the target per seed are in bench/RESULTS.md (sessions 19 and 23).
 """
 
 import os
@@ -46,3 +48,14 @@ def test_noisy_dqn_without_epsilon_reaches_400_on_cartpole(seed):
         os.path.join(TUNED, "dqn_noisy_cartpole.yaml"), overrides=[f"seed={seed}"])))
     assert algo.config["noisy"] and algo.config["num_atoms"] == 1
     _train_to(algo, 400.0)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_rainbow_reaches_475_on_cartpole(seed):
+    algo = DQN(config=build_config(resolve_experiment(
+        os.path.join(TUNED, "dqn_rainbow_cartpole.yaml"), overrides=[f"seed={seed}"])))
+    config = algo.config
+    assert (config["num_atoms"], config["noisy"], config["dueling"], config["double_q"],
+            config["n_step"]) == (51, True, True, True, 3)
+    assert config["replay_buffer_config"]["type"] == "MultiAgentPrioritizedReplayBuffer"
+    _train_to(algo, 475.0)
