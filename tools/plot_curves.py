@@ -5,8 +5,9 @@
     python tools/plot_curves.py --out /tmp/x bench/curves/ppo_CartPole-v1_tfrl_seed0.csv
 
 One SVG per algorithm (`<algo>.svg`, lower case): the mean return against env steps of
-every run of that algorithm, one colour per library (tfrl, its peer) and one thin line
-per seed, with the mean over the seeds (on the common step grid) drawn thick. The CSVs
+every run of that algorithm, one colour per library (tfrl, its peer: Stable-Baselines3,
+or RLlib itself for IMPALA and APPO) and one thin line per seed, with the mean over the
+seeds (on the common step grid) drawn thick. The CSVs
 come from the benches (`--curves DIR`, bench/curves.py). The output is deterministic
 (no date in the file, fixed element ids), so a rerun on the same CSVs changes nothing.
 
@@ -29,8 +30,9 @@ from typing import Dict, List, Tuple
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CURVES = os.path.join(REPO, "bench", "curves")
 OUT = os.path.join(REPO, "docs", "assets", "curves")
-COLOURS = {"tfrl": "#d62728", "sb3": "#1f77b4", "tfrl-tuned": "#ff7f0e"}
-LABELS = {"tfrl": "tfrl", "sb3": "Stable-Baselines3", "tfrl-tuned": "tfrl, tuned file"}
+COLOURS = {"tfrl": "#d62728", "sb3": "#1f77b4", "tfrl-tuned": "#ff7f0e", "rllib": "#2ca02c"}
+LABELS = {"tfrl": "tfrl", "sb3": "Stable-Baselines3", "tfrl-tuned": "tfrl, tuned file",
+          "rllib": "RLlib"}
 #: The library of a tuned file's runs drawn beside a tfrl-vs-peer comparison.
 TUNED = "tfrl-tuned"
 #: Why an algorithm's plot has no peer curve (its caption says so).
@@ -52,6 +54,8 @@ NO_PEER = {
 PEER_DIFFERS = {
     "A2C": "except the optimizer (SB3's A2C: RMSprop; tfrl's: Adam)",
 }
+#: Why the peer's curve looks as it does where that needs saying (the caption says it).
+PEER_NOTES: Dict[str, str] = {}
 
 
 def read_curve(path: str) -> Tuple[Dict[str, str], List[Tuple[float, float, float]]]:
@@ -132,6 +136,24 @@ def _source_text(source: str) -> str:
             + (f" with {', '.join(settings)}" if settings else ""))
 
 
+def _rllib_text(runs: list) -> str:
+    """"peer: RLlib 2.60.0 (torch, old API stack) with the same settings as tfrl
+    (tfrl/tuned/x.yaml)", from the rllib CSVs' `version`, `framework`, `stack` and `source`
+    (bench/bench_async.py writes them), plus the algorithm's PEER_NOTES."""
+    rllib = [m for m, _ in runs if m["library"] == "rllib"]
+    versions = ", ".join(sorted({m.get("version", "?") for m in rllib}))
+    setups = ", ".join(sorted({f"{m.get('framework', '?')}, {m.get('stack', '?')} API stack"
+                               for m in rllib}))
+    ours = {m.get("source") for m, _ in runs if m["library"] != "rllib"}
+    theirs = {m.get("source") for m in rllib}
+    if None not in theirs and theirs == ours:
+        settings = f"with the same settings as tfrl ({', '.join(sorted(theirs))})"
+    else:
+        settings = ("with settings from " + ", ".join(sorted(s or "?" for s in theirs)))
+    note = PEER_NOTES.get(rllib[0]["algo"])
+    return (f"peer: RLlib {versions} ({setups}) {settings}" + (f"; {note}" if note else ""))
+
+
 def caption(runs: list) -> str:
     """The one-line caption of an algorithm's plot: env, seeds, budget, peer, machine, date
     (`runs`: the (header, rows) pairs of its CSVs)."""
@@ -160,6 +182,8 @@ def caption(runs: list) -> str:
             sources = sorted({_source_text(m.get("source", "a tuned file"))
                               for m, _ in runs if m["library"] == TUNED})
             peer += f"; {LABELS[TUNED]} ({TUNED}): {', '.join(sources)}, other settings"
+    elif "rllib" in libs:
+        peer = _rllib_text(runs)
     else:
         peer = f"no peer curve: {NO_PEER.get(meta['algo'], 'no peer run yet')}"
     what = ("mean greedy return of the evaluation episodes after each iteration"
