@@ -27,10 +27,11 @@ Parts:
   the same Ray resources, timed the same way. `--rllib_stack old` (the default) is
   RLlib's old API stack (`RolloutWorker`s and a learner thread: the programming model
   tfrl follows); `--rllib_stack new` is the SamplingLoop/Learner stack with a local
-  learner (`num_learners=0`). On the 2-core dev VM (2026-11-27) the new stack's IMPALA
-  sampled nothing (20 s of empty `train()` iterations; 50 s with RLlib's defaults)
-  while its APPO ran, so the old stack is the default; a run is cut at `--max_wall_s`
-  either way. RLlib counts trained steps per epoch (APPO's 2 passes: 2x), as tfrl does.
+  learner (`num_learners=0`). On the 2-core dev VM the new stack's IMPALA starts
+  slowly: thousands of empty `train()` iterations before its first sampled steps, and
+  most iterations report no mean return (bench/RESULTS.md has the numbers), so the old
+  stack is the default; a run is cut at `--max_wall_s` either way. RLlib counts trained
+  steps per epoch (APPO's 2 passes: 2x), as tfrl does.
 - tfrl's time to 150 includes the learner's first call, which traces its compiled
   update (~1.5-3.5 s on the dev VM, most of a ~5 s run); RLlib's torch has no trace.
 - `learner`: the policy's `learn_on_batch` on a fixed CartPole-shaped batch of

@@ -55,7 +55,16 @@ PEER_DIFFERS = {
     "A2C": "except the optimizer (SB3's A2C: RMSprop; tfrl's: Adam)",
 }
 #: Why the peer's curve looks as it does where that needs saying (the caption says it).
-PEER_NOTES: Dict[str, str] = {}
+PEER_NOTES: Dict[str, str] = {
+    "IMPALA": ("RLlib's mean return climbs, then falls back in every seed, also with its "
+               "default lr of 5e-4 (bench/RESULTS.md); RLlib's own CartPole examples ask "
+               "for 150 within 500k steps (old stack, cartpole-impala.yaml) and 450 within "
+               "2M (new stack)"),
+    "APPO": ("RLlib's mean return climbs, then falls back in every seed, also with an lr of "
+             "5e-4 (bench/RESULTS.md); RLlib's own CartPole examples ask for 150 within "
+             "200k steps (old stack, cartpole-appo.yaml, other settings) and 450 within "
+             "2M (new stack)"),
+}
 
 
 def read_curve(path: str) -> Tuple[Dict[str, str], List[Tuple[float, float, float]]]:
