@@ -247,7 +247,11 @@ def plot(paths: List[str], out_dir: str) -> List[str]:
         ax.set_ylabel("greedy evaluation return" if offline else "mean episode return")
         ax.set_title(f"{algo} on {runs[0][0]['env']}")
         ax.grid(True, alpha=0.3)
-        ax.legend(loc="lower right", fontsize="small")
+        # Lower right, unless a run ends in the plot's lower third (a peer that fell back),
+        # where the legend would hide it.
+        bottom, top = ax.get_ylim()
+        ends_low = any(rows[-1][1] < bottom + (top - bottom) / 3 for _, rows in runs)
+        ax.legend(loc="upper left" if ends_low else "lower right", fontsize="small")
         fig.tight_layout()
         path = os.path.join(out_dir, f"{algo.lower()}.svg")
         fig.savefig(path, format="svg", metadata={"Date": None})
