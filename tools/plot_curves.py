@@ -57,7 +57,8 @@ PEER_DIFFERS = {
 #: Why the peer's curve looks as it does where that needs saying (the caption says it).
 PEER_NOTES: Dict[str, str] = {
     "IMPALA": ("RLlib's mean return climbs, then falls back in every seed, also with its "
-               "default lr of 5e-4 (bench/RESULTS.md); RLlib's own CartPole examples ask "
+               "default lr of 5e-4 or a grad_clip scaled to its summed loss "
+               "(bench/RESULTS.md); RLlib's own CartPole examples ask "
                "for 150 within 500k steps (old stack, cartpole-impala.yaml) and 450 within "
                "2M (new stack)"),
     "APPO": ("RLlib's mean return climbs, then falls back in every seed, also with an lr of "
