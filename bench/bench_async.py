@@ -4,6 +4,8 @@ on the same settings, and tfrl's learner on 1 vs 2 logical devices, in one run.
     python bench/bench_async.py                          # everything, tuned budgets
     python bench/bench_async.py --parts learner --learner_steps 20
     python bench/bench_async.py --parts train rllib --algos IMPALA --seeds 0 --max_steps 20000
+    python bench/bench_async.py --parts train rllib --seeds 0 --max_steps 100000 \
+        --curves bench/curves                            # learning curves, whole budget
 
 Run it with a Python that has tfrl and Ray (`pip install -e '.[ray]'`, e.g. the
 project's main venv); RLlib runs in its own virtualenv (`--rllib_python`, default
@@ -25,10 +27,11 @@ Parts:
   the same Ray resources, timed the same way. `--rllib_stack old` (the default) is
   RLlib's old API stack (`RolloutWorker`s and a learner thread: the programming model
   tfrl follows); `--rllib_stack new` is the SamplingLoop/Learner stack with a local
-  learner (`num_learners=0`). On the 2-core dev VM (2026-11-27) the new stack's IMPALA
-  sampled nothing (20 s of empty `train()` iterations; 50 s with RLlib's defaults)
-  while its APPO ran, so the old stack is the default; a run is cut at `--max_wall_s`
-  either way. RLlib counts trained steps per epoch (APPO's 2 passes: 2x), as tfrl does.
+  learner (`num_learners=0`). On the 2-core dev VM the new stack's IMPALA starts
+  slowly: thousands of empty `train()` iterations before its first sampled steps, and
+  most iterations report no mean return (bench/RESULTS.md has the numbers), so the old
+  stack is the default; a run is cut at `--max_wall_s` either way. RLlib counts trained
+  steps per epoch (APPO's 2 passes: 2x), as tfrl does.
 - tfrl's time to 150 includes the learner's first call, which traces its compiled
   update (~1.5-3.5 s on the dev VM, most of a ~5 s run); RLlib's torch has no trace.
 - `learner`: the policy's `learn_on_batch` on a fixed CartPole-shaped batch of
@@ -36,6 +39,14 @@ Parts:
   under a 2-replica `MirroredStrategy` on logical CPUs (same global batch, split in the
   graph; `--learn_inputs in_graph tf_data` adds the distributed `tf.data` feed).
   Reports rows learned per second.
+
+With `--curves DIR` (or `$TFRL_BENCH_CURVES`) every `train` and `rllib` run trains for
+its whole `--max_steps` instead of stopping at 150, and writes its learning curve
+(bench/curves.py: env steps sampled, the mean return of the last `SMOOTHING` training
+episodes on both sides, wall s) as `<algo>_CartPole-v1_tfrl_seed<k>.csv` and
+`..._rllib_seed<k>.csv`; the RLlib header names its version, framework and stack, both
+name the tuned file. The JSON lines then also give the env steps to a mean return of
+150 and 450 (`steps_to`). tools/plot_curves.py draws them side by side.
 
 Targets (issue 16): tfrl >= 2x RLlib's env steps trained per second and <= 0.5x its
 time to 150. Timing numbers on a shared machine are off by 30 % or more: run alone for
@@ -49,38 +60,71 @@ import subprocess
 import sys
 import time
 
+from curves import ENV_VAR as CURVES_ENV_VAR, Curve
+
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TARGET = 150.0
+#: The returns whose first env-step count a curve run reports.
+MILESTONES = (150.0, 450.0)
+#: Episodes in the mean return, set on both sides (tfrl's metrics_smoothing_episodes,
+#: RLlib's metrics_num_episodes_for_smoothing; both default to 100).
+SMOOTHING = 100
 
 
 def tuned(algo: str) -> str:
     return os.path.join(REPO, "tfrl", "tuned", f"{algo.lower()}_cartpole.yaml")
 
 
-def _train_loop(train, reward_and_counts, max_steps: int, max_wall_s: float) -> dict:
-    """Calls `train()` until the mean return reaches TARGET or a budget runs out.
+def tuned_source(algo: str) -> str:
+    """The tuned file as a curve header's `source` (relative to the repository)."""
+    return os.path.relpath(tuned(algo), REPO).replace(os.sep, "/")
+
+
+def _train_loop(train, reward_and_counts, max_steps: int, max_wall_s: float,
+                curve: "Curve | None" = None) -> dict:
+    """Calls `train()` until the mean return reaches TARGET or a budget runs out; with a
+    `curve`, until the budget runs out, adding every iteration's mean return to it.
 
     `reward_and_counts(result)` gives (mean return, env steps sampled, env steps
     trained). Returns the timings: the clock starts at the first `train()` call."""
     start = time.monotonic()
-    reached = None
+    reached = {}  # milestone -> (s, env steps sampled) when the mean first reached it
     iterations = 0
     while True:
         result = train()
         iterations += 1
         reward, sampled, trained = reward_and_counts(result)
-        if reached is None and reward >= TARGET:
-            reached = (time.monotonic() - start, sampled)
-        if reached is not None or sampled >= max_steps or time.monotonic() - start > max_wall_s:
+        now = time.monotonic() - start
+        if curve is not None:
+            curve.add(sampled, reward, now)
+        for milestone in MILESTONES:
+            if milestone not in reached and reward >= milestone:
+                reached[milestone] = (now, sampled)
+        if ((curve is None and TARGET in reached) or sampled >= max_steps
+                or now > max_wall_s):
             break
     wall = time.monotonic() - start
-    return {"wall_s": round(wall, 2), "iterations": iterations, "env_steps_sampled": sampled,
-            "env_steps_trained": trained,
-            "env_steps_sampled_per_s": round(sampled / wall, 1),
-            "env_steps_trained_per_s": round(trained / wall, 1),
-            "s_to_150": None if reached is None else round(reached[0], 2),
-            "steps_to_150": None if reached is None else reached[1],
-            "final_return": round(float(reward), 1)}
+    to_target = reached.get(TARGET)
+    out = {"wall_s": round(wall, 2), "iterations": iterations, "env_steps_sampled": sampled,
+           "env_steps_trained": trained,
+           "env_steps_sampled_per_s": round(sampled / wall, 1),
+           "env_steps_trained_per_s": round(trained / wall, 1),
+           "s_to_150": None if to_target is None else round(to_target[0], 2),
+           "steps_to_150": None if to_target is None else to_target[1],
+           "final_return": round(float(reward), 1)}
+    if curve is not None:
+        out["steps_to"] = {f"{m:g}": reached[m][1] if m in reached else None
+                           for m in MILESTONES}
+        out["curve"] = curve.write()
+    return out
+
+
+def _curve(algo: str, library: str, seed: int, max_steps: int, **fields) -> "Curve | None":
+    """The run's learning curve when `$TFRL_BENCH_CURVES` names a folder, else None."""
+    if not os.environ.get(CURVES_ENV_VAR):
+        return None
+    return Curve(algo, "CartPole-v1", library, seed, max_steps, smoothing=SMOOTHING,
+                 source=tuned_source(algo), fields=fields)
 
 
 def child_train(algo: str, seed: int, max_steps: int, max_wall_s: float) -> dict:
@@ -90,7 +134,8 @@ def child_train(algo: str, seed: int, max_steps: int, max_wall_s: float) -> dict
     from tfrl.cli.experiment import build_config, resolve_experiment
 
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    config = build_config(resolve_experiment(tuned(algo), overrides=[f"seed={seed}"]))
+    config = build_config(resolve_experiment(
+        tuned(algo), overrides=[f"seed={seed}", f"metrics_smoothing_episodes={SMOOTHING}"]))
     built = time.monotonic()
     instance = get_algorithm_class(algo)(config=config)
     build_s = time.monotonic() - built
@@ -100,8 +145,9 @@ def child_train(algo: str, seed: int, max_steps: int, max_wall_s: float) -> dict
         return (result["episode_reward_mean"], counters["num_env_steps_sampled"],
                 counters.get("num_env_steps_trained", 0))
 
+    curve = _curve(algo, "tfrl", seed, max_steps)
     try:
-        timings = _train_loop(instance.train, counts, max_steps, max_wall_s)
+        timings = _train_loop(instance.train, counts, max_steps, max_wall_s, curve)
     finally:
         instance.stop()
         ray.shutdown()
@@ -156,9 +202,10 @@ RLLIB_OLD_KEYS = {
     "vf_loss_coeff": "vf_loss_coeff", "entropy_coeff": "entropy_coeff",
     "grad_clip": "grad_clip", "model": "model", "seed": "seed",
 }
-# tfrl defaults that the tuned files leave out and RLlib 2.60 sets otherwise.
-# (tfrl: max_sample_requests_in_flight_per_worker)
-TFRL_DEFAULTS = {"max_requests_in_flight_per_env_runner": 2}
+# tfrl defaults that the tuned files leave out and RLlib 2.60 sets otherwise
+# (tfrl: max_sample_requests_in_flight_per_worker), and the bench's smoothing window.
+TFRL_DEFAULTS = {"max_requests_in_flight_per_env_runner": 2,
+                 "metrics_num_episodes_for_smoothing": SMOOTHING}
 
 
 def rllib_config(algo: str, seed: int, stack: str):
@@ -215,8 +262,10 @@ def child_rllib(algo: str, seed: int, max_steps: int, max_wall_s: float,
         return (reward, result.get("num_env_steps_sampled_lifetime", 0),
                 learners.get("num_env_steps_trained_lifetime", 0))
 
+    curve = _curve(algo, "rllib", seed, max_steps, version=ray.__version__,
+                   framework="torch", stack=stack)
     try:
-        timings = _train_loop(instance.train, counts, max_steps, max_wall_s)
+        timings = _train_loop(instance.train, counts, max_steps, max_wall_s, curve)
     finally:
         instance.stop()
         ray.shutdown()
@@ -300,6 +349,9 @@ def main() -> None:
                         help="a Python with ray[rllib] 2.x and torch (default: "
                              "$TFRL_RLLIB_PYTHON)")
     parser.add_argument("--rllib_stack", choices=["old", "new"], default="old")
+    parser.add_argument("--curves", metavar="DIR", default=None,
+                        help="write each train/rllib run's learning curve into DIR (e.g. "
+                             "bench/curves; runs then use their whole --max_steps)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
@@ -310,6 +362,8 @@ def main() -> None:
     if "rllib" in args.parts and not os.path.exists(args.rllib_python):
         parser.error(f"--rllib_python {args.rllib_python} does not exist; give a Python with "
                      "ray[rllib] 2.x and torch, or leave out --parts rllib.")
+    if args.curves:  # the children write their curves there
+        os.environ[CURVES_ENV_VAR] = os.path.abspath(args.curves)
     run_timeout = args.max_wall_s + 300  # start-up of Ray and the actors on a busy machine
     results = []
 

@@ -17,7 +17,7 @@ import datetime
 import math
 import os
 import platform
-from typing import List, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 MAX_ROWS = 60
 CURVES_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "curves")
@@ -47,16 +47,21 @@ class Curve:
     """The rows of one run; `add()` after each iteration, `write()` at the end."""
 
     def __init__(self, algo: str, env: str, library: str, seed: int, budget: int,
-                 note: str = "", smoothing: Optional[int] = None, source: str = ""):
+                 note: str = "", smoothing: Optional[int] = None, source: str = "",
+                 fields: Optional[Dict[str, str]] = None):
         # smoothing: over how many of the latest training episodes the run's mean return
         # is taken (tfrl's metrics_smoothing_episodes; SB3's stats_window_size, 100).
         # source: where the run's settings come from (a path, no spaces), e.g. a tuned file.
-        if " " in source:
-            raise ValueError(f"Curve source must have no spaces (a header field); "
-                             f"received {source!r}")
+        # fields: more `key=value` header fields, e.g. a peer's version, framework and
+        # API stack (version=2.60.0 framework=torch stack=old).
+        fields = dict(fields or {})
+        for key, value in {"source": source, **fields}.items():
+            if " " in str(value):
+                raise ValueError(f"Curve {key} must have no spaces (a header field); "
+                                 f"received {value!r}")
         self.algo, self.env, self.library, self.seed = algo, env, library, seed
         self.budget, self.note, self.smoothing = budget, note, smoothing
-        self.source = source
+        self.source, self.fields = source, fields
         self.rows: List[Tuple[int, float, float]] = []
 
     def add(self, steps: int, mean_return: Optional[float], wall_s: float) -> None:
@@ -76,7 +81,8 @@ class Curve:
             f.write(f"# algo={self.algo} env={self.env} library={self.library} "
                     f"seed={self.seed} budget={self.budget}"
                     + (f" smoothing={int(self.smoothing)}" if self.smoothing else "")
-                    + (f" source={self.source}" if self.source else "") + "\n")
+                    + (f" source={self.source}" if self.source else "")
+                    + "".join(f" {k}={v}" for k, v in self.fields.items()) + "\n")
             f.write(f"# machine={machine()} date={datetime.date.today().isoformat()}\n")
             if self.note:
                 f.write(f"# note={self.note}\n")

@@ -124,3 +124,29 @@ def test_a_tuned_files_curve_beside_a_peer_comparison_is_labelled(tmp_path):
     assert plot_curves.main(["--out", str(tmp_path / "svg"), *paths]) == 0
     svg = (tmp_path / "svg" / "x.svg").read_text(encoding="utf-8")
     assert "tfrl, tuned file (2 seeds)" in svg and "Stable-Baselines3 (1 seed)" in svg
+
+
+def test_an_rllib_peer_is_named_with_its_version_framework_and_stack(tmp_path):
+    """bench/bench_async.py's RLlib runs: the caption names RLlib's version, framework and
+    API stack from the CSV header, and says whether the settings are tfrl's."""
+    plot_curves = _plot_curves()
+
+    def write(library, source, extra=""):
+        path = tmp_path / f"x_CartPole-v1_{library}_seed0.csv"
+        path.write_text(f"# algo=X env=CartPole-v1 library={library} seed=0 budget=100 "
+                        f"smoothing=100 source={source}{extra}\n"
+                        "env_steps,mean_return,wall_s\n5,1.0,0.1\n9,2.0,0.2\n")
+        return str(path)
+
+    tfrl = write("tfrl", "tfrl/tuned/x.yaml")
+    rllib = write("rllib", "tfrl/tuned/x.yaml", " version=2.60.0 framework=torch stack=old")
+    caption = plot_curves.caption(plot_curves.load([tfrl, rllib])["X"])
+    assert caption.startswith(
+        "X on CartPole-v1, one seed (0; more did not fit the run's time), 100 env steps per "
+        "run; mean return of the last 100 training episodes; peer: RLlib 2.60.0 (torch, old "
+        "API stack) with the same settings as tfrl (tfrl/tuned/x.yaml);")
+    other = write("rllib", "rllib/y.py", " version=2.60.0 framework=torch stack=new")
+    assert ("peer: RLlib 2.60.0 (torch, new API stack) with settings from rllib/y.py;"
+            in plot_curves.caption(plot_curves.load([tfrl, other])["X"]))
+    assert plot_curves.main(["--out", str(tmp_path / "svg"), tfrl, other]) == 0
+    assert "RLlib (1 seed)" in (tmp_path / "svg" / "x.svg").read_text(encoding="utf-8")

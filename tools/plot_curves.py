@@ -5,8 +5,9 @@
     python tools/plot_curves.py --out /tmp/x bench/curves/ppo_CartPole-v1_tfrl_seed0.csv
 
 One SVG per algorithm (`<algo>.svg`, lower case): the mean return against env steps of
-every run of that algorithm, one colour per library (tfrl, its peer) and one thin line
-per seed, with the mean over the seeds (on the common step grid) drawn thick. The CSVs
+every run of that algorithm, one colour per library (tfrl, its peer: Stable-Baselines3,
+or RLlib itself for IMPALA and APPO) and one thin line per seed, with the mean over the
+seeds (on the common step grid) drawn thick. The CSVs
 come from the benches (`--curves DIR`, bench/curves.py). The output is deterministic
 (no date in the file, fixed element ids), so a rerun on the same CSVs changes nothing.
 
@@ -29,8 +30,9 @@ from typing import Dict, List, Tuple
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 CURVES = os.path.join(REPO, "bench", "curves")
 OUT = os.path.join(REPO, "docs", "assets", "curves")
-COLOURS = {"tfrl": "#d62728", "sb3": "#1f77b4", "tfrl-tuned": "#ff7f0e"}
-LABELS = {"tfrl": "tfrl", "sb3": "Stable-Baselines3", "tfrl-tuned": "tfrl, tuned file"}
+COLOURS = {"tfrl": "#d62728", "sb3": "#1f77b4", "tfrl-tuned": "#ff7f0e", "rllib": "#2ca02c"}
+LABELS = {"tfrl": "tfrl", "sb3": "Stable-Baselines3", "tfrl-tuned": "tfrl, tuned file",
+          "rllib": "RLlib"}
 #: The library of a tuned file's runs drawn beside a tfrl-vs-peer comparison.
 TUNED = "tfrl-tuned"
 #: Why an algorithm's plot has no peer curve (its caption says so).
@@ -51,6 +53,18 @@ NO_PEER = {
 #: What still differs between tfrl's and the peer's settings (the caption says it).
 PEER_DIFFERS = {
     "A2C": "except the optimizer (SB3's A2C: RMSprop; tfrl's: Adam)",
+}
+#: Why the peer's curve looks as it does where that needs saying (the caption says it).
+PEER_NOTES: Dict[str, str] = {
+    "IMPALA": ("RLlib's mean return climbs, then falls back in every seed, also with its "
+               "default lr of 5e-4 or a grad_clip scaled to its summed loss "
+               "(bench/RESULTS.md); RLlib's own CartPole examples ask "
+               "for 150 within 500k steps (old stack, cartpole-impala.yaml) and 450 within "
+               "2M (new stack)"),
+    "APPO": ("RLlib's mean return climbs, then falls back in every seed, also with an lr of "
+             "5e-4 (bench/RESULTS.md); RLlib's own CartPole examples ask for 150 within "
+             "200k steps (old stack, cartpole-appo.yaml, other settings) and 450 within "
+             "2M (new stack)"),
 }
 
 
@@ -132,6 +146,24 @@ def _source_text(source: str) -> str:
             + (f" with {', '.join(settings)}" if settings else ""))
 
 
+def _rllib_text(runs: list) -> str:
+    """"peer: RLlib 2.60.0 (torch, old API stack) with the same settings as tfrl
+    (tfrl/tuned/x.yaml)", from the rllib CSVs' `version`, `framework`, `stack` and `source`
+    (bench/bench_async.py writes them), plus the algorithm's PEER_NOTES."""
+    rllib = [m for m, _ in runs if m["library"] == "rllib"]
+    versions = ", ".join(sorted({m.get("version", "?") for m in rllib}))
+    setups = ", ".join(sorted({f"{m.get('framework', '?')}, {m.get('stack', '?')} API stack"
+                               for m in rllib}))
+    ours = {m.get("source") for m, _ in runs if m["library"] != "rllib"}
+    theirs = {m.get("source") for m in rllib}
+    if None not in theirs and theirs == ours:
+        settings = f"with the same settings as tfrl ({', '.join(sorted(theirs))})"
+    else:
+        settings = ("with settings from " + ", ".join(sorted(s or "?" for s in theirs)))
+    note = PEER_NOTES.get(rllib[0]["algo"])
+    return (f"peer: RLlib {versions} ({setups}) {settings}" + (f"; {note}" if note else ""))
+
+
 def caption(runs: list) -> str:
     """The one-line caption of an algorithm's plot: env, seeds, budget, peer, machine, date
     (`runs`: the (header, rows) pairs of its CSVs)."""
@@ -160,6 +192,8 @@ def caption(runs: list) -> str:
             sources = sorted({_source_text(m.get("source", "a tuned file"))
                               for m, _ in runs if m["library"] == TUNED})
             peer += f"; {LABELS[TUNED]} ({TUNED}): {', '.join(sources)}, other settings"
+    elif "rllib" in libs:
+        peer = _rllib_text(runs)
     else:
         peer = f"no peer curve: {NO_PEER.get(meta['algo'], 'no peer run yet')}"
     what = ("mean greedy return of the evaluation episodes after each iteration"
@@ -214,7 +248,11 @@ def plot(paths: List[str], out_dir: str) -> List[str]:
         ax.set_ylabel("greedy evaluation return" if offline else "mean episode return")
         ax.set_title(f"{algo} on {runs[0][0]['env']}")
         ax.grid(True, alpha=0.3)
-        ax.legend(loc="lower right", fontsize="small")
+        # Lower right, unless a run ends in the plot's lower third (a peer that fell back),
+        # where the legend would hide it.
+        bottom, top = ax.get_ylim()
+        ends_low = any(rows[-1][1] < bottom + (top - bottom) / 3 for _, rows in runs)
+        ax.legend(loc="upper left" if ends_low else "lower right", fontsize="small")
         fig.tight_layout()
         path = os.path.join(out_dir, f"{algo.lower()}.svg")
         fig.savefig(path, format="svg", metadata={"Date": None})
