@@ -37,18 +37,24 @@ LABELS = {"tfrl": "tfrl", "sb3": "Stable-Baselines3", "tfrl-tuned": "tfrl, tuned
 TUNED = "tfrl-tuned"
 #: Why an algorithm's plot has no peer curve (its caption says so).
 NO_PEER = {
-    "PG": "Stable-Baselines3 has no vanilla policy gradient (REINFORCE)",
-    "A3C": "Stable-Baselines3 has no asynchronous A3C (its A2C is the synchronous form)",
+    "PG": "Stable-Baselines3 has no vanilla policy gradient (REINFORCE), RLlib 2.60 no PG",
+    "A3C": ("Stable-Baselines3 has no asynchronous A3C (its A2C is the synchronous form), "
+            "RLlib 2.60 no A3C"),
     "IMPALA": "Stable-Baselines3 has no IMPALA (V-trace) learner",
     "APPO": "Stable-Baselines3 has no asynchronous PPO",
-    "BC": "Stable-Baselines3 has no offline algorithms",
-    "MARWIL": "Stable-Baselines3 has no offline algorithms",
-    "CQL": "Stable-Baselines3 has no offline algorithms",
-    "CQL_DQN": "Stable-Baselines3 has no offline algorithms",
-    "QMIX": "Stable-Baselines3 has no multi-agent algorithms",
-    "MAPPO": "Stable-Baselines3 has no multi-agent algorithms",
-    "R2D2": "Stable-Baselines3 has no recurrent replay (R2D2)",
-    "APEX": "Stable-Baselines3 has no distributed replay (Ape-X)",
+    "BC": ("Stable-Baselines3 has no offline algorithms; RLlib 2.60's BC (new API stack, "
+           "ray.data input) has not been run beside it yet"),
+    "MARWIL": ("Stable-Baselines3 has no offline algorithms; RLlib 2.60's MARWIL (new API "
+               "stack, ray.data input) has not been run beside it yet"),
+    "CQL": ("Stable-Baselines3 has no offline algorithms; RLlib 2.60's CQL (new API stack, "
+            "ray.data input) has not been run beside it yet"),
+    "CQL_DQN": ("Stable-Baselines3 has no offline algorithms, RLlib 2.60 no discrete CQL "
+                "(its CQL is SAC's)"),
+    "QMIX": "Stable-Baselines3 has no multi-agent algorithms, RLlib 2.60 no QMIX",
+    "MAPPO": ("Stable-Baselines3 has no multi-agent algorithms, RLlib 2.60 no "
+              "centralized-critic PPO (an example script only)"),
+    "R2D2": "Stable-Baselines3 has no recurrent replay (R2D2), RLlib 2.60 no R2D2",
+    "APEX": "Stable-Baselines3 has no distributed replay (Ape-X), RLlib 2.60 no Ape-X",
 }
 #: What still differs between tfrl's and the peer's settings (the caption says it).
 PEER_DIFFERS = {
