@@ -291,7 +291,8 @@ def parse_sweep(doc: Any, num_samples: Optional[int] = None) -> Sweep:
         raise CliError(f"tune.seed must be an integer; received {seed!r}.")
     return Sweep(space=space, metric=metric, mode=mode,
                  num_samples=num_samples or _positive_int(doc, "num_samples", 1) or 1,
-                 search=search, search_options=search_options, scheduler=scheduler, scheduler_options=options,
+                 search=search, search_options=search_options, scheduler=scheduler,
+                 scheduler_options=options,
                  max_concurrent_trials=_positive_int(doc, "max_concurrent_trials", None),
                  max_failures=_positive_int(doc, "max_failures", 0, minimum=0) or 0,
                  seed=seed, callbacks=_parse_callbacks(doc.get("callbacks")))
