@@ -145,7 +145,7 @@ def test_the_shipped_zoo_sweep_file_checks():
     assert sweep.num_samples == 16 and sweep.max_concurrent_trials == 2
     assert (sweep.search, sweep.search_options) == (
         "optuna", {"n_startup_trials": 5, "multivariate": True})
-    assert sweep.scheduler == "median"
+    assert sweep.metric == "evaluation/episode_reward_mean" and sweep.scheduler == "median"
     assert sweep.scheduler_options == {"time_attr": "timesteps_total", "grace_period": 5000,
                                        "min_samples_required": 5}
     sampled = check_sweep(exp, sweep)
