@@ -433,10 +433,8 @@ class AlgorithmConfig(PolicyConfig, Mapping[str, Any], metaclass=_ConfigMeta):
     def get_rollout_fragment_length(self, worker_index: int = 0) -> int:
         """The rollout fragment length of worker `worker_index` (0: local worker).
 
-        With "auto", `train_batch_size` is split over the sampling workers
-        (`max(1, num_workers)`) and their `num_envs_per_worker` envs: each worker gets
-        the floor of the even share, and the first workers one step more, as long as the
-        steps they add stay within the remainder (RLlib's rule).
+        With "auto": `auto_fragment_length` (`train_batch_size` split over the sampling
+        workers' envs, RLlib's rule).
         """
         if self.rollout_fragment_length != "auto":
             return int(self.rollout_fragment_length)
