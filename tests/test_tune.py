@@ -98,6 +98,16 @@ def test_dry_run_catches_a_bad_pbt_mutation_key(tmp_path, capsys):
     ({"scheduler": {"type": "pbt"}}, "tune.scheduler (pbt) needs mutations"),
     ({"search": "optuna", "space": {"lr": {"grid_search": [1, 2]}}},
      "Optuna samples; it does not take grid_search"),
+    ({"search": {"type": "optuna", "n_startup": 5}},
+     "tune.search (optuna) has the unknown key 'n_startup'. Did you mean 'n_startup_trials'?"),
+    ({"search": {"type": "optuna", "n_startup_trials": -1}},
+     "tune.search.n_startup_trials (the random trials before TPE models the space) must be "
+     "an integer >= 0; received -1"),
+    ({"search": {"type": "random", "multivariate": True}},
+     "tune.search (random) has the unknown key 'multivariate'. Its keys: none"),
+    ({"search": "tpe"}, "tune.search is 'tpe'."),
+    ({"scheduler": {"type": "median", "grace": 5}},
+     "tune.scheduler (median) has the unknown key 'grace'. Did you mean 'grace_period'?"),
     ({"metrc": "x"}, "tune: has the unknown key 'metrc'. Did you mean 'metric'?"),
     ({"mode": "best"}, "tune.mode must be max or min; received 'best'"),
     ({"num_samples": 0}, "tune.num_samples must be an integer >= 1; received 0"),
@@ -120,6 +130,29 @@ def test_a_tuned_file_with_a_sweep_file(tmp_path):
                               "--num_samples=3", "--dry_run"))
     assert out["trials"] == 3 and out["config"]["num_sgd_iter"] == 20
     assert all(0.9 <= s["gamma"] <= 0.99 for s in out["sampled"])
+
+
+def test_the_shipped_zoo_sweep_file_checks():
+    """examples/sweeps/ppo_cartpole_tpe.yaml (bench/bench_sweep.py's, the Zoo's PPO space):
+    all its 16 sampled configs pass `tfrl train`'s checks, with Optuna's TPE options and
+    the median stopping rule on env steps."""
+    from tfrl.cli.sweep import check_sweep, parse_sweep
+
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                        "examples", "sweeps", "ppo_cartpole_tpe.yaml")
+    exp = load_experiment_file(path)
+    sweep = parse_sweep(exp.sweep)
+    assert (exp.algo, exp.env, exp.stop) == ("PPO", "CartPole-v1", {"timesteps_total": 20000})
+    assert sweep.num_samples == 16 and sweep.max_concurrent_trials == 2
+    assert (sweep.search, sweep.search_options) == (
+        "optuna", {"n_startup_trials": 5, "multivariate": True})
+    assert sweep.metric == "evaluation/episode_reward_mean" and sweep.scheduler == "median"
+    assert sweep.scheduler_options == {"time_attr": "timesteps_total", "grace_period": 5000,
+                                       "min_samples_required": 5}
+    sampled = check_sweep(exp, sweep)
+    assert len(sampled) == 16
+    assert all(s["sgd_minibatch_size"] <= s["train_batch_size"] for s in sampled)
+    assert {len(s) for s in sampled} == {11}  # the Zoo's 11 sampled PPO parameters
 
 
 def test_tune_needs_stop_criteria(tmp_path, capsys):
@@ -324,7 +357,7 @@ def test_a_failing_trial_is_retried_and_reported(ray_runtime, tmp_path):
 def test_sweep_objects_for_ray_tune():
     """No trials: the sweep's Tune objects (Optuna's searcher, PBT's nested mutations,
     the param space with Tune's distributions at dotted keys)."""
-    from ray.tune.schedulers import PopulationBasedTraining
+    from ray.tune.schedulers import MedianStoppingRule, PopulationBasedTraining
     from ray.tune.search.optuna import OptunaSearch
     from ray.tune.search.sample import Float
 
@@ -337,6 +370,13 @@ def test_sweep_objects_for_ray_tune():
         "scheduler": {"type": "pbt", "perturbation_interval": 2,
                       "mutations": {"model.vf_share_layers": [True, False]}}})
     assert isinstance(make_search(sweep), OptunaSearch)
+    tpe = make_search(parse_sweep({"search": {"type": "optuna", "n_startup_trials": 4,
+                                              "multivariate": True}, "seed": 1}))
+    assert tpe._sampler._n_startup_trials == 4 and tpe._sampler._multivariate
+    median = make_scheduler(parse_sweep({"scheduler": {
+        "type": "median", "time_attr": "timesteps_total", "grace_period": 500}}))
+    assert isinstance(median, MedianStoppingRule)
+    assert (median._time_attr, median._grace_period) == ("timesteps_total", 500)
     pbt = make_scheduler(sweep)
     assert isinstance(pbt, PopulationBasedTraining)
     assert pbt._hyperparam_mutations["model"]["vf_share_layers"].categories == [True, False]

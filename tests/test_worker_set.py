@@ -241,6 +241,23 @@ def test_worker_kwargs_map_the_trainer_config():
     assert "seed" not in local and "num_envs" not in local  # The worker's defaults apply.
 
 
+def test_an_auto_rollout_fragment_length_is_derived_from_the_config_dict():
+    """An algorithm passes its config as a dict: "auto" splits train_batch_size over the
+    sampling workers' envs (RLlib's rule: one step more for the first workers only when
+    it does not divide evenly)."""
+    def fragment(train_batch_size, num_workers, envs, index):
+        config = {"rollout_fragment_length": "auto", "train_batch_size": train_batch_size,
+                  "num_envs_per_worker": envs}
+        return wsc.worker_kwargs(config, env_creator=None, validate_env=None,
+                                 policy_spec={}, worker_index=index,
+                                 num_workers=num_workers, log_dir=None
+                                 )["rollout_fragment_length"]
+
+    assert fragment(256, 0, 8, 0) == 32  # the local worker samples 8 x 32 = 256 steps
+    assert [fragment(4000, 3, 2, i) for i in (1, 2, 3)] == [667, 667, 666]
+    assert [fragment(1342, 12, 1, i) for i in (1, 10, 11)] == [112, 112, 111]
+
+
 def test_policy_specs_default_and_forms():
     assert wsc.policy_specs({}, NumpyPolicy) == {
         "default_policy": PolicySpec(NumpyPolicy, None, None, None)}

@@ -45,6 +45,7 @@ import gymnasium as gym
 from tfrl.algorithms.registry import all_config_classes
 from tfrl.algorithms.sb3_keys import sb3_hints
 from tfrl.evaluation.callbacks import DefaultCallbacks
+from tfrl.evaluation.rollout_worker.config import auto_fragment_length
 from tfrl.offline.input_creators import DEFAULT_INPUT, check_input_config
 from tfrl.offline.json_writer import DEFAULT_MAX_FILE_SIZE
 from tfrl.offline.output_creators import DEFAULT_OUTPUT_FORMAT, check_output_config
@@ -432,17 +433,13 @@ class AlgorithmConfig(PolicyConfig, Mapping[str, Any], metaclass=_ConfigMeta):
     def get_rollout_fragment_length(self, worker_index: int = 0) -> int:
         """The rollout fragment length of worker `worker_index` (0: local worker).
 
-        With "auto", `train_batch_size` is split over the sampling workers
-        (`max(1, num_workers)`) and their `num_envs_per_worker` envs: each worker gets
-        the floor of the even share, and the first workers one step more, as long as the
-        steps they add stay within the remainder (RLlib's rule).
+        With "auto": `auto_fragment_length` (`train_batch_size` split over the sampling
+        workers' envs, RLlib's rule).
         """
         if self.rollout_fragment_length != "auto":
             return int(self.rollout_fragment_length)
-        envs = max(1, self.num_workers) * self.num_envs_per_worker
-        base = self.train_batch_size // envs
-        remainder = self.train_batch_size - base * envs
-        return base + 1 if worker_index * self.num_envs_per_worker <= remainder else base
+        return auto_fragment_length(self.train_batch_size, self.num_workers,
+                                    self.num_envs_per_worker, worker_index)
 
     @property
     def is_atari(self) -> bool:

@@ -62,8 +62,8 @@ before TensorFlow loads.
 
 `tfrl tune` reads the same files plus a `tune:` section (or `--sweep=FILE` holding it): the
 search space (`grid_search`, `choice`, `uniform`, `loguniform`, `randint` per config key),
-the search algorithm (random, optuna), the scheduler (fifo, asha, pbt with its mutations),
-`num_samples`, `metric` and `mode` (see `tfrl.cli.sweep`). Every sampled config is checked
+the search algorithm (random, optuna), the scheduler (fifo, asha, median, pbt with its
+mutations), `num_samples`, `metric` and `mode` (see `tfrl.cli.sweep`). Every sampled config is checked
 before Ray starts (`--dry_run` stops there); trials run on Ray Tune, a table of them is
 printed at the end, and the best trial's config is written as a tuned file
 (`--output`, default `<logdir>/best_config.yaml`) that `tfrl train --config=FILE` runs.

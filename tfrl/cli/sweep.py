@@ -7,9 +7,11 @@ section (or a separate `--sweep` file holding that section) says what to vary an
       metric: episode_reward_mean       # a result key ("evaluation/..." works too)
       mode: max                         # or min
       num_samples: 8                    # samples of the space (each grid point this often)
-      search: random                    # or optuna (Optuna's TPE through Ray Tune)
-      scheduler: asha                   # fifo (default), asha, pbt, or a mapping:
+      search: random                    # or optuna (Optuna's TPE through Ray Tune), or
+      #   {type: optuna, n_startup_trials: 5, multivariate: true}  (TPESampler's options)
+      scheduler: asha                   # fifo (default), asha, median, pbt, or a mapping:
       #   {type: asha, grace_period: 1, reduction_factor: 2, max_t: 100}
+      #   {type: median, time_attr: timesteps_total, grace_period: 5000}
       #   {type: pbt, perturbation_interval: 2, mutations: {lr: {loguniform: [1e-5, 1e-3]}}}
       max_concurrent_trials: 2          # default: as many as the CPUs allow
       max_failures: 1                   # retries of a failed trial (default 0)
@@ -60,11 +62,16 @@ DISTRIBUTIONS = {
     "randint": "[low, high] integers (high excluded)",
 }
 SEARCH_ALGORITHMS = ("random", "optuna")
-SCHEDULERS = ("fifo", "asha", "pbt")
+#: Keys of a search mapping, per type (besides `type`): Optuna's TPESampler options.
+SEARCH_KEYS = {"random": (), "optuna": ("n_startup_trials", "multivariate")}
+SCHEDULERS = ("fifo", "asha", "median", "pbt")
 #: Keys of a scheduler mapping, per type (besides `type`).
 SCHEDULER_KEYS = {
     "fifo": (),
     "asha": ("grace_period", "reduction_factor", "max_t", "time_attr", "brackets"),
+    # Tune's MedianStoppingRule (the closest to Optuna's MedianPruner).
+    "median": ("grace_period", "min_samples_required", "min_time_slice", "time_attr",
+               "hard_stop"),
     "pbt": ("perturbation_interval", "mutations", "quantile_fraction",
             "resample_probability", "time_attr", "burn_in_period"),
 }
@@ -82,7 +89,8 @@ class Sweep:
         mode: "max" or "min".
         num_samples: Samples of the space (Tune's `num_samples`).
         search: "random" or "optuna".
-        scheduler: "fifo", "asha" or "pbt".
+        search_options: Optuna's TPESampler options (`n_startup_trials`, `multivariate`).
+        scheduler: "fifo", "asha", "median" or "pbt".
         scheduler_options: The scheduler's keyword arguments (PBT's `mutations` as
             dotted key -> `(distribution, argument)`).
         max_concurrent_trials: Trials at once (None: as resources allow).
@@ -96,6 +104,7 @@ class Sweep:
     mode: str = "max"
     num_samples: int = 1
     search: str = "random"
+    search_options: Dict[str, Any] = dataclasses.field(default_factory=dict)
     scheduler: str = "fifo"
     scheduler_options: Dict[str, Any] = dataclasses.field(default_factory=dict)
     max_concurrent_trials: Optional[int] = None
@@ -190,6 +199,29 @@ def _parse_scheduler(spec: Any) -> Tuple[str, Dict[str, Any]]:
     return kind, options
 
 
+def _parse_search(spec: Any) -> Tuple[str, Dict[str, Any]]:
+    """`random`, `optuna` or `{type: optuna, n_startup_trials: 5, multivariate: true}`."""
+    options = dict(spec) if isinstance(spec, dict) else {"type": spec or "random"}
+    kind = options.pop("type", None)
+    if kind not in SEARCH_ALGORITHMS:
+        raise CliError(f"tune.search is {kind!r}.{_closest(str(kind), SEARCH_ALGORITHMS)} "
+                       f"Use one of {', '.join(SEARCH_ALGORITHMS)} (or a mapping: search: "
+                       "{type: optuna, n_startup_trials: 5, multivariate: true}).")
+    for key, value in options.items():
+        if key not in SEARCH_KEYS[kind]:
+            valid = ", ".join(SEARCH_KEYS[kind]) or "none"
+            raise CliError(f"tune.search ({kind}) has the unknown key {key!r}."
+                           f"{_closest(key, SEARCH_KEYS[kind])} Its keys: {valid}.")
+        if key == "n_startup_trials" and (isinstance(value, bool) or not isinstance(
+                value, int) or value < 0):
+            raise CliError("tune.search.n_startup_trials (the random trials before TPE "
+                           f"models the space) must be an integer >= 0; received {value!r}.")
+        if key == "multivariate" and not isinstance(value, bool):
+            raise CliError(f"tune.search.multivariate must be true or false; received "
+                           f"{value!r}.")
+    return kind, options
+
+
 def _parse_callbacks(spec: Any) -> Dict[str, Dict[str, Any]]:
     """`[mlflow, wandb]` or `{mlflow: {...}, wandb: {...}}` -> tracker -> options."""
     if spec is None:
@@ -247,10 +279,7 @@ def parse_sweep(doc: Any, num_samples: Optional[int] = None) -> Sweep:
     if not isinstance(metric, str) or not metric:
         raise CliError(f"tune.metric must be a result key such as episode_reward_mean; "
                        f"received {metric!r}.")
-    search = doc.get("search", "random")
-    if search not in SEARCH_ALGORITHMS:
-        raise CliError(f"tune.search is {search!r}.{_closest(str(search), SEARCH_ALGORITHMS)}"
-                       f" Use one of {', '.join(SEARCH_ALGORITHMS)}.")
+    search, search_options = _parse_search(doc.get("search"))
     if search == "optuna":
         grids = [key for key, (name, _) in space.items() if name == "grid_search"]
         if grids:
@@ -262,7 +291,8 @@ def parse_sweep(doc: Any, num_samples: Optional[int] = None) -> Sweep:
         raise CliError(f"tune.seed must be an integer; received {seed!r}.")
     return Sweep(space=space, metric=metric, mode=mode,
                  num_samples=num_samples or _positive_int(doc, "num_samples", 1) or 1,
-                 search=search, scheduler=scheduler, scheduler_options=options,
+                 search=search, search_options=search_options, scheduler=scheduler,
+                 scheduler_options=options,
                  max_concurrent_trials=_positive_int(doc, "max_concurrent_trials", None),
                  max_failures=_positive_int(doc, "max_failures", 0, minimum=0) or 0,
                  seed=seed, callbacks=_parse_callbacks(doc.get("callbacks")))
@@ -398,7 +428,8 @@ def dry_run(exp: Experiment, sweep: Sweep, stream: Optional[TextIO] = None) -> D
     """Checks the sweep (`check_sweep`) and prints it as JSON; returns what it printed."""
     samples = check_sweep(exp, sweep)
     summary = {**exp.to_json(), "metric": sweep.metric, "mode": sweep.mode,
-               "search": sweep.search, "scheduler": sweep.scheduler,
+               "search": sweep.search, "search_options": sweep.search_options,
+               "scheduler": sweep.scheduler,
                "num_samples": sweep.num_samples, "trials": len(samples),
                "callbacks": sweep.callbacks,
                "space": {k: {name: arg} for k, (name, arg) in sweep.space.items()},

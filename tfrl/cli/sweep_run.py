@@ -16,7 +16,8 @@ from typing import Any, Dict, List, Optional, TextIO
 
 import yaml
 from ray import tune
-from ray.tune.schedulers import ASHAScheduler, FIFOScheduler, PopulationBasedTraining
+from ray.tune.schedulers import (ASHAScheduler, FIFOScheduler, MedianStoppingRule,
+                                 PopulationBasedTraining)
 from ray.tune.search.basic_variant import BasicVariantGenerator
 from ray.tune.search.optuna import OptunaSearch  # imports optuna only when used
 
@@ -60,6 +61,9 @@ def make_scheduler(sweep: Sweep) -> Any:
     if sweep.scheduler == "asha":
         options.setdefault("time_attr", "training_iteration")
         return ASHAScheduler(**options)
+    if sweep.scheduler == "median":
+        options.setdefault("time_attr", "training_iteration")
+        return MedianStoppingRule(**options)
     if sweep.scheduler == "pbt":
         mutations = _nested({key: _domain(name, arg)
                              for key, (name, arg) in options.pop("mutations").items()})
@@ -69,12 +73,17 @@ def make_scheduler(sweep: Sweep) -> Any:
 
 
 def make_search(sweep: Sweep) -> Any:
-    """Tune's search algorithm: random sampling (and grids), or Optuna's TPE."""
+    """Tune's search algorithm: random sampling (and grids), or Optuna's TPE (with the
+    sweep's TPESampler options, if any)."""
     if sweep.search == "optuna":
         if importlib.util.find_spec("optuna") is None:
             raise CliError("tune.search: optuna needs the optuna package: pip install "
                            "'tfrl[tune]'.")
-        return OptunaSearch(seed=sweep.seed)
+        if not sweep.search_options:
+            return OptunaSearch(seed=sweep.seed)
+        from optuna.samplers import TPESampler
+
+        return OptunaSearch(sampler=TPESampler(seed=sweep.seed, **sweep.search_options))
     return BasicVariantGenerator(random_state=sweep.seed)
 
 

@@ -205,10 +205,16 @@ def v1_kwargs(kwargs: Dict[str, Any]) -> Dict[str, Any]:
                          "use an offline `input` (see tfrl.offline.input_creators).")
     worker_index = kwargs.get("worker_index", 0)
     if config_dict.get("rollout_fragment_length") == "auto":
-        if not hasattr(config, "get_rollout_fragment_length"):
-            raise ValueError("RolloutWorker: rollout_fragment_length='auto' needs an "
-                             "AlgorithmConfig (to derive it from train_batch_size).")
-        config_dict["rollout_fragment_length"] = config.get_rollout_fragment_length(worker_index)
+        if hasattr(config, "get_rollout_fragment_length"):
+            length = config.get_rollout_fragment_length(worker_index)
+        elif isinstance(config_dict.get("train_batch_size"), int):  # an algorithm's dict
+            length = wsc.auto_fragment_length(
+                config_dict["train_batch_size"], config_dict.get("num_workers") or 0,
+                config_dict.get("num_envs_per_worker") or 1, worker_index)
+        else:
+            raise ValueError("RolloutWorker: rollout_fragment_length='auto' needs "
+                             "train_batch_size (an int) in the config to derive it from.")
+        config_dict["rollout_fragment_length"] = length
     num_workers = kwargs.get("num_workers")
     if num_workers is None:
         num_workers = config_dict.get("num_workers") or 0

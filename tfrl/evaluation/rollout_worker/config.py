@@ -199,6 +199,24 @@ def no_env(env_context: Any) -> None:
     return None
 
 
+def auto_fragment_length(train_batch_size: int, num_workers: int, num_envs_per_worker: int,
+                         worker_index: int = 0) -> int:
+    """`rollout_fragment_length="auto"` of worker `worker_index` (0: the local worker):
+    `train_batch_size` split over the sampling workers (`max(1, num_workers)`) and their
+    `num_envs_per_worker` envs; each worker gets the floor of the even share, and the first
+    workers one step more when it does not divide evenly, as long as the steps they add
+    stay within the remainder (RLlib's rule).
+
+    Example:
+        >>> auto_fragment_length(256, 0, 8), auto_fragment_length(10, 2, 2, 1)
+        (32, 3)
+    """
+    envs = max(1, num_workers) * num_envs_per_worker
+    base = train_batch_size // envs
+    remainder = train_batch_size - base * envs
+    return base + 1 if remainder and worker_index * num_envs_per_worker <= remainder else base
+
+
 def worker_kwargs(config: Mapping[str, Any], *, env_creator: Optional[Callable],
                   validate_env: Optional[Callable], policy_spec: Dict[str, PolicySpec],
                   worker_index: int, num_workers: int, log_dir: Optional[str],
@@ -220,6 +238,11 @@ def worker_kwargs(config: Mapping[str, Any], *, env_creator: Optional[Callable],
     for key, arg in RENAMED_KEYS.items():
         if config.get(key) is not None:
             kwargs[arg] = config[key]
+    if kwargs.get("rollout_fragment_length") == "auto" and isinstance(
+            config.get("train_batch_size"), int):
+        kwargs["rollout_fragment_length"] = auto_fragment_length(
+            config["train_batch_size"], num_workers, config.get("num_envs_per_worker") or 1,
+            worker_index)
     for key in ("policy_mapping_fn", "policies_to_train", "observation_fn", "count_steps_by"):
         if multiagent.get(key) is not None:
             kwargs[key] = multiagent[key]
