@@ -25,8 +25,10 @@ its gymnasium pin differs from tfrl's.
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 from curves import CURVES_DIR, Curve
@@ -84,12 +86,6 @@ def rllib_config(algo: str, seed: int, data: str, eval_episodes: int):
     return config, spec
 
 
-def folder_tmp() -> str:
-    import tempfile
-
-    return tempfile.mkdtemp(prefix="tfrl_offline_curves_")
-
-
 def child(algo: str, seed: int, data: str, eval_episodes: int, folder: str) -> dict:
     import ray
 
@@ -98,8 +94,9 @@ def child(algo: str, seed: int, data: str, eval_episodes: int, folder: str) -> d
     # store. Under load the raylet can miss Ray's 10 s start-up wait: give it longer
     # (RAY_raylet_start_wait_time_s) and its own temp dir, apart from other Ray runtimes.
     os.environ.setdefault("RAY_raylet_start_wait_time_s", "120")
+    temp_dir = tempfile.mkdtemp(prefix="tfrl_offline_curves_")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-             _temp_dir=os.path.join(folder_tmp(), "ray"))
+             _temp_dir=os.path.join(temp_dir, "ray"))
     config, spec = rllib_config(algo, seed, data, eval_episodes)
     iterations = spec["stop"]["training_iteration"]
     instance = config.build_algo()
@@ -122,6 +119,7 @@ def child(algo: str, seed: int, data: str, eval_episodes: int, folder: str) -> d
     finally:
         instance.stop()
         ray.shutdown()
+        shutil.rmtree(temp_dir, ignore_errors=True)
     return {"algo": algo, "seed": seed, "csv": curve.write(folder),
             "per_iteration": per_iteration, "wall_s": round(time.time() - start, 1)}
 
