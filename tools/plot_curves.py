@@ -42,10 +42,6 @@ NO_PEER = {
             "RLlib 2.60 no A3C"),
     "IMPALA": "Stable-Baselines3 has no IMPALA (V-trace) learner",
     "APPO": "Stable-Baselines3 has no asynchronous PPO",
-    "BC": ("Stable-Baselines3 has no offline algorithms; RLlib 2.60's BC (new API stack, "
-           "ray.data input) has not been run beside it yet"),
-    "MARWIL": ("Stable-Baselines3 has no offline algorithms; RLlib 2.60's MARWIL (new API "
-               "stack, ray.data input) has not been run beside it yet"),
     "CQL": ("Stable-Baselines3 has no offline algorithms; RLlib 2.60's CQL (new API stack, "
             "ray.data input) has not been run beside it yet"),
     "CQL_DQN": ("Stable-Baselines3 has no offline algorithms, RLlib 2.60 no discrete CQL "
