@@ -42,8 +42,8 @@ NO_PEER = {
             "RLlib 2.60 no A3C"),
     "IMPALA": "Stable-Baselines3 has no IMPALA (V-trace) learner",
     "APPO": "Stable-Baselines3 has no asynchronous PPO",
-    "CQL": ("Stable-Baselines3 has no offline algorithms; RLlib 2.60's CQL (new API stack, "
-            "ray.data input) has not been run beside it yet"),
+    "CQL": ("Stable-Baselines3 has no offline algorithms; RLlib 2.60's CQL has not been "
+            "run beside it yet"),
     "CQL_DQN": ("Stable-Baselines3 has no offline algorithms, RLlib 2.60 no discrete CQL "
                 "(its CQL is SAC's)"),
     "QMIX": "Stable-Baselines3 has no multi-agent algorithms, RLlib 2.60 no QMIX",
