@@ -75,7 +75,7 @@ from curves import Curve, train_until
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SMOOTHING = 100  # episodes in the mean return (SB3's episode buffer)
-EVAL_MAX_STEPS = 5000  # greedy MinAtar episodes are cut here (no time limit there)
+EVAL_MAX_STEPS = 5000  # greedy MinAtar episodes are cut here (it has no time limit)
 # The issue's targets: tfrl's wall time at most this fraction of SB3's, and tfrl's
 # mean final return (last 100 training episodes, mean over seeds) at least SB3's.
 WALL_TARGET = 0.5
@@ -95,6 +95,7 @@ SECTIONS: Dict[str, Dict[str, Any]] = {
     },
     "MinAtarBreakout": {
         "env": "MinAtar/Breakout-v1", "target": 1.5, "tuned": "dqn_qrdqn_minatar_breakout",
+        "eval_max_steps": EVAL_MAX_STEPS,
         "zoo": {"n_timesteps": 100_000, "policy": "MinAtarCnnPolicy",
                 "learning_rate": 2.5e-4, "batch_size": 32, "buffer_size": 100_000,
                 "learning_starts": 5000, "gamma": 0.99, "target_update_interval": 1000,
@@ -256,7 +257,7 @@ def run_tfrl(section: str, seed: int, steps: int, threads: int = 1) -> dict:
                            None if final != final else final)  # NaN: no episode ended
     out["eval_reward"] = greedy_return(
         lambda obs: algo.compute_single_action(obs, explore=False), env_id, seed,
-        max_episode_steps=EVAL_MAX_STEPS)
+        max_episode_steps=SECTIONS[section].get("eval_max_steps"))
     algo.stop()
     return out
 
@@ -313,7 +314,7 @@ def run_sb3(section: str, seed: int, steps: int, threads: int = 1) -> dict:
                            float(np.mean(rewards)) if rewards else None)
     out["eval_reward"] = greedy_return(
         lambda obs: model.predict(obs, deterministic=True)[0], env_id, seed,
-        max_episode_steps=EVAL_MAX_STEPS)
+        max_episode_steps=SECTIONS[section].get("eval_max_steps"))
     return out
 
 

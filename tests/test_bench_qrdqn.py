@@ -81,3 +81,9 @@ def test_the_tuned_file_says_what_the_bench_runs(bench, section):
     assert experiment.algo == "DQN"
     assert experiment.stop == {"timesteps_total": info["zoo"]["n_timesteps"]}
     assert experiment.config == expected
+
+
+def test_only_minatar_caps_its_greedy_episodes(bench):
+    # CartPole keeps its own 500-step limit; MinAtar has none, so the bench sets one.
+    assert "eval_max_steps" not in bench.SECTIONS["CartPole"]
+    assert bench.SECTIONS["MinAtarBreakout"]["eval_max_steps"] == bench.EVAL_MAX_STEPS
