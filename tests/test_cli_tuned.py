@@ -71,7 +71,8 @@ def test_the_shortest_name_wins_and_the_others_are_named():
         ("dqn_c51_cartpole", tuned.path("dqn_c51_cartpole")),
         ("dqn_cartpole_zoo", tuned.path("dqn_cartpole_zoo")),
         ("dqn_noisy_cartpole", tuned.path("dqn_noisy_cartpole")),
-        ("dqn_qrdqn_cartpole", tuned.path("dqn_qrdqn_cartpole"))]
+        ("dqn_qrdqn_cartpole", tuned.path("dqn_qrdqn_cartpole")),
+        ("dqn_qrdqn_cartpole_zoo", tuned.path("dqn_qrdqn_cartpole_zoo"))]
     assert tuned_for("DQN", "Acrobot-v1") == []
 
 
