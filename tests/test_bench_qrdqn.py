@@ -72,7 +72,7 @@ def test_an_unmapped_setting_is_refused(bench, monkeypatch):
         bench.tfrl_config("CartPole", seed=0)
 
 
-@pytest.mark.parametrize("section", ["CartPole", "MinAtarBreakout"])
+@pytest.mark.parametrize("section", ["CartPole"])
 def test_the_tuned_file_says_what_the_bench_runs(bench, section):
     info = bench.SECTIONS[section]
     experiment = load_experiment_file(tuned.path(info["tuned"]))
