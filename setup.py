@@ -88,8 +88,9 @@ EXTRAS_REQUIRE = {
     "tracking": TRACKING_REQUIRES,
     "pettingzoo": PETTINGZOO_REQUIRES,
     # Reference implementations for bench/bench_ppo_cartpole.py and bench_atari.py (SB3's
-    # PPO; bench_atari.py also needs the atari extra) and bench/bench_recurrent.py
-    # (sb3-contrib's RecurrentPPO). pip's own configuration chooses the index: point it at
+    # PPO; bench_atari.py also needs the atari extra), bench/bench_recurrent.py
+    # (sb3-contrib's RecurrentPPO) and bench/bench_qrdqn.py (sb3-contrib's QRDQN; its
+    # MinAtar section also needs the minatar extra). pip's own configuration chooses the index: point it at
     # one that serves torch's CPU wheel to avoid the CUDA build's download.
     "bench": ["stable-baselines3>=2.3", "sb3-contrib>=2.3", "torch==2.13.0"],
     # The documentation site (mkdocs.yml, docs/): `mkdocs build --strict`, the plots of

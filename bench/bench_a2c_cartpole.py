@@ -32,10 +32,9 @@ one torch thread (`--threads N`: N of each).
 
 import time
 
-from bench_offpolicy import greedy_return
 from bench_ppo_cartpole import (SOLVED, _fmt, _rss_mb, bench_parser, curves_to,
-                                frameworks_to_compare, hide_tensorflow, launch,
-                                print_result, run_interleaved, summarize)
+                                frameworks_to_compare, greedy_return, hide_tensorflow,
+                                launch, print_result, run_interleaved, summarize)
 from curves import Curve, train_until
 
 ENV = "CartPole-v1"

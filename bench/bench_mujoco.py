@@ -50,9 +50,9 @@ import os
 import platform
 import time
 
-from bench_offpolicy import _grad_updates, _result
-from bench_ppo_cartpole import (_fmt, bench_parser, frameworks_to_compare, hide_tensorflow,
-                                launch, print_result, run_interleaved, summarize)
+from bench_ppo_cartpole import (_fmt, bench_parser, frameworks_to_compare, grad_updates,
+                                hide_tensorflow, launch, offpolicy_result, print_result,
+                                run_interleaved, summarize)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 TUNED = {"SAC": os.path.join(REPO, "tfrl", "tuned", "sac_halfcheetah.yaml"),
@@ -115,12 +115,12 @@ def run_tfrl(args) -> dict:
     while result["timesteps_total"] < args.steps:
         result = algo.train()
     wall, cpu = time.time() - start, time.process_time() - cpu
-    grad_steps = _grad_updates(algo)
+    grad_steps = grad_updates(algo)
     final = result["episode_reward_mean"]
     eval_return = evaluate(lambda obs: algo.compute_single_action(obs, explore=False),
                            args.env, args.eval_episodes, 10_000 + args.seed)
     algo.stop()
-    return {**_result(result["timesteps_total"], grad_steps, wall, cpu, None,
+    return {**offpolicy_result(result["timesteps_total"], grad_steps, wall, cpu, None,
                       None if final != final else final),  # NaN: no episode ended
             "eval_return": eval_return}
 
@@ -157,7 +157,7 @@ def run_sb3(args) -> dict:
     rewards = [e["r"] for e in model.ep_info_buffer]  # the last SMOOTHING episodes
     eval_return = evaluate(lambda obs: model.predict(obs, deterministic=True)[0],
                            args.env, args.eval_episodes, 10_000 + args.seed)
-    return {**_result(model.num_timesteps, model._n_updates, wall, cpu, None,
+    return {**offpolicy_result(model.num_timesteps, model._n_updates, wall, cpu, None,
                       float(np.mean(rewards)) if rewards else None),
             "eval_return": eval_return}
 

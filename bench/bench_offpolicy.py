@@ -51,7 +51,7 @@ steps/s, the env steps at which the mean return of the last 100 episodes first r
 the section's target (tfrl checks after every iteration of 1000 steps, SB3 after every
 episode), that mean at the end of the budget (`final R`: training episodes, exploration
 on), the mean return of 10 greedy (deterministic) evaluation episodes after training
-(`eval R`, `greedy_return`: both frameworks play the same env seeds), and peak RSS; then
+(`eval R`, `bench_ppo_cartpole.greedy_return`: both frameworks play the same env seeds), and peak RSS; then
 the means and the tfrl/SB3 ratios (for Pendulum's negative returns a ratio below 1 is the
 better one). More seeds: `--seeds 0 1 2 3 4 5` (a seed pair of the DQN section takes
 ~80 s on a quiet core).
@@ -64,15 +64,14 @@ import os
 import time
 from typing import Optional
 
-from bench_ppo_cartpole import (_fmt, _rss_mb, bench_parser, curves_to,
-                                frameworks_to_compare, hide_tensorflow, launch, print_result,
-                                run_interleaved, summarize)
+from bench_ppo_cartpole import (_fmt, bench_parser, curves_to, frameworks_to_compare,
+                                grad_updates, greedy_return, hide_tensorflow, launch,
+                                offpolicy_result, print_result, run_interleaved, summarize)
 from curves import Curve, train_until
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 DQN_ZOO = os.path.join(REPO, "tfrl", "tuned", "dqn_cartpole_zoo.yaml")
 SMOOTHING = 100  # episodes in the mean return (SB3's episode buffer)
-EVAL_EPISODES = 10  # greedy episodes after training
 # tfrl's SAC: env steps per sampling round, each followed by as many gradient steps in
 # one compiled call (the zoo's 1:1 replay ratio; see the module docstring).
 SAC_ROUND_STEPS = 16
@@ -168,40 +167,6 @@ def _section_config(algo: str, seed: int, steps: int, sac_round: int) -> dict:
     raise ValueError(f"unknown section {algo!r}; choose from {sorted(SECTIONS)}")
 
 
-def greedy_return(act, env_id: str, seed: int, episodes: int = EVAL_EPISODES) -> float:
-    """Mean return of `episodes` episodes of `act(obs) -> action` (a trained agent's
-    deterministic action) on a fresh `env_id`, episode `i` reset with seed
-    `10_000 + 100 * seed + i`: the same starts for both frameworks, none a training seed."""
-    import gymnasium as gym
-    import numpy as np
-
-    env = gym.make(env_id)
-    returns = []
-    for i in range(episodes):
-        obs, _ = env.reset(seed=10_000 + 100 * seed + i)
-        total, done = 0.0, False
-        while not done:
-            obs, reward, terminated, truncated, _ = env.step(act(obs))
-            total, done = total + float(reward), terminated or truncated
-        returns.append(total)
-    env.close()
-    return float(np.mean(returns))
-
-
-def _grad_updates(algo) -> int:
-    policy = algo.get_policy()
-    updates = getattr(policy, "num_grad_updates", None)
-    if updates is not None:
-        return int(updates.numpy() if hasattr(updates, "numpy") else updates)
-    return 0
-
-
-def _result(steps, grad_steps, wall, cpu, solved_steps, final_reward) -> dict:
-    return {"steps": steps, "wall_s": wall, "cpu_s": cpu, "env_steps_per_s": steps / wall,
-            "grad_steps_per_s": grad_steps / wall, "solved_steps": solved_steps,
-            "final_reward": final_reward, "peak_rss_mb": _rss_mb()}
-
-
 def run_tfrl(algo_name: str, seed: int, steps: int, sac_round: int = SAC_ROUND_STEPS,
              threads: int = 1, jit_compile: Optional[bool] = None) -> dict:
     from tfrl.utils.progress import quiet_tensorflow
@@ -220,9 +185,9 @@ def run_tfrl(algo_name: str, seed: int, steps: int, sac_round: int = SAC_ROUND_S
     curve = Curve(algo_name, SECTIONS[algo_name]["env"], "tfrl", seed, steps,
                   smoothing=SMOOTHING)
     result, solved, wall, cpu = train_until(algo, curve, steps, target)
-    grad_steps = _grad_updates(algo)
+    grad_steps = grad_updates(algo)
     final = result["episode_reward_mean"]
-    out = _result(result["timesteps_total"], grad_steps, wall, cpu, solved,
+    out = offpolicy_result(result["timesteps_total"], grad_steps, wall, cpu, solved,
                   None if final != final else final)  # NaN: no episode ended
     out["eval_reward"] = greedy_return(
         lambda obs: algo.compute_single_action(obs, explore=False),
@@ -296,7 +261,7 @@ def run_sb3(algo: str, seed: int, steps: int, threads: int = 1) -> dict:
     wall, cpu = time.time() - start, time.process_time() - cpu
     curve.write()
     rewards = [e["r"] for e in model.ep_info_buffer]
-    out = _result(model.num_timesteps, model._n_updates, wall, cpu, watch.solved,
+    out = offpolicy_result(model.num_timesteps, model._n_updates, wall, cpu, watch.solved,
                   float(np.mean(rewards)) if rewards else None)
     out["eval_reward"] = greedy_return(
         lambda obs: model.predict(obs, deterministic=True)[0], SECTIONS[algo]["env"], seed)

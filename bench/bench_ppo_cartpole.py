@@ -34,6 +34,7 @@ from typing import Callable, Dict, List, Optional, Sequence
 from curves import ENV_VAR as CURVES_ENV_VAR, Curve
 
 SOLVED = 475.0
+EVAL_EPISODES = 10  # greedy episodes after training (greedy_return)
 # tfrl's side of the comparison: the tuned example (also the learning test's config).
 TUNED_CARTPOLE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                               "tfrl", "tuned", "ppo_cartpole.yaml")
@@ -207,6 +208,59 @@ def print_result(result: dict) -> int:
     """A child run's last word: the `RESULT {json}` line `launch()` reads; returns 0."""
     print("RESULT " + json.dumps(result), flush=True)
     return 0
+
+
+def gym_make(env_id: str, **kwargs):
+    """`gymnasium.make(env_id, **kwargs)`, registering MinAtar's ids first for a
+    `"MinAtar/..."` id (its package registers them only when asked). No TensorFlow (the
+    SB3 child uses it too)."""
+    import gymnasium as gym
+
+    if env_id.startswith("MinAtar/"):
+        import minatar.gym
+
+        if env_id not in gym.registry:
+            minatar.gym.register_envs()
+    return gym.make(env_id, **kwargs)
+
+
+def greedy_return(act, env_id: str, seed: int, episodes: int = EVAL_EPISODES,
+                  max_episode_steps: Optional[int] = None) -> float:
+    """Mean return of `episodes` episodes of `act(obs) -> action` (a trained agent's
+    deterministic action) on a fresh `env_id`, episode `i` reset with seed
+    `10_000 + 100 * seed + i`: the same starts for both frameworks, none a training seed.
+    `max_episode_steps`: truncate longer episodes (for envs without a time limit)."""
+    import numpy as np
+
+    env = gym_make(env_id, **({"max_episode_steps": max_episode_steps}
+                              if max_episode_steps else {}))
+    returns = []
+    for i in range(episodes):
+        obs, _ = env.reset(seed=10_000 + 100 * seed + i)
+        total, done = 0.0, False
+        while not done:
+            obs, reward, terminated, truncated, _ = env.step(act(obs))
+            total, done = total + float(reward), terminated or truncated
+        returns.append(total)
+    env.close()
+    return float(np.mean(returns))
+
+
+def grad_updates(algo) -> int:
+    """The gradient steps a tfrl off-policy `algo`'s policy has taken (0 if it does not
+    count them)."""
+    policy = algo.get_policy()
+    updates = getattr(policy, "num_grad_updates", None)
+    if updates is not None:
+        return int(updates.numpy() if hasattr(updates, "numpy") else updates)
+    return 0
+
+
+def offpolicy_result(steps, grad_steps, wall, cpu, solved_steps, final_reward) -> dict:
+    """An off-policy child run's result dict (bench_offpolicy.py's columns)."""
+    return {"steps": steps, "wall_s": wall, "cpu_s": cpu, "env_steps_per_s": steps / wall,
+            "grad_steps_per_s": grad_steps / wall, "solved_steps": solved_steps,
+            "final_reward": final_reward, "peak_rss_mb": _rss_mb()}
 
 
 def frameworks_to_compare(baseline: str = "stable_baselines3",

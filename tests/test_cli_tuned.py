@@ -72,7 +72,8 @@ def test_the_shortest_name_wins_and_the_others_are_named():
         ("dqn_cartpole_zoo", tuned.path("dqn_cartpole_zoo")),
         ("dqn_noisy_cartpole", tuned.path("dqn_noisy_cartpole")),
         ("dqn_qrdqn_cartpole", tuned.path("dqn_qrdqn_cartpole")),
-        ("dqn_rainbow_cartpole", tuned.path("dqn_rainbow_cartpole"))]
+        ("dqn_rainbow_cartpole", tuned.path("dqn_rainbow_cartpole")),
+        ("dqn_qrdqn_cartpole_zoo", tuned.path("dqn_qrdqn_cartpole_zoo"))]
     assert tuned_for("DQN", "Acrobot-v1") == []
 
 
@@ -85,7 +86,7 @@ def test_train_says_which_tuned_file_it_uses(tmp_path):
     lines = out.splitlines()
     assert lines[0] == (f"Using the tuned file dqn_cartpole ({tuned.path('dqn_cartpole')}); "
                         "also tuned: dqn_c51_cartpole, dqn_cartpole_zoo, dqn_noisy_cartpole, "
-                        "dqn_qrdqn_cartpole, dqn_rainbow_cartpole. --notuned "
+                        "dqn_qrdqn_cartpole, dqn_rainbow_cartpole, dqn_qrdqn_cartpole_zoo. --notuned "
                         "for the algorithm's defaults.")
     assert lines[1].startswith("Finished (training_iteration=1 >= 1): 1 iterations")
     with open(tmp_path / "experiment.json") as f:
