@@ -112,12 +112,33 @@ def test_greedy_actions_are_the_argmax_of_the_expected_q_computed_in_numpy(optio
     np.testing.assert_allclose(extras["action_dist_inputs"], q, rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(extras["vf_preds"], q.max(axis=1), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(policy.value(x), q.max(axis=1), rtol=1e-5, atol=1e-5)
-    # The numpy inference path serves the catalog's dense model only: this one acts in
-    # TF (above), and asking for numpy says why.
+    # A dense trunk acts in numpy; the same model acting in TF agrees.
+    assert policy.inference == "numpy"
+    twin = make_policy(dueling=True, inference="tf", **options)
+    assert twin.inference == "tf"
+    twin.set_weights(policy.get_weights())
+    tf_actions, _, tf_extras = twin.compute_actions(x, explore=False)
+    np.testing.assert_array_equal(tf_actions, actions)
+    for key in ("action_dist_inputs", "vf_preds"):
+        np.testing.assert_allclose(tf_extras[key], extras[key], rtol=1e-5, atol=1e-6)
+    # After a learning step the numpy copy of the weights follows.
+    policy.learn_on_batch(batch(16, seed=3))
+    twin.set_weights(policy.get_weights())
+    np.testing.assert_allclose(policy.value(x), twin.value(x), rtol=1e-5, atol=1e-6)
+    assert np.abs(policy.value(x) - q.max(axis=1)).max() > 1e-6
+
+
+def test_noisy_and_conv_distributional_models_act_in_tf_and_say_why_not_numpy():
+    policy = make_policy(**NOISY, **QR)
     assert policy.inference == "tf"
     with pytest.raises(ValueError, match=r"inference'\]='numpy' is not supported for "
-                                         r"DQNTFPolicy: the model is a DistributionalQTFModel"):
-        make_policy(inference="numpy", **options)
+                                         r"DQNTFPolicy: the model has noisy layers"):
+        make_policy(inference="numpy", **NOISY, **QR)
+    images = gym.spaces.Box(0.0, 1.0, (10, 10, 2), np.float32)
+    with pytest.raises(ValueError, match=r"the model's trunk is not dense"):
+        DQNTFPolicy(images, gym.spaces.Discrete(3), DQNConfig.from_dict(
+            {"model": {"conv_filters": [[4, [3, 3], 2]]}, "hiddens": [8], "seed": 0,
+             "inference": "numpy", **QR}).to_dict())
 
 
 def test_noisy_nets_explore_with_fresh_noise_instead_of_epsilon():

@@ -128,7 +128,7 @@ def unsupported_reason(policy: Any, overridden: List[str]) -> Optional[str]:
     """
     model = _unmasked(policy.action_model)
     if overridden:
-        return f"{type(policy).__name__} overrides {', '.join(overridden)}"
+        return overrides_reason(policy, overridden)
     if type(model) is not FullyConnectedNetwork:
         return (f"the model is a {type(model).__name__}, not the catalog's "
                 "FullyConnectedNetwork (custom, recurrent and conv models run in TF)")
@@ -151,6 +151,12 @@ def unsupported_reason(policy: Any, overridden: List[str]) -> Optional[str]:
     return None
 
 
+def overrides_reason(policy: Any, overridden: List[str]) -> Optional[str]:
+    """Why a policy whose class overrides the TFPolicy action methods `overridden` acts in
+    TF (None when it overrides none): the numpy path would bypass them."""
+    return f"{type(policy).__name__} overrides {', '.join(overridden)}" if overridden else None
+
+
 def _unmasked(model: Any) -> Any:
     """The model inside the catalog's action-masking wrapper (or `model` itself)."""
     return model.inner if isinstance(model, ActionMaskModel) else model
@@ -163,18 +169,31 @@ def make_numpy_inference(policy: Any, mode: str, overridden: List[str]
     Raises:
         ValueError: For an unknown mode, or mode "numpy" on a policy it cannot serve.
     """
+    return choose(policy, mode, lambda: unsupported_reason(policy, overridden),
+                  lambda: NumpyInference(policy))
+
+
+def choose(policy: Any, mode: str, reason: Callable[[], Optional[str]],
+           build: Callable[[], Any]) -> Optional[Any]:
+    """`build()` (a numpy acting path) under `config["inference"]` = `mode` when
+    `reason()` (why `policy` cannot act in numpy) is None, else None (TF). A policy with a
+    model of its own supplies both (e.g. TD3's actor-critic, DQN's distributional head).
+
+    Raises:
+        ValueError: For an unknown mode, or mode "numpy" when `reason()` is not None.
+    """
     if mode not in ("auto", "tf", "numpy"):
         raise ValueError(
             f"config['inference'] must be 'auto', 'tf' or 'numpy'; received {mode!r}.")
     if mode == "tf":
         return None
-    reason = unsupported_reason(policy, overridden)
-    if reason is None:
-        return NumpyInference(policy)
+    problem = reason()
+    if problem is None:
+        return build()
     if mode == "numpy":
         raise ValueError(
             f"config['inference']='numpy' is not supported for {type(policy).__name__}: "
-            f"{reason}. Use inference='auto' (numpy when supported) or 'tf'."
+            f"{problem}. Use inference='auto' (numpy when supported) or 'tf'."
         )
     return None
 

@@ -193,9 +193,13 @@ class TFPolicy(Policy):
                 self.view_requirements.pop(column, None)
 
     def _make_numpy_inference(self) -> Optional[NumpyInference]:
-        overridden = [name for name in _ACTION_METHODS
-                      if getattr(type(self), name) is not getattr(TFPolicy, name)]
-        return numpy_inference.make_numpy_inference(self, self.config["inference"], overridden)
+        return numpy_inference.make_numpy_inference(self, self.config["inference"],
+                                                    self._overridden_action_methods())
+
+    def _overridden_action_methods(self) -> List[str]:
+        """The TFPolicy action methods this policy's class overrides."""
+        return [name for name in _ACTION_METHODS
+                if getattr(type(self), name) is not getattr(TFPolicy, name)]
 
     def _weights_changed(self) -> None:
         """Marks the weights as changed (after the change): numpy inference recopies them."""

@@ -23,7 +23,7 @@ gives the per-row TD errors of a batch in one compiled call, for the new priorit
 
 Rainbow's parts (`num_atoms > 1`, `noisy`): the model is a `DistributionalQTFModel`
 whose outputs are the expected Q-values, so acting, values and the export take the same
-paths (on TF: the numpy inference path serves the catalog's dense model only). The
+paths (numpy inference on a dense trunk without noisy layers, else TF). The
 loss is `c51_loss` or `qr_dqn_loss` on its atoms (`dqn_loss` on its Q-values for noisy
 nets alone), and `compute_td_error` returns the per-row distributional loss, RLlib's
 priority. With `noisy`, `compute_actions(explore=True)` takes the greedy actions of the
@@ -39,7 +39,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from tfrl.algorithms.dqn.distributional_q_tf_model import DistributionalQTFModel
+from tfrl.algorithms.dqn.distributional_q_tf_model import (DistributionalQTFModel,
+                                                           NumpyDistributionalQ)
 from tfrl.algorithms.dqn.dqn_config import DQNConfig
 from tfrl.algorithms.dqn.dqn_loss import (
     c51_loss, c51_targets, categorical_td_error, dqn_loss, dueling_q_values, q_target,
@@ -54,7 +55,7 @@ from tfrl.models.catalog import ModelCatalog, merge_model_config
 from tfrl.models.model_defaults import model_setting
 from tfrl.models.preprocessors import get_preprocessor
 from tfrl.models.tf.target_update import assign_weights
-from tfrl.policy import space_specs
+from tfrl.policy import numpy_inference, space_specs
 from tfrl.policy.optimizers import FusedAdam
 from tfrl.policy.tf_policy import TFPolicy
 from tfrl.utils.schedules import LinearSchedule, Schedule, make_schedule
@@ -143,6 +144,16 @@ class DQNTFPolicy(TFPolicy):
             return model
         return ModelCatalog.get_model(self.observation_space, self.action_space,
                                       self.num_outputs, self.q_model_config())
+
+    def _make_numpy_inference(self) -> Optional[Any]:
+        if not isinstance(self.model, DistributionalQTFModel):
+            return super()._make_numpy_inference()
+        overridden = self._overridden_action_methods()
+        return numpy_inference.choose(
+            self, self.config["inference"],
+            lambda: (numpy_inference.overrides_reason(self, overridden)
+                     or NumpyDistributionalQ.unsupported_reason(self.action_model)),
+            lambda: NumpyDistributionalQ(self))
 
     def q_model_config(self) -> Dict[str, Any]:
         """The catalog's model config of the Q network (plain DQN): the config's `model`

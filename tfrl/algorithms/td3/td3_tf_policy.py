@@ -59,7 +59,7 @@ from tfrl.models.tf.actor_critic_nets import (DeterministicActor, QNetwork, Twin
                                               call_frozen)
 from tfrl.models.tf.target_update import assign_weights, hard_update, soft_update
 from tfrl.models.tf.tf_action_dist import Deterministic
-from tfrl.policy import space_specs
+from tfrl.policy import numpy_inference, space_specs
 from tfrl.policy.numpy_inference import (DenseParams, WeightReader, activation_problem,
                                          dense_params, mlp_forward)
 from tfrl.policy.optimizers import FusedAdam, MultiOptimizer
@@ -253,19 +253,9 @@ class TD3TFPolicy(TFPolicy):
             (FusedAdam(self.config["critic_lr"]), critic)])
 
     def _make_numpy_inference(self) -> Optional[Any]:
-        mode = self.config["inference"]
-        if mode not in ("auto", "tf", "numpy"):
-            raise ValueError(
-                f"config['inference'] must be 'auto', 'tf' or 'numpy'; received {mode!r}.")
-        if mode == "tf":
-            return None
-        reason = _NumpyActorCritic.unsupported_reason(self)
-        if reason is None:
-            return _NumpyActorCritic(self)
-        if mode == "numpy":
-            raise ValueError(f"config['inference']='numpy' is not supported for "
-                             f"{type(self).__name__}: {reason}. Use 'auto' or 'tf'.")
-        return None
+        return numpy_inference.choose(self, self.config["inference"],
+                                      lambda: _NumpyActorCritic.unsupported_reason(self),
+                                      lambda: _NumpyActorCritic(self))
 
     # --------------------------------------------------------------- acting
 
