@@ -166,6 +166,33 @@ def test_quantile_loss_gradient_pushes_each_quantile_by_its_level():
     np.testing.assert_allclose(tape.gradient(loss, theta), [[0.25, -0.25]], atol=1e-7)
 
 
+@pytest.mark.parametrize("kappa", [0.0, 1.0, 2.0])
+def test_quantile_loss_gradient_in_closed_form_equals_autodiff_of_the_definition(kappa):
+    # The loss's custom gradient against autodiff through eq. 10 written out pair by pair
+    # (rows weighted differently, so each row's upstream gradient counts).
+    rng = np.random.default_rng(3)
+    theta = tf.Variable(rng.normal(size=(5, 7)).astype(np.float32) * 2.0)
+    targets = f32(rng.normal(size=(5, 9)) * 2.0)
+    row_weights = f32(np.arange(1.0, 6.0))
+
+    def by_definition(q):
+        u = targets[:, None, :] - q[:, :, None]
+        tau = (2.0 * np.arange(7, dtype=np.float32) + 1.0) / 14.0
+        weight = tf.abs(tau[None, :, None] - tf.cast(u < 0.0, tf.float32))
+        huber = (tf.abs(u) if kappa == 0 else tf.where(
+            tf.abs(u) <= kappa, 0.5 * u * u, kappa * (tf.abs(u) - 0.5 * kappa)) / kappa)
+        return tf.reduce_sum(tf.reduce_mean(weight * huber, axis=2), axis=1)
+
+    grads = []
+    for fn in (lambda q: quantile_huber_loss(q, targets, kappa), by_definition):
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(row_weights * fn(theta))
+        grads.append((loss.numpy(), tape.gradient(loss, theta).numpy()))
+    np.testing.assert_allclose(grads[0][0], grads[1][0], rtol=1e-6)
+    np.testing.assert_allclose(grads[0][1], grads[1][1], rtol=1e-5, atol=1e-6)
+    assert np.abs(grads[0][1]).max() > 0.1
+
+
 # QR-DQN, one row, two actions, N = 2: taken action 0 with theta = [0, 1];
 # next state (target) action 0: [0, 0] (mean 0), action 1: [-2, 4] (mean 1); r 0.5, gamma 0.5
 #   target picks action 1: targets 0.5 + 0.5 [-2, 4] = [-0.5, 2.5]

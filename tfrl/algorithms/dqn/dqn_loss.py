@@ -365,11 +365,33 @@ def quantile_huber_loss(quantiles_t: tf.Tensor, targets_t: tf.Tensor,
                              f"received {x.dtype.name} of shape {x.shape}.")
     if kappa < 0:
         raise ValueError(f"quantile_huber_loss(): kappa must be >= 0; received {kappa}.")
-    u = tf.stop_gradient(targets_t)[:, None, :] - quantiles_t[:, :, None]  # [B, N, M]
+    targets_t = tf.stop_gradient(targets_t)
     tau = quantile_midpoints(quantiles_t.shape[-1], quantiles_t.dtype)[None, :, None]
-    weight = tf.abs(tau - tf.cast(u < 0.0, u.dtype))  # [B, N, M]
-    elementwise = tf.abs(u) if kappa == 0 else huber_loss(u, kappa) / kappa
-    return tf.reduce_sum(tf.reduce_mean(weight * elementwise, axis=2), axis=1)
+
+    # The gradient in closed form, `-mean_j w_ij * L_kappa'(u_ij) / kappa` (the weight is
+    # constant where it is differentiable): autodiff through the [B, N, M] pairs costs
+    # about twice the ops, and the pairs dominate QR-DQN's update at 200 quantiles.
+    @tf.custom_gradient
+    def loss_fn(theta):
+        u = targets_t[:, None, :] - theta[:, :, None]  # [B, N, M]
+        weight = tf.where(u < 0.0, 1.0 - tau, tau)  # |tau_i - 1{u_ij < 0}|
+        abs_u = tf.abs(u)
+        if kappa == 0:
+            elementwise, slope = abs_u, tf.sign(u)
+        else:  # the Huber loss as c * (|u| - c / 2), c = min(|u|, kappa)
+            clipped = tf.minimum(abs_u, kappa)
+            elementwise = clipped * (abs_u - 0.5 * clipped)
+            slope = tf.clip_by_value(u, -kappa, kappa)
+            if kappa != 1:
+                elementwise, slope = elementwise / kappa, slope / kappa
+        loss = tf.reduce_sum(tf.reduce_mean(weight * elementwise, axis=2), axis=1)  # [B]
+
+        def grad(upstream):  # [B] -> [B, N]
+            return -upstream[:, None] * tf.reduce_mean(weight * slope, axis=2)
+
+        return loss, grad
+
+    return loss_fn(quantiles_t)
 
 
 def qr_targets(rewards_t: tf.Tensor, terminateds_t: tf.Tensor,
