@@ -128,17 +128,29 @@ def test_greedy_actions_are_the_argmax_of_the_expected_q_computed_in_numpy(optio
     assert np.abs(policy.value(x) - q.max(axis=1)).max() > 1e-6
 
 
-def test_noisy_and_conv_distributional_models_act_in_tf_and_say_why_not_numpy():
+def test_a_small_conv_trunk_acts_in_numpy_as_in_tf_and_noisy_or_large_ones_in_tf():
+    # MinAtar's encoder (10x10 boolean frames) acts in numpy, as the same model in TF.
+    minatar = gym.spaces.Box(0, 1, (10, 10, 4), bool)
+    policies = [DQNTFPolicy(minatar, gym.spaces.Discrete(3), DQNConfig.from_dict(
+        {"model": {"conv_filters": None, "post_fcnet_hiddens": [16]}, "hiddens": [],
+         "seed": 0, "inference": mode, **QR}).to_dict()) for mode in ("auto", "tf")]
+    assert [p.inference for p in policies] == ["numpy", "tf"]
+    policies[1].set_weights(policies[0].get_weights())
+    frames = np.random.default_rng(1).random((9, 10, 10, 4)) < 0.2
+    (a, _, ea), (b, _, eb) = [p.compute_actions(frames, explore=False) for p in policies]
+    np.testing.assert_array_equal(a, b)
+    np.testing.assert_allclose(ea["action_dist_inputs"], eb["action_dist_inputs"],
+                               rtol=1e-5, atol=1e-6)
+    # Noisy layers draw their noise in TF; Nature DQN's encoder is faster in TF.
     policy = make_policy(**NOISY, **QR)
     assert policy.inference == "tf"
     with pytest.raises(ValueError, match=r"inference'\]='numpy' is not supported for "
                                          r"DQNTFPolicy: the model has noisy layers"):
         make_policy(inference="numpy", **NOISY, **QR)
-    images = gym.spaces.Box(0.0, 1.0, (10, 10, 2), np.float32)
-    with pytest.raises(ValueError, match=r"the model's trunk is not dense"):
-        DQNTFPolicy(images, gym.spaces.Discrete(3), DQNConfig.from_dict(
-            {"model": {"conv_filters": [[4, [3, 3], 2]]}, "hiddens": [8], "seed": 0,
-             "inference": "numpy", **QR}).to_dict())
+    atari = gym.spaces.Box(0, 255, (84, 84, 4), np.uint8)
+    with pytest.raises(ValueError, match=r"multiply-adds per observation"):
+        DQNTFPolicy(atari, gym.spaces.Discrete(3), DQNConfig.from_dict(
+            {"hiddens": [], "seed": 0, "inference": "numpy", **QR}).to_dict())
 
 
 def test_noisy_nets_explore_with_fresh_noise_instead_of_epsilon():

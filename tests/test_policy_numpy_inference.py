@@ -9,6 +9,7 @@ import tensorflow as tf
 from policy_helpers import OBS_SPACE, PGPolicy, recurrent_policy
 from tfrl.models.catalog import ModelCatalog
 from tfrl.models.tf import tf_action_dist as dists
+from tfrl.policy import numpy_inference
 from tfrl.policy.tf_policy import TFPolicy
 
 OBS = gym.spaces.Box(-1.0, 1.0, (5,), np.float32)
@@ -225,3 +226,54 @@ def test_numpy_path_checks_its_input():
     action, _, extras = policy.compute_single_action(np.zeros(5, np.float32), timestep=9)
     assert action.shape == () and extras["vf_preds"].shape == ()
     assert policy.global_timestep == 2 + 1  # rows acted on; timestep=9 was that call's step
+
+
+# ----------------------------------------------------------- layer stacks (convs)
+
+def _stack(input_shape, *layers):
+    model = keras.Sequential([keras.Input(input_shape), *layers])
+    rng = np.random.default_rng(5)
+    for v in model.weights:  # non-zero biases, so a misplaced bias shows
+        v.assign(rng.normal(size=v.shape).astype(np.float32) * 0.3)
+    return model
+
+
+@pytest.mark.parametrize("input_shape, layers", [
+    ((10, 10, 4), lambda: [keras.layers.Conv2D(16, 3, activation="relu"),
+                           keras.layers.Flatten(), keras.layers.Dense(8, "tanh")]),
+    # "same" padding with strides that leave an odd total pad (TF puts the extra after),
+    # a non-square kernel, a 2-pixel stride, and a Rescaling in front.
+    ((7, 9, 3), lambda: [keras.layers.Rescaling(1 / 255.0, offset=0.5),
+                         keras.layers.Conv2D(5, (3, 2), strides=2, padding="same",
+                                             activation="elu"),
+                         keras.layers.Conv2D(4, 2, strides=(1, 2), padding="same"),
+                         keras.layers.Flatten(), keras.layers.Dense(3)]),
+    # channels-first observations: the catalog's Permute to channels-last first.
+    ((3, 6, 6), lambda: [keras.layers.Permute((2, 3, 1)),
+                         keras.layers.Conv2D(4, 3, padding="valid", activation="swish"),
+                         keras.layers.Flatten()]),
+])
+def test_a_layer_stack_in_numpy_equals_keras(input_shape, layers):
+    model = _stack(input_shape, *layers())
+    assert numpy_inference.stack_problem(model.layers, input_shape) is None
+    fns = numpy_inference.stack_params(
+        iter(numpy_inference.WeightReader(
+            numpy_inference.stack_variables(model.layers)).read()), model.layers)
+    x = np.random.default_rng(0).uniform(0, 255, (6,) + input_shape).astype(np.float32)
+    want = model(x).numpy()
+    got = numpy_inference.stack_forward(x, fns)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def test_a_layer_stack_numpy_cannot_run_says_which_layer_and_why():
+    problem = numpy_inference.stack_problem
+    big = _stack((84, 84, 4), keras.layers.Conv2D(32, 8, strides=4), keras.layers.Flatten())
+    assert "multiply-adds per observation" in problem(big.layers, (84, 84, 4))
+    pool = _stack((8, 8, 2), keras.layers.MaxPooling2D(), keras.layers.Flatten())
+    assert problem(pool.layers, (8, 8, 2)).endswith(
+        "is a MaxPooling2D (numpy has Dense, Conv2D, Flatten)")
+    dilated = _stack((8, 8, 2), keras.layers.Conv2D(2, 3, dilation_rate=2, name="dil"))
+    assert problem(dilated.layers, (8, 8, 2)).startswith("layer dil is a Conv2D with settings")
+    gelu = _stack((4,), keras.layers.Dense(3, activation="gelu", name="g"))
+    assert problem(gelu.layers, (4,)).startswith("layer g has activation")

@@ -87,6 +87,122 @@ def mlp_forward(x: np.ndarray, layers: Sequence[DenseParams]) -> np.ndarray:
     return x
 
 
+# ------------------------------------------------------- Keras layer stacks
+# A trunk of Keras layers in numpy: Dense, Conv2D (channels-last, no dilation or groups,
+# "same"/"valid" padding, as im2col + one matmul), Flatten, Rescaling and the
+# channels-first Permute. Convs pay im2col's copies where TF's kernels do not: past
+# NUMPY_CONV_MAX_MACS multiply-adds per observation a trunk acts in TF (the crossover
+# is measured in bench/RESULTS.md, "numpy conv acting").
+NUMPY_CONV_MAX_MACS = 200_000
+_PERMUTE_TO_CHANNELS_LAST = (2, 3, 1)
+
+
+def stack_problem(layers: Sequence[Any], input_shape: Sequence[Optional[int]]
+                  ) -> Optional[str]:
+    """Why `layers` (applied in order to `[B, *input_shape]` float32 rows) cannot run in
+    numpy, or None (`input_shape` may be `(None,)` for feature rows of a dense stack)."""
+    macs = 0
+    shape = tuple(input_shape)
+    for layer in layers:
+        kind = type(layer)
+        if kind in (keras.layers.Dense, keras.layers.Conv2D):
+            problem = activation_problem([layer])
+            if problem is not None:
+                return problem
+            if any(v.dtype != "float32" for v in layer.weights) or (
+                    layer.compute_dtype != "float32"):
+                return f"layer {layer.name} does not compute in float32"
+        if kind is keras.layers.Conv2D:
+            if (layer.data_format != "channels_last" or tuple(layer.dilation_rate) != (1, 1)
+                    or layer.groups != 1 or layer.padding not in ("same", "valid")):
+                return (f"layer {layer.name} is a Conv2D with settings the numpy path lacks "
+                        "(channels-first, dilation, groups or causal padding)")
+            if not layer.use_bias:
+                return f"layer {layer.name} is a Conv2D without a bias"
+            out = layer.compute_output_shape((1,) + shape)[1:]
+            kh, kw = layer.kernel_size
+            macs += kh * kw * shape[-1] * int(np.prod(out))
+            shape = tuple(int(d) for d in out)
+        elif kind is keras.layers.Dense:
+            if not layer.use_bias or len(shape) != 1:
+                return f"layer {layer.name} is a Dense layer without a bias or on {shape} rows"
+            shape = (int(layer.units),)
+        elif kind is keras.layers.Flatten:
+            shape = (int(np.prod(shape)),)
+        elif kind is keras.layers.Rescaling:
+            pass
+        elif kind is keras.layers.Permute and tuple(layer.dims) == _PERMUTE_TO_CHANNELS_LAST:
+            shape = shape[1:] + shape[:1]
+        else:
+            return f"layer {layer.name} is a {kind.__name__} (numpy has Dense, Conv2D, Flatten)"
+    if macs > NUMPY_CONV_MAX_MACS:
+        return (f"the conv layers take {macs:,} multiply-adds per observation, more than "
+                f"numpy's im2col beats TF's kernels at ({NUMPY_CONV_MAX_MACS:,})")
+    return None
+
+
+def stack_variables(layers: Sequence[Any]) -> List[Any]:
+    """The variables `stack_forward`'s parameters are read from, in `stack_params`' order."""
+    return [w for layer in layers if type(layer) in (keras.layers.Dense, keras.layers.Conv2D)
+            for w in (layer.kernel, layer.bias)]
+
+
+def stack_params(values: Iterator[np.ndarray], layers: Sequence[Any]
+                 ) -> List[Callable[[np.ndarray], np.ndarray]]:
+    """Each layer as a numpy function of its input, the kernels and biases taken in order
+    from `values` (a `WeightReader.read()` iterator over `stack_variables(layers)`)."""
+    fns: List[Callable[[np.ndarray], np.ndarray]] = []
+    for layer in layers:
+        kind = type(layer)
+        if kind is keras.layers.Dense:
+            fns.append(functools.partial(mlp_forward, layers=[dense_params(values, layer)]))
+        elif kind is keras.layers.Conv2D:
+            kernel, bias = next(values), next(values)
+            fns.append(functools.partial(
+                _conv2d, kernel=kernel.reshape(-1, kernel.shape[-1]), bias=bias,
+                size=tuple(layer.kernel_size), stride=tuple(layer.strides),
+                same=layer.padding == "same", fn=_ACTIVATIONS[layer.activation]))
+        elif kind is keras.layers.Flatten:
+            fns.append(lambda x: x.reshape(len(x), -1))
+        elif kind is keras.layers.Rescaling:
+            scale = np.float32(layer.scale)
+            offset = np.float32(layer.offset)
+            fns.append(lambda x, scale=scale, offset=offset: x * scale + offset)
+        else:  # the channels-first Permute
+            fns.append(lambda x: x.transpose(0, 2, 3, 1))
+    return fns
+
+
+def stack_forward(x: np.ndarray, fns: Sequence[Callable[[np.ndarray], np.ndarray]]
+                  ) -> np.ndarray:
+    """`x` through `stack_params`' functions."""
+    for fn in fns:
+        x = fn(x)
+    return x
+
+
+def _conv2d(x: np.ndarray, kernel: np.ndarray, bias: np.ndarray, size: Tuple[int, int],
+            stride: Tuple[int, int], same: bool, fn: Any) -> np.ndarray:
+    """Keras' Conv2D on `[B, H, W, C]`: im2col patches `[B * H' * W', kh * kw * C]` (the
+    kernel's `[kh, kw, C, O]` order) times the kernel `[kh * kw * C, O]`."""
+    (kh, kw), (sh, sw) = size, stride
+    if same:  # TensorFlow's SAME: the output is ceil(in / stride), extra padding after
+        pads = [(0, 0)]
+        for extent, k, s in ((x.shape[1], kh, sh), (x.shape[2], kw, sw)):
+            total = max((-(-extent // s) - 1) * s + k - extent, 0)
+            pads.append((total // 2, total - total // 2))
+        x = np.pad(x, pads + [(0, 0)])
+    windows = np.lib.stride_tricks.sliding_window_view(x, (kh, kw), axis=(1, 2))
+    windows = windows[:, ::sh, ::sw]  # [B, H', W', C, kh, kw]
+    rows = windows.shape[:3]
+    patches = windows.transpose(0, 1, 2, 4, 5, 3).reshape(
+        -1, kernel.shape[0])  # [B * H' * W', kh * kw * C], a copy
+    out = np.dot(patches, kernel)  # 2-D: one BLAS call
+    out += bias
+    out = out.reshape(rows + (kernel.shape[1],))
+    return out if fn is None else fn(out)
+
+
 class WeightReader:
     """Copies a fixed list of variables to numpy in one compiled call (reading them one
     by one costs one TensorFlow op call each, paid after every learning call by the numpy

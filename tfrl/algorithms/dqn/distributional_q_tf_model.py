@@ -22,8 +22,9 @@ greedy action is the argmax of `Q`): `model(obs, training=False, noise_seed=None
 its index); None evaluates their means.
 
 `NumpyDistributionalQ` is the same forward pass in numpy on a copy of the weights, the
-acting path of a policy whose model has a dense trunk and no noisy layers (`TFPolicy`'s
-`inference`: one TF call per env step costs several times this network in numpy).
+acting path of a policy whose model has a dense or small conv trunk and no noisy layers
+(`TFPolicy`'s `inference`: one TF call per env step costs several times such a network
+in numpy).
 """
 
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -37,8 +38,8 @@ from tfrl.algorithms.dqn.dqn_loss import categorical_support
 from tfrl.models.tf.layers.noisy_layer import NoisyLayer
 from tfrl.models.tf.tf_model import TFModel, apply, dense_stack, to_float
 from tfrl.models.tf.visionnet import conv_stack
-from tfrl.policy.numpy_inference import (NumpyInference, WeightReader, activation_problem,
-                                         dense_params, mlp_forward)
+from tfrl.policy.numpy_inference import (NumpyInference, WeightReader, stack_forward,
+                                         stack_params, stack_problem, stack_variables)
 
 DISTRIBUTIONAL_KINDS = ("c51", "quantile")
 
@@ -151,7 +152,8 @@ class NumpyDistributionalQ(NumpyInference):
     """A `DistributionalQTFModel`'s `(Q(s, .), max_a Q(s, a))` in numpy, as
     `NumpyInference` serves the catalog's dense model: the same acting contract (Q as the
     categorical's inputs, max Q as `vf_preds`), weights copied when the policy's
-    `weights_version` changes.
+    `weights_version` changes. The trunk may be dense or a small conv encoder
+    (`numpy_inference.stack_problem`).
 
     Args:
         policy: A policy whose `action_model` is a `DistributionalQTFModel` for which
@@ -159,45 +161,44 @@ class NumpyDistributionalQ(NumpyInference):
     """
 
     @staticmethod
-    def unsupported_reason(model: Any) -> Optional[str]:
-        """Why `model` cannot act in numpy (None if it can)."""
+    def unsupported_reason(policy: Any) -> Optional[str]:
+        """Why `policy`'s model cannot act in numpy (None if it can)."""
+        model = policy.action_model
         if not isinstance(model, DistributionalQTFModel):
             return f"the model is a {type(model).__name__}, not a DistributionalQTFModel"
         if model.use_noisy:
             return "the model has noisy layers (their noise is drawn in TF)"
-        layers = model.trunk[1:] + model.advantage_stream + model.value_stream
-        if not isinstance(model.trunk[0], keras.layers.Flatten) or not all(
-                type(layer) is keras.layers.Dense for layer in layers):
-            return "the model's trunk is not dense (conv encoders run in TF)"
-        problem = activation_problem(layers)
-        if problem is not None:
-            return problem
-        if any(v.dtype != "float32" for v in model.weights):
-            return "the model's variables are not all float32"
-        return None
+        if not isinstance(policy.observation_space, gym.spaces.Box):
+            return f"the observation space {policy.observation_space} is not a Box"
+        trunk = stack_problem(model.trunk, policy.observation_space.shape)
+        if trunk is not None:
+            return trunk
+        return stack_problem(model.advantage_stream + model.value_stream, (None,))  # [B, F]
 
     def refresh(self) -> None:
         model = self._policy.action_model
-        streams = (model.trunk[1:], model.advantage_stream, model.value_stream)
+        streams = (model.trunk, model.advantage_stream, model.value_stream)
         if self._reader is None:  # the layers are fixed once the model is built
-            self._reader = WeightReader([w for layers in streams for layer in layers
-                                         for w in (layer.kernel, layer.bias)])
+            self._reader = WeightReader([w for layers in streams
+                                         for w in stack_variables(layers)])
         values = iter(self._reader.read())
         self._trunk, self._advantage, self._value = [
-            [dense_params(values, layer) for layer in layers] for layers in streams]
+            stack_params(values, layers) for layers in streams]
         self._shape = (model.num_actions, model.num_atoms)
         self._support = (np.linspace(model.v_min, model.v_max, model.num_atoms,
                                      dtype=np.float32)
                          if model.distributional == "c51" else None)
-        self._mask = None
         self._version = self._policy.weights_version
 
-    def _forward_unmasked(self, x: np.ndarray, with_dist: bool):
-        features = mlp_forward(x, self._trunk)  # [B, F]
-        atoms = mlp_forward(features, self._advantage).reshape(
+    def _forward(self, obs: np.ndarray, with_dist: bool = True):
+        if self._version != self._policy.weights_version:
+            self.refresh()
+        x = obs.astype(np.float32, copy=False)  # [B, *obs_shape], as the model's to_float
+        features = stack_forward(x, self._trunk)  # [B, F]
+        atoms = stack_forward(features, self._advantage).reshape(
             (len(x),) + self._shape)  # [B, A, N]
         if self._value:  # dueling: V + A - mean_a A
-            value = mlp_forward(features, self._value)  # [B, N]
+            value = stack_forward(features, self._value)  # [B, N]
             atoms = value[:, None, :] + atoms - atoms.mean(axis=1, keepdims=True)
         if self._support is None:  # quantiles, or plain Q-values
             q = atoms.mean(axis=-1)  # [B, A]
@@ -206,4 +207,3 @@ class NumpyDistributionalQ(NumpyInference):
             q = (probs @ self._support) / probs.sum(axis=-1)  # [B, A]
         q = q.astype(np.float32, copy=False)
         return (q if with_dist else None), q.max(axis=-1)
-

@@ -23,7 +23,8 @@ gives the per-row TD errors of a batch in one compiled call, for the new priorit
 
 Rainbow's parts (`num_atoms > 1`, `noisy`): the model is a `DistributionalQTFModel`
 whose outputs are the expected Q-values, so acting, values and the export take the same
-paths (numpy inference on a dense trunk without noisy layers, else TF). The
+paths (numpy inference on a dense or small conv trunk without noisy layers, else
+TF). The
 loss is `c51_loss` or `qr_dqn_loss` on its atoms (`dqn_loss` on its Q-values for noisy
 nets alone), and `compute_td_error` returns the per-row distributional loss, RLlib's
 priority. With `noisy`, `compute_actions(explore=True)` takes the greedy actions of the
@@ -152,7 +153,7 @@ class DQNTFPolicy(TFPolicy):
         return numpy_inference.choose(
             self, self.config["inference"],
             lambda: (numpy_inference.overrides_reason(self, overridden)
-                     or NumpyDistributionalQ.unsupported_reason(self.action_model)),
+                     or NumpyDistributionalQ.unsupported_reason(self)),
             lambda: NumpyDistributionalQ(self))
 
     def q_model_config(self) -> Dict[str, Any]:
