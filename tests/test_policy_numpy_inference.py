@@ -277,3 +277,23 @@ def test_a_layer_stack_numpy_cannot_run_says_which_layer_and_why():
     assert problem(dilated.layers, (8, 8, 2)).startswith("layer dil is a Conv2D with settings")
     gelu = _stack((4,), keras.layers.Dense(3, activation="gelu", name="g"))
     assert problem(gelu.layers, (4,)).startswith("layer g has activation")
+
+
+def test_a_vision_policy_with_a_small_encoder_acts_in_numpy_as_in_tf():
+    # MinAtar-sized frames, a separate value encoder: actions, logp, values as in TF
+    # (sampling drawn from the same seeded generator is checked by the dense cases).
+    frames = gym.spaces.Box(0, 1, (10, 10, 4), bool)
+    config = {"model": {"conv_filters": None, "vf_share_layers": False}, "seed": 3}
+    policies = [CatalogPolicy(frames, gym.spaces.Discrete(3), {**config, "inference": m})
+                for m in ("auto", "tf")]
+    assert [p.inference for p in policies] == ["numpy", "tf"]
+    policies[1].set_weights(policies[0].get_weights())
+    obs = np.random.default_rng(2).random((7, 10, 10, 4)) < 0.3
+    (a, _, ea), (b, _, eb) = [p.compute_actions(obs, explore=False) for p in policies]
+    np.testing.assert_array_equal(a, b)
+    for key in ("action_dist_inputs", "vf_preds"):
+        np.testing.assert_allclose(ea[key], eb[key], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(policies[0].value(obs), eb["vf_preds"], rtol=1e-5, atol=1e-5)
+    # Nature DQN's encoder on 84x84 frames acts in TF (numpy is slower there).
+    atari = gym.spaces.Box(0, 255, (84, 84, 4), np.uint8)
+    assert CatalogPolicy(atari, gym.spaces.Discrete(3), config).inference == "tf"

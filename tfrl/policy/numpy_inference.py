@@ -6,7 +6,8 @@ bench/RESULTS.md, "Numbers that were in docstrings"). This path
 serves policies whose acting model (`policy.action_model`, default `policy.model`) is
 the catalog's `FullyConnectedNetwork` (activations tanh/relu/elu/swish/linear) over a
 `Box` observation space (or that network inside the catalog's `ActionMaskModel`, whose
-masking it applies as the compiled path does), with a `Categorical`, `MultiCategorical`, `DiagGaussian`,
+masking it applies as the compiled path does), or its `VisionNetwork` with a small conv
+encoder (MinAtar's; see `stack_problem` for the size rule), with a `Categorical`, `MultiCategorical`, `DiagGaussian`,
 `SquashedGaussian` or `Deterministic` action distribution. It returns what the compiled
 path returns (same keys, dtypes and shapes); sampling draws from a numpy `Generator`
 the policy owns (seeded, and part of its state). The weights are copied lazily: the
@@ -31,6 +32,7 @@ from tfrl.core.columns import Columns
 from tfrl.models.action_mask import ActionMaskModel, apply_action_mask_np
 from tfrl.models.tf import tf_action_dist as dists
 from tfrl.models.tf.fcnet import FullyConnectedNetwork
+from tfrl.models.tf.visionnet import VisionNetwork
 
 
 def sigmoid(x: np.ndarray) -> np.ndarray:
@@ -245,12 +247,18 @@ def unsupported_reason(policy: Any, overridden: List[str]) -> Optional[str]:
     model = _unmasked(policy.action_model)
     if overridden:
         return overrides_reason(policy, overridden)
-    if type(model) is not FullyConnectedNetwork:
+    if type(model) not in (FullyConnectedNetwork, VisionNetwork):
         return (f"the model is a {type(model).__name__}, not the catalog's "
-                "FullyConnectedNetwork (custom, recurrent and conv models run in TF)")
+                "FullyConnectedNetwork or VisionNetwork (custom and recurrent models run "
+                "in TF)")
     if not isinstance(policy.observation_space, gym.spaces.Box):
         return f"the observation space {policy.observation_space} is not a Box"
-    problem = activation_problem(list(model.hidden_layers) + list(model.value_layers))
+    if type(model) is VisionNetwork:
+        shape = policy.observation_space.shape
+        problem = (stack_problem(list(model.conv_layers) + list(model.post_layers), shape)
+                   or stack_problem(model.value_layers, shape))
+    else:
+        problem = activation_problem(list(model.hidden_layers) + list(model.value_layers))
     if problem is not None:
         return problem
     if any(v.dtype != "float32" for v in model.weights):
@@ -329,6 +337,8 @@ class NumpyInference:
         self._layers: List[DenseParams] = []
         self._mask: Optional[Tuple[int, int]] = None  # (start, stop) of an action mask
         self._value_layers: List[DenseParams] = []
+        self._vision = False  # a VisionNetwork: layer stacks (`stack_params`) instead
+        self._stacks: Tuple[List[Any], List[Any]] = ([], [])
         dist = policy.dist_class
         self._dist = dist.func if isinstance(dist, functools.partial) else dist
         keywords = dist.keywords if isinstance(dist, functools.partial) else {}
@@ -359,16 +369,27 @@ class NumpyInference:
                       if isinstance(masked, ActionMaskModel) else None)
         head = model.policy_head
         free_log_std = bool(head.free_log_std)
-        dense_layers = (list(model.hidden_layers) + [head.dense] + list(model.value_layers)
-                        + [model.value_out])
+        self._vision = isinstance(model, VisionNetwork)
+        trunk = (list(model.conv_layers) + list(model.post_layers) if self._vision
+                 else list(model.hidden_layers))
+        value_trunk = list(model.value_layers)
         if self._reader is None:  # the layers are fixed once the model is built
             extra = [head.log_std] if free_log_std else []
             self._reader = WeightReader(
-                [w for layer in dense_layers for w in (layer.kernel, layer.bias)] + extra)
+                stack_variables(trunk) + stack_variables([head.dense])
+                + stack_variables(value_trunk) + stack_variables([model.value_out]) + extra)
         values = iter(self._reader.read())
-        self._layers = [dense_params(values, layer) for layer in model.hidden_layers]
+        if self._vision:  # conv stacks: evaluated apart (no paired layout)
+            self._stacks = (stack_params(values, trunk), [])
+            self._layers = []
+        else:
+            self._layers = [dense_params(values, layer) for layer in trunk]
         self._logits = dense_params(values, head.dense, activation=False)
-        self._value_layers = [dense_params(values, layer) for layer in model.value_layers]
+        if self._vision:
+            self._stacks = (self._stacks[0], stack_params(values, value_trunk))
+            self._value_layers = []
+        else:
+            self._value_layers = [dense_params(values, layer) for layer in value_trunk]
         kernel, bias, _ = dense_params(values, model.value_out, activation=False)
         self._log_std = next(values) if free_log_std else None
         self._share = bool(model.vf_share_layers)
@@ -395,8 +416,8 @@ class NumpyInference:
     def _forward(self, obs: np.ndarray, with_dist: bool = True):
         if self._version != self._policy.weights_version:
             self.refresh()
-        x = obs if obs.ndim == 2 else obs.reshape(len(obs), -1)
-        x = x.astype(np.float32, copy=False)  # [B, obs_dim]
+        x = obs if obs.ndim == 2 or self._vision else obs.reshape(len(obs), -1)
+        x = x.astype(np.float32, copy=False)  # [B, obs_dim] (images: [B, H, W, C])
         if self._mask is not None:  # the catalog's ActionMaskModel: mask | rest
             start, stop = self._mask
             mask = x[:, start:stop]  # [B, n]
@@ -410,7 +431,11 @@ class NumpyInference:
     def _forward_unmasked(self, x: np.ndarray, with_dist: bool):
         if self._paired is not None:
             return self._forward_paired(x, with_dist)
-        h = mlp_forward(x, self._layers) if with_dist or self._share else x
+        if self._vision:
+            trunk, value_trunk = self._stacks
+            h = stack_forward(x, trunk) if with_dist or self._share else x
+        else:
+            h = mlp_forward(x, self._layers) if with_dist or self._share else x
         dist_inputs = None
         if with_dist:
             kernel, bias, _ = self._logits
@@ -419,7 +444,8 @@ class NumpyInference:
             if self._log_std is not None:
                 log_std = np.broadcast_to(self._log_std, dist_inputs.shape)
                 dist_inputs = np.concatenate([dist_inputs, log_std], axis=-1)
-        v = h if self._share else mlp_forward(x, self._value_layers)
+        v = h if self._share else (stack_forward(x, value_trunk) if self._vision
+                                   else mlp_forward(x, self._value_layers))
         value = np.dot(v, self._value_out[0])  # [B]
         value += self._value_out[1]
         return dist_inputs, value
