@@ -1,4 +1,4 @@
-"""bench/bench_sweep.py's count of the work each sweep did (minibatch SGD steps, trial
+"""bench/sweep_work.py (bench/bench_sweep.py's) count of the work each sweep did (minibatch SGD steps, trial
 seconds, early stops), from files of the shape `tfrl tune` and the Zoo write. No sweep,
 no Ray, no SB3."""
 
@@ -16,7 +16,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 def bench():
     sys.path.insert(0, os.path.join(REPO, "bench"))
     try:
-        yield importlib.import_module("bench_sweep")
+        yield importlib.import_module("sweep_work")
     finally:
         sys.path.remove(os.path.join(REPO, "bench"))
 
