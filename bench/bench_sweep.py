@@ -14,6 +14,9 @@ PPO search space mapped to tfrl's keys; the file says what differs).
 Measured:
 - the wall time of each whole sweep, from the command's start to its end (Python and
   Ray start-up, every trial, the Zoo's report);
+- the work each sweep did: its minibatch SGD steps (`tfrl_work`, `zoo_work`: from each
+  trial's parameters and how far it ran), so that a wall time can be read as work per
+  second (the two TPE runs pick different configs, of very different cost);
 - the best trial's config trained again with each of `--eval_seeds` for `--steps` env
   steps and then evaluated deterministically over `--eval_episodes` episodes (one env,
   seeded); the mean over the seeds. The same procedure on both sides: tfrl trains the
@@ -28,6 +31,7 @@ rl_zoo3==2.9.2 torch==2.13.0 pandas`. Without it, only tfrl's side runs. Each sw
 each evaluation run is a child process that prints one `RESULT {json}` line.
 """
 
+import glob
 import json
 import os
 import re
@@ -39,6 +43,8 @@ import time
 from typing import Any, Dict, List, Optional
 
 from absl import app, flags
+
+from sweep_work import tfrl_work, zoo_work  # bench/'s sibling (no flags: tests import it)
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SWEEP_FILE = os.path.join(REPO, "examples", "sweeps", "ppo_cartpole_tpe.yaml")
@@ -130,7 +136,11 @@ def zoo_sweep(python: str, workdir: str) -> Dict[str, Any]:
     for key, raw in re.findall(r"^\s+(\w+): (.+)$", block, flags=re.M):
         params[key] = raw if raw.isalpha() or "_" in raw else json.loads(raw)
     pruned = len(re.findall(r"pruned", proc.stderr + out, flags=re.I))
-    return {"wall_s": wall, "best_value": value, "params": params, "pruned_lines": pruned}
+    reports = sorted(glob.glob(os.path.join(workdir, "zoo", "ppo", "report_*.csv")))
+    work = zoo_work(reports[-1], steps=_STEPS.value, evaluations=_EVALUATIONS.value) \
+        if reports else None
+    return {"wall_s": wall, "best_value": value, "params": params, "pruned_lines": pruned,
+            "work": work}
 
 
 def tfrl_sweep(workdir: str) -> Dict[str, Any]:
@@ -155,7 +165,8 @@ def tfrl_sweep(workdir: str) -> Dict[str, Any]:
     rows = [line.split() for line in table if re.match(r"^\w{8}\s+(OK|ERROR)", line)]
     return {"wall_s": wall, "best_value": float(match.group(1)), "best_file": best,
             "trials": len(rows), "errored": sum(r[1] == "ERROR" for r in rows),
-            "iterations": [int(r[3]) for r in rows if r[1] == "OK"]}
+            "iterations": [int(r[3]) for r in rows if r[1] == "OK"],
+            "work": tfrl_work(os.path.join(workdir, "tfrl"), _STEPS.value)}
 
 
 def _write_sweep_overrides(workdir: str) -> str:
@@ -255,6 +266,13 @@ def main(argv: List[str]) -> int:
                      f"{', '.join(f'{r:.1f}' for r in returns[side])})" if returns[side] else "")
         print(f"{side}: sweep wall {sweeps[side]['wall_s']:.0f} s, best trial's value "
               f"{sweeps[side]['best_value']:.1f}{evaluated}")
+        work = sweeps[side].get("work")
+        if work and work["sgd_steps"]:
+            upto = (f"-{work['sgd_steps_max']}" if work.get("sgd_steps_max", 0)
+                    > work["sgd_steps"] else "")
+            print(f"{side} work: {work['sgd_steps']}{upto} SGD steps in {work['trials']} "
+                  f"trials ({work['trial_s']:.0f} s of trial time; "
+                  f"{work.get('stopped', work.get('pruned'))} stopped early)")
     if len(sides) == 2:
         ratio = sweeps["tfrl"]["wall_s"] / sweeps["zoo"]["wall_s"]
         ok_wall = "met" if ratio <= 0.5 else "missed"

@@ -386,6 +386,36 @@ def test_sweep_objects_for_ray_tune():
     assert TINY["model"] == {"fcnet_hiddens": [8]}  # the base config is not changed
 
 
+def test_a_reused_actor_starts_the_next_trial_from_scratch():
+    """Tune's `reuse_actors` (what `tfrl tune` uses) hands a finished trial's trainable
+    the next trial's config through `reset`: the next trial runs with its own config,
+    counts from zero, and starts from the weights a fresh trainable of that config and
+    seed builds (not the previous trial's, not another draw of the initializer)."""
+    from tfrl.tune.trainable import get_trainable
+
+    cls = get_trainable("ppo")
+    second = {**TINY, "env": "CartPole-v1", "lr": 0.01, "seed": 1,
+              "model": {"fcnet_hiddens": [16]}}
+    fresh = cls(config=second)
+    expected = fresh.algorithm.get_policy().get_weights()
+    fresh.stop()
+    trainable = cls(config={**TINY, "env": "CartPole-v1"})
+    try:
+        trainable.train()
+        assert trainable.train()["timesteps_total"] == 128
+        assert trainable.reset(second) is True
+        assert trainable.algorithm.config["lr"] == 0.01
+        weights = trainable.algorithm.get_policy().get_weights()
+        assert [w.shape for w in weights] == [w.shape for w in expected]
+        assert [w.shape for w in weights][0] == (4, 16)
+        for got, want in zip(weights, expected):
+            np.testing.assert_array_equal(got, want)
+        result = trainable.train()
+        assert (result["training_iteration"], result["timesteps_total"]) == (1, 64)
+    finally:
+        trainable.stop()
+
+
 @pytest.mark.ray
 @pytest.mark.slow
 def test_sweep_logs_to_mlflow_and_wandb_offline(ray_runtime, tmp_path, monkeypatch):
