@@ -221,6 +221,11 @@ def child(algo: str, seed: int, data: str, eval_episodes: int, folder: str) -> d
     # store. Under load the raylet can miss Ray's 10 s start-up wait: give it longer
     # (RAY_raylet_start_wait_time_s) and its own temp dir, apart from other Ray runtimes.
     os.environ.setdefault("RAY_raylet_start_wait_time_s", "120")
+    # One torch thread: the bench machine's cores are shared with other runs, where
+    # torch's intra-op threads contend with them (bench/RESULTS.md, 2026-11-29: CQL).
+    import torch
+
+    torch.set_num_threads(1)
     temp_dir = tempfile.mkdtemp(prefix="tfrl_offline_curves_")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
              _temp_dir=os.path.join(temp_dir, "ray"))
@@ -288,7 +293,7 @@ def main() -> int:
     parser.add_argument("--rllib_python", default=os.environ.get("TFRL_RLLIB_PYTHON", ""),
                         help="a Python with ray[rllib] 2.x and torch (default: "
                              "$TFRL_RLLIB_PYTHON)")
-    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds per run")
+    parser.add_argument("--timeout", type=float, default=3600.0, help="seconds per run")
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child is not None:
