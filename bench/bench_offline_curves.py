@@ -18,9 +18,9 @@ same generators and seed as `bench/bench_curve_tuned.py --data ROOT` used for tf
 curves).
 
 CQL: RLlib 2.60's old-stack CQL (`CQLTorchPolicy`: its loss, optimizers, BC phase and
-target nets) learns under RLlib's SAC/DQN old-stack training step (`CQL_REPLAY`): the rows
-read go into RLlib's replay buffer and 256-row batches are replayed from it, as RLlib's
-CQL did up to 1.x and tfrl's CQL does. RLlib 2.60's own CQL step has no replay buffer: it
+target nets) learns under RLlib's SAC/DQN old-stack training step (`cql_with_replay`):
+the rows read go into RLlib's replay buffer and 256-row batches are replayed from it, as
+RLlib's CQL did up to 1.x and tfrl's CQL does. RLlib 2.60's own CQL step has no replay buffer: it
 trains once on each batch read, and its loss steps the optimizers only on a batch of
 exactly `train_batch_size` rows, so with the tuned file's 1,000-row reads it would
 silently never step (and `replay_buffer_config`, `training_intensity` and
@@ -33,16 +33,16 @@ episode (200 rows) per sampling round, as RLlib 1.x's RolloutWorker did, whateve
 the same folder set to one line per read (`one_line_reader`), and `cql_schedule()`
 translates those three keys so that RLlib runs tfrl's schedule (a 200-row round, 50
 gradient steps after each from the 10,000th row on: 0 / 50 / 1,300 / 2,550 gradient
-steps after iterations 1-4); the child checks the counts. The logged actions are in [-1, 1] (tfrl's SAC under
-`normalize_actions`): `actions_in_input_normalized=True`.
+steps after iterations 1-4); the child checks the counts. The logged actions are in
+[-1, 1] (tfrl's SAC under `normalize_actions`): `actions_in_input_normalized=True`.
 
 After every iteration RLlib evaluates the greedy policy (`explore=False`) for
 `--eval-episodes` episodes on the env (`evaluation_config` input `sampler`, as tfrl's),
 and the curve gets (logged steps read so far, that mean return, wall seconds), written
-as `bench/curves/<algo>_CartPole-v1_rllib_seed<k>.csv` (bench/curves.py; the header
+as `bench/curves/<algo>_<env>_rllib_seed<k>.csv` (bench/curves.py; the header
 names RLlib's version, framework and stack). RLlib runs in its own virtualenv
 (`--rllib_python`, default `$TFRL_RLLIB_PYTHON`: `ray[rllib]==2.60`, torch, lz4), because
-its gymnasium pin differs from tfrl's.
+its gymnasium pin differs from tfrl's, with one torch thread.
 """
 
 import argparse

@@ -158,7 +158,8 @@ def test_an_rllib_peer_caption_says_what_differs(tmp_path, monkeypatch):
     plot_curves = _plot_curves()
     monkeypatch.setitem(plot_curves.PEER_DIFFERS, "X", "except the replay step")
     paths = []
-    for library, extra in (("tfrl", ""), ("rllib", " version=2.60.0 framework=torch stack=old")):
+    rllib = " version=2.60.0 framework=torch stack=old"
+    for library, extra in (("tfrl", ""), ("rllib", rllib)):
         path = tmp_path / f"x_Pendulum-v1_{library}_seed0.csv"
         path.write_text(f"# algo=X env=Pendulum-v1 library={library} seed=0 budget=4 "
                         f"source=tfrl/tuned/x.yaml{extra}\n# note=offline\n"
