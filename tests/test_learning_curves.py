@@ -150,3 +150,53 @@ def test_an_rllib_peer_is_named_with_its_version_framework_and_stack(tmp_path):
             in plot_curves.caption(plot_curves.load([tfrl, other])["X"]))
     assert plot_curves.main(["--out", str(tmp_path / "svg"), tfrl, other]) == 0
     assert "RLlib (1 seed)" in (tmp_path / "svg" / "x.svg").read_text(encoding="utf-8")
+
+
+def test_an_rllib_peer_caption_says_what_differs(tmp_path, monkeypatch):
+    """An algorithm in PEER_DIFFERS (CQL: RLlib's CQL under its SAC replay step) has it
+    said after RLlib's settings."""
+    plot_curves = _plot_curves()
+    monkeypatch.setitem(plot_curves.PEER_DIFFERS, "X", "except the replay step")
+    paths = []
+    rllib = " version=2.60.0 framework=torch stack=old"
+    for library, extra in (("tfrl", ""), ("rllib", rllib)):
+        path = tmp_path / f"x_Pendulum-v1_{library}_seed0.csv"
+        path.write_text(f"# algo=X env=Pendulum-v1 library={library} seed=0 budget=4 "
+                        f"source=tfrl/tuned/x.yaml{extra}\n# note=offline\n"
+                        "env_steps,mean_return,wall_s\n5,1.0,0.1\n9,2.0,0.2\n")
+        paths.append(str(path))
+    assert ("peer: RLlib 2.60.0 (torch, old API stack) with the same settings as tfrl "
+            "(tfrl/tuned/x.yaml), except the replay step;"
+            in plot_curves.caption(plot_curves.load(paths)["X"]))
+
+
+def _bench_offline_curves(monkeypatch):
+    monkeypatch.syspath_prepend(os.path.join(REPO, "bench"))  # its `from curves import`
+    spec = importlib.util.spec_from_file_location(
+        "bench_offline_curves", os.path.join(REPO, "bench", "bench_offline_curves.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_offline_peer_runs_map_every_tuned_key_to_rllib(monkeypatch):
+    """bench/bench_offline_curves.py (RLlib's BC, MARWIL and CQL beside tfrl's): every key
+    of the tuned files has an RLlib name, and CQL's schedule keys are translated so that
+    RLlib takes tfrl's gradient steps (0 / 50 / 1,300 / 2,550 after iterations 1-4, as
+    tfrl's CQL on cql_pendulum.yaml counts them)."""
+    bench = _bench_offline_curves(monkeypatch)
+    for algo in bench.TUNED:
+        settings = bench.rllib_settings(algo, 3, "/root", 5)
+        assert settings["seed"] == 3 and settings["evaluation_duration"] == 5
+    cql = bench.rllib_settings("CQL", 0, "/root", 5)
+    assert cql["input_"] == os.path.join("/root", "pendulum")
+    assert (cql["rollout_fragment_length"], cql["training_intensity"],
+            cql["num_steps_sampled_before_learning_starts"],
+            cql["min_sample_timesteps_per_iteration"]) == (200, 64.0, 9999, 5000)
+    assert (cql["train_batch_size"], cql["num_actions"], cql["bc_iters"]) == (256, 5, 200)
+    tuned = bench.tuned_spec("CQL")
+    assert bench.tfrl_grad_steps(tuned["config"], 4) == [0, 50, 1300, 2550]
+    spec = {**tuned, "config": {**tuned["config"], "n_step": 3}}
+    monkeypatch.setattr(bench, "tuned_spec", lambda algo: spec)
+    with pytest.raises(ValueError, match=r"no RLlib name for \['n_step'\] of cql_pendulum"):
+        bench.rllib_settings("CQL", 0, "/root", 5)

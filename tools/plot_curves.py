@@ -6,8 +6,8 @@
 
 One SVG per algorithm (`<algo>.svg`, lower case): the mean return against env steps of
 every run of that algorithm, one colour per library (tfrl, its peer: Stable-Baselines3,
-or RLlib itself for IMPALA and APPO) and one thin line per seed, with the mean over the
-seeds (on the common step grid) drawn thick. The CSVs
+or RLlib itself for IMPALA, APPO, BC, MARWIL and CQL) and one thin line per seed, with the
+mean over the seeds (on the common step grid) drawn thick. The CSVs
 come from the benches (`--curves DIR`, bench/curves.py). The output is deterministic
 (no date in the file, fixed element ids), so a rerun on the same CSVs changes nothing.
 
@@ -42,8 +42,6 @@ NO_PEER = {
             "RLlib 2.60 no A3C"),
     "IMPALA": "Stable-Baselines3 has no IMPALA (V-trace) learner",
     "APPO": "Stable-Baselines3 has no asynchronous PPO",
-    "CQL": ("Stable-Baselines3 has no offline algorithms; RLlib 2.60's CQL has not been "
-            "run beside it yet"),
     "CQL_DQN": ("Stable-Baselines3 has no offline algorithms, RLlib 2.60 no discrete CQL "
                 "(its CQL is SAC's)"),
     "QMIX": "Stable-Baselines3 has no multi-agent algorithms, RLlib 2.60 no QMIX",
@@ -55,6 +53,12 @@ NO_PEER = {
 #: What still differs between tfrl's and the peer's settings (the caption says it).
 PEER_DIFFERS = {
     "A2C": "except the optimizer (SB3's A2C: RMSprop; tfrl's: Adam)",
+    "CQL": ("except that RLlib's CQL policy learns under RLlib's SAC replay step (RLlib "
+            "2.60's CQL step has no replay buffer; tfrl's replays, as RLlib 1.x's did) and "
+            "reads one logged episode per round, with rollout_fragment_length, "
+            "training_intensity and the learning start translated so that both take 50 "
+            "gradient steps of 256 rows per 200-row round from the 10,000th row on "
+            "(bench/bench_offline_curves.py)"),
 }
 #: Why the peer's curve looks as it does where that needs saying (the caption says it).
 PEER_NOTES: Dict[str, str] = {
@@ -151,7 +155,8 @@ def _source_text(source: str) -> str:
 def _rllib_text(runs: list) -> str:
     """"peer: RLlib 2.60.0 (torch, old API stack) with the same settings as tfrl
     (tfrl/tuned/x.yaml)", from the rllib CSVs' `version`, `framework`, `stack` and `source`
-    (bench/bench_async.py writes them), plus the algorithm's PEER_NOTES."""
+    (bench/bench_async.py writes them), plus the algorithm's PEER_DIFFERS and
+    PEER_NOTES."""
     rllib = [m for m, _ in runs if m["library"] == "rllib"]
     versions = ", ".join(sorted({m.get("version", "?") for m in rllib}))
     setups = ", ".join(sorted({f"{m.get('framework', '?')}, {m.get('stack', '?')} API stack"
@@ -162,8 +167,11 @@ def _rllib_text(runs: list) -> str:
         settings = f"with the same settings as tfrl ({', '.join(sorted(theirs))})"
     else:
         settings = ("with settings from " + ", ".join(sorted(s or "?" for s in theirs)))
-    note = PEER_NOTES.get(rllib[0]["algo"])
-    return (f"peer: RLlib {versions} ({setups}) {settings}" + (f"; {note}" if note else ""))
+    algo = rllib[0]["algo"]
+    differs = PEER_DIFFERS.get(algo)
+    note = PEER_NOTES.get(algo)
+    return (f"peer: RLlib {versions} ({setups}) {settings}"
+            + (f", {differs}" if differs else "") + (f"; {note}" if note else ""))
 
 
 def caption(runs: list) -> str:
