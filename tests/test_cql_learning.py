@@ -2,7 +2,7 @@
 
 The data (tfrl.examples.offline_data.make_pendulum_dataset, once per module, in a
 temporary directory): SAC with tfrl/tuned/sac_pendulum.yaml trains for 3,000 env
-steps (seed 0), then its stochastic policy writes 10k steps (mean return about -629; the
+steps (seed 0), then its stochastic policy writes 10k steps (mean return about -675; the
 env gets the policy's actions unsquashed, as the samplers send them).
 CQL (tfrl/tuned/cql_pendulum.yaml, 2,550 gradient steps) reaches a greedy mean
 return >= -400 over 10 real episodes, on the mean of three learner seeds (each above

@@ -19,7 +19,7 @@ weights the expert's actions by their higher returns.
 
 `make_pendulum_dataset(out_dir)`: SAC with the tuned `tfrl/tuned/sac_pendulum.yaml`
 settings trains for `sac_steps` env steps (3,000: short of solving Pendulum; the data
-hold a mean return of about -555, from solved episodes to -1,500), then its
+hold a mean return of about -675 with seed 0, from solved episodes to -1,500), then its
 stochastic policy writes `num_steps` steps of whole Pendulum-v1 episodes (one line per
 episode: `obs`, `new_obs`, `actions`, `rewards`, `terminateds`, `truncateds`, `eps_id`,
 `t`, `action_logp`; the env gets the actions unsquashed as the samplers send them,
