@@ -49,6 +49,7 @@ from typing import Any, Dict, List, Optional, TextIO, Tuple
 import numpy as np
 import yaml
 
+from tfrl.algorithms.registry import get_config_class
 from tfrl.cli.experiment import CliError, Experiment, check_config
 from tfrl.utils.search_transforms import DERIVED_KEY, derive_config, parse_transform
 from tfrl.utils.trackers import TRACKERS
@@ -523,16 +524,16 @@ def check_sweep(exp: Experiment, sweep: Sweep) -> List[Dict[str, Any]]:
         CliError: For the first config with an unknown key or a bad value, naming the
             sampled values.
     """
-    configs = sample_configs(sweep, exp.config)
-    checked = configs + mutated_configs(sweep, configs)
     if sweep.variables:
-        keys = check_config(exp).to_dict()
+        keys = get_config_class(exp.algo).from_dict({}).to_dict()
         taken = [name for name in sweep.variables if name in keys or name in exp.config]
         if taken:
             raise CliError(f"tune.variables.{taken[0]} is a config key of {exp.algo}; a "
                            "variable is not a config key (its value reaches the config "
                            "through tune.derived): rename it, e.g. "
                            f"{taken[0]}_raw, or search the key in tune.space.")
+    configs = sample_configs(sweep, exp.config)
+    checked = configs + mutated_configs(sweep, configs)
     for i, config in enumerate(checked):
         try:
             check_config(dataclasses.replace(exp, config=config))
