@@ -23,6 +23,13 @@ section (or a separate `--sweep` file holding that section) says what to vary an
         model.fcnet_hiddens: {grid_search: [[32], [64, 64]]}
         clip_param: {uniform: [0.1, 0.3]}
         sgd_minibatch_size: {randint: [32, 256]}   # upper bound excluded, as in Tune
+      variables:                        # searched variables that are not config keys
+        n_steps_pow: {randint_inclusive: [5, 12]}  # both bounds included, as Optuna's
+      derived:                          # config keys from variables (fixed transforms)
+        train_batch_size: {product: [{pow2: n_steps_pow}, 8]}
+
+Variables come first in the order Optuna sees them (RL Zoo's spaces draw for draw: see
+docs/guides/sweeps.md); the transforms are `tfrl.utils.search_transforms`'.
 
 `parse_sweep` checks the section and returns a `Sweep`; `sample_configs` draws configs
 from it with numpy alone (no Ray), which `tfrl tune --dry_run` checks one by one, so an
