@@ -8,7 +8,9 @@ PBT (examples/pbt_cartpole.py) copies one trial's weights into another (checked 
 checkpoint's trial directory and a weight fingerprint; 2 synchronous trials by default,
 4 asynchronous ones whose best beats the same trials without PBT under `-m learning`); a trial whose env
 raises is retried, reported and the sweep still finishes; MLflow and W&B (offline) log
-each trial's config, metrics and final checkpoint.
+each trial's config, metrics and final checkpoint. The Zoo's sweep file proposes, through
+Tune's OptunaSearch, the raw values the Zoo's own suggest calls get from Optuna (no
+trials); an Optuna sweep of searched variables runs the configs derived from them.
 """
 
 import importlib.util
