@@ -55,6 +55,10 @@ _ZOO_PYTHON = flags.DEFINE_string(
 _TRIALS = flags.DEFINE_integer("trials", 16, "Trials of each sweep.")
 _STEPS = flags.DEFINE_integer("steps", 20000, "Env steps of each trial (and evaluation run).")
 _CONCURRENT = flags.DEFINE_integer("concurrent", 2, "Trials at a time on each side.")
+_ZOO_JOBS = flags.DEFINE_integer(
+    "zoo_jobs", None, "The Zoo's --n-jobs (default: --concurrent). Optuna reseeds its "
+    "sampler from the OS in each thread when n_jobs > 1, so only --zoo_jobs=1 draws the "
+    "seeded start-up trials that tfrl's sweep draws (at 1 trial at a time).")
 _STARTUP = flags.DEFINE_integer("startup_trials", 5,
                                 "Random trials before TPE (and before the pruner prunes).")
 _EVALUATIONS = flags.DEFINE_integer("zoo_evaluations", 4,
@@ -113,7 +117,8 @@ def zoo_sweep(python: str, workdir: str) -> Dict[str, Any]:
     """Runs the Zoo's optimizer; its wall time, best value and best parameters."""
     cmd = [python, "-m", "rl_zoo3.train", "--algo", "ppo", "--env", "CartPole-v1",
            "-optimize", "--n-trials", str(_TRIALS.value), "--n-timesteps", str(_STEPS.value),
-           "--sampler", "tpe", "--pruner", "median", "--n-jobs", str(_CONCURRENT.value),
+           "--sampler", "tpe", "--pruner", "median",
+           "--n-jobs", str(_ZOO_JOBS.value or _CONCURRENT.value),
            "--n-startup-trials", str(_STARTUP.value), "--n-evaluations",
            str(_EVALUATIONS.value), "--eval-episodes", "5", "--seed", str(_SEED.value),
            "--num-threads", "1", "--device", "cpu", "--no-optim-plots", "-f",

@@ -10,6 +10,8 @@ import os
 import re
 from typing import Any, Dict
 
+from tfrl.utils.search_transforms import derive_config
+
 
 def tfrl_work(logdir: str, stop_timesteps: int) -> Dict[str, Any]:
     """The work of `tfrl tune`'s trials in `logdir`: minibatch SGD steps (a learning
@@ -23,7 +25,7 @@ def tfrl_work(logdir: str, stop_timesteps: int) -> Dict[str, Any]:
         if not results:
             continue
         with open(os.path.join(os.path.dirname(trial), "params.json"), encoding="utf-8") as f:
-            params = json.load(f)
+            params = derive_config(json.load(f))  # tune.variables -> the config keys
         batch = int(params["train_batch_size"])
         per_phase = int(params["num_sgd_iter"]) * (batch // int(params["sgd_minibatch_size"]))
         last = results[-1]

@@ -8,7 +8,9 @@ PBT (examples/pbt_cartpole.py) copies one trial's weights into another (checked 
 checkpoint's trial directory and a weight fingerprint; 2 synchronous trials by default,
 4 asynchronous ones whose best beats the same trials without PBT under `-m learning`); a trial whose env
 raises is retried, reported and the sweep still finishes; MLflow and W&B (offline) log
-each trial's config, metrics and final checkpoint.
+each trial's config, metrics and final checkpoint. The Zoo's sweep file proposes, through
+Tune's OptunaSearch, the raw values the Zoo's own suggest calls get from Optuna (no
+trials); an Optuna sweep of searched variables runs the configs derived from them.
 """
 
 import importlib.util
@@ -149,8 +151,10 @@ def test_the_shipped_zoo_sweep_file_checks():
     assert sweep.metric == "evaluation/episode_reward_mean" and sweep.scheduler == "median"
     assert sweep.scheduler_options == {"time_attr": "timesteps_total", "grace_period": 5000,
                                        "min_samples_required": 5}
+    assert list(sweep.variables) == ZOO_PPO_NAMES  # the Zoo's names in its order
     sampled = check_sweep(exp, sweep)
     assert len(sampled) == 16
+    # the Zoo's minibatch within the rollout (SB3 takes the whole rollout then)
     assert all(s["sgd_minibatch_size"] <= s["train_batch_size"] for s in sampled)
     assert {len(s) for s in sampled} == {11}  # the Zoo's 11 sampled PPO parameters
 
@@ -210,6 +214,41 @@ def test_grid_of_four_reports_all_and_writes_the_best(ray_runtime, tmp_path):
     assert best.algo == "PPO" and best.env == "CartPole-v1" and not best.sweep
     assert {k: v for k, v in best.config.items() if k != "seed"} == \
         {k: v for k, v in TINY.items() if k != "seed"}
+    run_tfrl("train", f"--config={best_file}", "--dry_run")  # a ready tuned file
+
+
+@pytest.mark.ray
+@pytest.mark.slow
+def test_optuna_trials_run_the_configs_derived_from_their_variables(ray_runtime, tmp_path):
+    """tune.variables on Optuna: each trial builds its algorithm from the derived keys
+    (a variable left in the config would be refused as an unknown key), the table shows
+    the variables and the derived keys, the best file holds the derived keys only."""
+    path = _sweep_file(tmp_path, {
+        "max_concurrent_trials": 2, "num_samples": 2, "search": "optuna", "seed": 0,
+        "variables": {"n_steps_pow": {"randint_inclusive": [4, 5]},
+                      "width": {"choice": ["narrow", "wide"]}},
+        "derived": {"train_batch_size": {"product": [{"pow2": "n_steps_pow"}, 2]},
+                    "sgd_minibatch_size": {"pow2": "n_steps_pow"},
+                    "model.fcnet_hiddens": {"lookup": "width",
+                                            "table": {"narrow": [4], "wide": [8]}}}},
+        config={"rollout_fragment_length": "auto"})
+    best_file = str(tmp_path / "best.yaml")
+    out = run_tfrl("tune", f"--config={path}", f"--logdir={tmp_path / 'derived'}",
+                   f"--output={best_file}", "--quiet")
+    rows = _rows(out)
+    assert len(rows) == 2 and all(r[1] == "OK" and r[3] == "1" for r in rows), out
+    for row in rows:
+        values = dict(v.split("=", 1) for v in row[4:])
+        power = int(values["n_steps_pow"])
+        assert int(values["train_batch_size"]) == 2 ** power * 2
+        assert values["model.fcnet_hiddens"] == {"'narrow'": "[4]", "'wide'": "[8]"}[
+            values["width"]]
+    for params in (tmp_path / "derived").glob("*/params.json"):
+        trial = json.loads(params.read_text())
+        assert trial["_tfrl_derived"]["variables"] == ["n_steps_pow", "width"]
+    best = load_experiment_file(best_file)
+    assert best.config["train_batch_size"] == 2 * best.config["sgd_minibatch_size"]
+    assert "n_steps_pow" not in best.config and "width" not in best.config
     run_tfrl("train", f"--config={best_file}", "--dry_run")  # a ready tuned file
 
 
@@ -384,6 +423,59 @@ def test_sweep_objects_for_ray_tune():
     assert isinstance(space["lr"], Float) and space["env"] == "CartPole-v1"
     assert space["model"]["fcnet_hiddens"].categories == [[8], [16]]
     assert TINY["model"] == {"fcnet_hiddens": [8]}  # the base config is not changed
+
+
+ZOO_PPO_NAMES = ["batch_size_pow", "n_steps_pow", "one_minus_gamma", "one_minus_gae_lambda",
+                 "learning_rate", "ent_coef", "clip_range", "n_epochs", "max_grad_norm",
+                 "net_arch", "activation_fn"]
+
+
+def _zoo_ppo_suggestions(trial):
+    """rl_zoo3 2.9.2's `sample_ppo_params` suggest calls, in its order (replicated: the
+    Zoo is not a test dependency)."""
+    trial.suggest_int("batch_size_pow", 2, 10)
+    trial.suggest_int("n_steps_pow", 5, 12)
+    trial.suggest_float("one_minus_gamma", 0.0001, 0.03, log=True)
+    trial.suggest_float("one_minus_gae_lambda", 0.0001, 0.1, log=True)
+    trial.suggest_float("learning_rate", 1e-5, 0.002, log=True)
+    trial.suggest_float("ent_coef", 0.00000001, 0.1, log=True)
+    trial.suggest_categorical("clip_range", [0.1, 0.2, 0.3, 0.4])
+    trial.suggest_categorical("n_epochs", [1, 5, 10, 20])
+    trial.suggest_float("max_grad_norm", 0.3, 2)
+    trial.suggest_categorical("net_arch", ["tiny", "small", "medium"])
+    trial.suggest_categorical("activation_fn", ["tanh", "relu"])
+
+
+def test_the_zoo_sweep_proposes_the_zoos_values():
+    """examples/sweeps/ppo_cartpole_tpe.yaml through Tune's OptunaSearch (as `tfrl tune`
+    builds it) against an Optuna study with the Zoo's sampler and suggest calls, same
+    seed, the same objective values told in the same order: the same names and
+    distributions in the same order reach Optuna, so the 5 start-up trials and the TPE
+    trials after them propose identical raw values. No trials run."""
+    import optuna
+
+    from tfrl.cli.sweep import parse_sweep
+    from tfrl.cli.sweep_run import make_search, param_space
+
+    exp = load_experiment_file(os.path.join(os.path.dirname(os.path.dirname(
+        os.path.abspath(__file__))), "examples", "sweeps", "ppo_cartpole_tpe.yaml"))
+    sweep = parse_sweep({**exp.sweep, "seed": 7})
+    search = make_search(sweep)
+    space = param_space(exp, sweep)
+    assert space["_tfrl_derived"]["derived"]["gamma"] == {"one_minus": "one_minus_gamma"}
+    search.set_search_properties(sweep.metric, sweep.mode, space)
+    zoo = optuna.create_study(direction="maximize", sampler=optuna.samplers.TPESampler(
+        n_startup_trials=5, seed=7, multivariate=True))
+    assert list(search._space) == ZOO_PPO_NAMES
+    assert search._space["batch_size_pow"] == optuna.distributions.IntDistribution(2, 10)
+    for i in range(7):  # 5 random start-up trials, then 2 of TPE
+        value = float(i * 37 % 11)
+        config = search.suggest(str(i))
+        trial = zoo.ask()
+        _zoo_ppo_suggestions(trial)
+        assert {name: config[name] for name in ZOO_PPO_NAMES} == trial.params, i
+        search.on_trial_complete(str(i), {sweep.metric: value})
+        zoo.tell(trial, value)
 
 
 def test_a_reused_actor_starts_the_next_trial_from_scratch():

@@ -23,6 +23,13 @@ section (or a separate `--sweep` file holding that section) says what to vary an
         model.fcnet_hiddens: {grid_search: [[32], [64, 64]]}
         clip_param: {uniform: [0.1, 0.3]}
         sgd_minibatch_size: {randint: [32, 256]}   # upper bound excluded, as in Tune
+      variables:                        # searched variables that are not config keys
+        n_steps_pow: {randint_inclusive: [5, 12]}  # both bounds included, as Optuna's
+      derived:                          # config keys from variables (fixed transforms)
+        train_batch_size: {product: [{pow2: n_steps_pow}, 8]}
+
+Variables come first in the order Optuna sees them (RL Zoo's spaces draw for draw: see
+docs/guides/sweeps.md); the transforms are `tfrl.utils.search_transforms`'.
 
 `parse_sweep` checks the section and returns a `Sweep`; `sample_configs` draws configs
 from it with numpy alone (no Ray), which `tfrl tune --dry_run` checks one by one, so an
@@ -49,7 +56,9 @@ from typing import Any, Dict, List, Optional, TextIO, Tuple
 import numpy as np
 import yaml
 
+from tfrl.algorithms.registry import get_config_class
 from tfrl.cli.experiment import CliError, Experiment, check_config
+from tfrl.utils.search_transforms import DERIVED_KEY, derive_config, parse_transform
 from tfrl.utils.trackers import TRACKERS
 from tfrl.utils import yaml_io
 
@@ -60,6 +69,7 @@ DISTRIBUTIONS = {
     "uniform": "[low, high] numbers",
     "loguniform": "[low, high] positive numbers",
     "randint": "[low, high] integers (high excluded)",
+    "randint_inclusive": "[low, high] integers (both included, Optuna's suggest_int)",
 }
 SEARCH_ALGORITHMS = ("random", "optuna")
 #: Keys of a search mapping, per type (besides `type`): Optuna's TPESampler options.
@@ -75,8 +85,8 @@ SCHEDULER_KEYS = {
     "pbt": ("perturbation_interval", "mutations", "quantile_fraction",
             "resample_probability", "time_attr", "burn_in_period"),
 }
-SWEEP_KEYS = ("metric", "mode", "num_samples", "search", "scheduler", "space",
-              "max_concurrent_trials", "max_failures", "seed", "callbacks")
+SWEEP_KEYS = ("metric", "mode", "num_samples", "search", "scheduler", "space", "variables",
+              "derived", "max_concurrent_trials", "max_failures", "seed", "callbacks")
 
 
 @dataclasses.dataclass
@@ -97,6 +107,10 @@ class Sweep:
         max_failures: Retries of a failed trial.
         seed: Seed of the search algorithm's sampling (None: unseeded).
         callbacks: Tracker ("mlflow", "wandb") -> its options (`tfrl.tune.tracking`).
+        variables: Searched variables that are not config keys -> `(distribution,
+            argument)`, in the order Optuna sees them (before the space's keys).
+        derived: Config key (dotted for nested) -> its transform of the variables, as
+            written (`tfrl.utils.search_transforms`).
     """
 
     space: Dict[str, Tuple[str, Any]] = dataclasses.field(default_factory=dict)
@@ -111,6 +125,14 @@ class Sweep:
     max_failures: int = 0
     seed: Optional[int] = None
     callbacks: Dict[str, Dict[str, Any]] = dataclasses.field(default_factory=dict)
+    variables: Dict[str, Tuple[str, Any]] = dataclasses.field(default_factory=dict)
+    derived: Dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def derivation(self) -> Optional[Dict[str, Any]]:
+        """What a trial's config carries under `DERIVED_KEY` (None without variables)."""
+        if not self.variables:
+            return None
+        return {"variables": list(self.variables), "derived": copy.deepcopy(self.derived)}
 
 
 def _closest(key: str, valid: Any) -> str:
@@ -154,7 +176,7 @@ def parse_distribution(key: str, spec: Any, where: str = "tune.space") -> Tuple[
             raise CliError(f"{where}.{key}: {name} needs low < high; received {arg!r}.")
         if name == "loguniform" and low <= 0:
             raise CliError(f"{where}.{key}: loguniform needs low > 0; received {arg!r}.")
-        if name == "randint" and not all(isinstance(v, int) for v in arg):
+        if name.startswith("randint") and not all(isinstance(v, int) for v in arg):
             raise CliError(bad)
     return name, arg
 
@@ -254,6 +276,74 @@ def _parse_callbacks(spec: Any) -> Dict[str, Dict[str, Any]]:
     return parsed
 
 
+def _parse_derived(variables_doc: Any, derived_doc: Any, space: Dict[str, Tuple[str, Any]]
+                   ) -> Tuple[Dict[str, Tuple[str, Any]], Dict[str, Any]]:
+    """`tune.variables` (name -> distribution) and `tune.derived` (config key -> transform),
+    checked together: every derived key uses declared variables only, every variable is
+    used, and no name is both searched in `space` and derived."""
+    variables_doc = variables_doc or {}
+    derived_doc = derived_doc or {}
+    example = ("e.g. variables: {n_steps_pow: {randint_inclusive: [5, 12]}} with derived: "
+               "{train_batch_size: {product: [{pow2: n_steps_pow}, 8]}}")
+    if not isinstance(variables_doc, dict):
+        raise CliError(f"tune.variables must map variable names to distributions, {example}; "
+                       f"received {variables_doc!r}.")
+    if not isinstance(derived_doc, dict):
+        raise CliError(f"tune.derived must map config keys to transforms of tune.variables, "
+                       f"{example}; received {derived_doc!r}.")
+    if bool(variables_doc) != bool(derived_doc):
+        given, missing = ("variables", "derived") if variables_doc else ("derived", "variables")
+        raise CliError(f"tune.{given} needs tune.{missing} ({example}); or put config keys "
+                       "to search directly in tune.space.")
+    variables = {}
+    for name, spec in variables_doc.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise CliError(f"tune.variables: the name {name!r} is not an identifier; name a "
+                           "variable with letters, digits and underscores (no dots: it is "
+                           "not a config key).")
+        if name in space:
+            raise CliError(f"tune.variables.{name} is also searched in tune.space; keep one.")
+        variables[name] = parse_distribution(name, spec, "tune.variables")
+        if variables[name][0] == "grid_search":
+            raise CliError(f"tune.variables.{name}: a variable is drawn, not a grid; use "
+                           "choice (or put a grid on a config key in tune.space).")
+    choices = {name: arg for name, (dist, arg) in variables.items() if dist == "choice"}
+    derived = {}
+    for key, spec in derived_doc.items():
+        key = str(key)
+        if key in space:
+            raise CliError(f"tune.derived.{key} is also searched in tune.space; keep one.")
+        if key in variables:
+            raise CliError(f"tune.derived.{key}: {key!r} is a variable's name too; name the "
+                           "variable differently from the config key it sets.")
+        try:
+            parse_transform(key, spec, variables, choices)
+        except ValueError as e:
+            raise CliError(str(e)) from None
+        derived[key] = copy.deepcopy(spec)
+    used = set()
+    for spec in derived.values():
+        used.update(_names(spec))
+    unused = [name for name in variables if name not in used]
+    if unused:
+        raise CliError(f"tune.variables.{unused[0]} is used by no key of tune.derived; use it "
+                       "there (e.g. lr: learning_rate) or remove it.")
+    return variables, derived
+
+
+def _names(spec: Any) -> List[str]:
+    """The variable names a (checked) transform spec uses."""
+    if isinstance(spec, str):
+        return [spec]
+    if isinstance(spec, list):
+        return [n for item in spec for n in _names(item)]
+    if isinstance(spec, dict):
+        found = [spec["lookup"]] if "lookup" in spec else []
+        return found + [n for k, v in spec.items() if k not in ("lookup", "table")
+                        for n in _names(v)]
+    return []
+
+
 def parse_sweep(doc: Any, num_samples: Optional[int] = None) -> Sweep:
     """Checks a `tune:` section; `num_samples` (the flag) overrides the section's.
 
@@ -272,6 +362,7 @@ def parse_sweep(doc: Any, num_samples: Optional[int] = None) -> Sweep:
         raise CliError("tune.space must map config keys to distributions, e.g. space: "
                        f"{{lr: {{loguniform: [1.0e-5, 1.0e-3]}}}}; received {space_doc!r}.")
     space = {str(key): parse_distribution(str(key), spec) for key, spec in space_doc.items()}
+    variables, derived = _parse_derived(doc.get("variables"), doc.get("derived"), space)
     mode = doc.get("mode", "max")
     if mode not in ("max", "min"):
         raise CliError(f"tune.mode must be max or min; received {mode!r}.")
@@ -281,7 +372,8 @@ def parse_sweep(doc: Any, num_samples: Optional[int] = None) -> Sweep:
                        f"received {metric!r}.")
     search, search_options = _parse_search(doc.get("search"))
     if search == "optuna":
-        grids = [key for key, (name, _) in space.items() if name == "grid_search"]
+        grids = [key for key, (name, _) in {**variables, **space}.items()
+                 if name == "grid_search"]
         if grids:
             raise CliError(f"tune.space.{grids[0]}: Optuna samples; it does not take "
                            "grid_search. Use choice (or search: random).")
@@ -295,7 +387,8 @@ def parse_sweep(doc: Any, num_samples: Optional[int] = None) -> Sweep:
                  scheduler_options=options,
                  max_concurrent_trials=_positive_int(doc, "max_concurrent_trials", None),
                  max_failures=_positive_int(doc, "max_failures", 0, minimum=0) or 0,
-                 seed=seed, callbacks=_parse_callbacks(doc.get("callbacks")))
+                 seed=seed, callbacks=_parse_callbacks(doc.get("callbacks")),
+                 variables=variables, derived=derived)
 
 
 def set_dotted(config: Dict[str, Any], key: str, value: Any) -> None:
@@ -338,6 +431,8 @@ def _draw(rng: np.random.Generator, name: str, arg: Any) -> Any:
         return float(rng.uniform(low, high))
     if name == "loguniform":
         return float(math.exp(rng.uniform(math.log(low), math.log(high))))
+    if name == "randint_inclusive":
+        return int(rng.integers(low, high + 1))
     return int(rng.integers(low, high))  # randint
 
 
@@ -354,11 +449,33 @@ def sample_configs(sweep: Sweep, base: Dict[str, Any], seed: Optional[int] = Non
             config = copy.deepcopy(base)
             for key, value in zip(grid_keys, point):
                 set_dotted(config, key, copy.deepcopy(value))
+            drawn = {key: _draw(rng, name, arg) for key, (name, arg) in sweep.variables.items()}
             for key, (name, arg) in sweep.space.items():
                 if name != "grid_search":
                     set_dotted(config, key, _draw(rng, name, arg))
-            configs.append(config)
+            configs.append(_derived(sweep, config, drawn))
     return configs
+
+
+def _derived(sweep: Sweep, config: Dict[str, Any], values: Dict[str, Any]) -> Dict[str, Any]:
+    """`config` with the derived keys set from the variables' `values`."""
+    if not sweep.variables:
+        return config
+    try:
+        return derive_config({**config, **values, DERIVED_KEY: sweep.derivation()})
+    except ValueError as e:  # e.g. a lookup table that misses a drawn value
+        raise CliError(f"tune.derived: {e}") from None
+
+
+def trial_values(sweep: Sweep, config: Dict[str, Any]) -> Dict[str, Any]:
+    """A trial's searched values, as Tune records its config: the variables (as drawn),
+    then the derived, searched and mutated config keys (computed from the variables)."""
+    shown = {name: config.get(name) for name in sweep.variables}
+    derived = derive_config(config)
+    for key in list(sweep.derived) + list(sweep.space) + list(
+            sweep.scheduler_options.get("mutations", {})):
+        shown.setdefault(key, get_dotted(derived, key))
+    return shown
 
 
 def mutated_configs(sweep: Sweep, configs: List[Dict[str, Any]], seed: Optional[int] = None
@@ -401,7 +518,8 @@ def load_sweep_file(path: str) -> Dict[str, Any]:
 
 
 def _varied(sweep: Sweep, config: Dict[str, Any]) -> Dict[str, Any]:
-    keys = list(sweep.space) + list(sweep.scheduler_options.get("mutations", {}))
+    keys = list(sweep.derived) + list(sweep.space) + list(
+        sweep.scheduler_options.get("mutations", {}))
     return {key: get_dotted(config, key) for key in keys}
 
 
@@ -413,6 +531,14 @@ def check_sweep(exp: Experiment, sweep: Sweep) -> List[Dict[str, Any]]:
         CliError: For the first config with an unknown key or a bad value, naming the
             sampled values.
     """
+    if sweep.variables:
+        keys = get_config_class(exp.algo).from_dict({}).to_dict()
+        taken = [name for name in sweep.variables if name in keys or name in exp.config]
+        if taken:
+            raise CliError(f"tune.variables.{taken[0]} is a config key of {exp.algo}; a "
+                           "variable is not a config key (its value reaches the config "
+                           "through tune.derived): rename it, e.g. "
+                           f"{taken[0]}_raw, or search the key in tune.space.")
     configs = sample_configs(sweep, exp.config)
     checked = configs + mutated_configs(sweep, configs)
     for i, config in enumerate(checked):
@@ -433,6 +559,8 @@ def dry_run(exp: Experiment, sweep: Sweep, stream: Optional[TextIO] = None) -> D
                "num_samples": sweep.num_samples, "trials": len(samples),
                "callbacks": sweep.callbacks,
                "space": {k: {name: arg} for k, (name, arg) in sweep.space.items()},
+               "variables": {k: {name: arg} for k, (name, arg) in sweep.variables.items()},
+               "derived": sweep.derived,
                "sampled": samples}
     (stream or sys.stdout).write(json.dumps(summary, indent=2, default=repr) + "\n")
     return summary

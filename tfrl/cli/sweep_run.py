@@ -24,8 +24,9 @@ from ray.tune.search.optuna import OptunaSearch  # imports optuna only when used
 import tfrl.tune
 from tfrl.backends.ray import init_ray
 from tfrl.cli.experiment import CliError, Experiment, resolve_classes
-from tfrl.cli.sweep import Sweep, get_dotted, set_dotted
+from tfrl.cli.sweep import Sweep, get_dotted, set_dotted, trial_values
 from tfrl.tune.tracking import tracking_callbacks
+from tfrl.utils.search_transforms import DERIVED_KEY, derive_config
 
 BEST_FILE = "best_config.yaml"
 
@@ -35,16 +36,26 @@ def _domain(name: str, arg: Any) -> Any:
         return tune.grid_search(list(arg))
     if name == "choice":
         return tune.choice(list(arg))
+    if name == "randint_inclusive":  # Tune's randint excludes high; Optuna sees [low, high]
+        return tune.randint(arg[0], arg[1] + 1)
     return {"uniform": tune.uniform, "loguniform": tune.loguniform,
             "randint": tune.randint}[name](*arg)
 
 
 def param_space(exp: Experiment, sweep: Sweep) -> Dict[str, Any]:
     """The trials' config: the experiment's config (classes named as strings imported)
-    with the env, and Tune's distributions at the varied keys."""
+    with the env, and Tune's distributions at the varied keys.
+
+    With `tune.variables`, their distributions come first, at top-level keys of their
+    own names, in the file's order (Tune's OptunaSearch passes a space's distributions
+    to Optuna in the config's order, named by their keys), and the derivation under
+    `DERIVED_KEY`, which the trial applies (`tfrl.tune.AlgorithmTrainable`)."""
+    variables = {name: _domain(dist, arg) for name, (dist, arg) in sweep.variables.items()}
     config = resolve_classes({**copy.deepcopy(exp.config), "env": exp.env})
     for key, (name, arg) in sweep.space.items():
         set_dotted(config, key, _domain(name, arg))
+    if sweep.variables:
+        config = {**variables, **config, DERIVED_KEY: sweep.derivation()}
     return config
 
 
@@ -87,15 +98,13 @@ def make_search(sweep: Sweep) -> Any:
     return BasicVariantGenerator(random_state=sweep.seed)
 
 
-def _values(config: Dict[str, Any], keys: List[str]) -> str:
-    return " ".join(f"{key}={get_dotted(config, key)!r}" for key in keys)
+def _values(sweep: Sweep, config: Dict[str, Any]) -> str:
+    return " ".join(f"{key}={value!r}" for key, value in trial_values(sweep, config).items())
 
 
 def trial_table(results: Any, sweep: Sweep, stream: TextIO) -> List[Dict[str, Any]]:
     """Prints one line per trial; returns the rows (trial, status, metric, iterations,
     values of the varied keys)."""
-    keys = list(sweep.space) + [k for k in sweep.scheduler_options.get("mutations", {})
-                                if k not in sweep.space]
     rows = []
     for result in results:
         metrics = result.metrics or {}
@@ -105,7 +114,7 @@ def trial_table(results: Any, sweep: Sweep, stream: TextIO) -> List[Dict[str, An
         rows.append({"trial": metrics.get("trial_id", str(result.path).rsplit("_", 1)[-1]),
                      "status": "ERROR" if result.error else "OK",
                      "metric": value, "iterations": metrics.get("training_iteration", 0),
-                     "values": _values(result.config or {}, keys)})
+                     "values": _values(sweep, result.config or {})})
     stream.write(f"{'TRIAL':<14}{'STATUS':<8}{sweep.metric[:24]:>24}{'ITER':>6}  VALUES\n")
     for row in rows:
         shown = "-" if row["metric"] is None else f"{row['metric']:.4g}"
@@ -118,7 +127,9 @@ def best_experiment(exp: Experiment, sweep: Sweep, config: Dict[str, Any]) -> Ex
     """`exp` with the varied keys (and PBT's mutated keys) set to a trial's values."""
     best = copy.deepcopy(exp)
     best.sweep = {}
-    keys = list(sweep.space) + list(sweep.scheduler_options.get("mutations", {}))
+    config = derive_config(config)
+    keys = list(sweep.derived) + list(sweep.space) + list(
+        sweep.scheduler_options.get("mutations", {}))
     for key in keys:
         set_dotted(best.config, key, copy.deepcopy(get_dotted(config, key)))
     return best
@@ -189,6 +200,6 @@ def run_sweep(exp: Experiment, sweep: Sweep, logdir: str, output: Optional[str] 
     path = write_best(best_experiment(exp, sweep, best.config), output or os.path.join(
         logdir, BEST_FILE), sweep, value)
     stream.write(f"Best trial: {sweep.metric} = {value} "
-                 f"({_values(best.config, list(sweep.space))}).\n"
+                 f"({_values(sweep, best.config)}).\n"
                  f"Best config written to {path}; run it with tfrl train --config={path}\n")
     return {"rows": rows, "best_config": best.config, "best_file": path, "results": results}

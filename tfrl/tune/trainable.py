@@ -31,6 +31,7 @@ from tfrl.algorithms.registry import (ALGORITHMS, canonical_name, get_algorithm_
                                       get_config_class)
 from tfrl.env.registry import _ENV_CREATORS
 from tfrl.env.registry import register_env as register_tfrl_env
+from tfrl.utils.search_transforms import derive_config
 
 #: CPUs of a trial's own process when the config sets no `num_cpus_for_driver`.
 DEFAULT_TRIAL_CPUS = 0.5
@@ -38,9 +39,11 @@ CHECKPOINT_GLOB = "checkpoint_*"
 
 
 def _config_dict(config: Any) -> Dict[str, Any]:
+    """The algorithm's config dict; a sweep's searched variables turned into the config
+    keys they derive (`tfrl.utils.search_transforms.derive_config`)."""
     if hasattr(config, "to_dict"):  # an AlgorithmConfig
         return config.to_dict()
-    return dict(config or {})
+    return derive_config(config or {})
 
 
 def trial_bundles(config: Any, algo: str = "PPO") -> List[Dict[str, float]]:
