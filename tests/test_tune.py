@@ -199,16 +199,19 @@ def _rows(out):
 
 @pytest.mark.ray
 @pytest.mark.slow
-def test_grid_of_four_reports_all_and_writes_the_best(ray_runtime, tmp_path):
+def test_a_grid_reports_every_trial_and_writes_the_best(ray_runtime, tmp_path):
+    # Two grid points, run side by side (queued trials and reused actors: the ASHA and
+    # actor-reuse tests).
     path = _sweep_file(tmp_path, {"max_concurrent_trials": 2,
-                                  "space": {"seed": {"grid_search": [0, 1, 2, 3]}}})
+                                  "space": {"seed": {"grid_search": [0, 3]}}})
     best_file = str(tmp_path / "best.yaml")
     out = run_tfrl("tune", f"--config={path}", f"--logdir={tmp_path / 'sweep'}",
                    f"--output={best_file}", "--quiet")
     rows = _rows(out)
-    assert len(rows) == 4 and all(r[1] == "OK" and r[3] == "1" for r in rows), out
+    assert len(rows) == 2 and all(r[1] == "OK" and r[3] == "1" for r in rows), out
     rewards = {int(r[4].split("=")[1]): float(r[2]) for r in rows}
-    assert sorted(rewards) == [0, 1, 2, 3]
+    assert sorted(rewards) == [0, 3]
+    assert len(set(rewards.values())) == 2, rewards  # the seeds differ, so "best" means one
     best = load_experiment_file(best_file)
     assert rewards[best.config["seed"]] == max(rewards.values())
     assert best.algo == "PPO" and best.env == "CartPole-v1" and not best.sweep
